@@ -1,0 +1,95 @@
+// folio/detail/content_log.hpp — the values a replica inserted, indexed by the seq of the insert.
+//
+// One log per replica. Seqs used by delete operations hold a placeholder, so value(seq) is O(1)
+// without a side table. Text uses an adaptive width (1, 2 or 4 bytes a code point, widened on the first
+// value that needs it), which keeps ASCII documents at one byte per inserted character.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace folio::detail {
+
+/// Generic log: one T per seq.
+template <class T>
+class content_log {
+ public:
+  std::size_t size() const noexcept { return values_.size(); }
+  const T& operator[](std::size_t i) const noexcept { return values_[i]; }
+  void push_back(const T& v) { values_.push_back(v); }
+  void push_placeholders(std::size_t n) { values_.resize(values_.size() + n); }
+  void set(std::size_t i, const T& v) { values_[i] = v; }
+  std::size_t memory_usage() const noexcept {
+    std::size_t bytes = values_.capacity() * sizeof(T);
+    if constexpr (std::is_same_v<T, std::string>)
+      for (const T& v : values_)
+        if (v.capacity() > 15) bytes += v.capacity() + 1;
+    return bytes;
+  }
+
+ private:
+  std::vector<T> values_;
+};
+
+/// Code points, stored 1, 2 or 4 bytes wide.
+template <>
+class content_log<char32_t> {
+ public:
+  std::size_t size() const noexcept { return bytes_.size() / width_; }
+
+  char32_t operator[](std::size_t i) const noexcept {
+    if (width_ == 1) return bytes_[i];
+    if (width_ == 2) {
+      std::uint16_t v;
+      std::memcpy(&v, &bytes_[i * 2], 2);
+      return v;
+    }
+    char32_t v;
+    std::memcpy(&v, &bytes_[i * 4], 4);
+    return v;
+  }
+
+  void push_back(char32_t c) {
+    widen_for(c);
+    bytes_.resize(bytes_.size() + width_);
+    store(size() - 1, c);
+  }
+  void push_placeholders(std::size_t n) { bytes_.resize(bytes_.size() + n * width_); }
+  void set(std::size_t i, char32_t c) {
+    widen_for(c);
+    store(i, c);
+  }
+  std::size_t memory_usage() const noexcept { return bytes_.capacity(); }
+
+ private:
+  void store(std::size_t i, char32_t c) noexcept {
+    if (width_ == 1) bytes_[i] = static_cast<std::uint8_t>(c);
+    else if (width_ == 2) {
+      const auto v = static_cast<std::uint16_t>(c);
+      std::memcpy(&bytes_[i * 2], &v, 2);
+    } else std::memcpy(&bytes_[i * 4], &c, 4);
+  }
+  void widen_for(char32_t c) {
+    const unsigned need = c < 0x100 ? 1 : c < 0x10000 ? 2 : 4;
+    if (need <= width_) return;
+    const std::size_t n = size();
+    std::vector<std::uint8_t> wider(n * need);
+    for (std::size_t i = 0; i < n; ++i) {
+      const char32_t v = (*this)[i];
+      if (need == 2) {
+        const auto w = static_cast<std::uint16_t>(v);
+        std::memcpy(&wider[i * 2], &w, 2);
+      } else std::memcpy(&wider[i * 4], &v, 4);
+    }
+    bytes_.swap(wider);
+    width_ = need;
+  }
+
+  std::vector<std::uint8_t> bytes_;
+  unsigned width_ = 1;
+};
+
+}  // namespace folio::detail

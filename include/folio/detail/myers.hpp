@@ -1,0 +1,110 @@
+// folio/detail/myers.hpp — minimal edit script between two sequences (Myers' O(ND) algorithm, linear
+// space, bisecting at the middle snake).
+//
+// Common prefix and suffix are trimmed first, so a small change in a large input costs O(n) plus the
+// work on the changed middle. The recursion of the textbook version is replaced by an explicit stack.
+// A work budget bounds pathological inputs (two large, unrelated values): a subproblem that exceeds it
+// becomes one replace hunk, which is still correct, merely not minimal.
+//
+// Why not a packaged library: the engine depends on the standard library and pugixml only (DESIGN.md
+// §1); Debian's dtl would add a dependency to every consumer of the headers.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace folio::detail {
+
+/// Replace a[a_pos, a_pos + a_len) with b[b_pos, b_pos + b_len).
+struct hunk {
+  std::size_t a_pos, a_len, b_pos, b_len;
+};
+
+/// Hunks turning a into b, ascending and non-adjacent. `budget` bounds the inner-loop steps.
+template <class T>
+std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t m, std::uint64_t budget = 200'000'000) {
+  struct task {
+    std::size_t a0, a1, b0, b1;
+  };
+  std::vector<hunk> out;
+  std::vector<task> stack{{0, n, 0, m}};
+  std::vector<std::int64_t> v1, v2;
+  auto emit = [&](std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) {
+    if (a0 == a1 && b0 == b1) return;
+    if (!out.empty() && out.back().a_pos + out.back().a_len == a0 && out.back().b_pos + out.back().b_len == b0) {
+      out.back().a_len += a1 - a0, out.back().b_len += b1 - b0;
+    } else {
+      out.push_back({a0, a1 - a0, b0, b1 - b0});
+    }
+  };
+  while (!stack.empty()) {
+    task t = stack.back();
+    stack.pop_back();
+    while (t.a0 < t.a1 && t.b0 < t.b1 && a[t.a0] == b[t.b0]) ++t.a0, ++t.b0;
+    while (t.a0 < t.a1 && t.b0 < t.b1 && a[t.a1 - 1] == b[t.b1 - 1]) --t.a1, --t.b1;
+    const auto N = static_cast<std::int64_t>(t.a1 - t.a0), M = static_cast<std::int64_t>(t.b1 - t.b0);
+    if (N == 0 || M == 0) {
+      emit(t.a0, t.a1, t.b0, t.b1);
+      continue;
+    }
+    const T* x = a + t.a0;
+    const T* y = b + t.b0;
+    // Bisect: walk forward and reverse D-paths until they overlap.
+    const std::int64_t max_d = (N + M + 1) / 2, off = max_d, vlen = 2 * max_d + 2;
+    v1.assign(static_cast<std::size_t>(vlen), -1);
+    v2.assign(static_cast<std::size_t>(vlen), -1);
+    v1[off + 1] = 0, v2[off + 1] = 0;
+    const std::int64_t delta = N - M;
+    const bool front = (delta & 1) != 0;
+    std::int64_t k1s = 0, k1e = 0, k2s = 0, k2e = 0, sx = -1, sy = -1;
+    for (std::int64_t d = 0; d < max_d && sx < 0; ++d) {
+      if (budget < static_cast<std::uint64_t>(2 * d + 2)) break;
+      budget -= 2 * d + 2;
+      for (std::int64_t k1 = -d + k1s; k1 <= d - k1e && sx < 0; k1 += 2) {
+        const std::int64_t ko = off + k1;
+        std::int64_t x1 = (k1 == -d || (k1 != d && v1[ko - 1] < v1[ko + 1])) ? v1[ko + 1] : v1[ko - 1] + 1;
+        std::int64_t y1 = x1 - k1;
+        const std::int64_t s = x1;
+        while (x1 < N && y1 < M && x[x1] == y[y1]) ++x1, ++y1;
+        budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(x1 - s));
+        v1[ko] = x1;
+        if (x1 > N) k1e += 2;
+        else if (y1 > M) k1s += 2;
+        else if (front) {
+          const std::int64_t k2o = off + delta - k1;
+          if (k2o >= 0 && k2o < vlen && v2[k2o] != -1 && x1 >= N - v2[k2o]) sx = x1, sy = y1;
+        }
+      }
+      for (std::int64_t k2 = -d + k2s; k2 <= d - k2e && sx < 0; k2 += 2) {
+        const std::int64_t ko = off + k2;
+        std::int64_t x2 = (k2 == -d || (k2 != d && v2[ko - 1] < v2[ko + 1])) ? v2[ko + 1] : v2[ko - 1] + 1;
+        std::int64_t y2 = x2 - k2;
+        const std::int64_t s = x2;
+        while (x2 < N && y2 < M && x[N - x2 - 1] == y[M - y2 - 1]) ++x2, ++y2;
+        budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(x2 - s));
+        v2[ko] = x2;
+        if (x2 > N) k2e += 2;
+        else if (y2 > M) k2s += 2;
+        else if (!front) {
+          const std::int64_t k1o = off + delta - k2;
+          if (k1o >= 0 && k1o < vlen && v1[k1o] != -1) {
+            const std::int64_t x1 = v1[k1o];
+            if (x1 >= N - x2) sx = x1, sy = off + x1 - k1o;
+          }
+        }
+      }
+    }
+    if (sx < 0) {  // no overlap within budget (or nothing in common): one replace hunk
+      emit(t.a0, t.a1, t.b0, t.b1);
+      continue;
+    }
+    const auto mx = static_cast<std::size_t>(sx), my = static_cast<std::size_t>(sy);
+    stack.push_back({t.a0 + mx, t.a1, t.b0 + my, t.b1});  // right half after the left one
+    stack.push_back({t.a0, t.a0 + mx, t.b0, t.b0 + my});
+  }
+  return out;
+}
+
+}  // namespace folio::detail

@@ -1,0 +1,969 @@
+// folio/detail/rga.hpp — the replicated growable array (RGA) behind text and array.
+//
+// Model (docs/INTERNALS.md has the long form):
+//  * Every item ever inserted stays in the sequence; a remove only marks it deleted (a tombstone).
+//  * An item is inserted right after its origin, skipping the items that follow the origin and have a
+//    larger key (lamport, replica, seq). Because a child's Lamport value always exceeds its origin's,
+//    this linear scan yields the same order on every replica, whatever the delivery order.
+//  * Items are stored as runs: consecutive seqs and Lamport values of one replica, each item the origin
+//    of the next, all live or all deleted. Runs sit in the leaves of a B-tree whose nodes count live
+//    items (position -> run, O(log n)); a per-replica paged index maps seq ranges to leaves
+//    (id -> run, O(log n) with a bounded page).
+//  * The op log keeps every operation in the (causal) order it was integrated, run-length merged;
+//    `ops_since` reads it, so nothing has to be reconstructed from the tree.
+//
+// Invariants (verified by `check()`):
+//  1. node live counts are the sums of their children; leaves hold 1..leaf_capacity runs (a lone root
+//     leaf may be empty); inner nodes hold 2..inner_capacity children; parent/prev/next links agree;
+//  2. every item id maps through the index to the leaf holding it;
+//  3. each item's origin (from the log) is the nearest item to its left with a smaller key;
+//  4. per replica, the log covers seqs 0..next_seq-1 exactly once, and the content log has next_seq slots.
+//
+// Thread-safety: none; a document is used by one thread at a time.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../id.hpp"
+#include "../ops.hpp"
+#include "../version.hpp"
+#include "content_log.hpp"
+#include "utf8.hpp"
+
+namespace folio::detail {
+
+inline constexpr int leaf_capacity = 32;
+inline constexpr int inner_capacity = 16;
+inline constexpr unsigned index_page_bits = 8;  // 256 seqs per index page
+inline constexpr std::uint32_t no_replica = UINT32_MAX;
+
+/// A run of items in document order. 16 bytes.
+struct run {
+  std::uint32_t replica;  ///< local replica index of the author (not the global id)
+  std::uint32_t seq;      ///< seq of the first item; item k is (replica, seq + k)
+  std::uint32_t lamport;  ///< Lamport value of the first item; item k has lamport + k (orders siblings)
+  std::uint32_t len_del;  ///< bits 0-30: item count (>= 1); bit 31: all items deleted (tombstones)
+
+  static constexpr std::uint32_t deleted_bit = 0x8000'0000u;
+  std::uint32_t len() const noexcept { return len_del & ~deleted_bit; }
+  bool deleted() const noexcept { return (len_del & deleted_bit) != 0; }
+  std::uint32_t live() const noexcept { return deleted() ? 0 : len(); }
+  void set_len(std::uint32_t n) noexcept { len_del = (len_del & deleted_bit) | n; }
+  /// The items [k, len) as a run of their own.
+  run tail(std::uint32_t k) const noexcept { return run{replica, seq + k, lamport + k, len_del - k}; }
+};
+
+struct inner_node;
+struct node {
+  inner_node* parent = nullptr;
+  std::uint32_t live = 0;  ///< live items below this node
+  std::uint16_t count = 0; ///< runs (leaf) or children (inner)
+  bool is_leaf = true;
+};
+struct leaf_node : node {
+  leaf_node* prev = nullptr;
+  leaf_node* next = nullptr;
+  run runs[leaf_capacity];
+};
+struct inner_node : node {
+  node* child[inner_capacity];
+};
+
+/// An item: runs[idx] of `leaf`, `off` items into the run.
+struct place {
+  leaf_node* leaf = nullptr;
+  int idx = 0;
+  std::uint32_t off = 0;
+};
+
+/// One entry of the op log. 28 bytes.
+struct log_entry {
+  std::uint32_t replica;      ///< local index of the author
+  std::uint32_t seq;          ///< first unit's seq
+  std::uint32_t len;          ///< unit count
+  std::uint32_t lamport;      ///< first unit's Lamport value
+  std::uint32_t ref_replica;  ///< local index, or no_replica for document_start
+  std::uint32_t ref_seq;      ///< insert: origin of the first item; remove: first target
+  op_kind kind;
+  bool backward;  ///< remove: targets descend
+
+  std::uint32_t last_target() const noexcept { return backward ? ref_seq - (len - 1) : ref_seq + (len - 1); }
+};
+
+template <class T>
+class rga {
+ public:
+  explicit rga(replica_id self) {
+    if (self == 0) fail("folio.replica", "replica id 0 is reserved");
+    auto* l = new leaf_node;
+    root_ = first_leaf_ = l;
+    replica_index(self);
+  }
+  ~rga() { destroy(root_); }
+  rga(const rga&) = delete;
+  rga& operator=(const rga&) = delete;
+  rga(rga&& o) noexcept { steal(o); }
+  rga& operator=(rga&& o) noexcept {
+    if (this != &o) {
+      destroy(root_);
+      steal(o);
+    }
+    return *this;
+  }
+
+  replica_id self() const noexcept { return reps_[0].id; }
+  std::size_t size() const noexcept { return root_->live; }
+  const version_vector& version() const noexcept { return version_; }
+  /// Unit operations held because their causal dependencies have not arrived.
+  std::size_t pending() const noexcept {
+    std::size_t n = 0;
+    for (const parked& p : parked_) n += p.o.len;
+    return n;
+  }
+  /// Unit operations dropped because, once their dependencies arrived, they proved invalid.
+  std::size_t rejected() const noexcept { return rejected_; }
+
+  // ---- local edits ----------------------------------------------------------------------------
+
+  /// Inserts `n` values before position `pos` (0 = front, size() = end). Amortised O(log n); O(1)
+  /// when continuing the previous insert. Throws folio::error "[folio.range]" if pos > size().
+  local_change insert(std::size_t pos, const T* values, std::size_t n) {
+    if (pos > size()) fail("folio.range", "insert position " + std::to_string(pos) + " > size " + std::to_string(size()));
+    replica_state& me = reps_[0];
+    const local_change change{me.id, me.next_seq, static_cast<std::uint32_t>(n)};
+    if (n == 0) return change;
+    reserve_counters(n);
+    const std::uint32_t seq = me.next_seq, lam = clock_ + 1, len = static_cast<std::uint32_t>(n);
+    const run fresh{0, seq, lam, len};
+    std::uint32_t orep = no_replica, oseq = 0;
+    if (pos == 0) {
+      insert_runs(first_leaf_, 0, &fresh, 1);
+      cache_leaf_ = first_leaf_, cache_start_ = 0;
+    } else {
+      const place p = locate_live(pos - 1);
+      run& r = p.leaf->runs[p.idx];
+      orep = r.replica, oseq = r.seq + p.off;
+      if (p.off + 1 < r.len()) {
+        split_insert(p, fresh);
+      } else if (r.replica == 0 && r.seq + r.len() == seq && r.lamport + r.len() == lam) {
+        r.set_len(r.len() + len);
+        add_live(p.leaf, len);
+        index_assign(0, seq, seq + len, p.leaf);
+      } else {
+        insert_runs(p.leaf, p.idx + 1, &fresh, 1);
+      }
+    }
+    for (std::size_t k = 0; k < n; ++k) me.content.push_back(values[k]);
+    log_append(log_entry{0, seq, len, lam, orep, oseq, op_kind::insert, false});
+    finish_local(len);
+    return change;
+  }
+
+  /// Removes `n` values starting at `pos`. O(log n + runs touched).
+  /// Throws folio::error "[folio.range]" if pos + n > size().
+  local_change erase(std::size_t pos, std::size_t n) {
+    if (pos > size() || n > size() - pos)
+      fail("folio.range", "erase range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
+    replica_state& me = reps_[0];
+    const local_change change{me.id, me.next_seq, static_cast<std::uint32_t>(n)};
+    if (n == 0) return change;
+    reserve_counters(n);
+    const std::uint32_t seq = me.next_seq, lam = clock_ + 1;
+    place p = locate_live(pos);
+    std::uint32_t done = 0;
+    while (done < n) {
+      normalize(p);
+      run& r = p.leaf->runs[p.idx];
+      if (r.deleted() || p.off >= r.len()) {
+        ++p.idx, p.off = 0;
+        continue;
+      }
+      const std::uint32_t take = std::min<std::uint32_t>(r.len() - p.off, static_cast<std::uint32_t>(n) - done);
+      log_append(log_entry{0, seq + done, take, lam + done, r.replica, r.seq + p.off, op_kind::remove, false});
+      p = mark_deleted(p, take);
+      done += take;
+    }
+    me.content.push_placeholders(n);
+    finish_local(static_cast<std::uint32_t>(n));
+    return change;
+  }
+
+  // ---- remote operations ----------------------------------------------------------------------
+
+  /// How `apply` gets the values of inserts.
+  enum class content_mode { from_batch, placeholders };
+
+  /// Integrates a batch: duplicates are skipped, ops with missing dependencies are held as pending and
+  /// released when they arrive (in this or a later call). Each op is atomic; on the first invalid op
+  /// (a reference to something that is not an item, a Lamport value not above its origin's, a counter
+  /// overflow, content of the wrong size) it stops and reports it. Callers needing all-or-nothing
+  /// apply to a fresh copy or reload on `invalid`.
+  apply_result apply(const op_batch<T>& b, content_mode mode = content_mode::from_batch) {
+    apply_result res;
+    cache_leaf_ = nullptr;
+    if (mode == content_mode::from_batch) {
+      std::size_t need = 0;
+      for (const op& o : b.ops)
+        if (o.kind == op_kind::insert) need += o.len;
+      if (need != b.content.size()) {
+        res.status = apply_status::invalid, res.op_index = b.ops.size();
+        res.message = "batch content has " + std::to_string(b.content.size()) + " values, inserts need " + std::to_string(need);
+        return res;
+      }
+      if constexpr (std::is_same_v<T, char32_t>)
+        for (char32_t c : b.content)
+          if (!valid_code_point(c)) {
+            res.status = apply_status::invalid, res.op_index = b.ops.size(), res.message = "batch content holds a value that is not a Unicode scalar value";
+            return res;
+          }
+    }
+    std::size_t coff = 0;
+    for (std::size_t i = 0; i < b.ops.size(); ++i) {
+      const op& o = b.ops[i];
+      const T* vals = nullptr;
+      if (o.kind == op_kind::insert && mode == content_mode::from_batch) vals = b.content.data() + coff, coff += o.len;
+      std::string why;
+      const outcome oc = integrate(o, vals, mode == content_mode::placeholders, res, why);
+      if (oc == outcome::invalid) {
+        res.status = apply_status::invalid, res.op_index = i, res.message = std::move(why);
+        break;
+      }
+    }
+    if (res.applied != 0 && !parked_.empty()) release_parked(res);
+    res.pending = pending();
+    return res;
+  }
+
+  /// The operations a replica at version `since` lacks, in an order that integrates without pending
+  /// (the local integration order). With `upto`, only operations that version contains. O(k log k)
+  /// for k ops returned. Without content (for document encoding) when `with_content` is false.
+  op_batch<T> ops_since(const version_vector& since, const version_vector* upto = nullptr, bool with_content = true) const {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> picks;  // (log position, first unit)
+    for (std::uint32_t r = 0; r < reps_.size(); ++r) {
+      const std::uint32_t to = upto ? std::min(upto->get(reps_[r].id), reps_[r].next_seq) : reps_[r].next_seq;
+      collect(r, since.get(reps_[r].id), to, picks);
+    }
+    std::sort(picks.begin(), picks.end());
+    return emit(picks, with_content, upto);
+  }
+
+  /// The operations of one local change.
+  op_batch<T> ops(const local_change& c) const {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> picks;
+    auto it = rep_index_.find(c.replica);
+    if (it == rep_index_.end() || c.count == 0) return {};
+    const std::uint32_t end = std::min(c.first + c.count, reps_[it->second].next_seq);
+    collect(it->second, c.first, end, picks);
+    std::sort(picks.begin(), picks.end());
+    version_vector upto;
+    upto.observe(c.replica, end);
+    return emit(picks, true, &upto);
+  }
+
+  // ---- reading --------------------------------------------------------------------------------
+
+  /// Calls f(value) for each live value in order. O(n).
+  template <class F>
+  void for_each(F&& f) const {
+    for (const leaf_node* l = first_leaf_; l; l = l->next)
+      for (int i = 0; i < l->count; ++i) {
+        const run& r = l->runs[i];
+        if (r.deleted()) continue;
+        const content_log<T>& c = reps_[r.replica].content;
+        for (std::uint32_t k = 0; k < r.len(); ++k) f(c[r.seq + k]);
+      }
+  }
+
+  /// The live value at `pos`. O(log n). Throws "[folio.range]" past the end.
+  T at(std::size_t pos) const {
+    if (pos >= size()) fail("folio.range", "position " + std::to_string(pos) + " >= size " + std::to_string(size()));
+    const place p = locate_live(pos);
+    const run& r = p.leaf->runs[p.idx];
+    return reps_[r.replica].content[r.seq + p.off];
+  }
+
+  /// Replaces the values of the live items in document order (document decoding, where only live
+  /// content is stored). False if the count differs from size().
+  bool assign_live_values(const std::vector<T>& values) {
+    if (values.size() != size()) return false;
+    std::size_t v = 0;
+    for (leaf_node* l = first_leaf_; l; l = l->next)
+      for (int i = 0; i < l->count; ++i) {
+        const run& r = l->runs[i];
+        if (r.deleted()) continue;
+        content_log<T>& c = reps_[r.replica].content;
+        for (std::uint32_t k = 0; k < r.len(); ++k) c.set(r.seq + k, values[v++]);
+      }
+    return true;
+  }
+
+  /// Number of runs in document order (tombstone runs included).
+  std::size_t run_count() const noexcept {
+    std::size_t n = 0;
+    for (const leaf_node* l = first_leaf_; l; l = l->next) n += l->count;
+    return n;
+  }
+  std::size_t log_size() const noexcept { return log_.size(); }
+
+  /// Heap bytes held (tree, index, log, content, replica table).
+  std::size_t memory_usage() const {
+    std::size_t bytes = count_nodes(root_);
+    bytes += log_.capacity() * sizeof(log_entry) + reps_.capacity() * sizeof(replica_state);
+    bytes += rep_index_.size() * (sizeof(std::pair<replica_id, std::uint32_t>) + 2 * sizeof(void*)) + rep_index_.bucket_count() * sizeof(void*);
+    for (const replica_state& r : reps_) {
+      bytes += r.content.memory_usage() + r.log_pos.capacity() * sizeof(std::uint32_t);
+      bytes += r.index.capacity() * sizeof(std::vector<index_entry>);
+      for (const auto& page : r.index) bytes += page.capacity() * sizeof(index_entry);
+    }
+    for (const parked& p : parked_) bytes += sizeof(parked) + p.values.capacity() * sizeof(T);
+    return bytes;
+  }
+
+  /// Verifies every invariant listed at the top of this file; throws "[folio.invariant]" on the first
+  /// violation. O(n log n); for tests and fuzzers.
+  void check() const {
+    std::vector<const leaf_node*> leaves;
+    check_node(root_, nullptr, leaves);
+    const leaf_node* prev = nullptr;
+    for (std::size_t i = 0; i < leaves.size(); ++i) {
+      if (leaves[i]->prev != prev) bad("leaf prev link");
+      if (i + 1 < leaves.size() ? leaves[i]->next != leaves[i + 1] : leaves[i]->next != nullptr) bad("leaf next link");
+      prev = leaves[i];
+    }
+    if (first_leaf_ != leaves.front()) bad("first leaf");
+    if (cache_leaf_) {
+      std::size_t start = 0;
+      for (const leaf_node* l : leaves) {
+        if (l == cache_leaf_) break;
+        start += l->live;
+      }
+      if (start != cache_start_) bad("position cache");
+    }
+    // 2. index, 4. per-replica coverage
+    std::vector<std::uint64_t> items(reps_.size());
+    for (const leaf_node* l : leaves)
+      for (int i = 0; i < l->count; ++i) {
+        const run& r = l->runs[i];
+        if (r.len() == 0 || r.replica >= reps_.size()) bad("run length or replica");
+        if (std::uint64_t(r.seq) + r.len() > reps_[r.replica].next_seq) bad("run beyond replica's ops");
+        for (std::uint32_t k : {0u, r.len() - 1}) {
+          const place p = locate_id(r.replica, r.seq + k);
+          if (p.leaf != l || p.idx != i) bad("index does not map item to its leaf");
+        }
+        items[r.replica] += r.len();
+      }
+    for (std::uint32_t rep = 0; rep < reps_.size(); ++rep) {
+      const replica_state& rs = reps_[rep];
+      if (rs.content.size() != rs.next_seq) bad("content log size");
+      if (version_.get(rs.id) != rs.next_seq) bad("version vector");
+      std::uint64_t next = 0, inserted = 0;
+      for (std::uint32_t pos : rs.log_pos) {
+        const log_entry& e = log_[pos];
+        if (e.replica != rep || e.seq != next || e.len == 0) bad("log coverage");
+        next += e.len;
+        if (e.kind == op_kind::insert) inserted += e.len;
+      }
+      if (next != rs.next_seq || inserted != items[rep]) bad("log does not match items");
+    }
+    // 3. RGA order: origin == nearest item to the left with a smaller key.
+    struct frame {
+      run r;  // items of a run still eligible as "nearest smaller" (a prefix of the run)
+    };
+    std::vector<frame> stack;
+    for (const leaf_node* l : leaves)
+      for (int i = 0; i < l->count; ++i) {
+        const run& r = l->runs[i];
+        const item_key k0 = key_of(r, 0);
+        std::uint32_t orep = no_replica, oseq = 0;
+        while (!stack.empty()) {
+          run& s = stack.back().r;
+          if (key_of(s, 0) > k0) {
+            stack.pop_back();
+            continue;
+          }
+          std::uint32_t j = s.len() - 1;  // largest j with key(s, j) < k0 (keys rise along a run)
+          while (key_of(s, j) > k0) --j;
+          s.set_len(j + 1);
+          orep = s.replica, oseq = s.seq + j;
+          break;
+        }
+        const auto [erep, eseq] = origin_of(r.replica, r.seq);
+        if (erep != orep || (orep != no_replica && eseq != oseq)) bad("item is not placed after its origin (RGA order)");
+        stack.push_back(frame{r});
+      }
+    for (const parked& p : parked_)
+      if (p.o.len == 0) bad("empty parked op");
+  }
+
+ private:
+  struct index_entry {
+    std::uint32_t seq;  ///< first seq of the range; the range ends at the next entry's seq
+    leaf_node* leaf;
+  };
+  struct replica_state {
+    replica_id id;
+    std::uint32_t next_seq = 0;                    ///< ops integrated (== version entry)
+    content_log<T> content;                        ///< value by seq (placeholders for removes)
+    std::vector<std::vector<index_entry>> index;   ///< page (seq >> index_page_bits) -> sorted ranges
+    std::vector<std::uint32_t> log_pos;            ///< log_ positions of this replica's ops, by seq
+  };
+  struct parked {
+    op o;
+    std::vector<T> values;
+    bool placeholders;
+  };
+  enum class outcome { done, parked, invalid };
+  enum class dep { ready, missing, invalid };
+
+  [[noreturn]] static void bad(const char* what) { fail("folio.invariant", what); }
+
+  void steal(rga& o) noexcept {
+    root_ = std::exchange(o.root_, nullptr);
+    first_leaf_ = std::exchange(o.first_leaf_, nullptr);
+    reps_ = std::move(o.reps_);
+    rep_index_ = std::move(o.rep_index_);
+    log_ = std::move(o.log_);
+    parked_ = std::move(o.parked_);
+    version_ = std::move(o.version_);
+    clock_ = o.clock_, rejected_ = o.rejected_;
+    cache_leaf_ = std::exchange(o.cache_leaf_, nullptr), cache_start_ = o.cache_start_;
+  }
+  static void destroy(node* n) noexcept {
+    if (!n) return;
+    if (n->is_leaf) {
+      delete static_cast<leaf_node*>(n);
+      return;
+    }
+    auto* in = static_cast<inner_node*>(n);
+    for (int i = 0; i < in->count; ++i) destroy(in->child[i]);
+    delete in;
+  }
+  static std::size_t count_nodes(const node* n) noexcept {
+    if (n->is_leaf) return sizeof(leaf_node);
+    auto* in = static_cast<const inner_node*>(n);
+    std::size_t b = sizeof(inner_node);
+    for (int i = 0; i < in->count; ++i) b += count_nodes(in->child[i]);
+    return b;
+  }
+  std::uint32_t check_node(const node* n, const inner_node* parent, std::vector<const leaf_node*>& leaves) const {
+    if (n->parent != parent) bad("parent link");
+    std::uint64_t live = 0;
+    if (n->is_leaf) {
+      auto* l = static_cast<const leaf_node*>(n);
+      if (l->count > leaf_capacity || (l->count == 0 && n != root_)) bad("leaf run count");
+      for (int i = 0; i < l->count; ++i) live += l->runs[i].live();
+      leaves.push_back(l);
+    } else {
+      auto* in = static_cast<const inner_node*>(n);
+      if (in->count < 2 || in->count > inner_capacity) bad("inner child count");
+      for (int i = 0; i < in->count; ++i) live += check_node(in->child[i], in, leaves);
+    }
+    if (live != n->live) bad("live count");
+    return n->live;
+  }
+
+  item_key key_of(const run& r, std::uint32_t k) const noexcept { return {r.lamport + k, reps_[r.replica].id, r.seq + k}; }
+
+  /// Local index of replica `id`, added to the table if new.
+  std::uint32_t replica_index(replica_id id) {
+    auto [it, added] = rep_index_.try_emplace(id, static_cast<std::uint32_t>(reps_.size()));
+    if (added) {
+      reps_.emplace_back();
+      reps_.back().id = id;
+    }
+    return it->second;
+  }
+  /// Local index of `id`, or no_replica.
+  std::uint32_t find_replica(replica_id id) const {
+    auto it = rep_index_.find(id);
+    return it == rep_index_.end() ? no_replica : it->second;
+  }
+
+  /// The origin (local replica, seq) of item (rep, seq), read from the log.
+  std::pair<std::uint32_t, std::uint32_t> origin_of(std::uint32_t rep, std::uint32_t seq) const {
+    const auto& lp = reps_[rep].log_pos;
+    auto it = std::upper_bound(lp.begin(), lp.end(), seq, [&](std::uint32_t s, std::uint32_t pos) { return s < log_[pos].seq; });
+    const log_entry& e = log_[*(it - 1)];
+    if (e.kind != op_kind::insert) bad("item id belongs to a remove");
+    if (seq == e.seq) return {e.ref_replica, e.ref_seq};
+    return {rep, seq - 1};
+  }
+
+  void reserve_counters(std::size_t n) const {
+    const replica_state& me = reps_[0];
+    if (n > max_counter || me.next_seq + n > std::size_t(max_counter) + 1 || clock_ + n > max_counter)
+      fail("folio.overflow", "operation counter would exceed 2^31");
+  }
+  void finish_local(std::uint32_t n) {
+    replica_state& me = reps_[0];
+    me.next_seq += n;
+    clock_ += n;
+    version_.observe(me.id, me.next_seq);
+  }
+
+  // ---- tree navigation ------------------------------------------------------------------------
+
+  /// The live item at `pos` (< size()). Uses and refreshes the position cache.
+  place locate_live(std::size_t pos) const {
+    leaf_node* l;
+    std::size_t start;
+    if (cache_leaf_ && pos >= cache_start_ && pos - cache_start_ < cache_leaf_->live) {
+      l = cache_leaf_, start = cache_start_;
+    } else {
+      node* n = root_;
+      start = 0;
+      while (!n->is_leaf) {
+        auto* in = static_cast<inner_node*>(n);
+        int c = 0;
+        while (c + 1 < in->count && pos - start >= in->child[c]->live) start += in->child[c++]->live;
+        n = in->child[c];
+      }
+      l = static_cast<leaf_node*>(n);
+      cache_leaf_ = l, cache_start_ = start;
+    }
+    std::size_t rel = pos - start;
+    int i = 0;
+    for (;; ++i) {
+      const std::uint32_t lv = l->runs[i].live();
+      if (rel < lv) break;
+      rel -= lv;
+    }
+    return {l, i, static_cast<std::uint32_t>(rel)};
+  }
+
+  /// The item (rep, seq), or a place with a null leaf if it is not an integrated item.
+  place locate_id(std::uint32_t rep, std::uint32_t seq) const noexcept {
+    const auto& pages = reps_[rep].index;
+    const std::size_t pg = seq >> index_page_bits;
+    if (pg >= pages.size()) return {};
+    const auto& page = pages[pg];
+    auto it = std::upper_bound(page.begin(), page.end(), seq, [](std::uint32_t s, const index_entry& e) { return s < e.seq; });
+    if (it == page.begin()) return {};
+    leaf_node* l = (it - 1)->leaf;
+    for (int i = 0; i < l->count; ++i) {
+      const run& r = l->runs[i];
+      if (r.replica == rep && seq - r.seq < r.len()) return {l, i, seq - r.seq};
+    }
+    return {};
+  }
+
+  /// Moves a place past the end of its leaf onto the next leaf.
+  static void normalize(place& p) noexcept {
+    while (p.idx >= p.leaf->count && p.leaf->next) p.idx -= p.leaf->count, p.leaf = p.leaf->next;
+  }
+
+  // ---- tree mutation --------------------------------------------------------------------------
+
+  static void add_live(node* n, std::int64_t delta) noexcept {
+    for (; n; n = n->parent) n->live = static_cast<std::uint32_t>(n->live + delta);
+  }
+
+  /// Makes items [s, e) of replica `rep` map to leaf `l` in the index.
+  void index_assign(std::uint32_t rep, std::uint32_t s, std::uint32_t e, leaf_node* l) {
+    auto& pages = reps_[rep].index;
+    const std::size_t last = (e - 1) >> index_page_bits;
+    if (pages.size() <= last) pages.resize(last + 1);
+    for (std::size_t pg = s >> index_page_bits; pg <= last; ++pg) {
+      const std::uint64_t page_lo = std::uint64_t(pg) << index_page_bits, page_hi = page_lo + (1u << index_page_bits);
+      const auto lo = static_cast<std::uint32_t>(std::max<std::uint64_t>(s, page_lo));
+      const std::uint64_t hi = std::min<std::uint64_t>(e, page_hi);
+      auto& page = pages[pg];
+      auto by_seq = [](const index_entry& x, std::uint64_t v) { return x.seq < v; };
+      const std::size_t a = std::lower_bound(page.begin(), page.end(), lo, by_seq) - page.begin();
+      std::size_t b = std::lower_bound(page.begin(), page.end(), hi, by_seq) - page.begin();
+      // Fast path: the range already maps to l.
+      if (a > 0 && page[a - 1].leaf == l && a == b) continue;
+      leaf_node* after = nullptr;  // what `hi` mapped to, to keep it if hi starts no entry of its own
+      const bool keep_after = hi < page_hi && b > 0 && !(b < page.size() && page[b].seq == hi);
+      if (keep_after) after = page[b - 1].leaf;
+      index_entry repl[2];
+      int m = 0;
+      if (!(a > 0 && page[a - 1].leaf == l)) repl[m++] = {lo, l};
+      if (keep_after && after != l) repl[m++] = {static_cast<std::uint32_t>(hi), after};
+      if (!keep_after && b < page.size() && page[b].seq == hi && page[b].leaf == l) ++b;
+      const std::size_t removed = b - a;
+      if (removed >= static_cast<std::size_t>(m)) {
+        std::copy(repl, repl + m, page.begin() + a);
+        page.erase(page.begin() + a + m, page.begin() + b);
+      } else {
+        page.insert(page.begin() + b, repl + removed, repl + m);
+        std::copy(repl, repl + removed, page.begin() + a);
+      }
+    }
+  }
+
+  /// Inserts `m` (1..2) runs before runs[idx] of `l`, splitting the leaf if needed. Adds their live
+  /// items to the counts and maps their ids. Returns the place of the first inserted run.
+  place insert_runs(leaf_node* l, int idx, const run* rs, int m) {
+    if (l->count + m > leaf_capacity) {
+      const int old = l->count;
+      const int mid = idx == old ? old : old / 2;  // appending at a leaf's end starts a fresh leaf
+      auto* r = new leaf_node;
+      std::uint32_t moved = 0;
+      for (int i = mid; i < old; ++i) r->runs[i - mid] = l->runs[i], moved += l->runs[i].live();
+      r->count = static_cast<std::uint16_t>(old - mid);
+      l->count = static_cast<std::uint16_t>(mid);
+      l->live -= moved;
+      r->live = moved;
+      r->next = l->next, r->prev = l;
+      if (l->next) l->next->prev = r;
+      l->next = r;
+      insert_child(l, r);
+      for (int i = 0; i < r->count; ++i) index_assign(r->runs[i].replica, r->runs[i].seq, r->runs[i].seq + r->runs[i].len(), r);
+      if (idx > mid || mid == old) l = r, idx -= mid;
+    }
+    for (int i = l->count - 1; i >= idx; --i) l->runs[i + m] = l->runs[i];
+    std::uint32_t live = 0;
+    for (int k = 0; k < m; ++k) l->runs[idx + k] = rs[k], live += rs[k].live();
+    l->count = static_cast<std::uint16_t>(l->count + m);
+    add_live(l, live);
+    for (int k = 0; k < m; ++k) index_assign(rs[k].replica, rs[k].seq, rs[k].seq + rs[k].len(), l);
+    return {l, idx, 0};
+  }
+
+  /// Inserts `right` into left's parent just after `left`, splitting inner nodes up to the root.
+  void insert_child(node* left, node* right) {
+    for (;;) {
+      inner_node* p = left->parent;
+      if (!p) {
+        auto* root = new inner_node;
+        root->is_leaf = false;
+        root->count = 2;
+        root->child[0] = left, root->child[1] = right;
+        root->live = left->live + right->live;
+        left->parent = right->parent = root;
+        root_ = root;
+        return;
+      }
+      int i = 0;
+      while (p->child[i] != left) ++i;
+      if (p->count < inner_capacity) {
+        for (int k = p->count - 1; k > i; --k) p->child[k + 1] = p->child[k];
+        p->child[i + 1] = right;
+        right->parent = p;
+        ++p->count;
+        return;
+      }
+      node* all[inner_capacity + 1];
+      for (int k = 0, j = 0; k < p->count; ++k) {
+        all[j++] = p->child[k];
+        if (k == i) all[j++] = right;
+      }
+      auto* q = new inner_node;
+      q->is_leaf = false;
+      const int total = p->count + 1, half = total / 2;
+      p->count = static_cast<std::uint16_t>(half);
+      q->count = static_cast<std::uint16_t>(total - half);
+      p->live = q->live = 0;
+      for (int k = 0; k < total; ++k) {
+        inner_node* owner = k < half ? p : q;
+        owner->child[k < half ? k : k - half] = all[k];
+        all[k]->parent = owner;
+        owner->live += all[k]->live;
+      }
+      left = p, right = q;
+    }
+  }
+
+  /// Splits the run at p after p.off items and inserts `fresh` between the halves.
+  void split_insert(const place& p, const run& fresh) {
+    run& r = p.leaf->runs[p.idx];
+    const run tail = r.tail(p.off + 1);
+    r.set_len(p.off + 1);
+    add_live(p.leaf, -static_cast<std::int64_t>(tail.live()));
+    const run two[2] = {fresh, tail};
+    insert_runs(p.leaf, p.idx + 1, two, 2);
+  }
+
+  /// True if `b` continues `a`: same author, next seq and Lamport value, same deleted state.
+  static bool continues(const run& a, const run& b) noexcept {
+    return a.replica == b.replica && a.seq + a.len() == b.seq && a.lamport + a.len() == b.lamport && a.deleted() == b.deleted();
+  }
+
+  /// Marks `take` items from p deleted (the run at p is live, p.off + take <= len). Returns the place
+  /// just after them (possibly one past the end of a leaf). Deleted items join a neighbouring tombstone
+  /// run they continue (the usual result of backspacing), so tombstones do not fragment.
+  place mark_deleted(place p, std::uint32_t take) {
+    leaf_node* l = p.leaf;
+    run& r = l->runs[p.idx];
+    const std::uint32_t len = r.len();
+    add_live(l, -static_cast<std::int64_t>(take));
+    run* prev = p.idx > 0 ? &l->runs[p.idx - 1] : nullptr;
+    run* next = p.idx + 1 < l->count ? &l->runs[p.idx + 1] : nullptr;
+    run gone = r.tail(p.off);
+    gone.len_del = take | run::deleted_bit;
+    if (p.off == 0 && prev && continues(*prev, gone)) {  // grow the tombstone run on the left
+      prev->set_len(prev->len() + take);
+      if (take == len) {
+        for (int i = p.idx; i + 1 < l->count; ++i) l->runs[i] = l->runs[i + 1];
+        --l->count;
+        return {l, p.idx, 0};
+      }
+      r = r.tail(take);
+      return {l, p.idx, 0};
+    }
+    if (p.off + take == len && next && continues(gone, *next)) {  // grow the tombstone run on the right
+      *next = run{gone.replica, gone.seq, gone.lamport, (next->len() + take) | run::deleted_bit};
+      if (p.off == 0) {  // the whole run went: drop it
+        for (int i = p.idx; i + 1 < l->count; ++i) l->runs[i] = l->runs[i + 1];
+        --l->count;
+        return {l, p.idx + 1, 0};
+      }
+      r.set_len(p.off);
+      return {l, p.idx + 2, 0};
+    }
+    if (p.off == 0 && take == len) {
+      r.len_del |= run::deleted_bit;
+      return {l, p.idx + 1, 0};
+    }
+    if (p.off == 0) {  // [deleted][rest]
+      const run rest = r.tail(take);
+      r.len_del = take | run::deleted_bit;
+      add_live(l, -static_cast<std::int64_t>(rest.live()));
+      return insert_runs(l, p.idx + 1, &rest, 1);
+    }
+    const run rest = r.tail(p.off + take);
+    r.set_len(p.off);
+    const std::uint32_t moved = len - p.off - take;
+    add_live(l, -static_cast<std::int64_t>(moved));
+    const run two[2] = {gone, rest};
+    place q = insert_runs(l, p.idx + 1, two, moved ? 2 : 1);
+    return {q.leaf, q.idx + 1, 0};
+  }
+
+  // ---- op log ---------------------------------------------------------------------------------
+
+  /// Appends to the log, extending the last entry when the new one continues it.
+  void log_append(const log_entry& e) {
+    if (!log_.empty()) {
+      log_entry& last = log_.back();
+      if (last.kind == e.kind && last.replica == e.replica && last.seq + last.len == e.seq && last.lamport + last.len == e.lamport) {
+        if (e.kind == op_kind::insert) {
+          if (e.ref_replica == e.replica && e.ref_seq + 1 == e.seq) {
+            last.len += e.len;
+            return;
+          }
+        } else if (e.ref_replica == last.ref_replica) {
+          const std::uint32_t lt = last.last_target();
+          if ((!last.backward || last.len == 1) && (!e.backward || e.len == 1) && e.ref_seq == lt + 1) {
+            last.backward = false, last.len += e.len;
+            return;
+          }
+          if ((last.backward || last.len == 1) && (e.backward || e.len == 1) && lt != 0 && e.ref_seq == lt - 1) {
+            last.backward = true, last.len += e.len;
+            return;
+          }
+        }
+      }
+    }
+    reps_[e.replica].log_pos.push_back(static_cast<std::uint32_t>(log_.size()));
+    log_.push_back(e);
+  }
+
+  /// Adds to `picks` the log entries of replica `rep` holding seqs [from, to).
+  void collect(std::uint32_t rep, std::uint32_t from, std::uint32_t to, std::vector<std::pair<std::uint32_t, std::uint32_t>>& picks) const {
+    if (from >= to) return;
+    const auto& lp = reps_[rep].log_pos;
+    auto it = std::upper_bound(lp.begin(), lp.end(), from, [&](std::uint32_t s, std::uint32_t pos) { return s < log_[pos].seq; });
+    if (it != lp.begin()) --it;
+    for (; it != lp.end() && log_[*it].seq < to; ++it) {
+      const log_entry& e = log_[*it];
+      if (e.seq + e.len <= from) continue;
+      picks.emplace_back(*it, from > e.seq ? from - e.seq : 0);
+    }
+  }
+
+  op_batch<T> emit(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& picks, bool with_content, const version_vector* upto) const {
+    op_batch<T> b;
+    b.ops.reserve(picks.size());
+    for (auto [pos, skip] : picks) {
+      const log_entry& e = log_[pos];
+      const replica_state& rs = reps_[e.replica];
+      std::uint32_t len = e.len - skip;
+      if (upto) len = std::min(len, upto->get(rs.id) - (e.seq + skip));
+      op o;
+      o.kind = e.kind, o.id = {rs.id, e.seq + skip}, o.lamport = e.lamport + skip, o.len = len, o.backward = e.backward;
+      if (e.kind == op_kind::insert) {
+        if (skip) o.ref = {rs.id, e.seq + skip - 1};
+        else o.ref = e.ref_replica == no_replica ? document_start : op_id{reps_[e.ref_replica].id, e.ref_seq};
+        if (with_content)
+          for (std::uint32_t k = 0; k < len; ++k) b.content.push_back(rs.content[o.id.seq + k]);
+      } else {
+        o.ref = {reps_[e.ref_replica].id, e.backward ? e.ref_seq - skip : e.ref_seq + skip};
+      }
+      b.ops.push_back(o);
+    }
+    return b;
+  }
+
+  // ---- integration ----------------------------------------------------------------------------
+
+  /// Checks that the items (rep of `ref`, ref.seq ± k), k < len, are integrated. On `ready` and for
+  /// inserts, `lamport` receives the origin's Lamport value (0 for document_start).
+  dep check_refs(const op& o, std::uint32_t& lamport, std::string& why) const {
+    if (o.kind == op_kind::insert && o.ref == document_start) return lamport = 0, dep::ready;
+    if (o.ref.replica == 0) return why = "reference to replica 0", dep::invalid;
+    const std::uint32_t rep = find_replica(o.ref.replica);
+    const std::uint32_t count = o.kind == op_kind::insert ? 1 : o.len;
+    if (o.kind == op_kind::remove && (o.backward ? o.ref.seq < count - 1 : std::uint64_t(o.ref.seq) + count > std::uint64_t(max_counter) + 1))
+      return why = "remove target range out of bounds", dep::invalid;
+    for (std::uint32_t k = 0; k < count;) {
+      const op_id t = o.kind == op_kind::insert ? o.ref : o.target(k);
+      if (t.replica == o.id.replica && t.seq >= o.id.seq) return why = "operation refers to itself or a later operation of its replica", dep::invalid;
+      if (rep == no_replica || t.seq >= reps_[rep].next_seq) return dep::missing;
+      const place p = locate_id(rep, t.seq);
+      if (!p.leaf) return why = "reference (" + std::to_string(t.replica) + ", " + std::to_string(t.seq) + ") is not an inserted item", dep::invalid;
+      const run& r = p.leaf->runs[p.idx];
+      if (o.kind == op_kind::insert) {
+        lamport = r.lamport + p.off;
+        return dep::ready;
+      }
+      k += o.backward ? p.off + 1 : r.len() - p.off;
+    }
+    return dep::ready;
+  }
+
+  outcome integrate(const op& in, const T* vals, bool placeholders, apply_result& res, std::string& why) {
+    if (in.id.replica == 0) return why = "operation from replica 0", outcome::invalid;
+    if (in.len == 0) return why = "operation of length 0", outcome::invalid;
+    if (std::uint64_t(in.id.seq) + in.len > std::uint64_t(max_counter) + 1 || std::uint64_t(in.lamport) + in.len > std::uint64_t(max_counter) + 1)
+      return why = "operation counter beyond 2^31", outcome::invalid;
+    if (in.kind == op_kind::insert && in.backward) return why = "insert marked backward", outcome::invalid;
+    const std::uint32_t rep = replica_index(in.id.replica);
+    replica_state& rs = reps_[rep];
+    if (in.id.seq + in.len <= rs.next_seq) return res.duplicate += in.len, outcome::done;
+    op o = in;
+    if (o.id.seq < rs.next_seq) {  // partly known: drop the known prefix
+      const std::uint32_t skip = rs.next_seq - o.id.seq;
+      res.duplicate += skip;
+      if (o.kind == op_kind::insert) o.ref = {o.id.replica, o.id.seq + skip - 1};
+      else o.ref = o.target(skip);
+      if (vals) vals += skip;
+      o.id.seq += skip, o.lamport += skip, o.len -= skip;
+    }
+    if (o.id.seq > rs.next_seq) return park(o, vals, placeholders), outcome::parked;
+    std::uint32_t origin_lamport = 0;
+    switch (check_refs(o, origin_lamport, why)) {
+      case dep::missing: return park(o, vals, placeholders), outcome::parked;
+      case dep::invalid: return outcome::invalid;
+      case dep::ready: break;
+    }
+    if (o.kind == op_kind::insert) {
+      if (o.lamport <= origin_lamport) return why = "insert's Lamport value is not above its origin's", outcome::invalid;
+      integrate_insert(rep, o, vals);
+    } else {
+      integrate_remove(rep, o);
+    }
+    rs.next_seq += o.len;
+    clock_ = std::max(clock_, o.lamport + o.len - 1);
+    version_.observe(rs.id, rs.next_seq);
+    res.applied += o.len;
+    return outcome::done;
+  }
+
+  void park(const op& o, const T* vals, bool placeholders) {
+    parked p{o, {}, placeholders};
+    if (o.kind == op_kind::insert && vals) p.values.assign(vals, vals + o.len);
+    parked_.push_back(std::move(p));
+  }
+
+  void release_parked(apply_result& res) {
+    for (bool progress = true; progress && !parked_.empty();) {
+      progress = false;
+      std::vector<parked> queue;
+      queue.swap(parked_);  // integrate() parks what still waits into the fresh parked_
+      for (parked& p : queue) {
+        std::string why;
+        const std::size_t before = res.applied;
+        const outcome oc = integrate(p.o, p.values.empty() ? nullptr : p.values.data(), p.placeholders, res, why);
+        if (oc == outcome::invalid) ++rejected_;
+        else if (res.applied != before) progress = true;
+      }
+    }
+  }
+
+  void integrate_insert(std::uint32_t rep, const op& o, const T* vals) {
+    replica_state& rs = reps_[rep];
+    const item_key nk{o.lamport, o.id.replica, o.id.seq};
+    const run fresh{rep, o.id.seq, o.lamport, o.len};
+    leaf_node* l;
+    int i;
+    place origin{};
+    if (o.ref == document_start) {
+      l = first_leaf_, i = 0;
+    } else {
+      origin = locate_id(find_replica(o.ref.replica), o.ref.seq);
+      const run& r = origin.leaf->runs[origin.idx];
+      if (origin.off + 1 < r.len() && key_of(r, origin.off + 1) < nk) {
+        split_insert(origin, fresh);
+        goto placed;
+      }
+      l = origin.leaf, i = origin.idx + 1;
+    }
+    // RGA scan: skip every following item with a larger key (whole runs: keys rise along a run).
+    for (;;) {
+      if (i == l->count) {
+        if (!l->next) break;
+        l = l->next, i = 0;
+      }
+      if (key_of(l->runs[i], 0) < nk) break;
+      ++i;
+    }
+    if (origin.leaf) {
+      run& r = origin.leaf->runs[origin.idx];
+      const bool right_after = (l == origin.leaf && i == origin.idx + 1) ||
+                               (i == 0 && l == origin.leaf->next && origin.idx + 1 == origin.leaf->count);
+      if (right_after && origin.off + 1 == r.len() && r.replica == rep && !r.deleted() && r.seq + r.len() == o.id.seq &&
+          r.lamport + r.len() == o.lamport) {
+        r.set_len(r.len() + o.len);
+        add_live(origin.leaf, o.len);
+        index_assign(rep, o.id.seq, o.id.seq + o.len, origin.leaf);
+        goto placed;
+      }
+    }
+    if (i == 0 && l->prev) l = l->prev, i = l->count;  // prefer appending to the previous leaf
+    insert_runs(l, i, &fresh, 1);
+  placed:
+    if (vals) for (std::uint32_t k = 0; k < o.len; ++k) rs.content.push_back(vals[k]);
+    else rs.content.push_placeholders(o.len);
+    const std::uint32_t oref = o.ref == document_start ? no_replica : find_replica(o.ref.replica);
+    log_append(log_entry{rep, o.id.seq, o.len, o.lamport, oref, o.ref.seq, op_kind::insert, false});
+  }
+
+  void integrate_remove(std::uint32_t rep, const op& o) {
+    const std::uint32_t trep = find_replica(o.ref.replica);
+    for (std::uint32_t k = 0; k < o.len;) {
+      const op_id t = o.target(k);
+      place p = locate_id(trep, t.seq);
+      const run& r = p.leaf->runs[p.idx];
+      const std::uint32_t take = std::min(o.len - k, o.backward ? p.off + 1 : r.len() - p.off);
+      if (o.backward) p.off -= take - 1;
+      if (!r.deleted()) mark_deleted(p, take);
+      k += take;
+    }
+    reps_[rep].content.push_placeholders(o.len);
+    log_append(log_entry{rep, o.id.seq, o.len, o.lamport, trep, o.ref.seq, op_kind::remove, o.backward});
+  }
+
+  node* root_ = nullptr;
+  leaf_node* first_leaf_ = nullptr;
+  std::vector<replica_state> reps_;  ///< index 0 is this replica
+  std::unordered_map<replica_id, std::uint32_t> rep_index_;
+  std::vector<log_entry> log_;  ///< every op, in integration order (a causal order)
+  std::vector<parked> parked_;
+  version_vector version_;
+  std::uint32_t clock_ = 0;  ///< largest Lamport value integrated
+  std::size_t rejected_ = 0;
+  mutable leaf_node* cache_leaf_ = nullptr;  ///< leaf of the last position lookup ...
+  mutable std::size_t cache_start_ = 0;      ///< ... and the live items before it
+};
+
+}  // namespace folio::detail

@@ -1,0 +1,72 @@
+// folio/detail/utf8.hpp — strict UTF-8 <-> code points (no overlongs, no surrogates, max U+10FFFF).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace folio::detail {
+
+inline bool valid_code_point(char32_t c) noexcept { return c <= 0x10FFFF && (c < 0xD800 || c > 0xDFFF); }
+
+inline void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+/// Decodes one code point starting at s[i]; advances i. Returns false (i unchanged) on invalid input.
+inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) noexcept {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) {
+    out = b0;
+    ++i;
+    return true;
+  }
+  std::size_t n;
+  char32_t c;
+  char32_t min;
+  if ((b0 & 0xE0) == 0xC0) n = 1, c = b0 & 0x1F, min = 0x80;
+  else if ((b0 & 0xF0) == 0xE0) n = 2, c = b0 & 0x0F, min = 0x800;
+  else if ((b0 & 0xF8) == 0xF0) n = 3, c = b0 & 0x07, min = 0x10000;
+  else return false;
+  if (s.size() - i <= n) return false;
+  for (std::size_t k = 1; k <= n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return false;
+    c = (c << 6) | (b & 0x3F);
+  }
+  if (c < min || !valid_code_point(c)) return false;
+  out = c;
+  i += n + 1;
+  return true;
+}
+
+/// Appends the code points of `s` to `out`; on invalid UTF-8 returns false and sets `bad_at` to the
+/// byte offset of the first invalid sequence (out then holds the valid prefix).
+inline bool decode_utf8(std::string_view s, std::u32string& out, std::size_t* bad_at = nullptr) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    char32_t c;
+    if (!next_code_point(s, i, c)) {
+      if (bad_at) *bad_at = i;
+      return false;
+    }
+    out.push_back(c);
+  }
+  return true;
+}
+
+}  // namespace folio::detail

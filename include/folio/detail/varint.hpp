@@ -1,0 +1,93 @@
+// folio/detail/varint.hpp — LEB128 varints and a bounds-checked reader over untrusted bytes.
+//
+// The reader never reads past its end and never throws: the first failure is latched (status, byte
+// offset, field name) and every later read returns 0, so decoders can read a whole record and check once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "../error.hpp"
+
+namespace folio::detail {
+
+inline void put_varint(std::string& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>(static_cast<std::uint8_t>(v) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+inline std::uint64_t zigzag(std::int64_t v) {
+  return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+}
+inline std::int64_t unzigzag(std::uint64_t v) {
+  return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
+}
+
+class byte_reader {
+ public:
+  explicit byte_reader(std::string_view bytes) : p_(bytes.data()), begin_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+
+  bool ok() const noexcept { return result_.status == decode_status::ok; }
+  bool at_end() const noexcept { return p_ == end_; }
+  std::size_t offset() const noexcept { return static_cast<std::size_t>(p_ - begin_); }
+  std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - p_); }
+  const decode_result& result() const noexcept { return result_; }
+
+  /// Records the first failure only; returns false so callers can `return r.fail(...)`.
+  bool fail(decode_status s, const char* what) {
+    if (ok()) result_ = decode_result{s, offset(), what};
+    p_ = end_;
+    return false;
+  }
+
+  /// Like fail(), but names an earlier byte offset (for fields validated after reading).
+  bool fail_at(std::size_t offset, decode_status s, const char* what) {
+    if (ok()) result_ = decode_result{s, offset, what};
+    p_ = end_;
+    return false;
+  }
+
+  std::uint8_t byte(const char* what) {
+    if (p_ == end_) return fail(decode_status::truncated, what), 0;
+    return static_cast<std::uint8_t>(*p_++);
+  }
+
+  /// Unsigned LEB128, at most `max` in value.
+  std::uint64_t varint(const char* what, std::uint64_t max = UINT64_MAX) {
+    std::uint64_t v = 0;
+    const char* start = p_;
+    for (int shift = 0;; shift += 7) {
+      if (p_ == end_) return fail(decode_status::truncated, what), 0;
+      const auto b = static_cast<std::uint8_t>(*p_++);
+      if (shift == 63 && b > 1) return p_ = start, fail(decode_status::overlong_varint, what), 0;
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) break;
+      if (shift == 63) return p_ = start, fail(decode_status::overlong_varint, what), 0;
+    }
+    if (v > max) return p_ = start, fail(decode_status::overlong_varint, what), 0;
+    return v;
+  }
+
+  std::int64_t svarint(const char* what) { return unzigzag(varint(what)); }
+
+  /// `n` raw bytes; an empty view (and a latched failure) if fewer remain.
+  std::string_view bytes(std::size_t n, const char* what) {
+    if (remaining() < n) return fail(decode_status::truncated, what), std::string_view{};
+    std::string_view s(p_, n);
+    p_ += n;
+    return s;
+  }
+
+ private:
+  const char* p_;
+  const char* begin_;
+  const char* end_;
+  decode_result result_{};
+};
+
+}  // namespace folio::detail

@@ -1,0 +1,67 @@
+// folio/diff.hpp — "replace with this new value": turn a new full value into the minimal operations
+// on the existing state.
+//
+// Text is diffed by code point, arrays by element (byte equality of the canonical values), both with
+// Myers' algorithm after trimming the common prefix and suffix, so a one-character change in a 1 MiB
+// text costs a linear scan and one or two operations. An unchanged value produces no operation.
+// The edits are applied from the end backwards, so their positions stay valid; the result is one
+// local change whose ops can be sent with `doc.ops(change)`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "array.hpp"
+#include "detail/myers.hpp"
+#include "detail/utf8.hpp"
+#include "text.hpp"
+
+namespace folio {
+
+namespace detail {
+template <class Seq, class T>
+local_change apply_hunks(Seq& doc, const std::vector<hunk>& hunks, const T* target) {
+  const std::uint32_t first = doc.version().get(doc.replica());
+  for (auto it = hunks.rbegin(); it != hunks.rend(); ++it) {
+    if (it->a_len) doc.erase(it->a_pos, it->a_len);
+    if (it->b_len) doc.sequence<T>::insert(it->a_pos, target + it->b_pos, it->b_len);
+  }
+  return local_change{doc.replica(), first, doc.version().get(doc.replica()) - first};
+}
+}  // namespace detail
+
+/// Makes `doc` equal to `value` with the fewest inserted and removed code points.
+inline local_change replace_text(text& doc, std::u32string_view value) {
+  for (char32_t c : value)
+    if (!detail::valid_code_point(c)) detail::fail("folio.value", "not a Unicode scalar value");
+  const std::u32string old = doc.to_u32string();
+  return detail::apply_hunks(doc, detail::myers_diff(old.data(), old.size(), value.data(), value.size()), value.data());
+}
+
+/// UTF-8 form of replace_text. Throws "[folio.utf8]" on invalid UTF-8.
+inline local_change replace_text_utf8(text& doc, std::string_view utf8) {
+  std::u32string cps;
+  std::size_t bad = 0;
+  if (!detail::decode_utf8(utf8, cps, &bad)) detail::fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(bad));
+  return replace_text(doc, cps);
+}
+
+/// Makes `doc` equal to `values` with the fewest inserted and removed elements (equal = same bytes).
+inline local_change replace_array(array& doc, const std::vector<std::string>& values) {
+  const std::vector<std::string> old = doc.values();
+  // Compare small integers instead of strings: equal values get equal ids.
+  std::unordered_map<std::string_view, std::uint32_t> ids;
+  auto to_ids = [&](const std::vector<std::string>& v) {
+    std::vector<std::uint32_t> out;
+    out.reserve(v.size());
+    for (const std::string& s : v) out.push_back(ids.try_emplace(s, static_cast<std::uint32_t>(ids.size())).first->second);
+    return out;
+  };
+  const std::vector<std::uint32_t> a = to_ids(old), b = to_ids(values);
+  return detail::apply_hunks(doc, detail::myers_diff(a.data(), a.size(), b.data(), b.size()), values.data());
+}
+
+}  // namespace folio

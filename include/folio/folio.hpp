@@ -1,0 +1,35 @@
+// folio/folio.hpp — Folio's CRDT engine in one include.
+//
+// Header-only, C++20, standard library only (pugixml joins with the XML tree). A document is one
+// replica's copy; replicas exchange op batches and converge whatever the delivery order.
+//
+//   #include <folio/folio.hpp>
+//
+//   folio::text a(1), b(2);                       // two replicas, ids 1 and 2
+//   auto c1 = a.insert_utf8(0, "Hello world");    // local edit -> ids of the ops it made
+//   b.apply(a.ops(c1));                           // ship them (encode_batch/decode_batch on the wire)
+//   b.insert_utf8(5, ",");                        // concurrent edits ...
+//   a.erase(6, 5);
+//   b.apply(a.ops_since(b.version()));            // ... exchanged in either order
+//   a.apply(b.ops_since(a.version()));
+//   assert(a.to_string() == b.to_string());       // "Hello, " on both
+//
+//   folio::replace_text_utf8(a, "Hello, Folio");  // diff a new full value into minimal ops
+//   std::string bytes = a.encode();               // whole document, full causal history
+//   folio::text c(3);
+//   folio::text::decode(bytes, 3, c);             // returns a decode_result (status, byte offset)
+//
+// Headers: id.hpp (ids, Lamport order), version.hpp (version vectors), ops.hpp (ops and batches),
+// encoding.hpp (binary format), sequence.hpp / text.hpp / array.hpp (the RGA types), diff.hpp
+// (replace-by-value), error.hpp (results and exceptions). Internals live in detail/.
+#pragma once
+
+#include "array.hpp"
+#include "diff.hpp"
+#include "encoding.hpp"
+#include "error.hpp"
+#include "id.hpp"
+#include "ops.hpp"
+#include "sequence.hpp"
+#include "text.hpp"
+#include "version.hpp"

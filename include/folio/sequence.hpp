@@ -1,0 +1,115 @@
+// folio/sequence.hpp — the public face of the RGA shared by `text` and `array`.
+//
+// A `sequence<T>` is one replica's copy of a replicated sequence: local edits by position return the
+// ids of the operations they made (`ops(change)` turns them into a batch to send); remote batches are
+// integrated in any order with `apply`; `ops_since(version)` answers what a peer lacks; `encode` and
+// `decode` store the whole document with its causal history.
+//
+// Complexity: position and id lookups O(log n); a local edit that continues the previous one O(1)
+// amortised; `apply` O(ops · log n) plus the RGA scan over concurrent siblings. Memory is about 16 bytes
+// per run of items plus one value per inserted item (text: 1 byte while all code points are < 256).
+// Thread-safety: none; one thread at a time per document (reads included: lookups refresh a cache).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "detail/rga.hpp"
+#include "encoding.hpp"
+#include "ops.hpp"
+#include "version.hpp"
+
+namespace folio {
+
+template <class T>
+class sequence {
+ public:
+  using value_type = T;
+
+  /// An empty sequence edited as replica `self` (non-zero, unique among the document's replicas).
+  explicit sequence(replica_id self) : impl_(self) {}
+
+  replica_id replica() const noexcept { return impl_.self(); }
+  /// Live values. O(1).
+  std::size_t size() const noexcept { return impl_.size(); }
+  bool empty() const noexcept { return size() == 0; }
+  /// The operations integrated so far, per replica.
+  const version_vector& version() const noexcept { return impl_.version(); }
+
+  /// Inserts `n` values before `pos`. Throws "[folio.range]" if pos > size().
+  local_change insert(std::size_t pos, const T* values, std::size_t n) { return impl_.insert(pos, values, n); }
+  local_change insert(std::size_t pos, const std::vector<T>& values) { return impl_.insert(pos, values.data(), values.size()); }
+  /// Removes `n` values from `pos`. Throws "[folio.range]" if pos + n > size().
+  local_change erase(std::size_t pos, std::size_t n) { return impl_.erase(pos, n); }
+
+  /// Integrates a remote batch; see detail::rga::apply for the exact contract.
+  apply_result apply(const op_batch<T>& batch) { return impl_.apply(batch); }
+  /// What a replica at `since` lacks, in causal order.
+  op_batch<T> ops_since(const version_vector& since) const { return impl_.ops_since(since); }
+  /// What a replica at `since` lacks of the operations in `upto`.
+  op_batch<T> ops_between(const version_vector& since, const version_vector& upto) const { return impl_.ops_since(since, &upto); }
+  /// The batch of one local change (empty if its ops are unknown here).
+  op_batch<T> ops(const local_change& change) const { return impl_.ops(change); }
+
+  /// Unit operations waiting for causal dependencies; ones dropped as invalid once those arrived.
+  std::size_t pending() const noexcept { return impl_.pending(); }
+  std::size_t rejected() const noexcept { return impl_.rejected(); }
+
+  /// The live value at `pos`. O(log n). Throws "[folio.range]".
+  T at(std::size_t pos) const { return impl_.at(pos); }
+  /// Calls f(const T&) for each live value in order. O(n).
+  template <class F>
+  void for_each(F&& f) const {
+    impl_.for_each(std::forward<F>(f));
+  }
+  std::vector<T> values() const {
+    std::vector<T> v;
+    v.reserve(size());
+    impl_.for_each([&](const T& x) { v.push_back(x); });
+    return v;
+  }
+
+  /// Verifies all invariants (docs/INTERNALS.md); throws "[folio.invariant] ..." on a violation.
+  void check() const { impl_.check(); }
+  /// Heap bytes held by this replica.
+  std::size_t memory_usage() const { return impl_.memory_usage(); }
+  /// Runs in document order and entries in the op log (for diagnostics and benchmarks).
+  std::size_t run_count() const noexcept { return impl_.run_count(); }
+  std::size_t log_size() const noexcept { return impl_.log_size(); }
+
+  /// The whole document: op log (full causal history) + live values. Pending ops are not included.
+  std::string encode() const {
+    std::string out;
+    detail::put_header(out, detail::kind_document, detail::value_type_of<T>());
+    detail::put_ops(out, impl_.ops_since(version_vector{}, nullptr, false).ops);
+    detail::put_content(out, values());
+    return out;
+  }
+
+  /// Rebuilds a document from untrusted bytes as replica `self`. `out` is left unchanged on failure.
+  static decode_result decode(std::string_view bytes, replica_id self, sequence& out) {
+    detail::byte_reader r(bytes);
+    op_batch<T> log;
+    std::vector<T> live;
+    if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>())) return r.result();
+    const std::size_t ops_at = r.offset();
+    if (!detail::read_ops(r, log.ops)) return r.result();
+    const std::size_t content_at = r.offset();
+    if (!detail::read_content(r, live)) return r.result();
+    if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
+    detail::rga<T> doc(self);
+    const apply_result res = doc.apply(log, detail::rga<T>::content_mode::placeholders);
+    if (!res || res.pending != 0) return decode_result{decode_status::inconsistent, ops_at, "op log does not integrate"};
+    if (!doc.assign_live_values(live)) return decode_result{decode_status::inconsistent, content_at, "live value count differs from the op log"};
+    out.impl_ = std::move(doc);
+    return {};
+  }
+
+ protected:
+  detail::rga<T> impl_;
+};
+
+}  // namespace folio

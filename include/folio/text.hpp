@@ -1,0 +1,52 @@
+// folio/text.hpp — collaborative text: a sequence of Unicode code points.
+//
+// Positions and lengths count code points (not UTF-8 bytes, not UTF-16 units). Values are valid
+// Unicode scalar values; UTF-8 in and out is strict (no surrogates, no overlongs).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "detail/utf8.hpp"
+#include "sequence.hpp"
+
+namespace folio {
+
+class text : public sequence<char32_t> {
+ public:
+  using sequence::sequence;
+  using sequence::insert;
+
+  /// Inserts code points before `pos`. Throws "[folio.range]", or "[folio.value]" for a value that is
+  /// not a Unicode scalar value.
+  local_change insert(std::size_t pos, std::u32string_view s) {
+    for (char32_t c : s)
+      if (!detail::valid_code_point(c)) detail::fail("folio.value", "not a Unicode scalar value");
+    return sequence::insert(pos, s.data(), s.size());
+  }
+  /// Inserts UTF-8 text before code point `pos`. Throws "[folio.utf8]" on invalid UTF-8.
+  local_change insert_utf8(std::size_t pos, std::string_view utf8) {
+    std::u32string cps;
+    std::size_t bad = 0;
+    if (!detail::decode_utf8(utf8, cps, &bad)) detail::fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(bad));
+    return sequence::insert(pos, cps.data(), cps.size());
+  }
+
+  std::u32string to_u32string() const {
+    std::u32string s;
+    s.reserve(size());
+    for_each([&](char32_t c) { s.push_back(c); });
+    return s;
+  }
+  /// The text as UTF-8.
+  std::string to_string() const {
+    std::string s;
+    s.reserve(size());
+    for_each([&](char32_t c) { detail::append_utf8(s, c); });
+    return s;
+  }
+
+  static decode_result decode(std::string_view bytes, replica_id self, text& out) { return sequence::decode(bytes, self, out); }
+};
+
+}  // namespace folio
