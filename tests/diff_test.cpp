@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include <folio/diff.hpp>
+#include <random>
+
+namespace {
+
+std::size_t units(const folio::op_batch<char32_t>& b) { return b.unit_count(); }
+
+TEST(Diff, UnchangedValueMakesNoOperation) {
+  folio::text t(1);
+  t.insert_utf8(0, "same");
+  const auto c = folio::replace_text_utf8(t, "same");
+  EXPECT_TRUE(c.empty());
+  EXPECT_TRUE(t.ops(c).empty());
+}
+
+TEST(Diff, TextChangesBecomeMinimalOps) {
+  folio::text t(1);
+  t.insert_utf8(0, "the quick brown fox");
+  const auto c = folio::replace_text_utf8(t, "the quick red fox!");
+  EXPECT_EQ(t.to_string(), "the quick red fox!");
+  // "brown" -> "red": Myers keeps the common "r"; remove b,o,w,n (4), insert e,d (2), insert ! (1).
+  EXPECT_EQ(units(t.ops(c)), 7u);
+  t.check();
+}
+
+TEST(Diff, ReplicasReceivingTheDiffConverge) {
+  folio::text a(1), b(2);
+  b.apply(a.ops(a.insert_utf8(0, "abcdefgh")));
+  b.apply(a.ops(folio::replace_text_utf8(a, "aXcdeYYh")));
+  EXPECT_EQ(b.to_string(), "aXcdeYYh");
+}
+
+TEST(Diff, MatchesAMinimalEditDistanceOnRandomInputs) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    std::u32string from, to;
+    const int n = int(rng() % 12), m = int(rng() % 12);
+    for (int i = 0; i < n; ++i) from.push_back(char32_t(U'a' + rng() % 3));
+    for (int i = 0; i < m; ++i) to.push_back(char32_t(U'a' + rng() % 3));
+    // Insert/delete edit distance = n + m - 2 * LCS.
+    std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1));
+    for (int i = n - 1; i >= 0; --i)
+      for (int j = m - 1; j >= 0; --j) lcs[i][j] = from[i] == to[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+    folio::text t(1);
+    t.insert(0, from);
+    const auto c = folio::replace_text(t, to);
+    ASSERT_EQ(t.to_u32string(), to);
+    EXPECT_EQ(units(t.ops(c)), std::size_t(n + m - 2 * lcs[0][0])) << "round " << round;
+  }
+}
+
+TEST(Diff, OneWordChangeInAMebibyteTextIsAFewOps) {
+  std::u32string big;
+  std::mt19937 rng(1);
+  while (big.size() < (1u << 20)) big.push_back(char32_t(U'a' + rng() % 26));
+  folio::text t(1);
+  t.insert(0, big);
+  std::u32string changed = big;
+  changed.replace(1000, 5, U"Folio");
+  changed.replace(900000, 3, U"xyz");
+  const auto c = folio::replace_text(t, changed);
+  EXPECT_EQ(t.to_u32string(), changed);
+  EXPECT_LE(units(t.ops(c)), 16u);
+  t.check();
+}
+
+TEST(Diff, UnrelatedLargeValuesStillReplaceCorrectly) {
+  std::u32string x(20000, U'x'), y(20000, U'y');
+  folio::text t(1);
+  t.insert(0, x);
+  folio::replace_text(t, y);
+  EXPECT_EQ(t.to_u32string(), y);
+}
+
+TEST(Diff, BudgetExhaustionFallsBackToReplace) {
+  const std::u32string a = U"abcabcabcabc", b = U"cbacbacbacba";
+  const auto hunks = folio::detail::myers_diff(a.data(), a.size(), b.data(), b.size(), 0);
+  ASSERT_EQ(hunks.size(), 1u);
+  EXPECT_EQ(hunks[0].a_len, a.size());
+  EXPECT_EQ(hunks[0].b_len, b.size());
+}
+
+TEST(Diff, ArraysDiffByElement) {
+  folio::array a(1);
+  a.insert(0, std::vector<std::string>{R"({"a":1})", R"({"b":2})", R"({"c":3})"});
+  const auto c = folio::replace_array(a, {R"({"a":1})", R"({"c":3})", R"({"d":4})"});
+  EXPECT_EQ(a.values(), (std::vector<std::string>{R"({"a":1})", R"({"c":3})", R"({"d":4})"}));
+  EXPECT_EQ(a.ops(c).unit_count(), 2u);  // remove {"b":2}, insert {"d":4}
+  EXPECT_TRUE(folio::replace_array(a, a.values()).empty());
+}
+
+}  // namespace

@@ -1,0 +1,31 @@
+// Every public header, twice; the other half of headers_test_a.cpp: each must be
+// self-contained, guarded, and free of non-inline definitions.
+#include <folio/array.hpp>
+#include <folio/diff.hpp>
+#include <folio/encoding.hpp>
+#include <folio/error.hpp>
+#include <folio/folio.hpp>
+#include <folio/id.hpp>
+#include <folio/ops.hpp>
+#include <folio/sequence.hpp>
+#include <folio/text.hpp>
+#include <folio/version.hpp>
+// second time
+#include <folio/array.hpp>
+#include <folio/diff.hpp>
+#include <folio/encoding.hpp>
+#include <folio/error.hpp>
+#include <folio/folio.hpp>
+#include <folio/id.hpp>
+#include <folio/ops.hpp>
+#include <folio/sequence.hpp>
+#include <folio/text.hpp>
+#include <folio/version.hpp>
+#include <gtest/gtest.h>
+
+
+std::string encoded_in_b() {
+  folio::text t(7);
+  folio::replace_text_utf8(t, "from b");
+  return t.encode();
+}

@@ -1,0 +1,246 @@
+#include <gtest/gtest.h>
+
+#include <folio/text.hpp>
+
+namespace {
+
+using folio::op;
+using folio::op_batch;
+using folio::op_kind;
+
+TEST(Text, InsertAndEraseByCodePoint) {
+  folio::text t(1);
+  t.insert_utf8(0, "héllo wörld");
+  EXPECT_EQ(t.size(), 11u);
+  t.erase(1, 1);
+  t.insert(1, U"e");
+  t.insert_utf8(11, "!");
+  EXPECT_EQ(t.to_string(), "hello wörld!");
+  EXPECT_EQ(t.at(7), U'ö');
+  t.check();
+}
+
+TEST(Text, AstralCodePointsCountAsOne) {
+  folio::text t(1);
+  t.insert_utf8(0, "a😀b");
+  EXPECT_EQ(t.size(), 3u);
+  t.erase(1, 1);
+  EXPECT_EQ(t.to_string(), "ab");
+}
+
+TEST(Text, MisuseThrowsWithStableIds) {
+  folio::text t(1);
+  t.insert_utf8(0, "abc");
+  EXPECT_THROW(t.insert(4, U"x"), folio::error);
+  EXPECT_THROW(t.erase(2, 2), folio::error);
+  EXPECT_THROW(t.at(3), folio::error);
+  try {
+    t.insert_utf8(0, "\xC0\xAF");
+    FAIL();
+  } catch (const folio::error& e) {
+    EXPECT_STREQ(e.what(), "[folio.utf8] invalid UTF-8 at byte 0");
+  }
+  EXPECT_THROW(t.insert(0, std::u32string(1, char32_t(0xD800))), folio::error);
+  EXPECT_THROW(folio::text(0), folio::error);
+  EXPECT_EQ(t.to_string(), "abc");
+  t.check();
+}
+
+TEST(Text, LocalEditsReturnTheirOps) {
+  folio::text t(1);
+  const auto c1 = t.insert_utf8(0, "abc");
+  EXPECT_EQ(c1.first, 0u);
+  EXPECT_EQ(c1.count, 3u);
+  const auto c2 = t.erase(0, 2);
+  EXPECT_EQ(c2.first, 3u);
+  EXPECT_EQ(c2.count, 2u);
+  const auto b1 = t.ops(c1);
+  ASSERT_EQ(b1.ops.size(), 1u);
+  EXPECT_EQ(b1.ops[0], (op{op_kind::insert, {1, 0}, 1, 3, folio::document_start, false}));
+  EXPECT_EQ(b1.content, (std::vector<char32_t>{U'a', U'b', U'c'}));
+  const auto b2 = t.ops(c2);
+  ASSERT_EQ(b2.ops.size(), 1u);
+  EXPECT_EQ(b2.ops[0], (op{op_kind::remove, {1, 3}, 4, 2, {1, 0}, false}));
+  EXPECT_TRUE(t.ops(t.erase(0, 0)).empty());
+}
+
+TEST(Text, TypingAndBackspacingMergeIntoRuns) {
+  folio::text t(1);
+  for (char32_t c : std::u32string(U"hello")) t.insert(t.size(), &c, 1);
+  for (int i = 0; i < 3; ++i) t.erase(t.size() - 1, 1);
+  EXPECT_EQ(t.to_string(), "he");
+  EXPECT_EQ(t.log_size(), 2u);   // one insert run, one backward remove run
+  EXPECT_EQ(t.run_count(), 2u);  // "he" live, "llo" deleted
+  const auto b = t.ops_since({});
+  ASSERT_EQ(b.ops.size(), 2u);
+  EXPECT_TRUE(b.ops[1].backward);
+  EXPECT_EQ(b.ops[1].ref, (folio::op_id{1, 4}));
+}
+
+TEST(Text, ApplyIsIdempotent) {
+  folio::text a(1), b(2);
+  const auto batch = a.ops(a.insert_utf8(0, "xyz"));
+  auto r = b.apply(batch);
+  EXPECT_EQ(r.applied, 3u);
+  r = b.apply(batch);
+  EXPECT_EQ(r.applied, 0u);
+  EXPECT_EQ(r.duplicate, 3u);
+  EXPECT_EQ(b.to_string(), "xyz");
+  b.check();
+}
+
+TEST(Text, OpsWithMissingDependenciesWaitAsPending) {
+  folio::text a(1), b(2);
+  const auto first = a.ops(a.insert_utf8(0, "ab"));
+  const auto second = a.ops(a.insert_utf8(1, "X"));
+  const auto third = a.ops(a.erase(0, 1));
+  auto r = b.apply(third);
+  EXPECT_TRUE(r);
+  EXPECT_EQ(r.pending, 1u);
+  r = b.apply(second);
+  EXPECT_EQ(r.pending, 2u);
+  EXPECT_EQ(b.to_string(), "");
+  r = b.apply(first);
+  EXPECT_EQ(r.applied, 4u);
+  EXPECT_EQ(r.pending, 0u);
+  EXPECT_EQ(b.to_string(), "Xb");
+  EXPECT_EQ(b.version(), a.version());
+  b.check();
+}
+
+TEST(Text, ConcurrentInsertsAtTheSamePlaceConverge) {
+  folio::text a(1), b(2), c(3);
+  const auto base = a.ops(a.insert_utf8(0, "[]"));
+  b.apply(base), c.apply(base);
+  const auto ba = a.ops(a.insert_utf8(1, "aa"));
+  const auto bb = b.ops(b.insert_utf8(1, "bb"));
+  const auto bc = c.ops(c.insert_utf8(1, "cc"));
+  a.apply(bb), a.apply(bc);
+  b.apply(bc), b.apply(ba);
+  c.apply(ba), c.apply(bb);
+  // Equal Lamport values: the larger replica id goes first.
+  EXPECT_EQ(a.to_string(), "[ccbbaa]");
+  EXPECT_EQ(b.to_string(), a.to_string());
+  EXPECT_EQ(c.to_string(), a.to_string());
+  a.check(), b.check(), c.check();
+}
+
+TEST(Text, NewerInsertGoesBeforeOlderConcurrentSibling) {
+  folio::text a(2), b(1);
+  const auto base = a.ops(a.insert_utf8(0, "x"));
+  b.apply(base);
+  b.insert_utf8(1, "1");  // Lamport 2 by replica 1
+  const auto late = b.ops(b.insert_utf8(2, "2"));
+  (void)late;
+  const auto own = a.ops(a.insert_utf8(1, "A"));  // Lamport 2 by replica 2
+  b.apply(own);
+  a.apply(b.ops_since(a.version()));
+  EXPECT_EQ(a.to_string(), b.to_string());
+  EXPECT_EQ(a.to_string(), "xA12");
+}
+
+TEST(Text, ConcurrentRemovesOfTheSameItemsConverge) {
+  folio::text a(1), b(2);
+  b.apply(a.ops(a.insert_utf8(0, "abcdef")));
+  const auto ra = a.ops(a.erase(1, 3));
+  const auto rb = b.ops(b.erase(2, 3));
+  a.apply(rb), b.apply(ra);
+  EXPECT_EQ(a.to_string(), "af");
+  EXPECT_EQ(b.to_string(), "af");
+  a.check(), b.check();
+}
+
+TEST(Text, InsertInsideARemovedRangeSurvives) {
+  folio::text a(1), b(2);
+  b.apply(a.ops(a.insert_utf8(0, "abcd")));
+  const auto ra = a.ops(a.erase(0, 4));
+  const auto ib = b.ops(b.insert_utf8(2, "X"));
+  a.apply(ib), b.apply(ra);
+  EXPECT_EQ(a.to_string(), "X");
+  EXPECT_EQ(b.to_string(), "X");
+}
+
+TEST(Text, InvalidOpsAreRefused) {
+  folio::text a(1), b(2);
+  const auto base = a.ops(a.insert_utf8(0, "ab"));
+  b.apply(base);
+  // Lamport not above the origin's.
+  op_batch<char32_t> bad{{op{op_kind::insert, {3, 0}, 1, 1, {1, 0}, false}}, {U'z'}};
+  auto r = b.apply(bad);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.op_index, 0u);
+  EXPECT_EQ(r.message, "insert's Lamport value is not above its origin's");
+  // A reference to a remove's id.
+  a.erase(0, 1);
+  b.apply(a.ops_since(b.version()));
+  bad = {{op{op_kind::insert, {3, 0}, 9, 1, {1, 2}, false}}, {U'z'}};
+  r = b.apply(bad);
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.message.find("is not an inserted item"), std::string::npos);
+  // Content that does not match the inserts.
+  bad = {{op{op_kind::insert, {3, 0}, 9, 2, folio::document_start, false}}, {U'z'}};
+  EXPECT_FALSE(b.apply(bad));
+  bad = {{op{op_kind::insert, {3, 0}, 9, 1, folio::document_start, false}}, {char32_t(0x110000)}};
+  EXPECT_FALSE(b.apply(bad));
+  // Replica 0, empty op, counter overflow, self reference.
+  EXPECT_FALSE(b.apply({{op{op_kind::remove, {0, 0}, 9, 1, {1, 0}, false}}, {}}));
+  EXPECT_FALSE(b.apply({{op{op_kind::remove, {4, 0}, 9, 0, {1, 0}, false}}, {}}));
+  EXPECT_FALSE(b.apply({{op{op_kind::remove, {4, folio::max_counter}, 9, 2, {1, 0}, false}}, {}}));
+  EXPECT_FALSE(b.apply({{op{op_kind::remove, {4, 0}, 9, 1, {4, 0}, false}}, {}}));
+  EXPECT_EQ(b.to_string(), "b");
+  b.check();
+}
+
+TEST(Text, PartlyKnownOpsApplyOnlyTheirNewPart) {
+  folio::text a(1), b(2);
+  a.insert_utf8(0, "abc");
+  b.apply(a.ops_since({}));
+  for (char32_t c : std::u32string(U"def")) a.insert(a.size(), &c, 1);
+  const auto all = a.ops_since({});  // one run "abcdef"
+  ASSERT_EQ(all.ops.size(), 1u);
+  const auto r = b.apply(all);
+  EXPECT_EQ(r.applied, 3u);
+  EXPECT_EQ(r.duplicate, 3u);
+  EXPECT_EQ(b.to_string(), "abcdef");
+  b.check();
+}
+
+TEST(Text, OpsBetweenStopsAtTheUpperVersion) {
+  folio::text a(1);
+  a.insert_utf8(0, "abc");
+  const auto mid = a.version();
+  a.insert_utf8(3, "def");
+  folio::text b(2);
+  b.apply(a.ops_between({}, mid));
+  EXPECT_EQ(b.to_string(), "abc");
+  b.apply(a.ops_since(b.version()));
+  EXPECT_EQ(b.to_string(), "abcdef");
+}
+
+TEST(Text, LargeDocumentsSplitTheTreeAndStayConsistent) {
+  folio::text t(1);
+  std::u32string model;
+  std::uint64_t x = 42;
+  auto rnd = [&](std::uint64_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return (x >> 33) % n;
+  };
+  for (int i = 0; i < 20000; ++i) {
+    if (model.empty() || rnd(3) != 0) {
+      const std::size_t pos = rnd(model.size() + 1);
+      const char32_t c = U'a' + char32_t(rnd(26));
+      t.insert(pos, &c, 1);
+      model.insert(pos, 1, c);
+    } else {
+      const std::size_t pos = rnd(model.size());
+      const std::size_t n = std::min<std::size_t>(1 + rnd(4), model.size() - pos);
+      t.erase(pos, n);
+      model.erase(pos, n);
+    }
+    if (i % 2500 == 0) t.check();
+  }
+  EXPECT_EQ(t.to_u32string(), model);
+  t.check();
+}
+
+}  // namespace
