@@ -1,0 +1,243 @@
+// Replays real editing traces (../shared/traces) and reports every figure beside a baseline measured
+// in the same run: a gap buffer of code points replaying the same patches.
+//
+//   local_replay   one local op per patch into folio::text
+//   remote_merge   the whole op log (as a batch) integrated into an empty replica
+//   encode/decode  the whole document, full causal history (decode = ready to edit)
+//   heap_bytes     bytes the document holds on the heap (counted by this program's operator new)
+//   encoded_bytes  size of the document encoding
+//
+// After the Google Benchmark table it prints a summary: each figure, its ratio to the gap buffer, and
+// the targets (must / aim) for automerge-paper.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <folio/folio.hpp>
+#include <map>
+#include <new>
+
+#include "support/trace.hpp"
+
+// ---- heap accounting ---------------------------------------------------------------------------
+namespace {
+std::atomic<std::int64_t> g_heap{0};
+}
+void* operator new(std::size_t n) {
+  void* p = std::malloc(n ? n : 1);
+  if (!p) throw std::bad_alloc();
+  g_heap += static_cast<std::int64_t>(malloc_usable_size(p));
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (p) g_heap -= static_cast<std::int64_t>(malloc_usable_size(p));
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+
+namespace {
+
+using folio::testing::trace;
+
+// ---- the baseline ------------------------------------------------------------------------------
+class gap_buffer {
+ public:
+  void insert(std::size_t pos, const char32_t* s, std::size_t n) {
+    move_gap(pos);
+    if (gap_end_ - gap_start_ < n) grow(n);
+    std::copy(s, s + n, buf_.begin() + std::ptrdiff_t(gap_start_));
+    gap_start_ += n;
+  }
+  void erase(std::size_t pos, std::size_t n) {
+    move_gap(pos);
+    gap_end_ += n;
+  }
+  std::size_t size() const { return buf_.size() - (gap_end_ - gap_start_); }
+
+ private:
+  void move_gap(std::size_t pos) {
+    if (pos < gap_start_) {
+      const std::size_t n = gap_start_ - pos;
+      std::copy_backward(buf_.begin() + std::ptrdiff_t(pos), buf_.begin() + std::ptrdiff_t(gap_start_), buf_.begin() + std::ptrdiff_t(gap_end_));
+      gap_start_ -= n, gap_end_ -= n;
+    } else if (pos > gap_start_) {
+      const std::size_t n = pos - gap_start_;
+      std::copy(buf_.begin() + std::ptrdiff_t(gap_end_), buf_.begin() + std::ptrdiff_t(gap_end_ + n), buf_.begin() + std::ptrdiff_t(gap_start_));
+      gap_start_ += n, gap_end_ += n;
+    }
+  }
+  void grow(std::size_t need) {
+    const std::size_t tail = buf_.size() - gap_end_;
+    const std::size_t cap = std::max(buf_.size() * 2, buf_.size() + need + 64);
+    buf_.resize(cap);
+    std::copy_backward(buf_.begin() + std::ptrdiff_t(gap_end_), buf_.begin() + std::ptrdiff_t(gap_end_ + tail), buf_.end());
+    gap_end_ = cap - tail;
+  }
+  std::vector<char32_t> buf_;
+  std::size_t gap_start_ = 0, gap_end_ = 0;
+};
+
+const trace& get(const std::string& file) {
+  static std::map<std::string, trace> cache;
+  auto it = cache.find(file);
+  if (it == cache.end()) it = cache.emplace(file, folio::testing::load_trace(file)).first;
+  return it->second;
+}
+
+template <class Doc>
+void replay(const trace& t, Doc& doc) {
+  for (const auto& tx : t.txns)
+    for (const auto& p : tx.patches) {
+      if (p.del) doc.erase(p.pos, p.del);
+      if (!p.ins.empty()) doc.insert(p.pos, p.ins.data(), p.ins.size());
+    }
+}
+
+folio::text replayed(const trace& t) {
+  folio::text doc(1);
+  replay(t, doc);
+  return doc;
+}
+
+void gap(benchmark::State& st, const std::string& file) {
+  const trace& t = get(file);
+  for (auto _ : st) {
+    gap_buffer g;
+    replay(t, g);
+    if (g.size() != t.end.size()) st.SkipWithError("gap buffer replay is wrong");
+    benchmark::DoNotOptimize(g);
+  }
+  st.counters["patches"] = double(t.patch_count());
+}
+
+void local_replay(benchmark::State& st, const std::string& file) {
+  const trace& t = get(file);
+  for (auto _ : st) {
+    folio::text doc(1);
+    replay(t, doc);
+    benchmark::DoNotOptimize(doc);
+  }
+  const folio::text doc = replayed(t);
+  if (doc.to_u32string() != t.end) st.SkipWithError("replay does not give endContent");
+  const std::int64_t before = g_heap;
+  {
+    const folio::text held = replayed(t);
+    st.counters["heap_bytes"] = double(g_heap - before);
+    st.counters["runs"] = double(held.run_count());
+    st.counters["log_entries"] = double(held.log_size());
+  }
+}
+
+void remote_merge(benchmark::State& st, const std::string& file) {
+  const trace& t = get(file);
+  const auto batch = replayed(t).ops_since({});
+  for (auto _ : st) {
+    folio::text doc(2);
+    const auto r = doc.apply(batch);
+    if (!r || doc.size() != t.end.size()) st.SkipWithError("merge failed");
+    benchmark::DoNotOptimize(doc);
+  }
+  st.counters["ops"] = double(batch.ops.size());
+}
+
+void encode(benchmark::State& st, const std::string& file) {
+  const folio::text doc = replayed(get(file));
+  std::size_t size = 0;
+  for (auto _ : st) {
+    const std::string bytes = doc.encode();
+    size = bytes.size();
+    benchmark::DoNotOptimize(bytes.data());
+  }
+  st.counters["encoded_bytes"] = double(size);
+}
+
+void decode(benchmark::State& st, const std::string& file) {
+  const trace& t = get(file);
+  const std::string bytes = replayed(t).encode();
+  for (auto _ : st) {
+    folio::text doc(2);
+    if (!folio::text::decode(bytes, 2, doc) || doc.size() != t.end.size()) st.SkipWithError("decode failed");
+    benchmark::DoNotOptimize(doc);
+  }
+}
+
+// ---- summary -----------------------------------------------------------------------------------
+struct figure {
+  double ms = 0;
+  std::map<std::string, double> counters;
+};
+std::map<std::string, figure> g_figures;
+
+class summary_reporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      figure& f = g_figures[r.benchmark_name()];
+      f.ms = r.GetAdjustedRealTime();  // the benchmarks report in milliseconds
+      for (const auto& [k, c] : r.counters) f.counters[k] = c.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+void print_summary(const std::vector<std::string>& files) {
+  std::printf("\nSummary (ratios against the gap buffer measured in this run)\n");
+  for (const std::string& file : files) {
+    const std::string name = file.substr(0, file.find(".json"));
+    auto at = [&](const char* what) -> const figure* {
+      auto it = g_figures.find(name + "/" + what);
+      return it == g_figures.end() ? nullptr : &it->second;
+    };
+    const figure* base = at("gap_buffer");
+    if (!base || base->ms <= 0) continue;
+    const bool targets = name == "automerge-paper";
+    std::printf("\n%s: gap buffer replays %.0f patches in %.3f ms\n", name.c_str(), base->counters.at("patches"), base->ms);
+    std::printf("  %-14s %10s %9s   %s\n", "figure", "value", "ratio", targets ? "target (must / aim)" : "");
+    auto row = [&](const char* what, const char* label, double must, double aim) {
+      const figure* f = at(what);
+      if (!f) return;
+      const double ratio = f->ms / base->ms;
+      std::printf("  %-14s %7.3f ms %8.2fx", label, f->ms, ratio);
+      if (targets) std::printf("   <= %.0fx / <= %.0fx  %s", must, aim, ratio <= aim ? "aim met" : ratio <= must ? "must met" : "MISSED");
+      std::printf("\n");
+    };
+    row("local_replay", "local replay", 8, 4);
+    row("remote_merge", "remote merge", 8, 4);
+    row("decode", "decode", 2, 2);
+    row("encode", "encode", 0, 0);
+    if (const figure* f = at("encode")) {
+      const double kb = f->counters.at("encoded_bytes") / 1000.0;
+      std::printf("  %-14s %7.1f KB %9s", "encoded size", kb, "");
+      if (targets) std::printf("   <= 160 KB / <= 105 KB  %s", kb <= 105 ? "aim met" : kb <= 160 ? "must met" : "MISSED");
+      std::printf("   (final text %zu code points)\n", get(file).end.size());
+    }
+    if (const figure* f = at("local_replay")) {
+      const double mb = f->counters.at("heap_bytes") / 1e6;
+      std::printf("  %-14s %7.3f MB %9s", "heap held", mb, "");
+      if (targets) std::printf("   <= 2 MB  %s", mb <= 2 ? "met" : "MISSED");
+      std::printf("   (%.0f runs, %.0f log entries)\n", f->counters.at("runs"), f->counters.at("log_entries"));
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> files{"automerge-paper.json.gz", "seph-blog1.json.gz"};
+  for (const std::string& file : files) {
+    const std::string name = file.substr(0, file.find(".json"));
+    benchmark::RegisterBenchmark((name + "/gap_buffer").c_str(), gap, file)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((name + "/local_replay").c_str(), local_replay, file)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((name + "/remote_merge").c_str(), remote_merge, file)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((name + "/encode").c_str(), encode, file)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((name + "/decode").c_str(), decode, file)->Unit(benchmark::kMillisecond);
+  }
+  benchmark::Initialize(&argc, argv);
+  summary_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  print_summary(files);
+  benchmark::Shutdown();
+}
