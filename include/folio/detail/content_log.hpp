@@ -5,6 +5,7 @@
 // value that needs it), which keeps ASCII documents at one byte per inserted character.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +21,7 @@ class content_log {
   std::size_t size() const noexcept { return values_.size(); }
   const T& operator[](std::size_t i) const noexcept { return values_[i]; }
   void push_back(const T& v) { values_.push_back(v); }
+  void append(const T* v, std::size_t n) { values_.insert(values_.end(), v, v + n); }
   void push_placeholders(std::size_t n) { values_.resize(values_.size() + n); }
   void set(std::size_t i, const T& v) { values_[i] = v; }
   std::size_t memory_usage() const noexcept {
@@ -56,6 +58,17 @@ class content_log<char32_t> {
     widen_for(c);
     bytes_.resize(bytes_.size() + width_);
     store(size() - 1, c);
+  }
+  void append(const char32_t* v, std::size_t n) {
+    char32_t widest = 0;
+    for (std::size_t i = 0; i < n; ++i) widest = std::max(widest, v[i]);
+    widen_for(widest);
+    const std::size_t at = size();
+    bytes_.resize(bytes_.size() + n * width_);
+    if (width_ == 1)
+      for (std::size_t i = 0; i < n; ++i) bytes_[at + i] = static_cast<std::uint8_t>(v[i]);
+    else
+      for (std::size_t i = 0; i < n; ++i) store(at + i, v[i]);
   }
   void push_placeholders(std::size_t n) { bytes_.resize(bytes_.size() + n * width_); }
   void set(std::size_t i, char32_t c) {

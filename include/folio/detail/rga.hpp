@@ -121,7 +121,15 @@ class rga {
 
   replica_id self() const noexcept { return reps_[0].id; }
   std::size_t size() const noexcept { return root_->live; }
-  const version_vector& version() const noexcept { return version_; }
+  /// O(1) after the first call following a change; O(r log r) for r replicas otherwise.
+  const version_vector& version() const {
+    if (version_dirty_) {
+      version_ = version_vector{};
+      for (const replica_state& r : reps_) version_.observe(r.id, r.next_seq);
+      version_dirty_ = false;
+    }
+    return version_;
+  }
   /// Unit operations held because their causal dependencies have not arrived.
   std::size_t pending() const noexcept {
     std::size_t n = 0;
@@ -145,7 +153,7 @@ class rga {
     const run fresh{0, seq, lam, len};
     std::uint32_t orep = no_replica, oseq = 0;
     if (pos == 0) {
-      insert_runs(first_leaf_, 0, &fresh, 1);
+      insert_runs(first_leaf_, 0, &fresh, 1, 1);
       cache_leaf_ = first_leaf_, cache_start_ = 0;
     } else {
       const place p = locate_live(pos - 1);
@@ -156,12 +164,12 @@ class rga {
       } else if (r.replica == 0 && r.seq + r.len() == seq && r.lamport + r.len() == lam) {
         r.set_len(r.len() + len);
         add_live(p.leaf, len);
-        index_assign(0, seq, seq + len, p.leaf);
+        extend_index(0, seq, len, p.leaf);
       } else {
-        insert_runs(p.leaf, p.idx + 1, &fresh, 1);
+        insert_runs(p.leaf, p.idx + 1, &fresh, 1, 1);
       }
     }
-    for (std::size_t k = 0; k < n; ++k) me.content.push_back(values[k]);
+    me.content.append(values, n);
     log_append(log_entry{0, seq, len, lam, orep, oseq, op_kind::insert, false});
     finish_local(len);
     return change;
@@ -363,7 +371,7 @@ class rga {
     for (std::uint32_t rep = 0; rep < reps_.size(); ++rep) {
       const replica_state& rs = reps_[rep];
       if (rs.content.size() != rs.next_seq) bad("content log size");
-      if (version_.get(rs.id) != rs.next_seq) bad("version vector");
+      if (version().get(rs.id) != rs.next_seq) bad("version vector");
       std::uint64_t next = 0, inserted = 0;
       for (std::uint32_t pos : rs.log_pos) {
         const log_entry& e = log_[pos];
@@ -433,6 +441,7 @@ class rga {
     log_ = std::move(o.log_);
     parked_ = std::move(o.parked_);
     version_ = std::move(o.version_);
+    version_dirty_ = o.version_dirty_;
     clock_ = o.clock_, rejected_ = o.rejected_;
     cache_leaf_ = std::exchange(o.cache_leaf_, nullptr), cache_start_ = o.cache_start_;
   }
@@ -506,7 +515,7 @@ class rga {
     replica_state& me = reps_[0];
     me.next_seq += n;
     clock_ += n;
-    version_.observe(me.id, me.next_seq);
+    version_dirty_ = true;
   }
 
   // ---- tree navigation ------------------------------------------------------------------------
@@ -582,7 +591,9 @@ class rga {
       // Fast path: the range already maps to l.
       if (a > 0 && page[a - 1].leaf == l && a == b) continue;
       leaf_node* after = nullptr;  // what `hi` mapped to, to keep it if hi starts no entry of its own
-      const bool keep_after = hi < page_hi && b > 0 && !(b < page.size() && page[b].seq == hi);
+      // Seqs at or past next_seq do not exist yet (ops integrate in seq order), so they need no entry;
+      // this also lets extensions of the newest run skip the index entirely (see extend_index).
+      const bool keep_after = hi < page_hi && hi < reps_[rep].next_seq && b > 0 && !(b < page.size() && page[b].seq == hi);
       if (keep_after) after = page[b - 1].leaf;
       index_entry repl[2];
       int m = 0;
@@ -600,9 +611,18 @@ class rga {
     }
   }
 
+  /// Maps items [s, s + n) appended to a run whose item s - 1 is in `l`: nothing to do while they stay
+  /// in the page of s - 1 (no entry can follow it there, see index_assign).
+  void extend_index(std::uint32_t rep, std::uint32_t s, std::uint32_t n, leaf_node* l) {
+    if (((s - 1) >> index_page_bits) != ((s + n - 1) >> index_page_bits)) index_assign(rep, s, s + n, l);
+  }
+
   /// Inserts `m` (1..2) runs before runs[idx] of `l`, splitting the leaf if needed. Adds their live
-  /// items to the counts and maps their ids. Returns the place of the first inserted run.
-  place insert_runs(leaf_node* l, int idx, const run* rs, int m) {
+  /// items to the counts. Bit k of `fresh` says run k holds new items; the others are pieces split off
+  /// a run of `l`, whose ids already map to `l` unless the split moves them. Returns the place of the
+  /// first inserted run.
+  place insert_runs(leaf_node* l, int idx, const run* rs, int m, unsigned fresh) {
+    bool moved_leaf = false;
     if (l->count + m > leaf_capacity) {
       const int old = l->count;
       const int mid = idx == old ? old : old / 2;  // appending at a leaf's end starts a fresh leaf
@@ -618,14 +638,15 @@ class rga {
       l->next = r;
       insert_child(l, r);
       for (int i = 0; i < r->count; ++i) index_assign(r->runs[i].replica, r->runs[i].seq, r->runs[i].seq + r->runs[i].len(), r);
-      if (idx > mid || mid == old) l = r, idx -= mid;
+      if (idx > mid || mid == old) l = r, idx -= mid, moved_leaf = true;
     }
     for (int i = l->count - 1; i >= idx; --i) l->runs[i + m] = l->runs[i];
     std::uint32_t live = 0;
     for (int k = 0; k < m; ++k) l->runs[idx + k] = rs[k], live += rs[k].live();
     l->count = static_cast<std::uint16_t>(l->count + m);
     add_live(l, live);
-    for (int k = 0; k < m; ++k) index_assign(rs[k].replica, rs[k].seq, rs[k].seq + rs[k].len(), l);
+    for (int k = 0; k < m; ++k)
+      if (moved_leaf || (fresh >> k & 1)) index_assign(rs[k].replica, rs[k].seq, rs[k].seq + rs[k].len(), l);
     return {l, idx, 0};
   }
 
@@ -680,7 +701,7 @@ class rga {
     r.set_len(p.off + 1);
     add_live(p.leaf, -static_cast<std::int64_t>(tail.live()));
     const run two[2] = {fresh, tail};
-    insert_runs(p.leaf, p.idx + 1, two, 2);
+    insert_runs(p.leaf, p.idx + 1, two, 2, 1);
   }
 
   /// True if `b` continues `a`: same author, next seq and Lamport value, same deleted state.
@@ -728,14 +749,14 @@ class rga {
       const run rest = r.tail(take);
       r.len_del = take | run::deleted_bit;
       add_live(l, -static_cast<std::int64_t>(rest.live()));
-      return insert_runs(l, p.idx + 1, &rest, 1);
+      return insert_runs(l, p.idx + 1, &rest, 1, 0);
     }
     const run rest = r.tail(p.off + take);
     r.set_len(p.off);
     const std::uint32_t moved = len - p.off - take;
     add_live(l, -static_cast<std::int64_t>(moved));
     const run two[2] = {gone, rest};
-    place q = insert_runs(l, p.idx + 1, two, moved ? 2 : 1);
+    place q = insert_runs(l, p.idx + 1, two, moved ? 2 : 1, 0);
     return {q.leaf, q.idx + 1, 0};
   }
 
@@ -806,9 +827,10 @@ class rga {
 
   // ---- integration ----------------------------------------------------------------------------
 
-  /// Checks that the items (rep of `ref`, ref.seq ± k), k < len, are integrated. On `ready` and for
-  /// inserts, `lamport` receives the origin's Lamport value (0 for document_start).
-  dep check_refs(const op& o, std::uint32_t& lamport, std::string& why) const {
+  /// Checks that the items (rep of `ref`, ref.seq ± k), k < len, are integrated. On `ready`, `first`
+  /// is the place of the origin or first target (null leaf for document_start) and, for inserts,
+  /// `lamport` the origin's Lamport value (0 for document_start).
+  dep check_refs(const op& o, std::uint32_t& lamport, place& first, std::string& why) const {
     if (o.kind == op_kind::insert && o.ref == document_start) return lamport = 0, dep::ready;
     if (o.ref.replica == 0) return why = "reference to replica 0", dep::invalid;
     const std::uint32_t rep = find_replica(o.ref.replica);
@@ -821,6 +843,7 @@ class rga {
       if (rep == no_replica || t.seq >= reps_[rep].next_seq) return dep::missing;
       const place p = locate_id(rep, t.seq);
       if (!p.leaf) return why = "reference (" + std::to_string(t.replica) + ", " + std::to_string(t.seq) + ") is not an inserted item", dep::invalid;
+      if (k == 0) first = p;
       const run& r = p.leaf->runs[p.idx];
       if (o.kind == op_kind::insert) {
         lamport = r.lamport + p.off;
@@ -851,20 +874,21 @@ class rga {
     }
     if (o.id.seq > rs.next_seq) return park(o, vals, placeholders), outcome::parked;
     std::uint32_t origin_lamport = 0;
-    switch (check_refs(o, origin_lamport, why)) {
+    place first{};
+    switch (check_refs(o, origin_lamport, first, why)) {
       case dep::missing: return park(o, vals, placeholders), outcome::parked;
       case dep::invalid: return outcome::invalid;
       case dep::ready: break;
     }
     if (o.kind == op_kind::insert) {
       if (o.lamport <= origin_lamport) return why = "insert's Lamport value is not above its origin's", outcome::invalid;
-      integrate_insert(rep, o, vals);
+      integrate_insert(rep, o, vals, first);
     } else {
-      integrate_remove(rep, o);
+      integrate_remove(rep, o, first);
     }
     rs.next_seq += o.len;
     clock_ = std::max(clock_, o.lamport + o.len - 1);
-    version_.observe(rs.id, rs.next_seq);
+    version_dirty_ = true;
     res.applied += o.len;
     return outcome::done;
   }
@@ -890,17 +914,16 @@ class rga {
     }
   }
 
-  void integrate_insert(std::uint32_t rep, const op& o, const T* vals) {
+  /// Integrates a ready insert whose origin is at `origin` (null leaf: document start).
+  void integrate_insert(std::uint32_t rep, const op& o, const T* vals, place origin) {
     replica_state& rs = reps_[rep];
     const item_key nk{o.lamport, o.id.replica, o.id.seq};
     const run fresh{rep, o.id.seq, o.lamport, o.len};
     leaf_node* l;
     int i;
-    place origin{};
-    if (o.ref == document_start) {
+    if (!origin.leaf) {
       l = first_leaf_, i = 0;
     } else {
-      origin = locate_id(find_replica(o.ref.replica), o.ref.seq);
       const run& r = origin.leaf->runs[origin.idx];
       if (origin.off + 1 < r.len() && key_of(r, origin.off + 1) < nk) {
         split_insert(origin, fresh);
@@ -925,24 +948,24 @@ class rga {
           r.lamport + r.len() == o.lamport) {
         r.set_len(r.len() + o.len);
         add_live(origin.leaf, o.len);
-        index_assign(rep, o.id.seq, o.id.seq + o.len, origin.leaf);
+        extend_index(rep, o.id.seq, o.len, origin.leaf);
         goto placed;
       }
     }
     if (i == 0 && l->prev) l = l->prev, i = l->count;  // prefer appending to the previous leaf
-    insert_runs(l, i, &fresh, 1);
+    insert_runs(l, i, &fresh, 1, 1);
   placed:
-    if (vals) for (std::uint32_t k = 0; k < o.len; ++k) rs.content.push_back(vals[k]);
+    if (vals) rs.content.append(vals, o.len);
     else rs.content.push_placeholders(o.len);
     const std::uint32_t oref = o.ref == document_start ? no_replica : find_replica(o.ref.replica);
     log_append(log_entry{rep, o.id.seq, o.len, o.lamport, oref, o.ref.seq, op_kind::insert, false});
   }
 
-  void integrate_remove(std::uint32_t rep, const op& o) {
+  /// Integrates a ready remove whose first target is at `first`.
+  void integrate_remove(std::uint32_t rep, const op& o, place first) {
     const std::uint32_t trep = find_replica(o.ref.replica);
     for (std::uint32_t k = 0; k < o.len;) {
-      const op_id t = o.target(k);
-      place p = locate_id(trep, t.seq);
+      place p = k == 0 ? first : locate_id(trep, o.target(k).seq);
       const run& r = p.leaf->runs[p.idx];
       const std::uint32_t take = std::min(o.len - k, o.backward ? p.off + 1 : r.len() - p.off);
       if (o.backward) p.off -= take - 1;
@@ -959,7 +982,8 @@ class rga {
   std::unordered_map<replica_id, std::uint32_t> rep_index_;
   std::vector<log_entry> log_;  ///< every op, in integration order (a causal order)
   std::vector<parked> parked_;
-  version_vector version_;
+  mutable version_vector version_;  ///< rebuilt from reps_ when dirty
+  mutable bool version_dirty_ = false;
   std::uint32_t clock_ = 0;  ///< largest Lamport value integrated
   std::size_t rejected_ = 0;
   mutable leaf_node* cache_leaf_ = nullptr;  ///< leaf of the last position lookup ...
