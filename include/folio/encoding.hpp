@@ -89,10 +89,9 @@ bool read_content(byte_reader& r, std::vector<T>& values) {
     if (n > r.remaining()) return r.fail(decode_status::truncated, "text content");
     const std::size_t at = r.offset();
     const std::string_view bytes = r.bytes(n, "text content");
-    std::u32string cps;
+    values.reserve(bytes.size());
     std::size_t bad = 0;
-    if (!decode_utf8(bytes, cps, &bad)) return r.fail_at(at + bad, decode_status::inconsistent, "text content is not valid UTF-8");
-    values.assign(cps.begin(), cps.end());
+    if (!decode_utf8(bytes, values, &bad)) return r.fail_at(at + bad, decode_status::inconsistent, "text content is not valid UTF-8");
   } else {
     const std::uint64_t n = r.varint("array value count");
     if (n > r.remaining()) return r.fail(decode_status::too_large, "array value count");

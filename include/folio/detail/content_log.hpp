@@ -24,6 +24,8 @@ class content_log {
   void append(const T* v, std::size_t n) { values_.insert(values_.end(), v, v + n); }
   void push_placeholders(std::size_t n) { values_.resize(values_.size() + n); }
   void set(std::size_t i, const T& v) { values_[i] = v; }
+  /// Overwrites slots [at, at + n).
+  void assign(std::size_t at, const T* v, std::size_t n) { std::copy(v, v + n, values_.begin() + std::ptrdiff_t(at)); }
   std::size_t memory_usage() const noexcept {
     std::size_t bytes = values_.capacity() * sizeof(T);
     if constexpr (std::is_same_v<T, std::string>)
@@ -60,17 +62,21 @@ class content_log<char32_t> {
     store(size() - 1, c);
   }
   void append(const char32_t* v, std::size_t n) {
+    const std::size_t at = size();
+    push_placeholders(n);
+    assign(at, v, n);
+  }
+  void push_placeholders(std::size_t n) { bytes_.resize(bytes_.size() + n * width_); }
+  /// Overwrites slots [at, at + n).
+  void assign(std::size_t at, const char32_t* v, std::size_t n) {
     char32_t widest = 0;
     for (std::size_t i = 0; i < n; ++i) widest = std::max(widest, v[i]);
     widen_for(widest);
-    const std::size_t at = size();
-    bytes_.resize(bytes_.size() + n * width_);
     if (width_ == 1)
       for (std::size_t i = 0; i < n; ++i) bytes_[at + i] = static_cast<std::uint8_t>(v[i]);
     else
       for (std::size_t i = 0; i < n; ++i) store(at + i, v[i]);
   }
-  void push_placeholders(std::size_t n) { bytes_.resize(bytes_.size() + n * width_); }
   void set(std::size_t i, char32_t c) {
     widen_for(c);
     store(i, c);

@@ -216,7 +216,7 @@ class rga {
   /// apply to a fresh copy or reload on `invalid`.
   apply_result apply(const op_batch<T>& b, content_mode mode = content_mode::from_batch) {
     apply_result res;
-    cache_leaf_ = nullptr;
+    cache_leaf_ = nullptr, cache_idx_ = -1;
     if (mode == content_mode::from_batch) {
       std::size_t need = 0;
       for (const op& o : b.ops)
@@ -307,8 +307,8 @@ class rga {
       for (int i = 0; i < l->count; ++i) {
         const run& r = l->runs[i];
         if (r.deleted()) continue;
-        content_log<T>& c = reps_[r.replica].content;
-        for (std::uint32_t k = 0; k < r.len(); ++k) c.set(r.seq + k, values[v++]);
+        reps_[r.replica].content.assign(r.seq, values.data() + v, r.len());
+        v += r.len();
       }
     return true;
   }
@@ -354,6 +354,12 @@ class rga {
         start += l->live;
       }
       if (start != cache_start_) bad("position cache");
+      if (cache_idx_ >= 0) {
+        if (cache_idx_ >= cache_leaf_->count) bad("run cache index");
+        std::size_t run_start = start;
+        for (int i = 0; i < cache_idx_; ++i) run_start += cache_leaf_->runs[i].live();
+        if (run_start != cache_run_start_) bad("run cache position");
+      }
     }
     // 2. index, 4. per-replica coverage
     std::vector<std::uint64_t> items(reps_.size());
@@ -444,6 +450,7 @@ class rga {
     version_dirty_ = o.version_dirty_;
     clock_ = o.clock_, rejected_ = o.rejected_;
     cache_leaf_ = std::exchange(o.cache_leaf_, nullptr), cache_start_ = o.cache_start_;
+    cache_idx_ = std::exchange(o.cache_idx_, -1), cache_run_start_ = o.cache_run_start_;
   }
   static void destroy(node* n) noexcept {
     if (!n) return;
@@ -526,6 +533,8 @@ class rga {
     std::size_t start;
     if (cache_leaf_ && pos >= cache_start_ && pos - cache_start_ < cache_leaf_->live) {
       l = cache_leaf_, start = cache_start_;
+      if (cache_idx_ >= 0 && pos >= cache_run_start_ && pos - cache_run_start_ < l->runs[cache_idx_].live())
+        return {l, cache_idx_, static_cast<std::uint32_t>(pos - cache_run_start_)};
     } else {
       node* n = root_;
       start = 0;
@@ -536,7 +545,7 @@ class rga {
         n = in->child[c];
       }
       l = static_cast<leaf_node*>(n);
-      cache_leaf_ = l, cache_start_ = start;
+      cache_leaf_ = l, cache_start_ = start, cache_idx_ = -1;
     }
     std::size_t rel = pos - start;
     int i = 0;
@@ -545,6 +554,7 @@ class rga {
       if (rel < lv) break;
       rel -= lv;
     }
+    cache_idx_ = i, cache_run_start_ = pos - rel;
     return {l, i, static_cast<std::uint32_t>(rel)};
   }
 
@@ -585,6 +595,11 @@ class rga {
       const auto lo = static_cast<std::uint32_t>(std::max<std::uint64_t>(s, page_lo));
       const std::uint64_t hi = std::min<std::uint64_t>(e, page_hi);
       auto& page = pages[pg];
+      // Past every entry, with nothing existing after the range (new items): append or nothing.
+      if ((page.empty() || page.back().seq < lo) && (hi >= page_hi || hi >= reps_[rep].next_seq)) {
+        if (page.empty() || page.back().leaf != l) page.push_back({lo, l});
+        continue;
+      }
       auto by_seq = [](const index_entry& x, std::uint64_t v) { return x.seq < v; };
       const std::size_t a = std::lower_bound(page.begin(), page.end(), lo, by_seq) - page.begin();
       std::size_t b = std::lower_bound(page.begin(), page.end(), hi, by_seq) - page.begin();
@@ -622,6 +637,7 @@ class rga {
   /// a run of `l`, whose ids already map to `l` unless the split moves them. Returns the place of the
   /// first inserted run.
   place insert_runs(leaf_node* l, int idx, const run* rs, int m, unsigned fresh) {
+    cache_idx_ = -1;
     bool moved_leaf = false;
     if (l->count + m > leaf_capacity) {
       const int old = l->count;
@@ -713,6 +729,7 @@ class rga {
   /// just after them (possibly one past the end of a leaf). Deleted items join a neighbouring tombstone
   /// run they continue (the usual result of backspacing), so tombstones do not fragment.
   place mark_deleted(place p, std::uint32_t take) {
+    cache_idx_ = -1;
     leaf_node* l = p.leaf;
     run& r = l->runs[p.idx];
     const std::uint32_t len = r.len();
@@ -987,7 +1004,10 @@ class rga {
   std::uint32_t clock_ = 0;  ///< largest Lamport value integrated
   std::size_t rejected_ = 0;
   mutable leaf_node* cache_leaf_ = nullptr;  ///< leaf of the last position lookup ...
-  mutable std::size_t cache_start_ = 0;      ///< ... and the live items before it
+  mutable std::size_t cache_start_ = 0;      ///< ... and the live items before it;
+  mutable int cache_idx_ = -1;               ///< run of that lookup in cache_leaf_ (-1: none) ...
+  mutable std::size_t cache_run_start_ = 0;  ///< ... and the live items before it. Any change to a
+                                             ///< leaf but extending that run resets cache_idx_.
 };
 
 }  // namespace folio::detail

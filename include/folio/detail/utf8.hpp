@@ -56,9 +56,14 @@ inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) n
 
 /// Appends the code points of `s` to `out`; on invalid UTF-8 returns false and sets `bad_at` to the
 /// byte offset of the first invalid sequence (out then holds the valid prefix).
-inline bool decode_utf8(std::string_view s, std::u32string& out, std::size_t* bad_at = nullptr) {
+template <class Out>
+bool decode_utf8(std::string_view s, Out& out, std::size_t* bad_at = nullptr) {
   std::size_t i = 0;
   while (i < s.size()) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {  // ASCII fast path
+      out.push_back(static_cast<char32_t>(s[i++]));
+      continue;
+    }
     char32_t c;
     if (!next_code_point(s, i, c)) {
       if (bad_at) *bad_at = i;
