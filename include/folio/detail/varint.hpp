@@ -73,7 +73,11 @@ class byte_reader {
     return v;
   }
 
-  std::int64_t svarint(const char* what) { return unzigzag(varint(what)); }
+  /// Zigzag-encoded signed varint of magnitude at most `max_abs` (so adding it to a counter cannot
+  /// overflow).
+  std::int64_t svarint(const char* what, std::uint64_t max_abs = std::uint64_t(1) << 32) {
+    return unzigzag(varint(what, 2 * max_abs));
+  }
 
   /// `n` raw bytes; an empty view (and a latched failure) if fewer remain.
   std::string_view bytes(std::size_t n, const char* what) {

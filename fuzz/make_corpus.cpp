@@ -1,0 +1,36 @@
+// Writes the seed corpora of fuzz/corpus/ (small real encodings of each kind). Rerun after a format
+// change:  g++ -std=c++20 -Iinclude fuzz/make_corpus.cpp -o /tmp/mc && /tmp/mc fuzz/corpus
+#include <folio/folio.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+static void put(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary) << bytes;
+}
+
+int main(int argc, char** argv) {
+  const fs::path root = argc > 1 ? argv[1] : "fuzz/corpus";
+  folio::text a(1), b(2);
+  b.apply(a.ops(a.insert_utf8(0, "hello wörld 😀")));
+  b.insert_utf8(5, ",");
+  for (int i = 0; i < 3; ++i) a.erase(a.size() - 1, 1);
+  a.apply(b.ops_since(a.version()));
+  folio::replace_text_utf8(b, "hello, world");
+  put(root / "text_batch", "log", folio::encode_batch(a.ops_since({})));
+  put(root / "text_batch", "delta", folio::encode_batch(b.ops_since(a.version())));
+  put(root / "text_document", "merged", a.encode());
+  put(root / "text_document", "edited", b.encode());
+  folio::array x(7), y(8);
+  y.apply(x.ops(x.insert(0, std::vector<std::string>{"1", R"({"k":"v"})", "[]"})));
+  y.erase(1, 1);
+  folio::replace_array(x, {"0", "1", "[]"});
+  put(root / "array_batch", "log", folio::encode_batch(x.ops_since({})));
+  put(root / "array_document", "doc", y.encode());
+  put(root / "version", "vv", a.version().encode());
+  return 0;
+}

@@ -1,0 +1,23 @@
+# Sourced by scripts/run and scripts/test: installs the Debian packages Folio needs that are missing.
+# One list for every command, so the run and test set-ups never drift apart.
+FOLIO_PACKAGES=(
+  cmake make g++                 # toolchain
+  clang libclang-rt-14-dev       # libFuzzer targets
+  libgtest-dev libgmock-dev      # tests
+  libbenchmark-dev               # benchmarks
+  zlib1g-dev rapidjson-dev       # reading the editing traces (tests and benchmarks only)
+  libzstd-dev                    # optional compression of encodings (folio::zstd)
+)
+
+folio_install_deps() {
+  local missing=()
+  for p in "${FOLIO_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "Installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}
