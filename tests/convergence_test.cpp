@@ -13,7 +13,7 @@
 
 namespace {
 
-using batch = folio::op_batch<char32_t>;
+using text_batch = folio::op_batch<char32_t>;
 
 std::size_t env_or(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
@@ -21,13 +21,13 @@ std::size_t env_or(const char* name, std::size_t fallback) {
 }
 
 // A base document shared by every replica, then `per_replica` concurrent local changes on each.
-std::vector<batch> concurrent_batches(std::size_t replicas, std::size_t per_replica, std::uint64_t seed, batch& base) {
+std::vector<text_batch> concurrent_batches(std::size_t replicas, std::size_t per_replica, std::uint64_t seed, text_batch& base) {
   folio::text origin(100);
   origin.insert_utf8(0, "0123456789");
   origin.erase(4, 2);
   base = origin.ops_since({});
   std::mt19937_64 rng(seed);
-  std::vector<batch> out;
+  std::vector<text_batch> out;
   for (std::size_t r = 0; r < replicas; ++r) {
     folio::text t(r + 1);
     t.apply(base);
@@ -47,7 +47,7 @@ std::vector<batch> concurrent_batches(std::size_t replicas, std::size_t per_repl
 }
 
 TEST(Convergence, EveryDeliveryOrderOfSixBatchesGivesOneResult) {
-  batch base;
+  text_batch base;
   const auto batches = concurrent_batches(3, 2, 11, base);
   std::vector<std::size_t> order(batches.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -69,9 +69,9 @@ TEST(Convergence, EveryDeliveryOrderOfSixBatchesGivesOneResult) {
 }
 
 TEST(Convergence, EveryOrderWithDuplicatesAndTheBaseLastGivesOneResult) {
-  batch base;
+  text_batch base;
   const auto batches = concurrent_batches(4, 1, 5, base);
-  std::vector<batch> msgs = batches;
+  std::vector<text_batch> msgs = batches;
   msgs.push_back(base);        // the base itself arrives late: everything waits for it
   msgs.push_back(batches[0]);  // and one batch twice
   std::vector<std::size_t> order(msgs.size());
@@ -95,11 +95,25 @@ struct message {
   std::string bytes;  // encoded batch
 };
 
+// Random values of each sequence type: runs of letters for text, small JSON values for arrays.
+std::vector<char32_t> random_values(folio::text*, std::mt19937_64& rng, std::size_t n) {
+  std::vector<char32_t> v(n);
+  for (char32_t& c : v) c = char32_t(U'a' + rng() % 26);
+  return v;
+}
+std::vector<std::string> random_values(folio::array*, std::mt19937_64& rng, std::size_t n) {
+  std::vector<std::string> v(n);
+  for (std::string& s : v) s = rng() % 2 ? std::to_string(rng() % 100) : R"({"k":")" + std::string(1, char('a' + rng() % 26)) + R"("})";
+  return v;
+}
+
 // Runs one random scenario; returns "" on success or a description of the divergence.
+template <class Doc>
 std::string run_scenario(std::uint64_t seed, std::size_t steps) {
+  using batch = folio::op_batch<typename Doc::value_type>;
   std::mt19937_64 rng(seed);
   const std::size_t n = 2 + rng() % 4;
-  std::vector<folio::text> docs;
+  std::vector<Doc> docs;
   for (std::size_t r = 0; r < n; ++r) docs.emplace_back(folio::replica_id(r + 1));
   std::vector<message> inbox;
   auto deliver = [&](std::size_t k) -> std::string {
@@ -119,7 +133,7 @@ std::string run_scenario(std::uint64_t seed, std::size_t steps) {
       continue;
     }
     const std::size_t r = rng() % n;
-    folio::text& t = docs[r];
+    Doc& t = docs[r];
     folio::local_change c;
     const auto kind = rng() % 10;
     if (t.size() > 0 && kind < 4) {
@@ -127,9 +141,7 @@ std::string run_scenario(std::uint64_t seed, std::size_t steps) {
       const std::size_t len = kind == 0 ? std::min<std::size_t>(t.size() - pos, 1 + rng() % 8) : 1;
       c = t.erase(pos, len);
     } else {
-      std::u32string s(kind < 7 ? 1 : 1 + rng() % 8, U' ');
-      for (char32_t& ch : s) ch = char32_t(U'a' + rng() % 26);
-      c = t.insert(rng() % (t.size() + 1), s);
+      c = t.insert(rng() % (t.size() + 1), random_values(static_cast<Doc*>(nullptr), rng, kind < 7 ? 1 : 1 + rng() % 8));
     }
     const std::string bytes = folio::encode_batch(t.ops(c));
     for (std::size_t to = 0; to < n; ++to)
@@ -145,23 +157,27 @@ std::string run_scenario(std::uint64_t seed, std::size_t steps) {
   for (std::size_t r = 0; r < n; ++r) {
     docs[r].check();
     if (docs[r].pending() != 0) return "replica " + std::to_string(r) + " still has pending ops";
-    if (docs[r].to_u32string() != docs[0].to_u32string()) return "replica " + std::to_string(r) + " diverged";
+    if (docs[r].values() != docs[0].values()) return "replica " + std::to_string(r) + " diverged";
     if (docs[r].version() != docs[0].version()) return "versions differ";
     // A replica rebuilt from the encoding is the same document.
-    folio::text copy(50);
-    if (!folio::text::decode(docs[r].encode(), 50, copy) || copy.to_u32string() != docs[0].to_u32string()) return "decode differs";
+    Doc copy(50);
+    if (!Doc::decode(docs[r].encode(), 50, copy) || copy.values() != docs[0].values()) return "decode differs";
   }
   return "";
 }
 
-TEST(Convergence, SeededRandomScenariosConverge) {
-  const std::size_t scenarios = env_or("FOLIO_CONVERGENCE_SCENARIOS", 150);
+template <class Doc>
+void seeded_scenarios(std::size_t default_count) {
+  const std::size_t scenarios = env_or("FOLIO_CONVERGENCE_SCENARIOS", default_count);
   const std::size_t first = env_or("FOLIO_CONVERGENCE_SEED", 1);
   const std::size_t count = std::getenv("FOLIO_CONVERGENCE_SEED") ? 1 : scenarios;
   for (std::size_t seed = first; seed < first + count; ++seed) {
-    const std::string e = run_scenario(seed, 150);
+    const std::string e = run_scenario<Doc>(seed, 150);
     ASSERT_EQ(e, "") << "seed " << seed << " (rerun: FOLIO_CONVERGENCE_SEED=" << seed << ")";
   }
 }
+
+TEST(Convergence, SeededRandomTextScenariosConverge) { seeded_scenarios<folio::text>(150); }
+TEST(Convergence, SeededRandomArrayScenariosConverge) { seeded_scenarios<folio::array>(60); }
 
 }  // namespace

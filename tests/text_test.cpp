@@ -28,6 +28,21 @@ TEST(Text, AstralCodePointsCountAsOne) {
   EXPECT_EQ(t.to_string(), "ab");
 }
 
+TEST(Text, StorageWidensForWiderCodePointsAndKeepsEarlierOnes) {
+  folio::text t(1);
+  t.insert_utf8(0, "abc");     // 1 byte a value
+  t.insert_utf8(3, "€");       // U+20AC: 2 bytes a value
+  t.insert_utf8(0, "𝄞");       // U+1D11E: 4 bytes a value
+  t.insert_utf8(5, "é");
+  EXPECT_EQ(t.to_string(), "𝄞abc€é");
+  folio::text u(2);
+  ASSERT_TRUE(u.apply(t.ops_since({})));
+  EXPECT_EQ(u.to_string(), "𝄞abc€é");
+  ASSERT_TRUE(folio::text::decode(t.encode(), 3, u));
+  EXPECT_EQ(u.to_string(), "𝄞abc€é");
+  u.check();
+}
+
 TEST(Text, MisuseThrowsWithStableIds) {
   folio::text t(1);
   t.insert_utf8(0, "abc");
