@@ -151,6 +151,32 @@ TEST(Encoding, RandomMutationsAreRejectedOrYieldValidDocuments) {
   RecordProperty("accepted", int(accepted));
 }
 
+TEST(Encoding, DocumentsClaimingHugeDeletedRunsAreRefusedByTheLimit) {
+  // Found by the fuzzer: 26 bytes claiming a 1.3 billion item array (insert, then remove, with no
+  // values stored): decoding it would have allocated gigabytes.
+  folio::array a(1);
+  const auto r = folio::array::decode(std::string("\x46\x6f\x01\x44\x02\x02\x07\x28\x02\x3e\x00\x00\x02\xa3\xff\xd9\x4b\x00\x01\x01\x02\x01\x31\x02\x5b\x5d", 26), 1, a);
+  EXPECT_EQ(r.status, folio::decode_status::too_large);
+  // The same shape within the limit decodes.
+  folio::text big(1);
+  big.insert(0, std::u32string(100000, U'x'));
+  big.erase(0, 100000);
+  const std::string bytes = big.encode();
+  EXPECT_LT(bytes.size(), 32u);
+  folio::text t(2);
+  EXPECT_TRUE(folio::text::decode(bytes, 2, t));
+  EXPECT_EQ(folio::text::decode(bytes, 2, t, 1000).status, folio::decode_status::too_large);
+}
+
+TEST(Encoding, VarintsHaveOneSpellingOnly) {
+  folio::version_vector v;
+  const auto r = folio::version_vector::decode(std::string("\x01\x10\xe3\xea\x00", 5), v);  // fuzzer-found
+  EXPECT_EQ(r.status, folio::decode_status::overlong_varint);
+  EXPECT_EQ(r.offset, 2u);
+  EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x80\x00\x01", 4), v).status, folio::decode_status::overlong_varint);
+  EXPECT_TRUE(folio::version_vector::decode(std::string("\x01\x80\x01\x01", 4), v));
+}
+
 // Inputs the fuzzers found (fuzz/decode_fuzz.cpp), kept as regressions: huge zigzag deltas used to
 // overflow a signed addition while decoding a reference seq.
 TEST(Encoding, FuzzFoundHugeDeltasAreRefused) {

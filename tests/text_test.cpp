@@ -56,6 +56,8 @@ TEST(Text, MisuseThrowsWithStableIds) {
     EXPECT_STREQ(e.what(), "[folio.utf8] invalid UTF-8 at byte 0");
   }
   EXPECT_THROW(t.insert(0, std::u32string(1, char32_t(0xD800))), folio::error);
+  const char32_t surrogate = 0xDFFF;
+  EXPECT_THROW(t.sequence::insert(0, &surrogate, 1), folio::error);  // the base API checks too
   EXPECT_THROW(folio::text(0), folio::error);
   EXPECT_EQ(t.to_string(), "abc");
   t.check();

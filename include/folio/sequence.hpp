@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,9 +38,10 @@ class sequence {
   std::size_t size() const noexcept { return impl_.size(); }
   bool empty() const noexcept { return size() == 0; }
   /// The operations integrated so far, per replica.
-  const version_vector& version() const noexcept { return impl_.version(); }
+  const version_vector& version() const { return impl_.version(); }
 
-  /// Inserts `n` values before `pos`. Throws "[folio.range]" if pos > size().
+  /// Inserts `n` values before `pos`. Throws "[folio.range]" if pos > size(), and for text
+  /// "[folio.value]" for a value that is not a Unicode scalar value (nothing is inserted then).
   local_change insert(std::size_t pos, const T* values, std::size_t n) { return impl_.insert(pos, values, n); }
   local_change insert(std::size_t pos, const std::vector<T>& values) { return impl_.insert(pos, values.data(), values.size()); }
   /// Removes `n` values from `pos`. Throws "[folio.range]" if pos + n > size().
@@ -89,14 +91,20 @@ class sequence {
     return out;
   }
 
-  /// Rebuilds a document from untrusted bytes as replica `self`. `out` is left unchanged on failure.
-  static decode_result decode(std::string_view bytes, replica_id self, sequence& out) {
+  /// Default for `decode`'s `max_ops`: every inserted item costs memory (a value slot) even when its
+  /// value was dropped from the encoding, so a few bytes could otherwise claim 2^31 items.
+  static constexpr std::size_t default_max_ops = std::is_same_v<T, char32_t> ? std::size_t(1) << 26 : std::size_t(1) << 22;
+
+  /// Rebuilds a document from untrusted bytes as replica `self`. A document whose op log holds more
+  /// than `max_ops` unit operations is refused (too_large). `out` is left unchanged on failure.
+  static decode_result decode(std::string_view bytes, replica_id self, sequence& out, std::size_t max_ops = default_max_ops) {
     detail::byte_reader r(bytes);
     op_batch<T> log;
     std::vector<T> live;
     if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>())) return r.result();
     const std::size_t ops_at = r.offset();
     if (!detail::read_ops(r, log.ops)) return r.result();
+    if (log.unit_count() > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
     const std::size_t content_at = r.offset();
     if (!detail::read_content(r, live)) return r.result();
     if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();

@@ -19,11 +19,7 @@ class text : public sequence<char32_t> {
 
   /// Inserts code points before `pos`. Throws "[folio.range]", or "[folio.value]" for a value that is
   /// not a Unicode scalar value.
-  local_change insert(std::size_t pos, std::u32string_view s) {
-    for (char32_t c : s)
-      if (!detail::valid_code_point(c)) detail::fail("folio.value", "not a Unicode scalar value");
-    return sequence::insert(pos, s.data(), s.size());
-  }
+  local_change insert(std::size_t pos, std::u32string_view s) { return sequence::insert(pos, s.data(), s.size()); }
   /// Inserts UTF-8 text before code point `pos`. Throws "[folio.utf8]" on invalid UTF-8.
   local_change insert_utf8(std::size_t pos, std::string_view utf8) {
     std::u32string cps;
@@ -46,7 +42,9 @@ class text : public sequence<char32_t> {
     return s;
   }
 
-  static decode_result decode(std::string_view bytes, replica_id self, text& out) { return sequence::decode(bytes, self, out); }
+  static decode_result decode(std::string_view bytes, replica_id self, text& out, std::size_t max_ops = default_max_ops) {
+    return sequence::decode(bytes, self, out, max_ops);
+  }
 };
 
 }  // namespace folio

@@ -145,6 +145,9 @@ class rga {
   /// when continuing the previous insert. Throws folio::error "[folio.range]" if pos > size().
   local_change insert(std::size_t pos, const T* values, std::size_t n) {
     if (pos > size()) fail("folio.range", "insert position " + std::to_string(pos) + " > size " + std::to_string(size()));
+    if constexpr (std::is_same_v<T, char32_t>)
+      for (std::size_t k = 0; k < n; ++k)
+        if (!valid_code_point(values[k])) fail("folio.value", "not a Unicode scalar value");
     replica_state& me = reps_[0];
     const local_change change{me.id, me.next_seq, static_cast<std::uint32_t>(n)};
     if (n == 0) return change;

@@ -57,7 +57,7 @@ class byte_reader {
     return static_cast<std::uint8_t>(*p_++);
   }
 
-  /// Unsigned LEB128, at most `max` in value.
+  /// Unsigned LEB128, minimal length, at most `max` in value.
   std::uint64_t varint(const char* what, std::uint64_t max = UINT64_MAX) {
     std::uint64_t v = 0;
     const char* start = p_;
@@ -66,7 +66,12 @@ class byte_reader {
       const auto b = static_cast<std::uint8_t>(*p_++);
       if (shift == 63 && b > 1) return p_ = start, fail(decode_status::overlong_varint, what), 0;
       v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) break;
+      if ((b & 0x80) == 0) {
+        // A trailing zero group is a longer spelling of a smaller value: refuse it, so that every
+        // value has exactly one encoding.
+        if (b == 0 && shift != 0) return p_ = start, fail(decode_status::overlong_varint, what), 0;
+        break;
+      }
       if (shift == 63) return p_ = start, fail(decode_status::overlong_varint, what), 0;
     }
     if (v > max) return p_ = start, fail(decode_status::overlong_varint, what), 0;
