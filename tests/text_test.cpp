@@ -30,9 +30,9 @@ TEST(Text, AstralCodePointsCountAsOne) {
 
 TEST(Text, StorageWidensForWiderCodePointsAndKeepsEarlierOnes) {
   folio::text t(1);
-  t.insert_utf8(0, "abc");     // 1 byte a value
-  t.insert_utf8(3, "€");       // U+20AC: 2 bytes a value
-  t.insert_utf8(0, "𝄞");       // U+1D11E: 4 bytes a value
+  t.insert_utf8(0, "abc");  // 1 byte a value
+  t.insert_utf8(3, "€");    // U+20AC: 2 bytes a value
+  t.insert_utf8(0, "𝄞");    // U+1D11E: 4 bytes a value
   t.insert_utf8(5, "é");
   EXPECT_EQ(t.to_string(), "𝄞abc€é");
   folio::text u(2);
@@ -232,6 +232,48 @@ TEST(Text, OpsBetweenStopsAtTheUpperVersion) {
   EXPECT_EQ(b.to_string(), "abc");
   b.apply(a.ops_since(b.version()));
   EXPECT_EQ(b.to_string(), "abcdef");
+}
+
+// Bursts of typing, backspacing and cursor jumps, as an editor makes them, with every invariant
+// (position and run caches included) checked after every single edit.
+TEST(Text, EditorLikeBurstsKeepEveryInvariantAfterEachEdit) {
+  for (std::uint64_t seed : {7, 8, 9, 10, 11, 12}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    folio::text t(1);
+    std::u32string model;
+    std::uint64_t x = seed;
+    auto rnd = [&](std::uint64_t n) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      return (x >> 33) % n;
+    };
+    std::size_t cursor = 0;
+    for (int burst = 0; burst < 400; ++burst) {
+      if (rnd(4) == 0) cursor = rnd(model.size() + 1);  // jump
+      const auto len = 1 + rnd(12);
+      for (std::uint64_t k = 0; k < len; ++k) {
+        switch (rnd(5)) {
+          case 0:  // backspace
+            if (cursor == 0) break;
+            t.erase(cursor - 1, 1), model.erase(cursor - 1, 1), --cursor;
+            break;
+          case 1:  // delete key
+            if (cursor == model.size()) break;
+            t.erase(cursor, 1), model.erase(cursor, 1);
+            break;
+          default: {  // type
+            const char32_t c = char32_t(U'a' + rnd(26));
+            t.insert(cursor, &c, 1), model.insert(cursor, 1, c), ++cursor;
+          }
+        }
+        t.check();
+      }
+      if (!model.empty()) {
+        const std::size_t at = rnd(model.size());
+        ASSERT_EQ(t.at(at), model[at]);  // a lookup through the caches
+      }
+    }
+    EXPECT_EQ(t.to_u32string(), model);
+  }
 }
 
 TEST(Text, LargeDocumentsSplitTheTreeAndStayConsistent) {

@@ -157,7 +157,7 @@ class rga {
     std::uint32_t orep = no_replica, oseq = 0;
     if (pos == 0) {
       insert_runs(first_leaf_, 0, &fresh, 1, 1);
-      cache_leaf_ = first_leaf_, cache_start_ = 0;
+      cache_leaf_ = first_leaf_, cache_start_ = 0, cache_idx_ = -1;
     } else {
       const place p = locate_live(pos - 1);
       run& r = p.leaf->runs[p.idx];
@@ -640,11 +640,12 @@ class rga {
   /// a run of `l`, whose ids already map to `l` unless the split moves them. Returns the place of the
   /// first inserted run.
   place insert_runs(leaf_node* l, int idx, const run* rs, int m, unsigned fresh) {
-    cache_idx_ = -1;
+    if (l == cache_leaf_ && idx <= cache_idx_) cache_idx_ = -1;  // runs before the cached one change
     bool moved_leaf = false;
     if (l->count + m > leaf_capacity) {
       const int old = l->count;
       const int mid = idx == old ? old : old / 2;  // appending at a leaf's end starts a fresh leaf
+      if (l == cache_leaf_ && cache_idx_ >= mid) cache_idx_ = -1;  // the cached run moves away
       auto* r = new leaf_node;
       std::uint32_t moved = 0;
       for (int i = mid; i < old; ++i) r->runs[i - mid] = l->runs[i], moved += l->runs[i].live();
@@ -728,11 +729,21 @@ class rga {
     return a.replica == b.replica && a.seq + a.len() == b.seq && a.lamport + a.len() == b.lamport && a.deleted() == b.deleted();
   }
 
+  /// Removes runs[idx] of `l` (its items went into a neighbouring run of the same leaf). The run cache
+  /// then names the run that followed, which starts where the dropped one did, if there is one.
+  void drop_run(leaf_node* l, int idx) noexcept {
+    for (int i = idx; i + 1 < l->count; ++i) l->runs[i] = l->runs[i + 1];
+    --l->count;
+    if (l == cache_leaf_ && cache_idx_ >= l->count) cache_idx_ = -1;
+  }
+
   /// Marks `take` items from p deleted (the run at p is live, p.off + take <= len). Returns the place
   /// just after them (possibly one past the end of a leaf). Deleted items join a neighbouring tombstone
   /// run they continue (the usual result of backspacing), so tombstones do not fragment.
   place mark_deleted(place p, std::uint32_t take) {
-    cache_idx_ = -1;
+    // Deleting before the cached run shifts its start; deleting in it or after it does not (items
+    // only turn into tombstones, and a dropped run's successor starts where it did).
+    if (p.leaf == cache_leaf_ && p.idx < cache_idx_) cache_idx_ = -1;
     leaf_node* l = p.leaf;
     run& r = l->runs[p.idx];
     const std::uint32_t len = r.len();
@@ -744,8 +755,7 @@ class rga {
     if (p.off == 0 && prev && continues(*prev, gone)) {  // grow the tombstone run on the left
       prev->set_len(prev->len() + take);
       if (take == len) {
-        for (int i = p.idx; i + 1 < l->count; ++i) l->runs[i] = l->runs[i + 1];
-        --l->count;
+        drop_run(l, p.idx);
         return {l, p.idx, 0};
       }
       r = r.tail(take);
@@ -754,8 +764,7 @@ class rga {
     if (p.off + take == len && next && continues(gone, *next)) {  // grow the tombstone run on the right
       *next = run{gone.replica, gone.seq, gone.lamport, (next->len() + take) | run::deleted_bit};
       if (p.off == 0) {  // the whole run went: drop it
-        for (int i = p.idx; i + 1 < l->count; ++i) l->runs[i] = l->runs[i + 1];
-        --l->count;
+        drop_run(l, p.idx);
         return {l, p.idx + 1, 0};
       }
       r.set_len(p.off);
@@ -1009,8 +1018,8 @@ class rga {
   mutable leaf_node* cache_leaf_ = nullptr;  ///< leaf of the last position lookup ...
   mutable std::size_t cache_start_ = 0;      ///< ... and the live items before it;
   mutable int cache_idx_ = -1;               ///< run of that lookup in cache_leaf_ (-1: none) ...
-  mutable std::size_t cache_run_start_ = 0;  ///< ... and the live items before it. Any change to a
-                                             ///< leaf but extending that run resets cache_idx_.
+  mutable std::size_t cache_run_start_ = 0;  ///< ... and the live items before it. Reset by any
+                                             ///< change that moves that run or what precedes it.
 };
 
 }  // namespace folio::detail
