@@ -2,10 +2,9 @@
 //   1 batch (text)   2 batch (array)   3 document (text)   4 document (array)   5 version vector
 // Anything accepted must make sense afterwards: batches are applied to a small document and
 // check() must hold; documents must pass check() and re-encode to bytes that decode again.
-#include <folio/folio.hpp>
-
 #include <cstddef>
 #include <cstdint>
+#include <folio/folio.hpp>
 #include <string_view>
 
 namespace {
@@ -15,8 +14,10 @@ void batch(std::string_view bytes) {
   folio::op_batch<T> b;
   if (!folio::decode_batch(bytes, b)) return;
   Doc doc(1);
-  if constexpr (std::is_same_v<T, char32_t>) doc.insert(0, std::u32string(U"seed"));
-  else doc.insert(0, std::vector<std::string>{"1", "2"});
+  if constexpr (std::is_same_v<T, char32_t>)
+    doc.insert(0, std::u32string(U"seed"));
+  else
+    doc.insert(0, std::vector<std::string>{"1", "2"});
   doc.apply(b);  // may be invalid; it must leave the replica consistent either way
   doc.check();
   (void)doc.ops_since({});
@@ -38,10 +39,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
     switch (FOLIO_FUZZ_TARGET) {
-      case 1: batch<folio::text, char32_t>(bytes); break;
-      case 2: batch<folio::array, std::string>(bytes); break;
-      case 3: document<folio::text>(bytes); break;
-      case 4: document<folio::array>(bytes); break;
+      case 1:
+        batch<folio::text, char32_t>(bytes);
+        break;
+      case 2:
+        batch<folio::array, std::string>(bytes);
+        break;
+      case 3:
+        document<folio::text>(bytes);
+        break;
+      case 4:
+        document<folio::array>(bytes);
+        break;
       default: {
         folio::version_vector v;
         if (folio::version_vector::decode(bytes, v) && v.encode() != bytes) __builtin_trap();

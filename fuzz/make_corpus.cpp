@@ -1,8 +1,7 @@
 // Writes the seed corpora of fuzz/corpus/ (small real encodings of each kind). Rerun after a format
 // change:  g++ -std=c++20 -Iinclude fuzz/make_corpus.cpp -o /tmp/mc && /tmp/mc fuzz/corpus
-#include <folio/folio.hpp>
-
 #include <filesystem>
+#include <folio/folio.hpp>
 #include <fstream>
 #include <string>
 

@@ -11,6 +11,8 @@
 #include <folio/text.hpp>
 #include <folio/version.hpp>
 // second time
+#include <gtest/gtest.h>
+
 #include <folio/array.hpp>
 #include <folio/diff.hpp>
 #include <folio/encoding.hpp>
@@ -21,8 +23,6 @@
 #include <folio/sequence.hpp>
 #include <folio/text.hpp>
 #include <folio/version.hpp>
-#include <gtest/gtest.h>
-
 
 std::string encoded_in_b() {
   folio::text t(7);

@@ -1,11 +1,11 @@
 // Replays the real editing traces of ../shared/traces: every sequential trace must give exactly its
 // endContent, also after encode -> decode and after merging the whole op log into an empty replica;
 // the concurrent trace, replayed with one replica per agent, must converge to its endContent.
+#include "support/trace.hpp"
+
 #include <gtest/gtest.h>
 
 #include <folio/folio.hpp>
-
-#include "support/trace.hpp"
 
 namespace {
 
@@ -64,13 +64,12 @@ TEST_P(SequentialTrace, MergingTheWholeLogIntoAnEmptyReplicaConverges) {
   remote.check();
 }
 
-INSTANTIATE_TEST_SUITE_P(Traces, SequentialTrace, ::testing::ValuesIn(folio::testing::sequential_traces()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.substr(0, param_info.param.find(".json"));
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Traces, SequentialTrace, ::testing::ValuesIn(folio::testing::sequential_traces()), [](const auto& param_info) {
+  std::string n = param_info.param.substr(0, param_info.param.find(".json"));
+  for (char& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
 
 // One replica per agent. Before a transaction, its agent's replica is brought to exactly the version
 // of the transaction's parents (ops taken from an archive replica that has seen everything), so the

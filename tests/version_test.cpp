@@ -58,8 +58,8 @@ TEST(Version, DecodeRejectsBadInput) {
   EXPECT_EQ(r.description(), "truncated input at byte 3 (version count)");
   EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x01", 2), v).status, folio::decode_status::too_large);
   EXPECT_EQ(folio::version_vector::decode(std::string("\x02\x05\x01\x02\x01", 5), v).status, folio::decode_status::inconsistent);  // not ascending
-  EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x00\x01", 3), v).status, folio::decode_status::inconsistent);  // replica 0
-  EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x01\x00", 3), v).status, folio::decode_status::inconsistent);  // count 0
+  EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x00\x01", 3), v).status, folio::decode_status::inconsistent);          // replica 0
+  EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x01\x00", 3), v).status, folio::decode_status::inconsistent);          // count 0
   EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x01\x01\x00", 4), v).status, folio::decode_status::trailing_bytes);
   EXPECT_EQ(folio::version_vector::decode(std::string("\xff\xff\xff\xff\x0f", 5), v).status, folio::decode_status::too_large);
   EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x01\xff\xff\xff\xff\x0f", 7), v).status, folio::decode_status::overlong_varint);

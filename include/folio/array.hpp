@@ -15,8 +15,8 @@ namespace folio {
 
 class array : public sequence<std::string> {
  public:
-  using sequence::sequence;
   using sequence::insert;
+  using sequence::sequence;
 
   /// Inserts one value before `pos`. Throws "[folio.range]".
   local_change insert(std::size_t pos, std::string_view value) {

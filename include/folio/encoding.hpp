@@ -49,8 +49,10 @@ inline constexpr unsigned char kind_batch = 'B', kind_document = 'D';
 
 template <class T>
 constexpr unsigned char value_type_of() {
-  if constexpr (std::is_same_v<T, char32_t>) return 1;
-  else return 2;
+  if constexpr (std::is_same_v<T, char32_t>)
+    return 1;
+  else
+    return 2;
 }
 
 enum : std::uint8_t {
@@ -142,8 +144,10 @@ inline void put_ops(std::string& out, const std::vector<op>& ops) {
     if (flags & f_lamport) put_varint(out, zigzag(std::int64_t(o.lamport) - std::int64_t(lamport)));
     if (flags & f_len) put_varint(out, o.len);
     if (flags & f_ref_replica) put_varint(out, o.ref.replica == 0 ? 0 : index_of(o.ref.replica) + 1);
-    if (own_ref) put_varint(out, zigzag(std::int64_t(o.ref.seq) - (std::int64_t(o.id.seq) - 1)));
-    else if (o.ref.replica != 0) put_varint(out, o.ref.seq);
+    if (own_ref)
+      put_varint(out, zigzag(std::int64_t(o.ref.seq) - (std::int64_t(o.id.seq) - 1)));
+    else if (o.ref.replica != 0)
+      put_varint(out, o.ref.seq);
     prev_rep = ri;
     next[ri] = std::uint64_t(o.id.seq) + o.len;
     lamport = std::uint64_t(o.lamport) + o.len;
@@ -192,8 +196,10 @@ inline bool read_ops(byte_reader& r, std::vector<op>& ops) {
       o.ref = document_start;
     } else {
       std::int64_t ref_seq;
-      if (ref_rep == cur + 1) ref_seq = std::int64_t(seq) - 1 + r.svarint("reference seq");
-      else ref_seq = std::int64_t(r.varint("reference seq", max_counter));
+      if (ref_rep == cur + 1)
+        ref_seq = std::int64_t(seq) - 1 + r.svarint("reference seq");
+      else
+        ref_seq = std::int64_t(r.varint("reference seq", max_counter));
       if (!r.ok()) break;
       if (ref_seq < 0 || ref_seq > std::int64_t(max_counter)) return r.fail(decode_status::bad_reference, "reference seq out of range");
       if (o.kind == op_kind::remove && (o.backward ? ref_seq + 1 < std::int64_t(len) : std::uint64_t(ref_seq) + len > limit))
@@ -251,8 +257,10 @@ decode_result decode_batch(std::string_view bytes, op_batch<T>& out) {
     std::uint64_t need = 0;
     for (const op& o : out.ops)
       if (o.kind == op_kind::insert) need += o.len;
-    if (need != out.content.size()) r.fail(decode_status::inconsistent, "content count differs from the inserts' lengths");
-    else if (!r.at_end()) r.fail(decode_status::trailing_bytes, "after batch");
+    if (need != out.content.size())
+      r.fail(decode_status::inconsistent, "content count differs from the inserts' lengths");
+    else if (!r.at_end())
+      r.fail(decode_status::trailing_bytes, "after batch");
   }
   return r.result();
 }

@@ -21,22 +21,20 @@ class error : public std::logic_error {
 
 namespace detail {
 /// The one helper through which local misuse is reported (id like "folio.range").
-[[noreturn]] inline void fail(const char* id, const std::string& message) {
-  throw error(std::string("[") + id + "] " + message);
-}
+[[noreturn]] inline void fail(const char* id, const std::string& message) { throw error(std::string("[") + id + "] " + message); }
 }  // namespace detail
 
 /// Why a decoder refused its input.
 enum class decode_status {
   ok = 0,
-  truncated,         ///< input ended inside a field
-  bad_magic,         ///< not a Folio encoding, or an unknown format version
-  wrong_kind,        ///< a batch where a document was expected, text where an array was expected, ...
-  overlong_varint,   ///< a varint longer than its type allows, or a value out of its range
-  bad_reference,     ///< an index or id that points outside what the input declared
-  inconsistent,      ///< fields that contradict each other (lengths, counts, invalid UTF-8, ...)
-  too_large,         ///< a count beyond the decoder's limits
-  trailing_bytes,    ///< bytes left over after a complete value
+  truncated,        ///< input ended inside a field
+  bad_magic,        ///< not a Folio encoding, or an unknown format version
+  wrong_kind,       ///< a batch where a document was expected, text where an array was expected, ...
+  overlong_varint,  ///< a varint longer than its type allows, or a value out of its range
+  bad_reference,    ///< an index or id that points outside what the input declared
+  inconsistent,     ///< fields that contradict each other (lengths, counts, invalid UTF-8, ...)
+  too_large,        ///< a count beyond the decoder's limits
+  trailing_bytes,   ///< bytes left over after a complete value
 };
 
 /// Result of decoding untrusted bytes. `offset` is the byte where the problem was found.
@@ -49,8 +47,7 @@ struct decode_result {
 
   /// A one-line human description, e.g. "truncated input at byte 17 (op length)".
   std::string description() const {
-    static const char* const names[] = {"ok",           "truncated input", "not a Folio encoding",
-                                        "wrong kind",   "bad varint",      "bad reference",
+    static const char* const names[] = {"ok",           "truncated input", "not a Folio encoding", "wrong kind", "bad varint", "bad reference",
                                         "inconsistent", "too large",       "trailing bytes"};
     std::string s = names[static_cast<int>(status)];
     if (status != decode_status::ok) {

@@ -30,9 +30,7 @@ struct op {
   bool backward = false;      ///< remove only: targets are ref.seq, ref.seq-1, ... instead of +1
 
   /// The id of the k-th target of a remove.
-  op_id target(std::uint32_t k) const noexcept {
-    return {ref.replica, backward ? ref.seq - k : ref.seq + k};
-  }
+  op_id target(std::uint32_t k) const noexcept { return {ref.replica, backward ? ref.seq - k : ref.seq + k}; }
   friend bool operator==(const op&, const op&) = default;
 };
 

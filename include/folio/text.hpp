@@ -14,8 +14,8 @@ namespace folio {
 
 class text : public sequence<char32_t> {
  public:
-  using sequence::sequence;
   using sequence::insert;
+  using sequence::sequence;
 
   /// Inserts code points before `pos`. Throws "[folio.range]", or "[folio.value]" for a value that is
   /// not a Unicode scalar value.

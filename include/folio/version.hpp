@@ -45,8 +45,10 @@ class version_vector {
   void observe(replica_id r, std::uint32_t count) {
     if (count == 0) return;
     auto it = find(r);
-    if (it != entries_.end() && it->replica == r) it->count = std::max(it->count, count);
-    else entries_.insert(it, entry{r, count});
+    if (it != entries_.end() && it->replica == r)
+      it->count = std::max(it->count, count);
+    else
+      entries_.insert(it, entry{r, count});
   }
 
   /// Pointwise maximum: afterwards this version contains everything either contained. O(n + m).
@@ -113,8 +115,7 @@ class version_vector {
       const auto count = static_cast<std::uint32_t>(r.varint("version count", max_counter + 1ull));
       if (!r.ok()) break;
       if (rep == 0) return r.fail(decode_status::inconsistent, "version replica 0 is reserved");
-      if (!out.entries_.empty() && out.entries_.back().replica >= rep)
-        return r.fail(decode_status::inconsistent, "version replicas not ascending");
+      if (!out.entries_.empty() && out.entries_.back().replica >= rep) return r.fail(decode_status::inconsistent, "version replicas not ascending");
       if (count == 0) return r.fail(decode_status::inconsistent, "version count 0");
       out.entries_.push_back(entry{rep, count});
     }
@@ -123,12 +124,10 @@ class version_vector {
 
  private:
   std::vector<entry>::const_iterator find(replica_id r) const noexcept {
-    return std::lower_bound(entries_.begin(), entries_.end(), r,
-                            [](const entry& e, replica_id v) { return e.replica < v; });
+    return std::lower_bound(entries_.begin(), entries_.end(), r, [](const entry& e, replica_id v) { return e.replica < v; });
   }
   std::vector<entry>::iterator find(replica_id r) noexcept {
-    return std::lower_bound(entries_.begin(), entries_.end(), r,
-                            [](const entry& e, replica_id v) { return e.replica < v; });
+    return std::lower_bound(entries_.begin(), entries_.end(), r, [](const entry& e, replica_id v) { return e.replica < v; });
   }
 
   std::vector<entry> entries_;

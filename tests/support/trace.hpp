@@ -6,13 +6,12 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <folio/detail/utf8.hpp>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <folio/detail/utf8.hpp>
 
 #ifndef FOLIO_TRACES_DIR
 #error "FOLIO_TRACES_DIR must name the editing-trace folder"

@@ -85,11 +85,13 @@ class content_log<char32_t> {
 
  private:
   void store(std::size_t i, char32_t c) noexcept {
-    if (width_ == 1) bytes_[i] = static_cast<std::uint8_t>(c);
+    if (width_ == 1)
+      bytes_[i] = static_cast<std::uint8_t>(c);
     else if (width_ == 2) {
       const auto v = static_cast<std::uint16_t>(c);
       std::memcpy(&bytes_[i * 2], &v, 2);
-    } else std::memcpy(&bytes_[i * 4], &c, 4);
+    } else
+      std::memcpy(&bytes_[i * 4], &c, 4);
   }
   void widen_for(char32_t c) {
     const unsigned need = c < 0x100 ? 1 : c < 0x10000 ? 2 : 4;
@@ -101,7 +103,8 @@ class content_log<char32_t> {
       if (need == 2) {
         const auto w = static_cast<std::uint16_t>(v);
         std::memcpy(&wider[i * 2], &w, 2);
-      } else std::memcpy(&wider[i * 4], &v, 4);
+      } else
+        std::memcpy(&wider[i * 4], &v, 4);
     }
     bytes_.swap(wider);
     width_ = need;

@@ -70,8 +70,10 @@ std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t 
         while (x1 < N && y1 < M && x[x1] == y[y1]) ++x1, ++y1;
         budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(x1 - s));
         v1[ko] = x1;
-        if (x1 > N) k1e += 2;
-        else if (y1 > M) k1s += 2;
+        if (x1 > N)
+          k1e += 2;
+        else if (y1 > M)
+          k1s += 2;
         else if (front) {
           const std::int64_t k2o = off + delta - k1;
           if (k2o >= 0 && k2o < vlen && v2[k2o] != -1 && x1 >= N - v2[k2o]) sx = x1, sy = y1;
@@ -85,8 +87,10 @@ std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t 
         while (x2 < N && y2 < M && x[N - x2 - 1] == y[M - y2 - 1]) ++x2, ++y2;
         budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(x2 - s));
         v2[ko] = x2;
-        if (x2 > N) k2e += 2;
-        else if (y2 > M) k2s += 2;
+        if (x2 > N)
+          k2e += 2;
+        else if (y2 > M)
+          k2s += 2;
         else if (!front) {
           const std::int64_t k1o = off + delta - k2;
           if (k1o >= 0 && k1o < vlen && v1[k1o] != -1) {

@@ -64,8 +64,8 @@ struct run {
 struct inner_node;
 struct node {
   inner_node* parent = nullptr;
-  std::uint32_t live = 0;  ///< live items below this node
-  std::uint16_t count = 0; ///< runs (leaf) or children (inner)
+  std::uint32_t live = 0;   ///< live items below this node
+  std::uint16_t count = 0;  ///< runs (leaf) or children (inner)
   bool is_leaf = true;
 };
 struct leaf_node : node {
@@ -232,7 +232,8 @@ class rga {
       if constexpr (std::is_same_v<T, char32_t>)
         for (char32_t c : b.content)
           if (!valid_code_point(c)) {
-            res.status = apply_status::invalid, res.op_index = b.ops.size(), res.message = "batch content holds a value that is not a Unicode scalar value";
+            res.status = apply_status::invalid, res.op_index = b.ops.size(),
+            res.message = "batch content holds a value that is not a Unicode scalar value";
             return res;
           }
     }
@@ -427,10 +428,10 @@ class rga {
   };
   struct replica_state {
     replica_id id;
-    std::uint32_t next_seq = 0;                    ///< ops integrated (== version entry)
-    content_log<T> content;                        ///< value by seq (placeholders for removes)
-    std::vector<std::vector<index_entry>> index;   ///< page (seq >> index_page_bits) -> sorted ranges
-    std::vector<std::uint32_t> log_pos;            ///< log_ positions of this replica's ops, by seq
+    std::uint32_t next_seq = 0;                   ///< ops integrated (== version entry)
+    content_log<T> content;                       ///< value by seq (placeholders for removes)
+    std::vector<std::vector<index_entry>> index;  ///< page (seq >> index_page_bits) -> sorted ranges
+    std::vector<std::uint32_t> log_pos;           ///< log_ positions of this replica's ops, by seq
   };
   struct parked {
     op o;
@@ -644,7 +645,7 @@ class rga {
     bool moved_leaf = false;
     if (l->count + m > leaf_capacity) {
       const int old = l->count;
-      const int mid = idx == old ? old : old / 2;  // appending at a leaf's end starts a fresh leaf
+      const int mid = idx == old ? old : old / 2;                  // appending at a leaf's end starts a fresh leaf
       if (l == cache_leaf_ && cache_idx_ >= mid) cache_idx_ = -1;  // the cached run moves away
       auto* r = new leaf_node;
       std::uint32_t moved = 0;
@@ -842,8 +843,10 @@ class rga {
       op o;
       o.kind = e.kind, o.id = {rs.id, e.seq + skip}, o.lamport = e.lamport + skip, o.len = len, o.backward = e.backward;
       if (e.kind == op_kind::insert) {
-        if (skip) o.ref = {rs.id, e.seq + skip - 1};
-        else o.ref = e.ref_replica == no_replica ? document_start : op_id{reps_[e.ref_replica].id, e.ref_seq};
+        if (skip)
+          o.ref = {rs.id, e.seq + skip - 1};
+        else
+          o.ref = e.ref_replica == no_replica ? document_start : op_id{reps_[e.ref_replica].id, e.ref_seq};
         if (with_content)
           for (std::uint32_t k = 0; k < len; ++k) b.content.push_back(rs.content[o.id.seq + k]);
       } else {
@@ -896,8 +899,10 @@ class rga {
     if (o.id.seq < rs.next_seq) {  // partly known: drop the known prefix
       const std::uint32_t skip = rs.next_seq - o.id.seq;
       res.duplicate += skip;
-      if (o.kind == op_kind::insert) o.ref = {o.id.replica, o.id.seq + skip - 1};
-      else o.ref = o.target(skip);
+      if (o.kind == op_kind::insert)
+        o.ref = {o.id.replica, o.id.seq + skip - 1};
+      else
+        o.ref = o.target(skip);
       if (vals) vals += skip;
       o.id.seq += skip, o.lamport += skip, o.len -= skip;
     }
@@ -905,9 +910,12 @@ class rga {
     std::uint32_t origin_lamport = 0;
     place first{};
     switch (check_refs(o, origin_lamport, first, why)) {
-      case dep::missing: return park(o, vals, placeholders), outcome::parked;
-      case dep::invalid: return outcome::invalid;
-      case dep::ready: break;
+      case dep::missing:
+        return park(o, vals, placeholders), outcome::parked;
+      case dep::invalid:
+        return outcome::invalid;
+      case dep::ready:
+        break;
     }
     if (o.kind == op_kind::insert) {
       if (o.lamport <= origin_lamport) return why = "insert's Lamport value is not above its origin's", outcome::invalid;
@@ -937,8 +945,10 @@ class rga {
         std::string why;
         const std::size_t before = res.applied;
         const outcome oc = integrate(p.o, p.values.empty() ? nullptr : p.values.data(), p.placeholders, res, why);
-        if (oc == outcome::invalid) ++rejected_;
-        else if (res.applied != before) progress = true;
+        if (oc == outcome::invalid)
+          ++rejected_;
+        else if (res.applied != before)
+          progress = true;
       }
     }
   }
@@ -971,8 +981,8 @@ class rga {
     }
     if (origin.leaf) {
       run& r = origin.leaf->runs[origin.idx];
-      const bool right_after = (l == origin.leaf && i == origin.idx + 1) ||
-                               (i == 0 && l == origin.leaf->next && origin.idx + 1 == origin.leaf->count);
+      const bool right_after =
+          (l == origin.leaf && i == origin.idx + 1) || (i == 0 && l == origin.leaf->next && origin.idx + 1 == origin.leaf->count);
       if (right_after && origin.off + 1 == r.len() && r.replica == rep && !r.deleted() && r.seq + r.len() == o.id.seq &&
           r.lamport + r.len() == o.lamport) {
         r.set_len(r.len() + o.len);
@@ -984,8 +994,10 @@ class rga {
     if (i == 0 && l->prev) l = l->prev, i = l->count;  // prefer appending to the previous leaf
     insert_runs(l, i, &fresh, 1, 1);
   placed:
-    if (vals) rs.content.append(vals, o.len);
-    else rs.content.push_placeholders(o.len);
+    if (vals)
+      rs.content.append(vals, o.len);
+    else
+      rs.content.push_placeholders(o.len);
     const std::uint32_t oref = o.ref == document_start ? no_replica : find_replica(o.ref.replica);
     log_append(log_entry{rep, o.id.seq, o.len, o.lamport, oref, o.ref.seq, op_kind::insert, false});
   }

@@ -38,10 +38,14 @@ inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) n
   std::size_t n;
   char32_t c;
   char32_t min;
-  if ((b0 & 0xE0) == 0xC0) n = 1, c = b0 & 0x1F, min = 0x80;
-  else if ((b0 & 0xF0) == 0xE0) n = 2, c = b0 & 0x0F, min = 0x800;
-  else if ((b0 & 0xF8) == 0xF0) n = 3, c = b0 & 0x07, min = 0x10000;
-  else return false;
+  if ((b0 & 0xE0) == 0xC0)
+    n = 1, c = b0 & 0x1F, min = 0x80;
+  else if ((b0 & 0xF0) == 0xE0)
+    n = 2, c = b0 & 0x0F, min = 0x800;
+  else if ((b0 & 0xF8) == 0xF0)
+    n = 3, c = b0 & 0x07, min = 0x10000;
+  else
+    return false;
   if (s.size() - i <= n) return false;
   for (std::size_t k = 1; k <= n; ++k) {
     const auto b = static_cast<unsigned char>(s[i + k]);

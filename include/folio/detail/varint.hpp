@@ -21,12 +21,8 @@ inline void put_varint(std::string& out, std::uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-inline std::uint64_t zigzag(std::int64_t v) {
-  return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
-}
-inline std::int64_t unzigzag(std::uint64_t v) {
-  return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
-}
+inline std::uint64_t zigzag(std::int64_t v) { return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63); }
+inline std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1); }
 
 class byte_reader {
  public:
@@ -80,9 +76,7 @@ class byte_reader {
 
   /// Zigzag-encoded signed varint of magnitude at most `max_abs` (so adding it to a counter cannot
   /// overflow).
-  std::int64_t svarint(const char* what, std::uint64_t max_abs = std::uint64_t(1) << 32) {
-    return unzigzag(varint(what, 2 * max_abs));
-  }
+  std::int64_t svarint(const char* what, std::uint64_t max_abs = std::uint64_t(1) << 32) { return unzigzag(varint(what, 2 * max_abs)); }
 
   /// `n` raw bytes; an empty view (and a latched failure) if fewer remain.
   std::string_view bytes(std::size_t n, const char* what) {
