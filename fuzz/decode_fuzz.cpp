@@ -1,5 +1,6 @@
 // libFuzzer target for Folio's decoders. FOLIO_FUZZ_TARGET selects which one this binary drives:
 //   1 batch (text)   2 batch (array)   3 document (text)   4 document (array)   5 version vector
+//   6 XML markup (parse; what parses must serialise to markup that parses to the same nodes)
 // Anything accepted must make sense afterwards: batches are applied to a small document and
 // check() must hold; documents must pass check() and re-encode to bytes that decode again.
 #include <cstddef>
@@ -51,6 +52,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 4:
         document<folio::array>(bytes);
         break;
+      case 6: {
+        folio::markup::fragment f, again;
+        if (!folio::markup::parse(bytes, f)) break;
+        const std::string canonical = folio::markup::serialize(f);
+        if (!folio::markup::parse(canonical, again) || again != f || folio::markup::serialize(again) != canonical) __builtin_trap();
+        break;
+      }
       default: {
         folio::version_vector v;
         if (folio::version_vector::decode(bytes, v) && v.encode() != bytes) __builtin_trap();

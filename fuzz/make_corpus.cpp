@@ -31,5 +31,8 @@ int main(int argc, char** argv) {
   put(root / "array_batch", "log", folio::encode_batch(x.ops_since({})));
   put(root / "array_document", "doc", y.encode());
   put(root / "version", "vv", a.version().encode());
+  put(root / "markup", "mixed", "lead <p a=\"1\" b=\"&lt;&#x263A;\">x<b>y</b>&amp;z</p> tail<br/>");
+  put(root / "markup", "cdata", "<w:p xmlns:w=\"urn:w\"><![CDATA[<raw>]]>\r\n<w:r/></w:p>");
+  put(root / "markup", "doctype", "<!DOCTYPE a [<!ENTITY x \"y\">]><a>&x;</a>");
   return 0;
 }

@@ -2,6 +2,7 @@
 # One list for every command, so the run and test set-ups never drift apart.
 FOLIO_PACKAGES=(
   cmake make g++                 # toolchain
+  libpugixml-dev                 # the engine's one dependency: XML markup
   clang libclang-rt-14-dev       # libFuzzer targets
   libgtest-dev libgmock-dev      # tests
   libbenchmark-dev               # benchmarks

@@ -6,6 +6,7 @@
 #include <folio/error.hpp>
 #include <folio/folio.hpp>
 #include <folio/id.hpp>
+#include <folio/markup.hpp>
 #include <folio/ops.hpp>
 #include <folio/sequence.hpp>
 #include <folio/text.hpp>
@@ -19,6 +20,7 @@
 #include <folio/error.hpp>
 #include <folio/folio.hpp>
 #include <folio/id.hpp>
+#include <folio/markup.hpp>
 #include <folio/ops.hpp>
 #include <folio/sequence.hpp>
 #include <folio/text.hpp>

@@ -1,7 +1,7 @@
 // folio/folio.hpp — Folio's CRDT engine in one include.
 //
-// Header-only, C++20, standard library only (pugixml joins with the XML tree). A document is one
-// replica's copy; replicas exchange op batches and converge whatever the delivery order.
+// Header-only, C++20; depends on the standard library and pugixml. A document is one replica's copy;
+// replicas exchange op batches and converge whatever the delivery order.
 //
 //   #include <folio/folio.hpp>
 //
@@ -21,7 +21,8 @@
 //
 // Headers: id.hpp (ids, Lamport order), version.hpp (version vectors), ops.hpp (ops and batches),
 // encoding.hpp (binary format), sequence.hpp / text.hpp / array.hpp (the RGA types), diff.hpp
-// (replace-by-value), error.hpp (results and exceptions). Internals live in detail/.
+// (replace-by-value), markup.hpp (strict XML fragment parsing and canonical output), error.hpp
+// (results and exceptions). Internals live in detail/.
 #pragma once
 
 #include "array.hpp"
@@ -29,6 +30,7 @@
 #include "encoding.hpp"
 #include "error.hpp"
 #include "id.hpp"
+#include "markup.hpp"
 #include "ops.hpp"
 #include "sequence.hpp"
 #include "text.hpp"
