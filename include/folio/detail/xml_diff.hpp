@@ -1,0 +1,302 @@
+// folio/detail/xml_diff.hpp — the edit script that turns one XML fragment into another, going down
+// to attribute sets/removes and code-point edits inside text nodes. The XML CRDT's replace-by-value
+// applies such a script to its tree, so a one-word change in a 1 MiB document becomes a handful of
+// operations rather than a subtree rewrite.
+//
+// Matching a children list: (1) subtrees that are exactly equal are matched by a Myers diff over
+// subtree hashes (equality verified node by node, since hashes can collide); (2) inside each
+// unmatched region, elements with the same tag and text nodes are paired by a second Myers diff over
+// their kind/tag; a pair becomes an update (attributes, then the children recursively, or a text
+// diff); (3) everything else is removed or inserted whole.
+//
+// Script positions are *old* positions in the list being edited, ops ascending, an insert before an
+// update or remove at the same position; applying them from the last to the first keeps every
+// position valid (that is how `apply_xml_edit` and the CRDT tree apply them). Nothing recurses on
+// input depth: diff, hashing, equality and apply all use explicit stacks. Thread-safety: free
+// functions over values.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../markup.hpp"
+#include "myers.hpp"
+#include "utf8.hpp"
+
+namespace folio::detail {
+
+struct xml_children_edit;
+
+/// One edit of a children list.
+struct xml_child_op {
+  enum class kind : std::uint8_t { insert, remove, update_element, update_text };
+  kind type = kind::insert;
+  std::size_t pos = 0;                     ///< old position: insert before it; remove/update from/at it
+  std::size_t count = 0;                   ///< remove: nodes removed
+  std::vector<markup::node> nodes;         ///< insert: whole new subtrees
+  std::vector<markup::attribute> set;      ///< update_element: attributes new or changed
+  std::vector<std::string> unset;          ///< update_element: attributes removed
+  std::unique_ptr<xml_children_edit> children;  ///< update_element: edits inside (null: none)
+  std::vector<hunk> text;                  ///< update_text: code-point hunks on the old text ...
+  std::u32string text_source;              ///< ... whose inserted code points come from here
+};
+
+/// Edits of one children list (or of the top level of a fragment).
+struct xml_children_edit {
+  std::vector<xml_child_op> ops;
+  bool empty() const noexcept { return ops.empty(); }
+};
+
+namespace xml {
+
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) noexcept {  // order-dependent combine
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+inline std::uint64_t hash_bytes(std::string_view s) noexcept {  // FNV-1a
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+/// Hash of every subtree of `roots`, by node address. Iterative post-order.
+inline void hash_subtrees(const std::vector<markup::node>& roots, std::unordered_map<const markup::node*, std::uint64_t>& out) {
+  struct frame {
+    const markup::node* n;
+    std::size_t next;
+  };
+  std::vector<frame> stack;
+  for (const markup::node& root : roots) {
+    stack.push_back({&root, 0});
+    while (!stack.empty()) {
+      frame& f = stack.back();
+      if (f.n->type == markup::node::kind::element && f.next < f.n->children.size()) {
+        stack.push_back({&f.n->children[f.next++], 0});
+        continue;
+      }
+      const markup::node& n = *f.n;
+      std::uint64_t h;
+      if (n.type == markup::node::kind::text) {
+        h = mix(1, hash_bytes(n.text));
+      } else {
+        h = mix(2, hash_bytes(n.name));
+        std::vector<const markup::attribute*> attrs;
+        for (const auto& a : n.attributes) attrs.push_back(&a);
+        std::sort(attrs.begin(), attrs.end(), [](auto* a, auto* b) { return a->name < b->name; });
+        for (auto* a : attrs) h = mix(mix(h, hash_bytes(a->name)), hash_bytes(a->value));
+        h = mix(h, n.children.size());
+        for (const auto& c : n.children) h = mix(h, out.at(&c));
+      }
+      out[&n] = h;
+      stack.pop_back();
+    }
+  }
+}
+
+/// Deep equality (attributes compared as maps). Iterative.
+inline bool equal_subtrees(const markup::node& a, const markup::node& b) {
+  std::vector<std::pair<const markup::node*, const markup::node*>> stack{{&a, &b}};
+  while (!stack.empty()) {
+    auto [x, y] = stack.back();
+    stack.pop_back();
+    if (x->type != y->type) return false;
+    if (x->type == markup::node::kind::text) {
+      if (x->text != y->text) return false;
+      continue;
+    }
+    if (x->name != y->name || x->attributes.size() != y->attributes.size() || x->children.size() != y->children.size()) return false;
+    for (const auto& at : x->attributes) {
+      auto it = std::find_if(y->attributes.begin(), y->attributes.end(), [&](const markup::attribute& o) { return o.name == at.name; });
+      if (it == y->attributes.end() || it->value != at.value) return false;
+    }
+    for (std::size_t i = 0; i < x->children.size(); ++i) stack.push_back({&x->children[i], &y->children[i]});
+  }
+  return true;
+}
+
+/// A node as Myers sees it in the exact-match pass.
+struct exact_key {
+  std::uint64_t hash;
+  const markup::node* n;
+  bool operator==(const exact_key& o) const { return hash == o.hash && equal_subtrees(*n, *o.n); }
+};
+/// A node as Myers sees it in the pairing pass: text, or an element's tag.
+struct pair_key {
+  const markup::node* n;
+  bool operator==(const pair_key& o) const {
+    return n->type == o.n->type && (n->type == markup::node::kind::text || n->name == o.n->name);
+  }
+};
+
+inline std::u32string code_points(const std::string& utf8) {
+  std::u32string s;
+  decode_utf8(utf8, s);
+  return s;
+}
+
+}  // namespace xml
+
+/// The script turning `from` into `to` (both fragments, or both children lists).
+inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const std::vector<markup::node>& to) {
+  std::unordered_map<const markup::node*, std::uint64_t> hashes;
+  xml::hash_subtrees(from, hashes);
+  xml::hash_subtrees(to, hashes);
+  xml_children_edit root;
+  struct work {
+    const std::vector<markup::node>* a;
+    const std::vector<markup::node>* b;
+    xml_children_edit* out;
+  };
+  std::vector<work> stack{{&from, &to, &root}};
+  while (!stack.empty()) {
+    const work w = stack.back();
+    stack.pop_back();
+    const auto& a = *w.a;
+    const auto& b = *w.b;
+    std::vector<xml::exact_key> ka, kb;
+    for (const auto& n : a) ka.push_back({hashes.at(&n), &n});
+    for (const auto& n : b) kb.push_back({hashes.at(&n), &n});
+    for (const hunk& h : myers_diff(ka.data(), ka.size(), kb.data(), kb.size())) {
+      std::vector<xml::pair_key> pa, pb;
+      for (std::size_t i = 0; i < h.a_len; ++i) pa.push_back({&a[h.a_pos + i]});
+      for (std::size_t i = 0; i < h.b_len; ++i) pb.push_back({&b[h.b_pos + i]});
+      // Walk the region: pairs (same kind/tag) become updates, the rest removes and inserts.
+      std::size_t ai = 0, bi = 0;
+      auto flush = [&](std::size_t a_end, std::size_t b_end) {
+        if (b_end > bi) {
+          xml_child_op op;
+          op.type = xml_child_op::kind::insert, op.pos = h.a_pos + ai;
+          op.nodes.assign(b.begin() + std::ptrdiff_t(h.b_pos + bi), b.begin() + std::ptrdiff_t(h.b_pos + b_end));
+          w.out->ops.push_back(std::move(op));
+        }
+        if (a_end > ai) {
+          xml_child_op op;
+          op.type = xml_child_op::kind::remove, op.pos = h.a_pos + ai, op.count = a_end - ai;
+          w.out->ops.push_back(std::move(op));
+        }
+        ai = a_end, bi = b_end;
+      };
+      std::vector<hunk> unpaired = myers_diff(pa.data(), pa.size(), pb.data(), pb.size());
+      unpaired.push_back({pa.size(), 0, pb.size(), 0});  // sentinel: pairs run to the end
+      for (const hunk& u : unpaired) {
+        // [ai, u.a_pos) pairs one to one with [bi, u.b_pos).
+        for (; ai < u.a_pos; ++ai, ++bi) {
+          const markup::node& x = a[h.a_pos + ai];
+          const markup::node& y = b[h.b_pos + bi];
+          xml_child_op op;
+          op.pos = h.a_pos + ai;
+          if (x.type == markup::node::kind::text) {
+            op.type = xml_child_op::kind::update_text;
+            const std::u32string from_cp = xml::code_points(x.text);
+            op.text_source = xml::code_points(y.text);
+            op.text = myers_diff(from_cp.data(), from_cp.size(), op.text_source.data(), op.text_source.size());
+            if (op.text.empty()) continue;
+          } else {
+            op.type = xml_child_op::kind::update_element;
+            for (const auto& at : y.attributes) {
+              auto it = std::find_if(x.attributes.begin(), x.attributes.end(), [&](const markup::attribute& o) { return o.name == at.name; });
+              if (it == x.attributes.end() || it->value != at.value) op.set.push_back(at);
+            }
+            for (const auto& at : x.attributes)
+              if (std::none_of(y.attributes.begin(), y.attributes.end(), [&](const markup::attribute& o) { return o.name == at.name; }))
+                op.unset.push_back(at.name);
+            op.children = std::make_unique<xml_children_edit>();
+            stack.push_back({&x.children, &y.children, op.children.get()});  // filled later; the pointee does not move
+          }
+          w.out->ops.push_back(std::move(op));
+        }
+        flush(u.a_pos + u.a_len, u.b_pos + u.b_len);
+      }
+    }
+  }
+  // Updates whose recursion found nothing to do are dropped afterwards (children are filled only
+  // once the stack has drained): walk the script and prune, bottom-up, iteratively.
+  std::vector<std::pair<xml_children_edit*, bool>> order{{&root, false}};
+  while (!order.empty()) {
+    auto& [e, expanded] = order.back();
+    if (!expanded) {
+      expanded = true;
+      xml_children_edit* cur = e;
+      for (auto& op : cur->ops)
+        if (op.children) order.push_back({op.children.get(), false});
+      continue;
+    }
+    xml_children_edit* cur = e;
+    order.pop_back();
+    for (auto& op : cur->ops)
+      if (op.children && op.children->empty()) op.children.reset();
+    std::erase_if(cur->ops, [](const xml_child_op& op) {
+      return op.type == xml_child_op::kind::update_element && op.set.empty() && op.unset.empty() && !op.children;
+    });
+  }
+  return root;
+}
+
+/// Number of primitive edits in a script: nodes inserted or removed, attributes set or removed,
+/// code points inserted or removed. (A measure of how small a replace-by-value is.)
+inline std::size_t xml_edit_size(const xml_children_edit& e) {
+  std::size_t n = 0;
+  std::vector<const xml_children_edit*> stack{&e};
+  while (!stack.empty()) {
+    const xml_children_edit* cur = stack.back();
+    stack.pop_back();
+    for (const auto& op : cur->ops) {
+      n += op.nodes.size() + op.count + op.set.size() + op.unset.size();
+      for (const hunk& h : op.text) n += h.a_len + h.b_len;
+      if (op.children) stack.push_back(op.children.get());
+    }
+  }
+  return n;
+}
+
+/// Applies `e` to `list` in place. For tests and plain-value users; the CRDT tree applies the same
+/// script to its own structure. Per list: first the updates (an updated element's own children are
+/// finished before anything in its list moves, so pointers into the list stay valid), then inserts
+/// and removes from the last to the first, so old positions stay valid.
+inline void apply_xml_edit(std::vector<markup::node>& list, const xml_children_edit& e) {
+  struct frame {
+    std::vector<markup::node>* list;
+    const xml_children_edit* edit;
+    std::size_t next;  // next op to look at for updates
+  };
+  std::vector<frame> stack{{&list, &e, 0}};
+  while (!stack.empty()) {
+    frame& f = stack.back();
+    if (f.next < f.edit->ops.size()) {
+      const xml_child_op& op = f.edit->ops[f.next++];
+      if (op.type == xml_child_op::kind::update_text) {
+        markup::node& n = (*f.list)[op.pos];
+        std::u32string cps = xml::code_points(n.text);
+        for (auto h = op.text.rbegin(); h != op.text.rend(); ++h) cps.replace(h->a_pos, h->a_len, op.text_source, h->b_pos, h->b_len);
+        n.text.clear();
+        for (char32_t c : cps) append_utf8(n.text, c);
+      } else if (op.type == xml_child_op::kind::update_element) {
+        markup::node& n = (*f.list)[op.pos];
+        for (const std::string& name : op.unset) std::erase_if(n.attributes, [&](const markup::attribute& a) { return a.name == name; });
+        for (const markup::attribute& a : op.set) {
+          auto at = std::find_if(n.attributes.begin(), n.attributes.end(), [&](const markup::attribute& o) { return o.name == a.name; });
+          if (at == n.attributes.end()) n.attributes.push_back(a);
+          else at->value = a.value;
+        }
+        std::sort(n.attributes.begin(), n.attributes.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
+        if (op.children) stack.push_back({&n.children, op.children.get(), 0});  // `f` is not used after this
+      }
+      continue;
+    }
+    std::vector<markup::node>& l = *f.list;
+    for (auto it = f.edit->ops.rbegin(); it != f.edit->ops.rend(); ++it) {
+      if (it->type == xml_child_op::kind::insert) l.insert(l.begin() + std::ptrdiff_t(it->pos), it->nodes.begin(), it->nodes.end());
+      else if (it->type == xml_child_op::kind::remove)
+        l.erase(l.begin() + std::ptrdiff_t(it->pos), l.begin() + std::ptrdiff_t(it->pos + it->count));
+    }
+    stack.pop_back();
+  }
+}
+
+}  // namespace folio::detail
