@@ -122,12 +122,13 @@ inline bool is_name(std::string_view s) noexcept {
 /// = its position in `raw` and `why` naming it.
 inline bool unescape(std::string_view raw, std::string& out, std::size_t& bad, std::string& why) {
   for (std::size_t i = 0; i < raw.size();) {
-    const char ch = raw[i];
-    if (ch != '&') {
-      out.push_back(ch);
-      ++i;
-      continue;
+    const std::size_t amp = raw.find('&', i);
+    if (amp == std::string_view::npos) {
+      out.append(raw.substr(i));
+      break;
     }
+    out.append(raw.substr(i, amp - i));
+    i = amp;
     const std::size_t semi = raw.find(';', i);
     const std::string_view ref = semi == std::string_view::npos || semi - i > 40 ? std::string_view{} : raw.substr(i + 1, semi - i - 1);
     bad = i;
@@ -185,6 +186,12 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
   // Characters first: exact offsets, and pugixml then only ever sees valid UTF-8 without NULs.
   for (std::size_t i = 0; i < markup.size();) {
     const std::size_t at = i;
+    if (const auto b = static_cast<unsigned char>(markup[i]); b < 0x80) {  // ASCII: one comparison
+      if (b < 0x20 && b != '\t' && b != '\n' && b != '\r')
+        return fail(parse_status::invalid_character, at, "character U+" + std::to_string(unsigned(b)) + " (decimal) is not allowed in XML");
+      ++i;
+      continue;
+    }
     char32_t c;
     if (!folio::detail::next_code_point(markup, i, c)) return fail(parse_status::invalid_utf8, at, "invalid UTF-8");
     if (!detail::is_xml_char(c)) return fail(parse_status::invalid_character, at, "character U+" + std::to_string(std::uint32_t(c)) + " (decimal) is not allowed in XML");

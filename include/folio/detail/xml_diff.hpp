@@ -21,7 +21,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -65,37 +64,32 @@ inline std::uint64_t hash_bytes(std::string_view s) noexcept {  // FNV-1a
   return h;
 }
 
-/// Hash of every subtree of `roots`, by node address. Iterative post-order.
-inline void hash_subtrees(const std::vector<markup::node>& roots, std::unordered_map<const markup::node*, std::uint64_t>& out) {
+/// Hash of the subtree at `root` (attributes combined order-independently: they are a map).
+/// Iterative post-order with an accumulator per open element; no allocation per node.
+inline std::uint64_t subtree_hash(const markup::node& root) {
   struct frame {
     const markup::node* n;
     std::size_t next;
+    std::uint64_t h;
   };
-  std::vector<frame> stack;
-  for (const markup::node& root : roots) {
-    stack.push_back({&root, 0});
-    while (!stack.empty()) {
-      frame& f = stack.back();
-      if (f.n->type == markup::node::kind::element && f.next < f.n->children.size()) {
-        stack.push_back({&f.n->children[f.next++], 0});
-        continue;
-      }
-      const markup::node& n = *f.n;
-      std::uint64_t h;
-      if (n.type == markup::node::kind::text) {
-        h = mix(1, hash_bytes(n.text));
-      } else {
-        h = mix(2, hash_bytes(n.name));
-        std::vector<const markup::attribute*> attrs;
-        for (const auto& a : n.attributes) attrs.push_back(&a);
-        std::sort(attrs.begin(), attrs.end(), [](auto* a, auto* b) { return a->name < b->name; });
-        for (auto* a : attrs) h = mix(mix(h, hash_bytes(a->name)), hash_bytes(a->value));
-        h = mix(h, n.children.size());
-        for (const auto& c : n.children) h = mix(h, out.at(&c));
-      }
-      out[&n] = h;
-      stack.pop_back();
+  auto open = [](const markup::node& n) -> std::uint64_t {
+    if (n.type == markup::node::kind::text) return mix(1, hash_bytes(n.text));
+    std::uint64_t attrs = 0;
+    for (const auto& a : n.attributes) attrs += mix(hash_bytes(a.name), hash_bytes(a.value));
+    return mix(mix(mix(2, hash_bytes(n.name)), attrs), n.children.size());
+  };
+  std::vector<frame> stack{{&root, 0, open(root)}};
+  for (;;) {
+    frame& f = stack.back();
+    if (f.n->type == markup::node::kind::element && f.next < f.n->children.size()) {
+      const markup::node& c = f.n->children[f.next++];
+      stack.push_back({&c, 0, open(c)});
+      continue;
     }
+    const std::uint64_t h = f.h;
+    stack.pop_back();
+    if (stack.empty()) return h;
+    stack.back().h = mix(stack.back().h, h);
   }
 }
 
@@ -144,9 +138,6 @@ inline std::u32string code_points(const std::string& utf8) {
 
 /// The script turning `from` into `to` (both fragments, or both children lists).
 inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const std::vector<markup::node>& to) {
-  std::unordered_map<const markup::node*, std::uint64_t> hashes;
-  xml::hash_subtrees(from, hashes);
-  xml::hash_subtrees(to, hashes);
   xml_children_edit root;
   struct work {
     const std::vector<markup::node>* a;
@@ -160,8 +151,10 @@ inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const s
     const auto& a = *w.a;
     const auto& b = *w.b;
     std::vector<xml::exact_key> ka, kb;
-    for (const auto& n : a) ka.push_back({hashes.at(&n), &n});
-    for (const auto& n : b) kb.push_back({hashes.at(&n), &n});
+    // Hashes of the lists being compared only: a change deep down re-hashes the subtrees along its
+    // path, which costs far less than keeping a hash for every node of both trees.
+    for (const auto& n : a) ka.push_back({xml::subtree_hash(n), &n});
+    for (const auto& n : b) kb.push_back({xml::subtree_hash(n), &n});
     for (const hunk& h : myers_diff(ka.data(), ka.size(), kb.data(), kb.size())) {
       std::vector<xml::pair_key> pa, pb;
       for (std::size_t i = 0; i < h.a_len; ++i) pa.push_back({&a[h.a_pos + i]});
