@@ -20,6 +20,7 @@
 #include <map>
 #include <new>
 
+#include "support/fastest_reporter.hpp"
 #include "support/trace.hpp"
 
 // ---- heap accounting ---------------------------------------------------------------------------
@@ -187,45 +188,20 @@ void decode(benchmark::State& st, const std::string& file) {
 }
 
 // ---- summary -----------------------------------------------------------------------------------
-struct figure {
-  double ms = 0;
-  std::map<std::string, double> counters;
-};
-std::map<std::string, figure> g_figures;
-
-class summary_reporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
-      // With --benchmark_repetitions, keep the fastest repetition: the machine is shared and noise
-      // only ever adds time.
-      const std::string name = r.run_name.function_name;
-      figure& f = g_figures[name];
-      const double ms = r.GetAdjustedRealTime();  // the benchmarks report in milliseconds
-      if (f.ms != 0 && f.ms <= ms) continue;
-      f.ms = ms;
-      for (const auto& [k, c] : r.counters) f.counters[k] = c.value;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
+folio::bench::fastest_reporter g_reporter;
 
 void print_summary(const std::vector<std::string>& files) {
   std::printf("\nSummary (ratios against the gap buffer measured in this run)\n");
   for (const std::string& file : files) {
     const std::string name = file.substr(0, file.find(".json"));
-    auto at = [&](const char* what) -> const figure* {
-      auto it = g_figures.find(name + "/" + what);
-      return it == g_figures.end() ? nullptr : &it->second;
-    };
-    const figure* base = at("gap_buffer");
+    auto at = [&](const char* what) { return g_reporter.find(name + "/" + what); };
+    const folio::bench::figure* base = at("gap_buffer");
     if (!base || base->ms <= 0) continue;
     const bool targets = name == "automerge-paper";
     std::printf("\n%s: gap buffer replays %.0f patches in %.3f ms\n", name.c_str(), base->counters.at("patches"), base->ms);
     std::printf("  %-14s %10s %9s   %s\n", "figure", "value", "ratio", targets ? "target (must / aim)" : "");
     auto row = [&](const char* what, const char* label, double must, double aim) {
-      const figure* f = at(what);
+      const folio::bench::figure* f = at(what);
       if (!f) return;
       const double ratio = f->ms / base->ms;
       std::printf("  %-14s %7.3f ms %8.2fx", label, f->ms, ratio);
@@ -239,14 +215,14 @@ void print_summary(const std::vector<std::string>& files) {
     row("encode", "encode", -1, -1);
     row("encode_zstd", "encode+zstd", -1, -1);
     for (const char* what : {"encode", "encode_zstd"}) {
-      const figure* f = at(what);
+      const folio::bench::figure* f = at(what);
       if (!f) continue;
       const double kb = f->counters.at("encoded_bytes") / 1000.0;
       std::printf("  %-14s %7.1f KB %9s", what == std::string("encode") ? "encoded size" : "zstd size", kb, "");
       if (targets) std::printf("   <= 160 KB / <= 105 KB  %s", kb <= 105 ? "aim met" : kb <= 160 ? "must met" : "MISSED");
       std::printf("   (final text %zu code points)\n", get(file).end.size());
     }
-    if (const figure* f = at("local_replay")) {
+    if (const folio::bench::figure* f = at("local_replay")) {
       const double mb = f->counters.at("heap_bytes") / 1e6;
       std::printf("  %-14s %7.3f MB %9s", "heap held", mb, "");
       if (targets) std::printf("   <= 2 MB  %s", mb <= 2 ? "met" : "MISSED");
@@ -270,8 +246,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((name + "/decode_zstd").c_str(), decode_zstd, file)->Unit(benchmark::kMillisecond);
   }
   benchmark::Initialize(&argc, argv);
-  summary_reporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::RunSpecifiedBenchmarks(&g_reporter);
   print_summary(files);
   benchmark::Shutdown();
 }

@@ -6,25 +6,15 @@
 
 #include <cstdio>
 #include <folio/detail/xml_diff.hpp>
-#include <map>
-#include <random>
+
+#include "support/fastest_reporter.hpp"
+#include "support/xml_documents.hpp"
 #include <string>
 
 namespace {
 
-std::string document() {
-  std::string doc = "<doc>";
-  std::mt19937 rng(3);
-  for (int i = 0; doc.size() < (1u << 20); ++i) {
-    doc += "<p id=\"p" + std::to_string(i) + "\" class=\"body\">";
-    for (int w = 0; w < 12; ++w) doc += "word" + std::to_string(rng() % 1000) + " ";
-    doc += "<em>emphasis &amp; more</em></p>";
-  }
-  return doc + "</doc>";
-}
-
 const std::string& before() {
-  static const std::string s = document();
+  static const std::string s = folio::testing::xml_document(1u << 20);
   return s;
 }
 const std::string& after() {
@@ -80,20 +70,6 @@ void serialize(benchmark::State& st) {
   st.counters["bytes"] = double(size);
 }
 
-std::map<std::string, double> g_ms;
-class summary_reporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
-      const std::string name = r.run_name.function_name;
-      const double ms = r.GetAdjustedRealTime();
-      if (!g_ms.count(name) || ms < g_ms[name]) g_ms[name] = ms;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -102,14 +78,13 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("xml/parse_and_diff", parse_and_diff)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("xml/serialize", serialize)->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
-  summary_reporter reporter;
+  folio::bench::fastest_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  const double base = g_ms["xml/pugixml_parse"];
-  if (base > 0) {
+  if (const auto* base = reporter.find("xml/pugixml_parse"); base && base->ms > 0) {
     std::printf("\nSummary: 1 MiB XML document, one word changed (ratios against pugixml parsing it, same run)\n");
     for (const char* n : {"xml/markup_parse", "xml/parse_and_diff", "xml/serialize"})
-      if (g_ms.count(n)) std::printf("  %-20s %8.3f ms %7.2fx\n", n, g_ms[n], g_ms[n] / base);
-    std::printf("  %-20s %8.3f ms   1.00x (baseline)\n", "pugixml parse", base);
+      if (const auto* f = reporter.find(n)) std::printf("  %-20s %8.3f ms %7.2fx\n", n, f->ms, f->ms / base->ms);
+    std::printf("  %-20s %8.3f ms   1.00x (baseline)\n", "pugixml parse", base->ms);
   }
   benchmark::Shutdown();
 }

@@ -4,6 +4,8 @@
 #include <folio/detail/xml_diff.hpp>
 #include <random>
 
+#include "support/xml_documents.hpp"
+
 namespace {
 
 using folio::markup::fragment;
@@ -61,14 +63,7 @@ TEST(XmlDiff, ChangedTagsAreReplacedWhole) {
 }
 
 TEST(XmlDiff, OneWordInAMebibyteDocumentIsAHandfulOfEdits) {
-  std::string doc = "<doc>";
-  std::mt19937 rng(3);
-  for (int i = 0; doc.size() < (1u << 20); ++i) {
-    doc += "<p id=\"p" + std::to_string(i) + "\">";
-    for (int w = 0; w < 12; ++w) doc += "word" + std::to_string(rng() % 1000) + " ";
-    doc += "<em>x</em></p>";
-  }
-  doc += "</doc>";
+  const std::string doc = folio::testing::xml_document(1u << 20);
   std::string changed = doc;
   const std::size_t at = changed.find("word", changed.size() / 2);
   changed.replace(at, 4, "WORD");
