@@ -31,29 +31,34 @@ class sequence {
   using value_type = T;
 
   /// An empty sequence edited as replica `self` (non-zero, unique among the document's replicas).
+  /// Throws "[folio.replica]" for 0. Allocates one leaf.
   explicit sequence(replica_id self) : impl_(self) {}
 
   replica_id replica() const noexcept { return impl_.self(); }
   /// Live values. O(1).
   std::size_t size() const noexcept { return impl_.size(); }
   bool empty() const noexcept { return size() == 0; }
-  /// The operations integrated so far, per replica.
+  /// The operations integrated so far, per replica. O(1), or O(r log r) to rebuild after a change.
   const version_vector& version() const { return impl_.version(); }
 
   /// Inserts `n` values before `pos`. Throws "[folio.range]" if pos > size(), and for text
   /// "[folio.value]" for a value that is not a Unicode scalar value (nothing is inserted then).
+  /// O(log n), O(1) when continuing the previous insert; allocates only when a node or log grows.
   local_change insert(std::size_t pos, const T* values, std::size_t n) { return impl_.insert(pos, values, n); }
   local_change insert(std::size_t pos, const std::vector<T>& values) { return impl_.insert(pos, values.data(), values.size()); }
   /// Removes `n` values from `pos`. Throws "[folio.range]" if pos + n > size().
+  /// O(log n + runs touched); removed values stay in memory (tombstones) but leave the encoding.
   local_change erase(std::size_t pos, std::size_t n) { return impl_.erase(pos, n); }
 
-  /// Integrates a remote batch; see detail::rga::apply for the exact contract.
+  /// Integrates a remote batch in any order, idempotently; ops whose dependencies are missing wait as
+  /// pending (see detail::rga::apply for the exact contract). O(ops · log n); allocates for new runs
+  /// and pending ops. Never throws for bad ops: they come back as `invalid` with the op index.
   apply_result apply(const op_batch<T>& batch) { return impl_.apply(batch); }
-  /// What a replica at `since` lacks, in causal order.
+  /// What a replica at `since` lacks, in causal order. O(r log L + k log k); allocates the batch.
   op_batch<T> ops_since(const version_vector& since) const { return impl_.ops_since(since); }
   /// What a replica at `since` lacks of the operations in `upto`.
   op_batch<T> ops_between(const version_vector& since, const version_vector& upto) const { return impl_.ops_since(since, &upto); }
-  /// The batch of one local change (empty if its ops are unknown here).
+  /// The batch of one local change (empty if its ops are unknown here). Allocates the batch.
   op_batch<T> ops(const local_change& change) const { return impl_.ops(change); }
 
   /// Unit operations waiting for causal dependencies; ones dropped as invalid once those arrived.
@@ -83,6 +88,7 @@ class sequence {
   std::size_t log_size() const noexcept { return impl_.log_size(); }
 
   /// The whole document: op log (full causal history) + live values. Pending ops are not included.
+  /// O(L + n); allocates the output.
   std::string encode() const {
     std::string out;
     detail::put_header(out, detail::kind_document, detail::value_type_of<T>());
