@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (folio::version_vector::decode(bytes, v) && v.encode() != bytes) __builtin_trap();
       }
     }
-  } catch (const folio::error& e) {
+  } catch (const folio::error&) {
     // Untrusted input must never reach local-misuse errors.
     __builtin_trap();
   }
