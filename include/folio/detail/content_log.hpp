@@ -72,10 +72,16 @@ class content_log<char32_t> {
     char32_t widest = 0;
     for (std::size_t i = 0; i < n; ++i) widest = std::max(widest, v[i]);
     widen_for(widest);
-    if (width_ == 1)
+    if (width_ == 1) {
       for (std::size_t i = 0; i < n; ++i) bytes_[at + i] = static_cast<std::uint8_t>(v[i]);
-    else
-      for (std::size_t i = 0; i < n; ++i) store(at + i, v[i]);
+    } else if (width_ == 2) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto w = static_cast<std::uint16_t>(v[i]);
+        std::memcpy(&bytes_[(at + i) * 2], &w, 2);
+      }
+    } else if (n != 0) {
+      std::memcpy(&bytes_[at * 4], v, n * 4);
+    }
   }
   void set(std::size_t i, char32_t c) {
     widen_for(c);
