@@ -43,10 +43,7 @@ inline local_change replace_text(text& doc, std::u32string_view value) {
 
 /// UTF-8 form of replace_text. Throws "[folio.utf8]" on invalid UTF-8.
 inline local_change replace_text_utf8(text& doc, std::string_view utf8) {
-  std::u32string cps;
-  std::size_t bad = 0;
-  if (!detail::decode_utf8(utf8, cps, &bad)) detail::fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(bad));
-  return replace_text(doc, cps);
+  return replace_text(doc, detail::code_points_or_throw(utf8));
 }
 
 /// Makes `doc` equal to `values` with the fewest inserted and removed elements (equal = same bytes).

@@ -33,6 +33,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "detail/utf8.hpp"
@@ -109,24 +110,23 @@ bool read_content(byte_reader& r, std::vector<T>& values) {
 
 /// The op table shared by batches and documents.
 inline void put_ops(std::string& out, const std::vector<op>& ops) {
+  // Replica table in first-appearance order. A document gains a replica per editing session, so the
+  // lookup is hashed rather than a scan of the table per op.
   std::vector<replica_id> reps;
-  auto index_of = [&](replica_id id) -> std::uint64_t {
-    for (std::size_t i = 0; i < reps.size(); ++i)
-      if (reps[i] == id) return i;
-    return reps.size();
+  std::unordered_map<replica_id, std::uint64_t> index;
+  auto add = [&](replica_id id) {
+    if (index.try_emplace(id, reps.size()).second) reps.push_back(id);
   };
-  // Replica table in first-appearance order; small in practice, so a linear search is fine here
-  // and the table is built once.
   for (const op& o : ops) {
-    if (index_of(o.id.replica) == reps.size()) reps.push_back(o.id.replica);
-    if (o.ref.replica != 0 && index_of(o.ref.replica) == reps.size()) reps.push_back(o.ref.replica);
+    add(o.id.replica);
+    if (o.ref.replica != 0) add(o.ref.replica);
   }
+  auto index_of = [&](replica_id id) { return index.at(id); };
   put_varint(out, reps.size());
   for (replica_id id : reps) put_varint(out, id);
   put_varint(out, ops.size());
   std::vector<std::uint64_t> next(reps.size(), UINT64_MAX);  // expected seq per replica
   std::uint64_t prev_rep = UINT64_MAX, lamport = 0;
-  std::vector<std::uint64_t> rep_idx(ops.size());
   for (const op& o : ops) {
     const std::uint64_t ri = index_of(o.id.replica);
     std::uint8_t flags = 0;

@@ -12,6 +12,16 @@
 
 namespace folio {
 
+namespace detail {
+/// The code points of UTF-8 given by the embedding program; throws "[folio.utf8]" naming the byte.
+inline std::u32string code_points_or_throw(std::string_view utf8) {
+  std::u32string cps;
+  std::size_t bad = 0;
+  if (!decode_utf8(utf8, cps, &bad)) fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(bad));
+  return cps;
+}
+}  // namespace detail
+
 class text : public sequence<char32_t> {
  public:
   using sequence::insert;
@@ -22,9 +32,7 @@ class text : public sequence<char32_t> {
   local_change insert(std::size_t pos, std::u32string_view s) { return sequence::insert(pos, s.data(), s.size()); }
   /// Inserts UTF-8 text before code point `pos`. Throws "[folio.utf8]" on invalid UTF-8.
   local_change insert_utf8(std::size_t pos, std::string_view utf8) {
-    std::u32string cps;
-    std::size_t bad = 0;
-    if (!detail::decode_utf8(utf8, cps, &bad)) detail::fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(bad));
+    const std::u32string cps = detail::code_points_or_throw(utf8);
     return sequence::insert(pos, cps.data(), cps.size());
   }
 

@@ -392,17 +392,14 @@ class rga {
       if (next != rs.next_seq || inserted != items[rep]) bad("log does not match items");
     }
     // 3. RGA order: origin == nearest item to the left with a smaller key.
-    struct frame {
-      run r;  // items of a run still eligible as "nearest smaller" (a prefix of the run)
-    };
-    std::vector<frame> stack;
+    std::vector<run> stack;  // runs (cut to the prefix still eligible) that may be a later item's origin
     for (const leaf_node* l : leaves)
       for (int i = 0; i < l->count; ++i) {
         const run& r = l->runs[i];
         const item_key k0 = key_of(r, 0);
         std::uint32_t orep = no_replica, oseq = 0;
         while (!stack.empty()) {
-          run& s = stack.back().r;
+          run& s = stack.back();
           if (key_of(s, 0) > k0) {
             stack.pop_back();
             continue;
@@ -415,7 +412,7 @@ class rga {
         }
         const auto [erep, eseq] = origin_of(r.replica, r.seq);
         if (erep != orep || (orep != no_replica && eseq != oseq)) bad("item is not placed after its origin (RGA order)");
-        stack.push_back(frame{r});
+        stack.push_back(r);
       }
     for (const parked& p : parked_)
       if (p.o.len == 0) bad("empty parked op");
