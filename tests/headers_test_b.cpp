@@ -2,6 +2,7 @@
 // self-contained, guarded, and free of non-inline definitions.
 #include <folio/array.hpp>
 #include <folio/diff.hpp>
+#include <folio/document.hpp>
 #include <folio/encoding.hpp>
 #include <folio/error.hpp>
 #include <folio/folio.hpp>
@@ -16,6 +17,7 @@
 
 #include <folio/array.hpp>
 #include <folio/diff.hpp>
+#include <folio/document.hpp>
 #include <folio/encoding.hpp>
 #include <folio/error.hpp>
 #include <folio/folio.hpp>

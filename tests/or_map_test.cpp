@@ -12,9 +12,9 @@ namespace {
 using folio::item_key;
 using folio::detail::or_map;
 
-std::vector<item_key> ids(std::span<const or_map::entry> es) {
-  std::vector<item_key> out;
-  for (const auto& e : es) out.push_back(e.id);
+std::vector<folio::op_id> ids(std::span<const or_map::entry> es) {
+  std::vector<folio::op_id> out;
+  for (const auto& e : es) out.push_back({e.id.replica, e.id.seq});
   return out;
 }
 
@@ -80,7 +80,7 @@ struct map_op {
   std::string key;
   item_key id;
   std::optional<std::string> value;
-  std::vector<item_key> preds;
+  std::vector<folio::op_id> preds;
 };
 
 void integrate(or_map& m, const map_op& o) {
@@ -117,17 +117,17 @@ TEST(OrMap, SeededRandomCausalDeliveryConverges) {
     std::mt19937_64 rng(seed);
     const std::size_t n = 2 + rng() % 4;
     std::vector<or_map> maps(n);
-    std::vector<std::set<item_key>> seen(n);  // ops integrated by each replica
+    std::vector<std::set<folio::op_id>> seen(n);  // ops integrated by each replica
     std::vector<std::uint32_t> clock(n, 0), seq(n, 0);
     std::vector<std::vector<map_op>> inbox(n);
     std::vector<map_op> all;
     auto deliver = [&](std::size_t r, const map_op& o) {
       integrate(maps[r], o);
-      seen[r].insert(o.id);
+      seen[r].insert({o.id.replica, o.id.seq});
       clock[r] = std::max(clock[r], o.id.lamport);
     };
     auto ready = [&](std::size_t r, const map_op& o) {
-      return std::all_of(o.preds.begin(), o.preds.end(), [&](const item_key& p) { return seen[r].count(p) != 0; });
+      return std::all_of(o.preds.begin(), o.preds.end(), [&](const folio::op_id& p) { return seen[r].count(p) != 0; });
     };
     for (int step = 0; step < 120; ++step) {
       const std::size_t r = rng() % n;

@@ -24,8 +24,9 @@ class array : public sequence<std::string> {
     return sequence::insert(pos, &v, 1);
   }
 
-  static decode_result decode(std::string_view bytes, replica_id self, array& out, std::size_t max_ops = default_max_ops) {
-    return sequence::decode(bytes, self, out, max_ops);
+  static decode_result decode(std::string_view bytes, replica_id self, array& out, std::size_t max_ops = default_max_ops,
+                              std::string* content_key = nullptr) {
+    return sequence::decode(bytes, self, out, max_ops, content_key);
   }
 };
 

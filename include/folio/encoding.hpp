@@ -6,9 +6,10 @@
 //   0       2     magic "Fo" (0x46 0x6F)
 //   2       1     format version, 1
 //   3       1     kind: 'B' (0x42) op batch, 'D' (0x44) document
-//   4       1     value type: 1 text (code points), 2 array (JSON values as bytes)
-//   5       var   replica count n, then n replica ids (varints; non-zero, distinct)
-//   ...     var   op count m, then m op records (below)
+//   4       1     value type: 1 text (code points), 2 array (JSON values as bytes), 3 map, 4 xml
+//   5       var   document only: root name (contentKey), length + UTF-8
+//   ...     var   replica count n, then n replica ids (varints; non-zero, distinct)
+//   ...     var   op count m, then m op records (below; map and xml: detail/tree_encoding.hpp)
 //   ...     var   content: text = byte length + UTF-8; array = count + (length + bytes) each
 //
 // Op record: a flags byte, then only the fields the flags say are not implied:
@@ -216,16 +217,28 @@ inline bool read_ops(byte_reader& r, std::vector<op>& ops) {
   return r.ok();
 }
 
-inline bool read_header(byte_reader& r, unsigned char kind, unsigned char value_type) {
+/// Value types: 1 text, 2 array, 3 map, 4 xml.
+inline constexpr unsigned char value_type_text = 1, value_type_array = 2, value_type_map = 3, value_type_xml = 4;
+
+/// Reads the header of a batch or document (`kind`) of any value type into `value_type`.
+inline bool read_header_any(byte_reader& r, unsigned char kind, unsigned char& value_type) {
   const std::string_view magic = r.bytes(2, "magic");
   if (!r.ok()) return false;
   if (magic != "Fo") return r.fail(decode_status::bad_magic, "magic");
   if (r.byte("format version") != format_version) return r.fail(decode_status::bad_magic, "format version");
   const unsigned char k = r.byte("kind");
   if (r.ok() && k != kind) return r.fail(decode_status::wrong_kind, kind == kind_batch ? "expected an op batch" : "expected a document");
-  const unsigned char t = r.byte("value type");
-  if (r.ok() && t != value_type) return r.fail(decode_status::wrong_kind, value_type == 1 ? "expected text values" : "expected array values");
+  value_type = r.byte("value type");
+  if (r.ok() && (value_type < value_type_text || value_type > value_type_xml)) return r.fail(decode_status::wrong_kind, "unknown value type");
   return r.ok();
+}
+
+inline bool read_header(byte_reader& r, unsigned char kind, unsigned char value_type) {
+  static constexpr const char* expected[] = {"", "expected text values", "expected array values", "expected map operations", "expected xml operations"};
+  unsigned char t = 0;
+  if (!read_header_any(r, kind, t)) return false;
+  if (t != value_type) return r.fail_at(4, decode_status::wrong_kind, expected[value_type <= value_type_xml ? value_type : 0]);
+  return true;
 }
 
 inline void put_header(std::string& out, unsigned char kind, unsigned char value_type) {
@@ -233,6 +246,25 @@ inline void put_header(std::string& out, unsigned char kind, unsigned char value
   out.push_back(static_cast<char>(format_version));
   out.push_back(static_cast<char>(kind));
   out.push_back(static_cast<char>(value_type));
+}
+
+/// Longest root name (`contentKey`) a document may carry.
+inline constexpr std::size_t max_content_key = 256;
+
+/// A document's root name follows its header: length + UTF-8 bytes.
+inline void put_content_key(std::string& out, std::string_view key) {
+  put_varint(out, key.size());
+  out += key;
+}
+inline bool read_content_key(byte_reader& r, std::string& key) {
+  const std::uint64_t n = r.varint("content key length", max_content_key);
+  const std::size_t at = r.offset();
+  const std::string_view bytes = r.bytes(n, "content key");
+  if (!r.ok()) return false;
+  std::u32string cps;
+  if (!decode_utf8(bytes, cps)) return r.fail_at(at, decode_status::inconsistent, "content key is not valid UTF-8");
+  key.assign(bytes);
+  return true;
 }
 
 }  // namespace detail

@@ -21,12 +21,13 @@
 //
 // Headers: id.hpp (ids, Lamport order), version.hpp (version vectors), ops.hpp (ops and batches),
 // encoding.hpp (binary format), sequence.hpp / text.hpp / array.hpp (the RGA types), diff.hpp
-// (replace-by-value), markup.hpp (strict XML fragment parsing and canonical output), error.hpp
-// (results and exceptions). Internals live in detail/.
+// (replace-by-value), document.hpp (one record of any type: text, array, map, xml), markup.hpp
+// (strict XML fragment parsing and canonical output), error.hpp (results and exceptions). Internals live in detail/.
 #pragma once
 
 #include "array.hpp"
 #include "diff.hpp"
+#include "document.hpp"
 #include "encoding.hpp"
 #include "error.hpp"
 #include "id.hpp"

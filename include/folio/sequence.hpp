@@ -89,9 +89,11 @@ class sequence {
 
   /// The whole document: op log (full causal history) + live values. Pending ops are not included.
   /// O(L + n); allocates the output.
-  std::string encode() const {
+  /// `content_key` is the name of the record's root (DESIGN.md §5), kept with the document.
+  std::string encode(std::string_view content_key = "content") const {
     std::string out;
     detail::put_header(out, detail::kind_document, detail::value_type_of<T>());
+    detail::put_content_key(out, content_key);
     detail::put_ops(out, impl_.ops_since(version_vector{}, nullptr, false).ops);
     detail::put_content(out, values());
     return out;
@@ -103,11 +105,14 @@ class sequence {
 
   /// Rebuilds a document from untrusted bytes as replica `self`. A document whose op log holds more
   /// than `max_ops` unit operations is refused (too_large). `out` is left unchanged on failure.
-  static decode_result decode(std::string_view bytes, replica_id self, sequence& out, std::size_t max_ops = default_max_ops) {
+  /// The document's root name goes to `content_key` when given.
+  static decode_result decode(std::string_view bytes, replica_id self, sequence& out, std::size_t max_ops = default_max_ops,
+                              std::string* content_key = nullptr) {
     detail::byte_reader r(bytes);
     op_batch<T> log;
     std::vector<T> live;
-    if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>())) return r.result();
+    std::string key;
+    if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>()) || !detail::read_content_key(r, key)) return r.result();
     const std::size_t ops_at = r.offset();
     if (!detail::read_ops(r, log.ops)) return r.result();
     if (log.unit_count() > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
@@ -119,6 +124,7 @@ class sequence {
     if (!res || res.pending != 0) return decode_result{decode_status::inconsistent, ops_at, "op log does not integrate"};
     if (!doc.assign_live_values(live)) return decode_result{decode_status::inconsistent, content_at, "live value count differs from the op log"};
     out.impl_ = std::move(doc);
+    if (content_key) *content_key = std::move(key);
     return {};
   }
 

@@ -50,8 +50,9 @@ class text : public sequence<char32_t> {
     return s;
   }
 
-  static decode_result decode(std::string_view bytes, replica_id self, text& out, std::size_t max_ops = default_max_ops) {
-    return sequence::decode(bytes, self, out, max_ops);
+  static decode_result decode(std::string_view bytes, replica_id self, text& out, std::size_t max_ops = default_max_ops,
+                              std::string* content_key = nullptr) {
+    return sequence::decode(bytes, self, out, max_ops, content_key);
   }
 };
 

@@ -44,7 +44,7 @@ class or_map {
   /// document core skips what its version vector already holds (a set delivered again after its
   /// entry was removed would come back). O(log k + e) for k keys and e live entries of the key (e is
   /// 1 unless there are concurrent sets).
-  void set(const std::string& key, const item_key& id, std::string value, std::span<const item_key> preds) {
+  void set(const std::string& key, const item_key& id, std::string value, std::span<const op_id> preds) {
     std::vector<entry>& live = keys_[key];
     remove_from(live, preds);
     live.push_back({id, std::move(value)});
@@ -52,7 +52,7 @@ class or_map {
   }
 
   /// Integrates a remove that observed `preds`.
-  void remove(const std::string& key, std::span<const item_key> preds) {
+  void remove(const std::string& key, std::span<const op_id> preds) {
     auto it = keys_.find(key);
     if (it == keys_.end()) return;
     remove_from(it->second, preds);
@@ -65,7 +65,7 @@ class or_map {
     return it == keys_.end() ? nullptr : &it->second.front().value;
   }
 
-  /// The live entries of `key` (what a local set or remove must name as its preds), winner first.
+  /// The live entries of `key` (their ids are what a local set or remove names as its preds), winner first.
   std::span<const entry> entries(std::string_view key) const {
     auto it = keys_.find(std::string(key));
     return it == keys_.end() ? std::span<const entry>{} : std::span<const entry>(it->second);
@@ -91,8 +91,8 @@ class or_map {
   }
 
  private:
-  static void remove_from(std::vector<entry>& live, std::span<const item_key> preds) {
-    std::erase_if(live, [&](const entry& e) { return std::find(preds.begin(), preds.end(), e.id) != preds.end(); });
+  static void remove_from(std::vector<entry>& live, std::span<const op_id> preds) {
+    std::erase_if(live, [&](const entry& e) { return std::find(preds.begin(), preds.end(), op_id{e.id.replica, e.id.seq}) != preds.end(); });
   }
 
   std::map<std::string, std::vector<entry>> keys_;  ///< only keys with at least one live entry

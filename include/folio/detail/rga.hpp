@@ -302,6 +302,43 @@ class rga {
     return reps_[r.replica].content[r.seq + p.off];
   }
 
+  /// Largest Lamport value integrated (a local op takes clock() + 1).
+  std::uint32_t clock() const noexcept { return clock_; }
+
+  /// Ids of the live items [pos, pos + n) as runs of consecutive seqs of one replica, in document
+  /// order: (first id, count). O(log n + runs). Throws "[folio.range]" past the end.
+  std::vector<std::pair<op_id, std::uint32_t>> live_ids(std::size_t pos, std::size_t n) const {
+    if (pos > size() || n > size() - pos)
+      fail("folio.range", "range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
+    std::vector<std::pair<op_id, std::uint32_t>> out;
+    if (n == 0) return out;
+    place p = locate_live(pos);
+    for (std::size_t done = 0; done < n;) {
+      normalize(p);
+      const run& r = p.leaf->runs[p.idx];
+      if (r.deleted() || p.off >= r.len()) {
+        ++p.idx, p.off = 0;
+        continue;
+      }
+      const std::uint32_t take = static_cast<std::uint32_t>(std::min<std::size_t>(r.len() - p.off, n - done));
+      out.push_back({op_id{reps_[r.replica].id, r.seq + p.off}, take});
+      done += take, ++p.idx, p.off = 0;
+    }
+    return out;
+  }
+
+  /// Calls f(op_id, const T&) for each live item in order. O(n).
+  template <class F>
+  void for_each_item(F&& f) const {
+    for (const leaf_node* l = first_leaf_; l; l = l->next)
+      for (int i = 0; i < l->count; ++i) {
+        const run& r = l->runs[i];
+        if (r.deleted()) continue;
+        const replica_state& rs = reps_[r.replica];
+        for (std::uint32_t k = 0; k < r.len(); ++k) f(op_id{rs.id, r.seq + k}, rs.content[r.seq + k]);
+      }
+  }
+
   /// Replaces the values of the live items in document order (document decoding, where only live
   /// content is stored). False if the count differs from size().
   bool assign_live_values(const std::vector<T>& values) {

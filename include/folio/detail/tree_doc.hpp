@@ -1,0 +1,723 @@
+// folio/detail/tree_doc.hpp — the document core of records made of several CRDT objects: a map
+// (one OR-map object) and an XML tree (children sequences, attribute maps and texts).
+//
+// Objects. Every object is named by the id of the operation that created it plus a role: the root
+// (created by the document itself, id document_start), an element's attributes and children, and a
+// text node's text. Inserting an element into a children sequence creates its attribute map and its
+// children sequence; inserting a text node creates its text. Objects are never destroyed: an edit
+// under an element that another replica deleted is integrated (its id may be depended on) but is
+// invisible, since the element is a tombstone — the same on every replica.
+//
+// Ids. Operations carry document-wide ids (replica, seq): one seq per unit operation of the replica,
+// whatever the object, so one version vector covers the document. A sequence object is a detail::rga
+// whose ids are the object's own: per (object, replica) the unit ops get local seqs 0, 1, 2, ... in
+// integration order, which is the same on every replica because a replica's ops are integrated in seq
+// order. `seg` tables translate between the two; both columns rise, so either way is a binary search.
+// Lamport values are per object (an RGA or OR-map only compares the keys of its own items).
+//
+// Integration is the sequence engine's: an op is integrated when the previous op of its author is,
+// and its object's creator, its origin, its targets and its preds are; until then it is pending. An
+// op that names something that is not what it claims (a target in another object, a map op on a
+// sequence, a tag that is not an XML name) is invalid. The log keeps every integrated op, with its
+// values, in integration order; `ops_since` and the document encoding read it.
+//
+// Thread-safety: none; one thread at a time per document.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../id.hpp"
+#include "../markup.hpp"
+#include "../ops.hpp"
+#include "../version.hpp"
+#include "or_map.hpp"
+#include "rga.hpp"
+#include "utf8.hpp"
+#include "xml_diff.hpp"
+
+namespace folio::detail {
+
+enum class object_role : std::uint8_t { root = 0, attributes = 1, children = 2, text = 3 };
+
+/// Names an object: the op that created it (document_start for the root) and its role.
+struct object_name {
+  op_id creator;
+  object_role role = object_role::root;
+  friend constexpr bool operator==(const object_name&, const object_name&) = default;
+  friend constexpr auto operator<=>(const object_name&, const object_name&) = default;
+};
+inline constexpr object_name root_object{document_start, object_role::root};
+
+enum class tree_op_kind : std::uint8_t { insert = 0, remove = 1, set = 2, unset = 3 };
+
+/// One operation on one object. Sequence ops (insert/remove) may be runs (len > 1); map ops are units.
+struct tree_op {
+  tree_op_kind kind = tree_op_kind::insert;
+  op_id id;
+  std::uint32_t lamport = 0;
+  std::uint32_t len = 1;
+  object_name object = root_object;
+  op_id ref;              ///< insert: origin of the first item (document_start: the object's start); remove: first target
+  bool backward = false;  ///< remove: targets ref.seq, ref.seq-1, ...
+  std::u32string text;    ///< insert into a text: the code points (len of them)
+  std::vector<std::string> nodes;  ///< insert into children: per item, an element's tag or "" for a text node
+  std::string key, value;          ///< set: key and value; unset: key
+  std::vector<op_id> preds;        ///< set/unset: the entries of `key` the author observed
+
+  op_id target(std::uint32_t k) const noexcept { return {ref.replica, backward ? ref.seq - k : ref.seq + k}; }
+  friend bool operator==(const tree_op&, const tree_op&) = default;
+};
+
+struct tree_batch {
+  std::vector<tree_op> ops;
+  bool empty() const noexcept { return ops.empty(); }
+  std::size_t unit_count() const noexcept {
+    std::size_t n = 0;
+    for (const tree_op& o : ops) n += o.len;
+    return n;
+  }
+  friend bool operator==(const tree_batch&, const tree_batch&) = default;
+};
+
+/// Map records: the root is an OR-map. XML records: the root is a children sequence.
+enum class tree_shape : std::uint8_t { map, xml };
+
+class tree_doc {
+ public:
+  enum class object_kind : std::uint8_t { map, children, text };
+
+  tree_doc(tree_shape shape, replica_id self) : shape_(shape) {
+    if (self == 0) fail("folio.replica", "replica id 0 is reserved");
+    replica_index(self);
+    add_object(root_object, shape == tree_shape::map ? object_kind::map : object_kind::children);
+  }
+
+  tree_shape shape() const noexcept { return shape_; }
+  replica_id self() const noexcept { return reps_[0].id; }
+
+  const version_vector& version() const {
+    if (version_dirty_) {
+      version_ = version_vector{};
+      for (const replica_state& r : reps_) version_.observe(r.id, r.next_seq);
+      version_dirty_ = false;
+    }
+    return version_;
+  }
+  std::size_t pending() const noexcept {
+    std::size_t n = 0;
+    for (const tree_op& o : parked_) n += o.len;
+    return n;
+  }
+  std::size_t rejected() const noexcept { return rejected_; }
+  std::size_t object_count() const noexcept { return objects_.size(); }
+  std::size_t log_size() const noexcept { return log_.size(); }
+
+  // ---- remote operations ----------------------------------------------------------------------
+
+  /// Integrates a batch: duplicates skipped, ops with missing dependencies held as pending and released
+  /// when they arrive. Stops at the first invalid op (earlier ones stay integrated), like rga::apply.
+  apply_result apply(const tree_batch& b) {
+    apply_result res;
+    for (std::size_t i = 0; i < b.ops.size(); ++i) {
+      std::string why;
+      if (integrate(b.ops[i], res, why) == outcome::invalid) {
+        res.status = apply_status::invalid, res.op_index = i, res.message = std::move(why);
+        break;
+      }
+    }
+    if (res.applied != 0 && !parked_.empty()) release_parked(res);
+    res.pending = pending();
+    return res;
+  }
+
+  /// What a replica at `since` lacks, in integration order (which integrates without pending).
+  /// With `upto`, only what that version holds. O(L) for L log entries.
+  tree_batch ops_since(const version_vector& since, const version_vector* upto = nullptr) const {
+    tree_batch b;
+    std::vector<std::uint32_t> from(reps_.size()), to(reps_.size());
+    for (std::size_t r = 0; r < reps_.size(); ++r) {
+      from[r] = since.get(reps_[r].id);
+      to[r] = upto ? std::min(upto->get(reps_[r].id), reps_[r].next_seq) : reps_[r].next_seq;
+    }
+    for (const logged& e : log_) {
+      const tree_op& o = e.o;
+      const std::uint32_t lo = from[e.rep], hi = to[e.rep];
+      if (o.id.seq + o.len <= lo || o.id.seq >= hi) continue;
+      if (o.id.seq >= lo && o.id.seq + o.len <= hi) {
+        b.ops.push_back(o);
+        continue;
+      }
+      tree_op t = o;
+      const std::uint32_t skip = lo > o.id.seq ? lo - o.id.seq : 0;
+      const std::uint32_t end = std::min(o.id.seq + o.len, hi);
+      trim_front(t, skip);
+      t.len = end - t.id.seq;
+      if (t.kind == tree_op_kind::insert) {
+        if (!t.text.empty()) t.text.resize(t.len);
+        if (!t.nodes.empty()) t.nodes.resize(t.len);
+      }
+      b.ops.push_back(std::move(t));
+    }
+    return b;
+  }
+
+  /// The ops of one local change.
+  tree_batch ops(const local_change& c) const {
+    version_vector since, upto;
+    since.observe(c.replica, c.first);
+    upto.observe(c.replica, c.first + c.count);
+    for (const replica_state& r : reps_)
+      if (r.id != c.replica) since.observe(r.id, r.next_seq);
+    return ops_since(since, &upto);
+  }
+
+  // ---- reading --------------------------------------------------------------------------------
+
+  /// The root map's keys and values (map records).
+  template <class F>
+  void for_each_entry(F&& f) const {
+    objects_[0].map->for_each(std::forward<F>(f));
+  }
+  const or_map& root_map() const { return *objects_[0].map; }
+
+  /// The tree as a fragment: every live item, so positions match the children sequences (a text node
+  /// whose code points were all removed is an empty text node; concurrent text nodes may be adjacent).
+  markup::fragment fragment() const {
+    markup::fragment out;
+    struct frame {
+      std::uint32_t object;
+      std::vector<markup::node>* list;
+    };
+    std::vector<frame> stack{{0, &out}};
+    while (!stack.empty()) {
+      const frame f = stack.back();
+      stack.pop_back();
+      const object& obj = objects_[f.object];
+      if (!obj.kids) continue;
+      obj.kids->for_each_item([&](op_id local, const std::string& tag) {
+        const op_id id = to_doc(obj, local);
+        if (tag.empty()) {
+          std::string s;
+          const object& t = objects_[find({id, object_role::text})];
+          if (t.chars) t.chars->for_each([&](char32_t c) { append_utf8(s, c); });
+          f.list->push_back(markup::node::make_text(std::move(s)));
+        } else {
+          markup::node e = markup::node::make_element(tag);
+          objects_[find({id, object_role::attributes})].map->for_each(
+              [&](const std::string& k, const std::string& v) { e.attributes.push_back({k, v}); });
+          f.list->push_back(std::move(e));
+        }
+      });
+      // Children are filled once this list is complete (pointers into it are then stable).
+      std::size_t i = 0;
+      obj.kids->for_each_item([&](op_id local, const std::string& tag) {
+        markup::node& n = (*f.list)[i++];
+        if (!tag.empty()) stack.push_back({find({to_doc(obj, local), object_role::children}), &n.children});
+      });
+    }
+    return out;
+  }
+
+  // ---- local edits ----------------------------------------------------------------------------
+
+  /// Sets `key` of the root map (map records) to `value`. No op if it already is its only value.
+  local_change set(const std::string& key, std::string value) {
+    const std::uint32_t first = reps_[0].next_seq;
+    local_set(0, key, std::move(value));
+    return change_since(first);
+  }
+  /// Removes `key` from the root map. No op if absent.
+  local_change remove(const std::string& key) {
+    const std::uint32_t first = reps_[0].next_seq;
+    local_unset(0, key);
+    return change_since(first);
+  }
+  /// Makes the root map hold exactly `entries`: sets for new or changed keys, removes for vanished ones.
+  local_change replace_map(const std::map<std::string, std::string>& entries) {
+    const std::uint32_t first = reps_[0].next_seq;
+    for (auto& [k, v] : diff_map(*objects_[0].map, entries))
+      if (v)
+        local_set(0, k, std::move(*v));
+      else
+        local_unset(0, k);
+    return change_since(first);
+  }
+
+  /// Makes the XML tree equal to `to` through the edit script of diff_xml: children inserted and
+  /// removed, attributes set and removed, code points inserted and removed in text nodes.
+  local_change replace_xml(const markup::fragment& to) {
+    const std::uint32_t first = reps_[0].next_seq;
+    const markup::fragment from = fragment();
+    const xml_children_edit script = diff_xml(from, to);
+    std::vector<std::pair<std::uint32_t, const xml_children_edit*>> stack{{0, &script}};
+    while (!stack.empty()) {
+      auto [obj, edit] = stack.back();
+      stack.pop_back();
+      for (auto it = edit->ops.rbegin(); it != edit->ops.rend(); ++it) {  // last first: old positions stay valid
+        const xml_child_op& op = *it;
+        switch (op.type) {
+          case xml_child_op::kind::insert:
+            insert_nodes(obj, op.pos, op.nodes);
+            break;
+          case xml_child_op::kind::remove:
+            local_erase(obj, op.pos, op.count);
+            break;
+          case xml_child_op::kind::update_element: {
+            const op_id el = item_at(obj, op.pos);
+            const std::uint32_t attrs = find({el, object_role::attributes});
+            for (const std::string& name : op.unset) local_unset(attrs, name);
+            for (const markup::attribute& a : op.set) local_set(attrs, a.name, a.value);
+            if (op.children) stack.push_back({find({el, object_role::children}), op.children.get()});
+            break;
+          }
+          case xml_child_op::kind::update_text: {
+            const std::uint32_t t = find({item_at(obj, op.pos), object_role::text});
+            for (auto h = op.text.rbegin(); h != op.text.rend(); ++h) {
+              if (h->a_len) local_erase(t, h->a_pos, h->a_len);
+              if (h->b_len) local_insert_text(t, h->a_pos, std::u32string(op.text_source, h->b_pos, h->b_len));
+            }
+            break;
+          }
+        }
+      }
+    }
+    return change_since(first);
+  }
+
+  // ---- checking and size ----------------------------------------------------------------------
+
+  /// Verifies every object's invariants and the translation tables against the log.
+  void check() const {
+    for (const object& o : objects_) {
+      if (o.map) o.map->check();
+      if (o.kids) o.kids->check();
+      if (o.chars) o.chars->check();
+      for (const auto& [rep, segs] : o.xlate)
+        for (std::size_t i = 1; i < segs.size(); ++i)
+          if (segs[i].doc < segs[i - 1].doc + segs[i - 1].len || segs[i].local != segs[i - 1].local + segs[i - 1].len)
+            fail("folio.invariant", "object id translation out of order");
+    }
+    std::vector<std::uint32_t> seen(reps_.size(), 0);
+    for (const logged& e : log_) {
+      if (e.o.id.seq != seen[e.rep]) fail("folio.invariant", "log out of seq order for a replica");
+      seen[e.rep] += e.o.len;
+    }
+    for (std::size_t r = 0; r < reps_.size(); ++r)
+      if (seen[r] != reps_[r].next_seq) fail("folio.invariant", "log does not cover a replica's ops");
+  }
+
+  /// Heap bytes, approximately (objects, their engines, the log).
+  std::size_t memory_usage() const {
+    std::size_t bytes = objects_.capacity() * sizeof(object) + log_.capacity() * sizeof(logged) + by_name_.size() * 64;
+    for (const object& o : objects_) {
+      if (o.kids) bytes += o.kids->memory_usage();
+      if (o.chars) bytes += o.chars->memory_usage();
+      if (o.map) bytes += o.map->size() * 96;
+      for (const auto& [rep, segs] : o.xlate) bytes += 48 + segs.capacity() * sizeof(seg);
+    }
+    for (const logged& e : log_)
+      bytes += e.o.text.capacity() * 4 + e.o.key.capacity() + e.o.value.capacity() + e.o.preds.capacity() * sizeof(op_id) +
+               e.o.nodes.capacity() * sizeof(std::string);
+    return bytes;
+  }
+
+ private:
+  struct seg {
+    std::uint32_t doc, local, len;  ///< doc seqs [doc, doc+len) are local seqs [local, local+len)
+  };
+  struct object {
+    object_name name;
+    object_kind kind = object_kind::map;
+    std::uint32_t depth = 0;  ///< children: elements above it (the root's is 0)
+    std::unique_ptr<or_map> map;
+    std::uint32_t map_clock = 0;
+    std::unique_ptr<rga<std::string>> kids;  ///< created with the first insert
+    std::unique_ptr<rga<char32_t>> chars;    ///< created with the first insert
+    std::unordered_map<replica_id, std::vector<seg>> xlate;
+  };
+  struct replica_state {
+    replica_id id;
+    std::uint32_t next_seq = 0;
+  };
+  struct logged {
+    std::uint32_t rep;
+    tree_op o;
+  };
+  enum class outcome { done, parked, invalid };
+
+  std::uint32_t replica_index(replica_id id) {
+    auto [it, added] = rep_index_.try_emplace(id, static_cast<std::uint32_t>(reps_.size()));
+    if (added) reps_.push_back({id, 0});
+    return it->second;
+  }
+  bool integrated(const op_id& id) const {
+    auto it = rep_index_.find(id.replica);
+    return it != rep_index_.end() && id.seq < reps_[it->second].next_seq;
+  }
+
+  std::uint32_t add_object(const object_name& name, object_kind kind, std::uint32_t depth = 0) {
+    const auto idx = static_cast<std::uint32_t>(objects_.size());
+    objects_.emplace_back();
+    objects_.back().name = name, objects_.back().kind = kind, objects_.back().depth = depth;
+    if (kind == object_kind::map) objects_.back().map = std::make_unique<or_map>();
+    by_name_.emplace(name, idx);
+    return idx;
+  }
+  /// Index of an object known to exist.
+  std::uint32_t find(const object_name& name) const {
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) fail("folio.invariant", "object missing");
+    return it->second;
+  }
+
+  // ---- id translation -------------------------------------------------------------------------
+
+  static std::uint32_t local_next(const object& o, replica_id r) {
+    auto it = o.xlate.find(r);
+    if (it == o.xlate.end() || it->second.empty()) return 0;
+    return it->second.back().local + it->second.back().len;
+  }
+  static void add_seg(object& o, replica_id r, std::uint32_t doc, std::uint32_t local, std::uint32_t len) {
+    std::vector<seg>& v = o.xlate[r];
+    if (!v.empty() && v.back().doc + v.back().len == doc && v.back().local + v.back().len == local)
+      v.back().len += len;
+    else
+      v.push_back({doc, local, len});
+  }
+  /// The segment holding doc id `id` in `o`, or null.
+  static const seg* seg_of(const object& o, const op_id& id) {
+    auto it = o.xlate.find(id.replica);
+    if (it == o.xlate.end()) return nullptr;
+    const auto& v = it->second;
+    auto s = std::upper_bound(v.begin(), v.end(), id.seq, [](std::uint32_t q, const seg& x) { return q < x.doc; });
+    if (s == v.begin()) return nullptr;
+    --s;
+    return id.seq - s->doc < s->len ? &*s : nullptr;
+  }
+  static op_id to_doc(const object& o, const op_id& local) {
+    const auto& v = o.xlate.at(local.replica);
+    auto s = std::upper_bound(v.begin(), v.end(), local.seq, [](std::uint32_t q, const seg& x) { return q < x.local; });
+    --s;
+    return {local.replica, s->doc + (local.seq - s->local)};
+  }
+
+  // ---- integration ----------------------------------------------------------------------------
+
+  static void trim_front(tree_op& o, std::uint32_t skip) {
+    if (skip == 0) return;
+    if (o.kind == tree_op_kind::insert) {
+      o.ref = {o.id.replica, o.id.seq + skip - 1};
+      if (!o.text.empty()) o.text.erase(0, skip);
+      if (!o.nodes.empty()) o.nodes.erase(o.nodes.begin(), o.nodes.begin() + skip);
+    } else {
+      o.ref = o.target(skip);
+    }
+    o.id.seq += skip, o.lamport += skip, o.len -= skip;
+  }
+
+  outcome integrate(const tree_op& in, apply_result& res, std::string& why) {
+    if (in.id.replica == 0) return why = "operation from replica 0", outcome::invalid;
+    if (in.len == 0) return why = "operation of length 0", outcome::invalid;
+    if (std::uint64_t(in.id.seq) + in.len > std::uint64_t(max_counter) + 1 || in.lamport == 0 ||
+        std::uint64_t(in.lamport) + in.len > std::uint64_t(max_counter) + 1)
+      return why = "operation counter out of range", outcome::invalid;
+    const bool is_seq = in.kind == tree_op_kind::insert || in.kind == tree_op_kind::remove;
+    if (!is_seq && in.len != 1) return why = "map operation of length other than 1", outcome::invalid;
+    if (in.kind == tree_op_kind::insert && in.text.size() != in.len && in.nodes.size() != in.len)
+      return why = "insert carries " + std::to_string(std::max(in.text.size(), in.nodes.size())) + " values for length " + std::to_string(in.len),
+             outcome::invalid;
+    if (in.kind != tree_op_kind::insert && (!in.text.empty() || !in.nodes.empty())) return why = "values on an operation that is not an insert", outcome::invalid;
+    if (in.backward && in.kind != tree_op_kind::remove) return why = "backward flag on an operation that is not a remove", outcome::invalid;
+    if (in.kind == tree_op_kind::remove &&
+        (in.ref.replica == 0 || (in.backward ? in.ref.seq < in.len - 1 : std::uint64_t(in.ref.seq) + in.len > std::uint64_t(max_counter) + 1)))
+      return why = "remove target range out of bounds", outcome::invalid;
+    const std::uint32_t rep = replica_index(in.id.replica);
+    const std::uint32_t next = reps_[rep].next_seq;
+    if (in.id.seq + in.len <= next) return res.duplicate += in.len, outcome::done;
+    tree_op o = in;
+    if (o.id.seq < next) res.duplicate += next - o.id.seq, trim_front(o, next - o.id.seq);
+    if (o.id.seq > next) return park(std::move(o)), outcome::parked;
+
+    // The object.
+    if (o.object.creator != document_start && !integrated(o.object.creator)) return park(std::move(o)), outcome::parked;
+    auto oit = by_name_.find(o.object);
+    if (oit == by_name_.end()) return why = "operation on an object that does not exist", outcome::invalid;
+    const std::uint32_t oi = oit->second;
+    const object_kind ok = objects_[oi].kind;
+    if (is_seq == (ok == object_kind::map)) return why = is_seq ? "sequence operation on a map" : "map operation on a sequence", outcome::invalid;
+    if (o.kind == tree_op_kind::insert && (ok == object_kind::text ? o.text.size() != o.len : o.nodes.size() != o.len))
+      return why = ok == object_kind::text ? "insert into a text carries no code points" : "insert into children carries no nodes", outcome::invalid;
+
+    // Dependencies.
+    if (o.kind == tree_op_kind::insert && o.ref.replica == 0 && o.ref != document_start) return why = "insert origin of replica 0", outcome::invalid;
+    if (o.kind == tree_op_kind::insert && o.ref != document_start && !integrated(o.ref)) return park(std::move(o)), outcome::parked;
+    if (o.kind == tree_op_kind::remove && (!integrated(o.target(0)) || !integrated(o.target(o.len - 1)))) return park(std::move(o)), outcome::parked;
+    for (const op_id& p : o.preds)
+      if (!integrated(p)) return park(std::move(o)), outcome::parked;
+    for (const op_id& p : o.preds)
+      if (p.replica == o.id.replica && p.seq >= o.id.seq) return why = "operation observes a later operation of its own replica", outcome::invalid;
+
+    switch (o.kind) {
+      case tree_op_kind::insert:
+      case tree_op_kind::remove:
+        if (!integrate_seq(oi, o, why)) return outcome::invalid;
+        break;
+      case tree_op_kind::set:
+      case tree_op_kind::unset:
+        if (!integrate_map(oi, o, why)) return outcome::invalid;
+        break;
+    }
+    reps_[rep].next_seq += o.len;
+    version_dirty_ = true;
+    res.applied += o.len;
+    log_.push_back({rep, std::move(o)});
+    return outcome::done;
+  }
+
+  bool valid_values(object_kind ok, const tree_op& o, std::string& why) const {
+    if (ok == object_kind::text) {
+      for (char32_t c : o.text)
+        if (shape_ == tree_shape::xml ? !markup::detail::is_xml_char(c) : !valid_code_point(c)) return why = "text holds a character XML does not allow", false;
+    } else {
+      for (const std::string& tag : o.nodes)
+        if (!tag.empty() && !markup::detail::is_name(tag)) return why = "element tag \"" + tag + "\" is not an XML name", false;
+    }
+    return true;
+  }
+
+  bool integrate_seq(std::uint32_t oi, const tree_op& o, std::string& why) {
+    object& obj = objects_[oi];
+    if (o.kind == tree_op_kind::insert && obj.kind == object_kind::children && obj.depth >= markup::max_depth &&
+        std::any_of(o.nodes.begin(), o.nodes.end(), [](const std::string& t) { return !t.empty(); }))
+      return why = "XML nesting deeper than " + std::to_string(markup::max_depth), false;
+    op local;
+    local.kind = o.kind == tree_op_kind::insert ? op_kind::insert : op_kind::remove;
+    local.id = {o.id.replica, local_next(obj, o.id.replica)};
+    local.lamport = o.lamport, local.len = o.len, local.backward = o.backward;
+    if (o.kind == tree_op_kind::insert) {
+      if (!valid_values(obj.kind, o, why)) return false;
+      if (o.ref == document_start) {
+        local.ref = document_start;
+      } else {
+        const seg* s = seg_of(obj, o.ref);
+        if (!s) return why = "insert origin is not an item of its object", false;
+        local.ref = {o.ref.replica, s->local + (o.ref.seq - s->doc)};
+      }
+    } else {
+      const seg* s = seg_of(obj, o.ref);
+      const std::uint32_t reach = o.len - 1;
+      if (!s || (o.backward ? o.ref.seq - s->doc < reach : s->doc + s->len - o.ref.seq <= reach))
+        return why = "remove targets are not items of its object", false;
+      local.ref = {o.ref.replica, s->local + (o.ref.seq - s->doc)};
+    }
+    apply_result r;
+    if (obj.kind == object_kind::text) {
+      if (!obj.chars) obj.chars = std::make_unique<rga<char32_t>>(self());
+      op_batch<char32_t> b{{local}, {o.text.begin(), o.text.end()}};
+      r = obj.chars->apply(b);
+    } else {
+      if (!obj.kids) obj.kids = std::make_unique<rga<std::string>>(self());
+      op_batch<std::string> b{{local}, o.nodes};
+      r = obj.kids->apply(b);
+    }
+    if (!r) return why = r.message, false;
+    if (r.applied != o.len) fail("folio.invariant", "object rejected a ready operation");
+    add_seg(obj, o.id.replica, o.id.seq, local.id.seq, o.len);
+    const std::uint32_t depth = obj.depth + 1;
+    if (o.kind == tree_op_kind::insert && obj.kind == object_kind::children)  // add_object moves `obj`: not used below
+      for (std::uint32_t k = 0; k < o.len; ++k) {
+        const op_id item{o.id.replica, o.id.seq + k};
+        if (o.nodes[k].empty()) {
+          add_object({item, object_role::text}, object_kind::text);
+        } else {
+          add_object({item, object_role::attributes}, object_kind::map);
+          add_object({item, object_role::children}, object_kind::children, depth);
+        }
+      }
+    return true;
+  }
+
+  bool integrate_map(std::uint32_t oi, const tree_op& o, std::string& why) {
+    object& obj = objects_[oi];
+    if (shape_ == tree_shape::xml) {
+      if (!markup::detail::is_name(o.key)) return why = "attribute name \"" + o.key + "\" is not an XML name", false;
+      std::u32string cps;
+      if (!decode_utf8(o.value, cps)) return why = "attribute value is not valid UTF-8", false;
+      for (char32_t c : cps)
+        if (!markup::detail::is_xml_char(c)) return why = "attribute value holds a character XML does not allow", false;
+    } else {
+      std::u32string cps;
+      if (!decode_utf8(o.key, cps)) return why = "map key is not valid UTF-8", false;
+    }
+    if (o.kind == tree_op_kind::set)
+      obj.map->set(o.key, item_key{o.lamport, o.id.replica, o.id.seq}, o.value, o.preds);
+    else
+      obj.map->remove(o.key, o.preds);
+    obj.map_clock = std::max(obj.map_clock, o.lamport);
+    return true;
+  }
+
+  void park(tree_op&& o) { parked_.push_back(std::move(o)); }
+
+  void release_parked(apply_result& res) {
+    for (bool progress = true; progress && !parked_.empty();) {
+      progress = false;
+      std::vector<tree_op> queue;
+      queue.swap(parked_);
+      for (const tree_op& o : queue) {
+        std::string why;
+        const std::size_t before = res.applied;
+        if (integrate(o, res, why) == outcome::invalid)
+          ++rejected_;
+        else if (res.applied != before)
+          progress = true;
+      }
+    }
+  }
+
+  // ---- local edits ----------------------------------------------------------------------------
+
+  local_change change_since(std::uint32_t first) const { return {self(), first, reps_[0].next_seq - first}; }
+
+  /// Integrates an op made here; it is ready by construction.
+  void local(tree_op&& o) {
+    if (std::uint64_t(reps_[0].next_seq) + o.len > max_counter || std::uint64_t(o.lamport) + o.len > max_counter)
+      fail("folio.overflow", "operation counter would exceed 2^31");
+    o.id = {self(), reps_[0].next_seq};
+    apply_result res;
+    std::string why;
+    const outcome oc = integrate(o, res, why);
+    if (oc == outcome::invalid) fail("folio.value", why);
+    if (oc != outcome::done || res.applied != o.len) fail("folio.invariant", "local operation not integrated");
+  }
+
+  std::uint32_t seq_clock(const object& obj) const {
+    if (obj.chars) return obj.chars->clock();
+    if (obj.kids) return obj.kids->clock();
+    return 0;
+  }
+  std::size_t seq_size(const object& obj) const {
+    if (obj.chars) return obj.chars->size();
+    if (obj.kids) return obj.kids->size();
+    return 0;
+  }
+  /// Doc id of the live item at `pos` of sequence object `oi`.
+  op_id item_at(std::uint32_t oi, std::size_t pos) const {
+    const object& obj = objects_[oi];
+    const auto ids = obj.chars ? obj.chars->live_ids(pos, 1) : obj.kids ? obj.kids->live_ids(pos, 1) : std::vector<std::pair<op_id, std::uint32_t>>{};
+    if (ids.empty()) fail("folio.range", "position " + std::to_string(pos) + " past the end of a sequence");
+    return to_doc(obj, ids[0].first);
+  }
+  op_id origin_for(std::uint32_t oi, std::size_t pos) const {
+    if (pos > seq_size(objects_[oi])) fail("folio.range", "insert position past the end of a sequence");
+    return pos == 0 ? document_start : item_at(oi, pos - 1);
+  }
+
+  void local_insert_text(std::uint32_t oi, std::size_t pos, std::u32string cps) {
+    if (cps.empty()) return;
+    tree_op o;
+    o.kind = tree_op_kind::insert, o.object = name_of(oi), o.ref = origin_for(oi, pos);
+    o.lamport = seq_clock(objects_[oi]) + 1, o.len = static_cast<std::uint32_t>(cps.size()), o.text = std::move(cps);
+    local(std::move(o));
+  }
+
+  /// Removes the live items [pos, pos+n): one remove per run of consecutive doc ids.
+  void local_erase(std::uint32_t oi, std::size_t pos, std::size_t n) {
+    const object& obj = objects_[oi];
+    const auto pieces = obj.chars ? obj.chars->live_ids(pos, n) : obj.kids ? obj.kids->live_ids(pos, n) : decltype(obj.kids->live_ids(0, 0)){};
+    std::vector<std::pair<op_id, std::uint32_t>> targets;  // doc ids, split where the translation breaks
+    for (auto [id, count] : pieces)
+      for (std::uint32_t k = 0; k < count;) {
+        const op_id d = to_doc(obj, {id.replica, id.seq + k});
+        const seg* s = seg_of(obj, d);
+        const std::uint32_t take = std::min(count - k, s->len - (d.seq - s->doc));
+        targets.push_back({d, take});
+        k += take;
+      }
+    const object_name name = name_of(oi);
+    for (auto [d, take] : targets) {
+      tree_op o;
+      o.kind = tree_op_kind::remove, o.object = name, o.ref = d, o.len = take, o.lamport = seq_clock(objects_[oi]) + 1;
+      local(std::move(o));
+    }
+  }
+
+  void local_set(std::uint32_t oi, const std::string& key, std::string value) {
+    const or_map& m = *objects_[oi].map;
+    const auto live = m.entries(key);
+    if (live.size() == 1 && live[0].value == value) return;
+    tree_op o;
+    o.kind = tree_op_kind::set, o.object = name_of(oi), o.key = key, o.value = std::move(value), o.lamport = objects_[oi].map_clock + 1;
+    for (const auto& e : live) o.preds.push_back({e.id.replica, e.id.seq});
+    local(std::move(o));
+  }
+  void local_unset(std::uint32_t oi, const std::string& key) {
+    const auto live = objects_[oi].map->entries(key);
+    if (live.empty()) return;
+    tree_op o;
+    o.kind = tree_op_kind::unset, o.object = name_of(oi), o.key = key, o.lamport = objects_[oi].map_clock + 1;
+    for (const auto& e : live) o.preds.push_back({e.id.replica, e.id.seq});
+    local(std::move(o));
+  }
+
+  /// Inserts whole subtrees before `pos` of children object `oi`: one insert for the nodes of each
+  /// list, then their attributes and texts, then their children (explicit stack).
+  void insert_nodes(std::uint32_t oi, std::size_t pos, const std::vector<markup::node>& nodes) {
+    struct work {
+      std::uint32_t object;
+      std::size_t pos;
+      const std::vector<markup::node>* nodes;
+    };
+    std::vector<work> stack{{oi, pos, &nodes}};
+    while (!stack.empty()) {
+      const work w = stack.back();
+      stack.pop_back();
+      if (w.nodes->empty()) continue;
+      tree_op o;
+      o.kind = tree_op_kind::insert, o.object = name_of(w.object), o.ref = origin_for(w.object, w.pos);
+      o.lamport = seq_clock(objects_[w.object]) + 1, o.len = static_cast<std::uint32_t>(w.nodes->size());
+      for (const markup::node& n : *w.nodes) o.nodes.push_back(n.type == markup::node::kind::text ? std::string() : n.name);
+      const std::uint32_t first = reps_[0].next_seq;
+      local(std::move(o));
+      for (std::uint32_t k = 0; k < w.nodes->size(); ++k) {
+        const markup::node& n = (*w.nodes)[k];
+        const op_id item{self(), first + k};
+        if (n.type == markup::node::kind::text) {
+          std::u32string cps;
+          decode_utf8(n.text, cps);
+          local_insert_text(find({item, object_role::text}), 0, std::move(cps));
+        } else {
+          const std::uint32_t attrs = find({item, object_role::attributes});
+          for (const markup::attribute& a : n.attributes) local_set(attrs, a.name, a.value);
+          stack.push_back({find({item, object_role::children}), 0, &n.children});
+        }
+      }
+    }
+  }
+
+  object_name name_of(std::uint32_t oi) const { return objects_[oi].name; }
+
+  tree_shape shape_;
+  std::vector<replica_state> reps_;  ///< index 0 is this replica
+  std::unordered_map<replica_id, std::uint32_t> rep_index_;
+  std::vector<object> objects_;  ///< index 0 is the root
+  std::map<object_name, std::uint32_t> by_name_;
+  std::vector<logged> log_;  ///< every integrated op, in integration order
+  std::vector<tree_op> parked_;
+  mutable version_vector version_;
+  mutable bool version_dirty_ = false;
+  std::size_t rejected_ = 0;
+};
+
+}  // namespace folio::detail

@@ -1,0 +1,286 @@
+// folio/document.hpp — one replica of a record of any of the four types (DESIGN.md §5), behind one
+// interface: the record's type and root name (`contentKey`), its version vector, replace-by-value,
+// `apply` of encoded batches (idempotent, pending until dependencies arrive), `encode_since` for what a
+// peer lacks, and the whole-document encoding.
+//
+//   folio::document d(folio::record_type::xml, 1);
+//   auto change = d.replace_xml("<p>Hello <b>world</b></p>").second;  // parse + diff into ops
+//   std::string wire = d.encode_change(change);                         // the ops, for peers
+//   folio::document peer(folio::record_type::xml, 2);
+//   peer.apply(wire);                                                    // apply_result
+//   assert(peer.xml() == d.xml());
+//
+// Text and array records are one RGA sequence (sequence.hpp); map and xml records are trees of CRDT
+// objects (detail/tree_doc.hpp) sharing one id space. A batch or document of one type is refused by a
+// record of another. Errors: wrong-type calls throw "[folio.type]"; bad values "[folio.value]" or
+// "[folio.utf8]"; untrusted bytes never throw (apply_result / decode_result).
+// Thread-safety: none; one thread at a time per document.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "array.hpp"
+#include "detail/tree_doc.hpp"
+#include "detail/tree_encoding.hpp"
+#include "diff.hpp"
+#include "encoding.hpp"
+#include "markup.hpp"
+#include "text.hpp"
+
+namespace folio {
+
+/// A record's type; the values are the encoding's value types.
+enum class record_type : std::uint8_t { text = 1, array = 2, map = 3, xml = 4 };
+
+inline std::string_view to_string(record_type t) noexcept {
+  switch (t) {
+    case record_type::text:
+      return "text";
+    case record_type::array:
+      return "array";
+    case record_type::map:
+      return "map";
+    case record_type::xml:
+      return "xml";
+  }
+  return "?";
+}
+inline std::optional<record_type> parse_record_type(std::string_view s) noexcept {
+  for (record_type t : {record_type::text, record_type::array, record_type::map, record_type::xml})
+    if (to_string(t) == s) return t;
+  return std::nullopt;
+}
+
+class document {
+ public:
+  /// An empty record of `type` edited as replica `self` (non-zero). Throws "[folio.replica]" for 0 and
+  /// "[folio.value]" for a content key longer than 256 bytes.
+  document(record_type type, replica_id self, std::string content_key = "content")
+      : type_(type), key_(std::move(content_key)), impl_(make(type, self)) {
+    if (key_.size() > detail::max_content_key) detail::fail("folio.value", "content key longer than 256 bytes");
+  }
+
+  record_type type() const noexcept { return type_; }
+  const std::string& content_key() const noexcept { return key_; }
+  replica_id replica() const {
+    return std::visit([](const auto& d) -> replica_id {
+      if constexpr (std::is_same_v<std::decay_t<decltype(d)>, detail::tree_doc>)
+        return d.self();
+      else
+        return d.replica();
+    }, impl_);
+  }
+  const version_vector& version() const {
+    return std::visit([](const auto& d) -> const version_vector& { return d.version(); }, impl_);
+  }
+  /// Unit operations held for missing dependencies; ones dropped as invalid once those arrived.
+  std::size_t pending() const {
+    return std::visit([](const auto& d) { return d.pending(); }, impl_);
+  }
+  std::size_t rejected() const {
+    return std::visit([](const auto& d) { return d.rejected(); }, impl_);
+  }
+
+  // ---- values -----------------------------------------------------------------------------------
+
+  std::string text() const { return as<folio::text>("text").to_string(); }
+  /// Array elements: opaque bytes (the service keeps canonical JSON).
+  std::vector<std::string> array() const { return as<folio::array>("array").values(); }
+  /// Map entries by key (values opaque bytes).
+  std::map<std::string, std::string> map() const {
+    std::map<std::string, std::string> out;
+    tree("map").for_each_entry([&](const std::string& k, const std::string& v) { out.emplace(k, v); });
+    return out;
+  }
+  /// The XML fragment, serialised canonically (the same bytes on every replica with the same ops).
+  std::string xml() const { return markup::serialize(tree("xml").fragment()); }
+  markup::fragment xml_fragment() const { return tree("xml").fragment(); }
+
+  // ---- replace-by-value and local edits ---------------------------------------------------------
+
+  /// Each returns the local change made (all its ops; empty when the value was already equal).
+  local_change replace_text(std::string_view utf8) { return replace_text_utf8(as<folio::text>("text"), utf8); }
+  local_change replace_array(const std::vector<std::string>& values) { return folio::replace_array(as<folio::array>("array"), values); }
+  local_change replace_map(const std::map<std::string, std::string>& entries) { return tree("map").replace_map(entries); }
+  local_change replace_xml(const markup::fragment& f) { return tree("xml").replace_xml(f); }
+  /// Parses `markup` (markup::parse's rules) and replaces the tree with it; on a parse error nothing
+  /// changes and the result says why and where.
+  std::pair<markup::parse_result, local_change> replace_xml(std::string_view xml_markup) {
+    tree("xml");
+    markup::fragment f;
+    markup::parse_result pr = markup::parse(xml_markup, f);
+    if (!pr) return {std::move(pr), local_change{replica(), version().get(replica()), 0}};
+    return {std::move(pr), replace_xml(f)};
+  }
+  /// Map records: set or remove one key.
+  local_change set(const std::string& key, std::string value) { return tree("map").set(key, std::move(value)); }
+  local_change remove(const std::string& key) { return tree("map").remove(key); }
+
+  /// The typed replica underneath, for position-based editing of text and arrays.
+  folio::text& as_text() { return as<folio::text>("text"); }
+  folio::array& as_array() { return as<folio::array>("array"); }
+
+  // ---- exchanging operations --------------------------------------------------------------------
+
+  /// An encoded batch of what a replica at `since` lacks (empty batch if nothing).
+  std::string encode_since(const version_vector& since) const {
+    return std::visit([&](const auto& d) { return batch_bytes(d, d.ops_since(since)); }, impl_);
+  }
+  /// An encoded batch of one local change.
+  std::string encode_change(const local_change& c) const {
+    return std::visit([&](const auto& d) { return batch_bytes(d, d.ops(c)); }, impl_);
+  }
+
+  /// Integrates an encoded batch from an untrusted peer: a malformed batch or one for another record
+  /// type is `invalid` (message says why and where) and changes nothing; otherwise as the engines'
+  /// apply: duplicates skipped, missing dependencies pending, stops at the first invalid op.
+  apply_result apply(std::string_view batch) {
+    apply_result res;
+    detail::byte_reader r(batch);
+    unsigned char t = 0;
+    if (detail::read_header_any(r, detail::kind_batch, t) && t != static_cast<unsigned char>(type_)) {
+      res.status = apply_status::invalid;
+      res.message = "batch holds " + std::string(to_string(static_cast<record_type>(t))) + " operations; this record is " +
+                    std::string(to_string(type_));
+      return res;
+    }
+    return std::visit(
+        [&](auto& d) -> apply_result {
+          using D = std::decay_t<decltype(d)>;
+          decode_result dr;
+          if constexpr (std::is_same_v<D, detail::tree_doc>) {
+            detail::tree_batch b;
+            detail::byte_reader br(batch);
+            unsigned char bt = 0;
+            if (detail::read_header_any(br, detail::kind_batch, bt) && detail::read_tree_ops(br, d.shape(), b.ops) && !br.at_end())
+              br.fail(decode_status::trailing_bytes, "after batch");
+            dr = br.result();
+            if (dr) return d.apply(b);
+          } else {
+            op_batch<typename D::value_type> b;
+            dr = decode_batch(batch, b);
+            if (dr) return d.apply(b);
+          }
+          res.status = apply_status::invalid, res.message = "batch: " + dr.description();
+          return res;
+        },
+        impl_);
+  }
+
+  // ---- the whole document -----------------------------------------------------------------------
+
+  /// Type, root name, full causal history and values. Pending ops are not included.
+  std::string encode() const {
+    return std::visit(
+        [&](const auto& d) -> std::string {
+          if constexpr (std::is_same_v<std::decay_t<decltype(d)>, detail::tree_doc>) {
+            std::string out;
+            detail::put_header(out, detail::kind_document, static_cast<unsigned char>(type_));
+            detail::put_content_key(out, key_);
+            detail::put_tree_ops(out, d.shape(), d.ops_since(version_vector{}).ops);
+            return out;
+          } else {
+            return d.encode(key_);
+          }
+        },
+        impl_);
+  }
+
+  /// Most unit operations a decoded map or xml document may hold.
+  static constexpr std::size_t default_max_tree_ops = std::size_t(1) << 24;
+
+  /// Rebuilds a document of whatever type `bytes` holds, as replica `self`. `out` is unchanged on failure.
+  static decode_result decode(std::string_view bytes, replica_id self, std::optional<document>& out) {
+    detail::byte_reader r(bytes);
+    unsigned char t = 0;
+    std::string key;
+    if (!detail::read_header_any(r, detail::kind_document, t)) return r.result();
+    const auto type = static_cast<record_type>(t);
+    if (type == record_type::text || type == record_type::array) {
+      document d(type, self);
+      const decode_result dr = type == record_type::text ? folio::text::decode(bytes, self, std::get<folio::text>(d.impl_), folio::text::default_max_ops, &d.key_)
+                                                         : folio::array::decode(bytes, self, std::get<folio::array>(d.impl_), folio::array::default_max_ops, &d.key_);
+      if (dr) out.emplace(std::move(d));
+      return dr;
+    }
+    if (!detail::read_content_key(r, key)) return r.result();
+    const detail::tree_shape shape = type == record_type::map ? detail::tree_shape::map : detail::tree_shape::xml;
+    detail::tree_batch log;
+    const std::size_t ops_at = r.offset();
+    if (!detail::read_tree_ops(r, shape, log.ops)) return r.result();
+    if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
+    if (log.unit_count() > default_max_tree_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
+    document d(type, self, std::move(key));
+    const apply_result res = std::get<detail::tree_doc>(d.impl_).apply(log);
+    if (!res || res.pending != 0) return decode_result{decode_status::inconsistent, ops_at, "op log does not integrate"};
+    out.emplace(std::move(d));
+    return {};
+  }
+
+  /// Verifies every invariant; throws "[folio.invariant] ..." on a violation.
+  void check() const {
+    std::visit([](const auto& d) { d.check(); }, impl_);
+  }
+  /// Heap bytes held (approximate for map and xml).
+  std::size_t memory_usage() const {
+    return std::visit([](const auto& d) { return d.memory_usage(); }, impl_);
+  }
+
+ private:
+  using impl = std::variant<folio::text, folio::array, detail::tree_doc>;
+
+  static impl make(record_type t, replica_id self) {
+    switch (t) {
+      case record_type::text:
+        return impl(std::in_place_type<folio::text>, self);
+      case record_type::array:
+        return impl(std::in_place_type<folio::array>, self);
+      case record_type::map:
+        return impl(std::in_place_type<detail::tree_doc>, detail::tree_shape::map, self);
+      case record_type::xml:
+        break;
+    }
+    return impl(std::in_place_type<detail::tree_doc>, detail::tree_shape::xml, self);
+  }
+
+  template <class T>
+  T& as(const char* want) {
+    if (T* p = std::get_if<T>(&impl_)) return *p;
+    detail::fail("folio.type", std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
+  }
+  template <class T>
+  const T& as(const char* want) const {
+    return const_cast<document*>(this)->as<T>(want);
+  }
+  detail::tree_doc& tree(const char* want) {
+    detail::tree_doc* p = std::get_if<detail::tree_doc>(&impl_);
+    if (!p || (p->shape() == detail::tree_shape::map) != (std::string_view(want) == "map"))
+      detail::fail("folio.type", std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
+    return *p;
+  }
+  const detail::tree_doc& tree(const char* want) const { return const_cast<document*>(this)->tree(want); }
+
+  std::string batch_bytes(const detail::tree_doc& d, const detail::tree_batch& b) const {
+    std::string out;
+    detail::put_header(out, detail::kind_batch, static_cast<unsigned char>(type_));
+    detail::put_tree_ops(out, d.shape(), b.ops);
+    return out;
+  }
+  template <class D, class B>
+  std::string batch_bytes(const D&, const B& b) const {
+    return encode_batch(b);
+  }
+
+  record_type type_;
+  std::string key_;
+  impl impl_;
+};
+
+}  // namespace folio

@@ -1,0 +1,310 @@
+// One document model for the four record types: values, replace-by-value, batches, whole-document
+// encoding, type and root name, refusal of another type's bytes, and hostile input.
+#include <gtest/gtest.h>
+
+#include <folio/document.hpp>
+#include <random>
+#include <string>
+
+#include "support/xml_documents.hpp"
+
+namespace {
+
+using folio::document;
+using folio::record_type;
+
+document round_trip(const document& d, folio::replica_id self) {
+  std::optional<document> out;
+  const folio::decode_result r = document::decode(d.encode(), self, out);
+  EXPECT_TRUE(r) << r.description();
+  if (!out) throw std::runtime_error("decode failed");
+  out->check();
+  return std::move(*out);
+}
+
+// ---- type and root name ---------------------------------------------------------------------------
+
+TEST(Document, KeepsTypeAndContentKeyThroughTheEncoding) {
+  for (record_type t : {record_type::text, record_type::array, record_type::map, record_type::xml}) {
+    SCOPED_TRACE(std::string(folio::to_string(t)));
+    document d(t, 1, "default");
+    const document e = round_trip(d, 2);
+    EXPECT_EQ(e.type(), t);
+    EXPECT_EQ(e.content_key(), "default");
+    EXPECT_EQ(e.replica(), 2u);
+  }
+  EXPECT_EQ(folio::parse_record_type("xml"), record_type::xml);
+  EXPECT_FALSE(folio::parse_record_type("XML").has_value());
+}
+
+TEST(Document, RefusesBatchesOfAnotherType) {
+  document text(record_type::text, 1), array(record_type::array, 2), map(record_type::map, 3), xml(record_type::xml, 4);
+  text.replace_text("hi");
+  map.set("k", "1");
+  const std::string tb = text.encode_since({}), mb = map.encode_since({});
+  const folio::apply_result r1 = array.apply(tb);
+  EXPECT_FALSE(r1);
+  EXPECT_EQ(r1.message, "batch holds text operations; this record is array");
+  EXPECT_FALSE(xml.apply(mb));
+  EXPECT_EQ(xml.apply(mb).message, "batch holds map operations; this record is xml");
+  EXPECT_TRUE(array.array().empty());
+  std::optional<document> out;
+  EXPECT_TRUE(document::decode(map.encode(), 5, out));
+  EXPECT_EQ(out->type(), record_type::map);
+  EXPECT_THROW(text.map(), folio::error);
+  EXPECT_THROW(map.replace_xml(folio::markup::fragment{}), folio::error);
+}
+
+// ---- text and array through the document -----------------------------------------------------------
+
+TEST(Document, TextAndArrayReplaceAndSync) {
+  document a(record_type::text, 1), b(record_type::text, 2);
+  const folio::local_change c = a.replace_text("Hello world");
+  ASSERT_TRUE(b.apply(a.encode_change(c)));
+  a.replace_text("Hello, world");
+  b.replace_text("Hello world!");
+  ASSERT_TRUE(a.apply(b.encode_since(a.version())));
+  ASSERT_TRUE(b.apply(a.encode_since(b.version())));
+  EXPECT_EQ(a.text(), "Hello, world!");
+  EXPECT_EQ(b.text(), a.text());
+  EXPECT_EQ(round_trip(a, 3).text(), a.text());
+
+  document x(record_type::array, 1);
+  x.replace_array({"{\"a\":1}", "{\"b\":2}"});
+  EXPECT_EQ(x.replace_array({"{\"a\":1}", "{\"b\":2}"}).count, 0u);
+  EXPECT_EQ(x.replace_array({"{\"b\":2}"}).count, 1u);
+  EXPECT_EQ(round_trip(x, 2).array(), std::vector<std::string>{"{\"b\":2}"});
+}
+
+// ---- map ---------------------------------------------------------------------------------------------
+
+TEST(Document, MapReplaceEmitsOnlyTheDifference) {
+  document m(record_type::map, 1);
+  std::map<std::string, std::string> v;
+  for (int i = 0; i < 100; ++i) v["k" + std::to_string(i)] = std::to_string(i);
+  EXPECT_EQ(m.replace_map(v).count, 100u);
+  EXPECT_EQ(m.replace_map(v).count, 0u);  // unchanged: no op
+  v["k5"] = "\"five\"";
+  v.erase("k7");
+  v["new"] = "true";
+  const folio::local_change c = m.replace_map(v);
+  EXPECT_EQ(c.count, 3u);  // one set, one remove, one set
+  EXPECT_EQ(m.map(), v);
+  const document n = round_trip(m, 2);
+  EXPECT_EQ(n.map(), v);
+  // The change alone brings a replica that had the first version up to date.
+  document p(record_type::map, 3);
+  ASSERT_TRUE(p.apply(m.encode_since({})));
+  EXPECT_EQ(p.map(), v);
+}
+
+TEST(Document, MapConcurrentSetAndRemoveIsAddWins) {
+  document a(record_type::map, 1), b(record_type::map, 2);
+  a.set("k", "1");
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  a.remove("k");
+  b.set("k", "2");
+  ASSERT_TRUE(a.apply(b.encode_since(a.version())));
+  ASSERT_TRUE(b.apply(a.encode_since(b.version())));
+  EXPECT_EQ(a.map(), b.map());
+  EXPECT_EQ(a.map().at("k"), "2");
+  // Concurrent sets: the higher op id wins on both (equal Lamport values: replica 2 > 1).
+  a.set("j", "\"a\"");
+  b.set("j", "\"b\"");
+  ASSERT_TRUE(a.apply(b.encode_since(a.version())));
+  ASSERT_TRUE(b.apply(a.encode_since(b.version())));
+  EXPECT_EQ(a.map().at("j"), "\"b\"");
+  EXPECT_EQ(b.map(), a.map());
+}
+
+// ---- xml -----------------------------------------------------------------------------------------------
+
+TEST(Document, XmlLoadsAndSerialisesCanonically) {
+  document d(record_type::xml, 1, "default");
+  const auto [pr, change] = d.replace_xml("<p b='2' a=\"1\">Tom &amp; Jerry<br/></p>tail<w:r xmlns:w=\"urn:x\">é</w:r>");
+  ASSERT_TRUE(pr) << pr.description();
+  EXPECT_GT(change.count, 0u);
+  EXPECT_EQ(d.xml(), "<p a=\"1\" b=\"2\">Tom &amp; Jerry<br/></p>tail<w:r xmlns:w=\"urn:x\">é</w:r>");
+  EXPECT_EQ(round_trip(d, 2).xml(), d.xml());
+  EXPECT_EQ(d.replace_xml(d.xml()).second.count, 0u);  // same value: no op
+}
+
+TEST(Document, XmlParseErrorsChangeNothing) {
+  document d(record_type::xml, 1);
+  d.replace_xml("<p>keep</p>");
+  const auto version = d.version();
+  for (const char* bad : {"<p>", "<!DOCTYPE x><x/>", "<p>&nbsp;</p>", "<p a='1' a='2'/>", "<!-- c --><p/>"}) {
+    const auto [pr, change] = d.replace_xml(bad);
+    EXPECT_FALSE(pr) << bad;
+    EXPECT_EQ(change.count, 0u);
+  }
+  EXPECT_EQ(d.version(), version);
+  EXPECT_EQ(d.xml(), "<p>keep</p>");
+}
+
+TEST(Document, XmlOneWordChangeInALargeDocumentIsAHandfulOfOps) {
+  const std::string big = folio::testing::xml_document(1 << 20);
+  document d(record_type::xml, 1);
+  ASSERT_TRUE(d.replace_xml(big).first);
+  std::string edited = big;
+  const std::size_t at = edited.find("word", edited.size() / 2);
+  ASSERT_NE(at, std::string::npos);
+  edited.replace(at, 4, "WORD");
+  const auto [pr, change] = d.replace_xml(edited);
+  ASSERT_TRUE(pr);
+  EXPECT_LE(change.count, 10u);
+  EXPECT_GE(change.count, 2u);
+  folio::markup::fragment f;
+  ASSERT_TRUE(folio::markup::parse(edited, f));
+  EXPECT_EQ(d.xml(), folio::markup::serialize(f));
+}
+
+TEST(Document, XmlAttributeAndTextEditsAreFineGrained) {
+  document d(record_type::xml, 1);
+  d.replace_xml("<p class=\"a\" id=\"x\">Hello world</p>");
+  EXPECT_EQ(d.replace_xml("<p class=\"b\" id=\"x\">Hello world</p>").second.count, 1u);  // one set
+  EXPECT_EQ(d.replace_xml("<p class=\"b\">Hello world</p>").second.count, 1u);           // one remove
+  EXPECT_EQ(d.replace_xml("<p class=\"b\">Hello, world</p>").second.count, 1u);          // one code point
+}
+
+TEST(Document, DeletingAnElementWhileAnotherEditsInsideConverges) {
+  document a(record_type::xml, 1), b(record_type::xml, 2);
+  a.replace_xml("<doc><sec><p>text</p></sec><p>keep</p></doc>");
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  a.replace_xml("<doc><p>keep</p></doc>");                                          // A deletes <sec>
+  b.replace_xml("<doc><sec n=\"1\"><p>more text</p><q/></sec><p>keep</p></doc>");  // B edits inside it
+  ASSERT_TRUE(a.apply(b.encode_since(a.version())));
+  ASSERT_TRUE(b.apply(a.encode_since(b.version())));
+  EXPECT_EQ(a.xml(), "<doc><p>keep</p></doc>");
+  EXPECT_EQ(b.xml(), a.xml());
+  a.check(), b.check();
+  EXPECT_EQ(round_trip(b, 3).xml(), a.xml());
+}
+
+TEST(Document, ConcurrentInsertsAtOnePlaceConvergeToOneOrder) {
+  document a(record_type::xml, 1), b(record_type::xml, 2);
+  a.replace_xml("<ul><li>0</li></ul>");
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  a.replace_xml("<ul><li>0</li><li>a</li></ul>");
+  b.replace_xml("<ul><li>0</li><li>b</li></ul>");
+  ASSERT_TRUE(a.apply(b.encode_since(a.version())));
+  ASSERT_TRUE(b.apply(a.encode_since(b.version())));
+  EXPECT_EQ(a.xml(), b.xml());
+  EXPECT_TRUE(a.xml() == "<ul><li>0</li><li>a</li><li>b</li></ul>" || a.xml() == "<ul><li>0</li><li>b</li><li>a</li></ul>") << a.xml();
+}
+
+TEST(Document, OpsWaitForTheirObjectAndOrigin) {
+  document a(record_type::xml, 1), b(record_type::xml, 2);
+  const folio::local_change c1 = a.replace_xml("<p>one</p>").second;
+  const folio::local_change c2 = a.replace_xml("<p>one<b>two</b></p>").second;
+  folio::apply_result r = b.apply(a.encode_change(c2));  // before the element it goes into
+  ASSERT_TRUE(r) << r.message;
+  EXPECT_EQ(r.applied, 0u);
+  EXPECT_GT(b.pending(), 0u);
+  r = b.apply(a.encode_change(c1));
+  ASSERT_TRUE(r) << r.message;
+  EXPECT_EQ(b.pending(), 0u);
+  EXPECT_EQ(b.xml(), a.xml());
+  r = b.apply(a.encode_since({}));  // everything again: duplicates
+  EXPECT_EQ(r.applied, 0u);
+  EXPECT_EQ(r.duplicate, c1.count + c2.count);
+}
+
+// ---- hostile input ------------------------------------------------------------------------------------
+
+TEST(Document, HostileXmlGetsErrorsNotBlowUps) {
+  document d(record_type::xml, 1);
+  const std::string laughs =
+      "<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 \"&lol;&lol;&lol;&lol;\">]><lolz>&lol2;</lolz>";
+  EXPECT_FALSE(d.replace_xml(laughs).first);
+  EXPECT_FALSE(d.replace_xml("<!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><x>&e;</x>").first);
+  std::string deep;
+  for (int i = 0; i < 10000; ++i) deep += "<a>";
+  for (int i = 0; i < 10000; ++i) deep += "</a>";
+  const auto [pr, change] = d.replace_xml(deep);
+  EXPECT_EQ(pr.status, folio::markup::parse_status::too_deep);
+  EXPECT_EQ(d.xml(), "");
+}
+
+TEST(Document, RemoteOpsCannotNestDeeperThanTheLimit) {
+  // A peer that builds nesting one level per op is refused at depth 257, like a parse would be.
+  document a(record_type::xml, 1), b(record_type::xml, 2);
+  std::string x;
+  for (std::size_t i = 0; i < folio::markup::max_depth; ++i) x += "<a>";
+  for (std::size_t i = 0; i < folio::markup::max_depth; ++i) x += "</a>";
+  ASSERT_TRUE(a.replace_xml(x).first);
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  // Forge one more level: an element inserted into the deepest children list.
+  folio::detail::tree_batch forged;
+  folio::detail::tree_op o;
+  const folio::version_vector v = a.version();
+  o.kind = folio::detail::tree_op_kind::insert, o.id = {1, v.get(1)}, o.lamport = 1, o.len = 1;
+  o.object = {{1, v.get(1) - 1}, folio::detail::object_role::children}, o.ref = folio::document_start, o.nodes = {"a"};
+  forged.ops.push_back(o);
+  std::string bytes;
+  folio::detail::put_header(bytes, folio::detail::kind_batch, 4);
+  folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, forged.ops);
+  const folio::apply_result r = b.apply(bytes);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.message, "XML nesting deeper than 256");
+}
+
+TEST(Document, RemoteOpsMustFitTheirObjects) {
+  document a(record_type::xml, 1);
+  a.replace_xml("<p>x</p>");
+  auto forge = [](folio::detail::tree_op o) {
+    std::string bytes;
+    folio::detail::put_header(bytes, folio::detail::kind_batch, 4);
+    folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, {o});
+    return bytes;
+  };
+  folio::detail::tree_op o;
+  o.kind = folio::detail::tree_op_kind::insert, o.id = {9, 0}, o.lamport = 5, o.ref = folio::document_start;
+  o.nodes = {"not a name"};
+  EXPECT_EQ(a.apply(forge(o)).message, "element tag \"not a name\" is not an XML name");
+  o.nodes.clear(), o.text = U"y";
+  o.object = {{1, 0}, folio::detail::object_role::text};  // <p> has no text object
+  EXPECT_EQ(a.apply(forge(o)).message, "operation on an object that does not exist");
+  o.text.clear(), o.nodes = {""};
+  o.object = folio::detail::root_object, o.ref = {1, 1};  // an origin that lives in another object
+  EXPECT_EQ(a.apply(forge(o)).message, "insert origin is not an item of its object");
+  EXPECT_EQ(a.xml(), "<p>x</p>");
+  a.check();
+}
+
+// Random mutation of valid encodings of every type: decoding and applying never crash, and either
+// fail cleanly or leave a document that passes check().
+TEST(Document, MutatedBytesNeverCrash) {
+  document t(record_type::text, 1), r(record_type::array, 1), m(record_type::map, 1), x(record_type::xml, 1);
+  t.replace_text("Hello, world");
+  r.replace_array({"1", "\"two\"", "{}"});
+  m.replace_map({{"a", "1"}, {"b", "[2]"}});
+  x.replace_xml("<p a=\"1\">Hi <b>there</b></p><q/>text");
+  std::mt19937_64 rng(7);
+  for (const document* d : {&t, &r, &m, &x}) {
+    const std::string doc = d->encode(), batch = d->encode_since({});
+    for (int i = 0; i < 3000; ++i) {
+      std::string s = i % 2 ? doc : batch;
+      const int edits = 1 + int(rng() % 4);
+      for (int k = 0; k < edits && !s.empty(); ++k) {
+        const std::size_t at = rng() % s.size();
+        switch (rng() % 3) {
+          case 0: s[at] = char(rng()); break;
+          case 1: s.erase(at, 1 + rng() % 3); break;
+          default: s.insert(at, 1, char(rng())); break;
+        }
+      }
+      if (i % 2) {
+        std::optional<document> out;
+        if (document::decode(s, 2, out)) out->check(), (void)out->encode();
+      } else {
+        document fresh(d->type(), 2);
+        fresh.apply(s);
+        fresh.check();
+        (void)fresh.encode();
+      }
+    }
+  }
+}
+
+}  // namespace
