@@ -34,5 +34,25 @@ int main(int argc, char** argv) {
   put(root / "markup", "mixed", "lead <p a=\"1\" b=\"&lt;&#x263A;\">x<b>y</b>&amp;z</p> tail<br/>");
   put(root / "markup", "cdata", "<w:p xmlns:w=\"urn:w\"><![CDATA[<raw>]]>\r\n<w:r/></w:p>");
   put(root / "markup", "doctype", "<!DOCTYPE a [<!ENTITY x \"y\">]><a>&x;</a>");
+  folio::document m(folio::record_type::map, 3), n(folio::record_type::map, 4);
+  m.replace_map({{"title", "\"Notes\""}, {"n", "1"}, {"tags", "[\"a\"]"}});
+  n.apply(m.encode_since({}));
+  n.remove("n");
+  m.set("title", "\"Draft\"");
+  n.apply(m.encode_since(n.version()));
+  put(root / "record_batch", "map", n.encode_since({}));
+  put(root / "record_document", "map", n.encode());
+  folio::document p(folio::record_type::xml, 5, "default"), q(folio::record_type::xml, 6);
+  p.replace_xml("<p id=\"1\">Hello <b>wörld</b></p><ul><li>one</li></ul>tail");
+  q.apply(p.encode_since({}));
+  q.replace_xml("<p id=\"2\">Hello, <b>wörld</b></p><ul><li>one</li><li>two</li></ul>");
+  p.replace_xml("<p id=\"1\">Hello <b>world</b>!</p>tail");
+  q.apply(p.encode_since(q.version()));
+  put(root / "record_batch", "xml", q.encode_since({}));
+  put(root / "record_batch", "xml_delta", q.encode_since(p.version()));
+  put(root / "record_document", "xml", q.encode());
+  folio::document t(folio::record_type::text, 7, "default");
+  t.replace_text("plain text");
+  put(root / "record_document", "text", t.encode());
   return 0;
 }
