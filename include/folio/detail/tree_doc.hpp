@@ -59,6 +59,14 @@ struct object_name {
 };
 inline constexpr object_name root_object{document_start, object_role::root};
 
+struct object_name_hash {
+  std::size_t operator()(const object_name& n) const noexcept {
+    std::uint64_t h = n.creator.replica * 0x9e3779b97f4a7c15ull;
+    h ^= (std::uint64_t(n.creator.seq) << 2 | static_cast<std::uint8_t>(n.role)) * 0xc2b2ae3d27d4eb4full;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+
 enum class tree_op_kind : std::uint8_t { insert = 0, remove = 1, set = 2, unset = 3 };
 
 /// One operation on one object. Sequence ops (insert/remove) may be runs (len > 1); map ops are units.
@@ -344,7 +352,7 @@ class tree_doc {
     std::uint32_t map_clock = 0;
     std::unique_ptr<rga<std::string>> kids;  ///< created with the first insert
     std::unique_ptr<rga<char32_t>> chars;    ///< created with the first insert
-    std::unordered_map<replica_id, std::vector<seg>> xlate;
+    std::vector<std::pair<replica_id, std::vector<seg>>> xlate;  ///< per replica; few replicas edit one object
   };
   struct replica_state {
     replica_id id;
@@ -384,12 +392,21 @@ class tree_doc {
   // ---- id translation -------------------------------------------------------------------------
 
   static std::uint32_t local_next(const object& o, replica_id r) {
-    auto it = o.xlate.find(r);
-    if (it == o.xlate.end() || it->second.empty()) return 0;
-    return it->second.back().local + it->second.back().len;
+    const std::vector<seg>* v = segs_of(o, r);
+    if (!v || v->empty()) return 0;
+    return v->back().local + v->back().len;
+  }
+  static const std::vector<seg>* segs_of(const object& o, replica_id r) {
+    for (const auto& [rep, v] : o.xlate)
+      if (rep == r) return &v;
+    return nullptr;
   }
   static void add_seg(object& o, replica_id r, std::uint32_t doc, std::uint32_t local, std::uint32_t len) {
-    std::vector<seg>& v = o.xlate[r];
+    std::vector<seg>* found = nullptr;
+    for (auto& [rep, segs] : o.xlate)
+      if (rep == r) found = &segs;
+    if (!found) found = &o.xlate.emplace_back(r, std::vector<seg>{}).second;
+    std::vector<seg>& v = *found;
     if (!v.empty() && v.back().doc + v.back().len == doc && v.back().local + v.back().len == local)
       v.back().len += len;
     else
@@ -397,16 +414,16 @@ class tree_doc {
   }
   /// The segment holding doc id `id` in `o`, or null.
   static const seg* seg_of(const object& o, const op_id& id) {
-    auto it = o.xlate.find(id.replica);
-    if (it == o.xlate.end()) return nullptr;
-    const auto& v = it->second;
+    const std::vector<seg>* found = segs_of(o, id.replica);
+    if (!found) return nullptr;
+    const auto& v = *found;
     auto s = std::upper_bound(v.begin(), v.end(), id.seq, [](std::uint32_t q, const seg& x) { return q < x.doc; });
     if (s == v.begin()) return nullptr;
     --s;
     return id.seq - s->doc < s->len ? &*s : nullptr;
   }
   static op_id to_doc(const object& o, const op_id& local) {
-    const auto& v = o.xlate.at(local.replica);
+    const auto& v = *segs_of(o, local.replica);
     auto s = std::upper_bound(v.begin(), v.end(), local.seq, [](std::uint32_t q, const seg& x) { return q < x.local; });
     --s;
     return {local.replica, s->doc + (local.seq - s->local)};
@@ -712,7 +729,7 @@ class tree_doc {
   std::vector<replica_state> reps_;  ///< index 0 is this replica
   std::unordered_map<replica_id, std::uint32_t> rep_index_;
   std::vector<object> objects_;  ///< index 0 is the root
-  std::map<object_name, std::uint32_t> by_name_;
+  std::unordered_map<object_name, std::uint32_t, object_name_hash> by_name_;
   std::vector<logged> log_;  ///< every integrated op, in integration order
   std::vector<tree_op> parked_;
   mutable version_vector version_;
