@@ -262,7 +262,7 @@ TEST(Document, RemoteOpsMustFitTheirObjects) {
   o.kind = folio::detail::tree_op_kind::insert, o.id = {9, 0}, o.lamport = 5, o.ref = folio::document_start;
   o.nodes = {"not a name"};
   EXPECT_EQ(a.apply(forge(o)).message, "element tag \"not a name\" is not an XML name");
-  o.nodes.clear(), o.text = U"y";
+  o.nodes.clear(), o.text = std::u32string(1, U'y');
   o.object = {{1, 0}, folio::detail::object_role::text};  // <p> has no text object
   EXPECT_EQ(a.apply(forge(o)).message, "operation on an object that does not exist");
   o.text.clear(), o.nodes = {""};
