@@ -1,4 +1,4 @@
-# Sourced by scripts/run and scripts/test: installs the Debian packages Folio needs that are missing.
+# Sourced by scripts/run, scripts/test and scripts/bench: installs the Debian packages Folio needs that are missing.
 # One list for every command, so the run and test set-ups never drift apart.
 FOLIO_PACKAGES=(
   cmake make g++                 # toolchain
@@ -6,8 +6,11 @@ FOLIO_PACKAGES=(
   clang libclang-rt-14-dev       # libFuzzer targets
   libgtest-dev libgmock-dev      # tests
   libbenchmark-dev               # benchmarks
-  zlib1g-dev rapidjson-dev       # reading the editing traces (tests and benchmarks only)
+  zlib1g-dev rapidjson-dev       # reading the editing traces; the service's JSON
   libzstd-dev                    # optional compression of encodings (folio::zstd)
+  libfcgi-dev libsqlite3-dev libssl-dev   # the service: FastCGI, storage, key hashing
+  nginx-light libnginx-mod-nchan          # the front end (Nchan: live push to clients)
+  python3 curl wrk               # end-to-end tests, the curl tour, the load benchmark
 )
 
 folio_install_deps() {

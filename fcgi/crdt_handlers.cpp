@@ -1,0 +1,267 @@
+// /v2/crdt/add|update|get|delete (DESIGN.md §5). Values go through folio::document: `add` builds a
+// record by replace-by-value from empty, `update` diffs the new value into ops on the stored state and
+// persists only those ops; `get` folds the log into the snapshot (or uses the cached document).
+#include <folio/document.hpp>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "fields.hpp"
+#include "handlers.hpp"
+#include "json.hpp"
+
+namespace folio::service {
+
+namespace {
+
+/// A new value, checked against its type's shape.
+struct new_value {
+  folio::record_type type;
+  std::string text;                           // text
+  std::vector<std::string> array;             // array: canonical JSON objects
+  std::map<std::string, std::string> map;     // map: key -> canonical JSON
+  folio::markup::fragment xml;                // xml
+};
+
+folio::record_type parse_type(const rapidjson::Value& v) {
+  if (v.IsString())
+    if (auto t = folio::parse_record_type({v.GetString(), v.GetStringLength()})) return *t;
+  throw api_error(status::invalid_argument, "Type must be one of text, map, array, xml.");
+}
+
+new_value parse_value(folio::record_type type, const rapidjson::Value& data) {
+  auto it = data.FindMember("data");
+  if (it == data.MemberEnd() || it->value.IsNull()) throw api_error(status::invalid_argument, "Data is required.");
+  const rapidjson::Value& v = it->value;
+  new_value out{type, {}, {}, {}, {}};
+  switch (type) {
+    case folio::record_type::text:
+      if (!v.IsString()) throw api_error(status::invalid_argument, "Data must be a string for type text.");
+      out.text.assign(v.GetString(), v.GetStringLength());
+      break;
+    case folio::record_type::map:
+      if (!v.IsObject()) throw api_error(status::invalid_argument, "Data must be an object for type map.");
+      for (auto m = v.MemberBegin(); m != v.MemberEnd(); ++m) out.map.emplace(std::string(m->name.GetString(), m->name.GetStringLength()), canonical_json(m->value));
+      break;
+    case folio::record_type::array:
+      if (!v.IsArray()) throw api_error(status::invalid_argument, "Data must be an array of objects for type array.");
+      for (const auto& e : v.GetArray()) {
+        if (!e.IsObject()) throw api_error(status::invalid_argument, "Data must be an array of objects for type array.");
+        out.array.push_back(canonical_json(e));
+      }
+      break;
+    case folio::record_type::xml: {
+      if (!v.IsString()) throw api_error(status::invalid_argument, "Data must be a string of XML markup for type xml.");
+      const folio::markup::parse_result pr = folio::markup::parse({v.GetString(), v.GetStringLength()}, out.xml);
+      if (!pr) throw api_error(status::invalid_argument, "Data must be a string of XML markup for type xml. " + pr.description() + ".");
+      break;
+    }
+  }
+  return out;
+}
+
+folio::local_change replace(folio::document& d, const new_value& v) {
+  switch (v.type) {
+    case folio::record_type::text: return d.replace_text(v.text);
+    case folio::record_type::map: return d.replace_map(v.map);
+    case folio::record_type::array: return d.replace_array(v.array);
+    case folio::record_type::xml: break;
+  }
+  return d.replace_xml(v.xml);
+}
+
+std::string content_key_of(const rapidjson::Value& data) {
+  const std::optional<std::string> k = optional_id(data, "contentKey");
+  return k ? *k : std::string("content");
+}
+
+/// The stored record as a document: the snapshot with the log folded in.
+folio::document rebuild(database& db, const record_key& k, const record_row& row) {
+  std::optional<folio::document> d;
+  if (const folio::decode_result r = folio::document::decode(row.snapshot, db.server_replica(), d); !r)
+    throw std::runtime_error("stored snapshot does not decode: " + r.description());
+  if (row.log_len > 0)
+    for (const std::string& batch : load_log(db, k)) {
+      const folio::apply_result r = d->apply(batch);
+      if (!r || r.pending) throw std::runtime_error("stored change does not apply: " + r.message);
+    }
+  return std::move(*d);
+}
+
+/// Makes `e` hold the record at `row.revision` (the caller holds e.lock and a transaction).
+folio::document& current(database& db, const record_key& k, const record_row& row, cached_doc& e) {
+  if (!e.doc || e.revision != row.revision) {
+    e.doc.reset();
+    e.revision = -1;
+    e.doc.emplace(rebuild(db, k, row));
+    e.revision = row.revision;
+  }
+  return *e.doc;
+}
+
+void write_value(json_writer& w, const folio::document& d) {
+  switch (d.type()) {
+    case folio::record_type::text:
+      write_string(w, d.text());
+      break;
+    case folio::record_type::map:
+      w.StartObject();
+      for (const auto& [key, value] : d.map()) {
+        w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+        w.RawValue(value.data(), value.size(), rapidjson::kObjectType);
+      }
+      w.EndObject();
+      break;
+    case folio::record_type::array:
+      w.StartArray();
+      for (const std::string& value : d.array()) w.RawValue(value.data(), value.size(), rapidjson::kObjectType);
+      w.EndArray();
+      break;
+    case folio::record_type::xml:
+      write_string(w, d.xml());
+      break;
+  }
+}
+
+void write_record(json_writer& w, const record_row& row, const folio::document& d) {
+  w.StartObject();
+  w.Key("data");
+  write_value(w, d);
+  w.Key("id");
+  write_string(w, row.editor);
+  w.Key("lastUpdate");
+  write_string(w, row.last_update);
+  w.Key("lastUpdatedBy");
+  write_string(w, row.last_updated_by);
+  w.Key("sessionId");
+  if (row.session_id)
+    write_string(w, *row.session_id);
+  else
+    w.Null();
+  w.Key("type");
+  write_string(w, row.type);
+  w.Key("contentKey");
+  write_string(w, row.content_key);
+  w.EndObject();
+}
+
+record_key key_of(context& c, bool editor_required = true) {
+  record_key k;
+  k.tenant = c.who.tenant;
+  k.org = required_id(c.data, "organizationId", "Organization ID is required");
+  k.doc = required_id(c.data, "documentId", "Document ID is required");
+  if (editor_required) k.editor = required_id(c.data, "editorId", "Editor ID is required.");
+  return k;
+}
+
+}  // namespace
+
+std::string crdt_add(context& c) {
+  const record_key k = key_of(c);
+  auto t = c.data.FindMember("type");
+  if (t == c.data.MemberEnd() || t->value.IsNull()) throw api_error(status::invalid_argument, "Type is required.");
+  const folio::record_type type = parse_type(t->value);
+  const std::string content_key = content_key_of(c.data);
+  const new_value value = parse_value(type, c.data);
+  const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
+
+  const std::string ck = k.cache_key();
+  std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
+  std::lock_guard<std::mutex> g(e->lock);
+  std::optional<folio::document> d;
+  c.db.write([&] {
+    if (load_record(c.db, k)) throw api_error(status::already_exists, "CRDT data already exists for this editor ID.");
+    d.emplace(type, c.db.server_replica(), content_key);
+    replace(*d, value);
+    record_row row;
+    row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d->encode();
+    row.revision = 1, row.last_update = now_iso(), row.last_updated_by = user ? *user : c.who.subject, row.session_id = session;
+    insert_record(c.db, k, row);
+  });
+  e->doc = std::move(d);
+  e->revision = 1;
+  c.svc.cache().account(ck, e->doc->memory_usage());
+  return success_body("CRDT data added successfully.", nullptr);
+}
+
+std::string crdt_update(context& c) {
+  const record_key k = key_of(c);
+  std::optional<folio::record_type> type;
+  if (auto t = c.data.FindMember("type"); t != c.data.MemberEnd() && !t->value.IsNull()) type = parse_type(t->value);
+  const std::optional<std::string> content_key = optional_id(c.data, "contentKey");
+  const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
+  std::optional<new_value> early;
+  if (type) early = parse_value(*type, c.data);  // parse outside the write lock when the type is known
+
+  const std::string ck = k.cache_key();
+  std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
+  std::lock_guard<std::mutex> g(e->lock);
+  const std::int64_t revision = c.db.write([&] {
+    const std::optional<record_row> row = load_record(c.db, k);
+    if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+    if (type && folio::to_string(*type) != row->type)
+      throw api_error(status::invalid_argument, "Type " + std::string(folio::to_string(*type)) + " does not match the record's type " + row->type + ".");
+    if (content_key && *content_key != row->content_key)
+      throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row->content_key + "\".");
+    const new_value value = early ? std::move(*early) : parse_value(*folio::parse_record_type(row->type), c.data);
+    folio::document& d = current(c.db, k, *row, *e);
+    e->revision = -1;  // the document changes below; until the commit it matches no stored revision
+    const folio::local_change change = replace(d, value);
+    const std::string batch = change.count ? d.encode_change(change) : std::string();
+    const std::int64_t rev = append_change(c.db, k, *row, change.count ? &batch : nullptr, now_iso(), user ? *user : c.who.subject, session);
+    if (change.count && row->log_len + 1 >= compact_after) compact(c.db, k, d.encode());
+    return rev;
+  });
+  e->revision = revision;  // only once committed: a failed commit leaves the entry matching nothing
+  c.svc.cache().account(ck, e->doc ? e->doc->memory_usage() : 0);
+  return success_body("CRDT data updated successfully.", nullptr);
+}
+
+std::string crdt_get(context& c) {
+  record_key k = key_of(c, false);
+  const std::optional<std::string> editor = optional_id(c.data, "editorId");
+  return c.db.read([&] {
+    std::vector<record_row> rows;
+    if (editor) {
+      k.editor = *editor;
+      if (auto row = load_record(c.db, k)) rows.push_back(std::move(*row));
+    } else {
+      rows = load_document_records(c.db, k.tenant, k.org, k.doc);
+    }
+    return success_body("CRDT data retrieved successfully.", [&](json_writer& w) {
+      w.StartArray();
+      for (const record_row& row : rows) {
+        record_key rk = k;
+        rk.editor = row.editor;
+        const std::string ck = rk.cache_key();
+        std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
+        std::lock_guard<std::mutex> g(e->lock);
+        if (e->doc && e->revision == row.revision) {
+          write_record(w, row, *e->doc);
+        } else if (e->revision > row.revision) {  // a newer write landed after this read began
+          write_record(w, row, rebuild(c.db, rk, row));
+        } else {
+          write_record(w, row, current(c.db, rk, row, *e));
+          c.svc.cache().account(ck, e->doc->memory_usage());
+        }
+      }
+      w.EndArray();
+    });
+  });
+}
+
+std::string crdt_delete(context& c) {
+  const record_key k = key_of(c);
+  const std::string ck = k.cache_key();
+  std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
+  std::lock_guard<std::mutex> g(e->lock);
+  const bool existed = c.db.write([&] { return delete_record(c.db, k); });
+  e->doc.reset();
+  e->revision = -1;
+  c.svc.cache().erase(ck);
+  if (!existed) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+  return success_body("CRDT data deleted successfully.", nullptr);
+}
+
+}  // namespace folio::service

@@ -1,0 +1,28 @@
+// fcgi/fields.hpp — reading the fields of a request's `data` object, with the contract's id rules
+// (DESIGN.md §2: non-empty UTF-8, at most 256 bytes, no control characters) and its exact messages.
+// Every failure is an api_error(INVALID_ARGUMENT) naming the field. Thread-safety: free functions.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "status.hpp"
+
+namespace folio::service {
+
+inline constexpr std::size_t max_id_bytes = 256;
+inline constexpr std::size_t max_filter_ids = 1000;
+
+/// Checks an id's rules; `what` names it in the message.
+void check_id(const std::string& value, const std::string& what);
+/// A required id: absent, null or "" gives `missing_message` (the reference API's wording).
+std::string required_id(const rapidjson::Value& data, const char* field, const char* missing_message);
+/// An optional id (absent or null: nullopt).
+std::optional<std::string> optional_id(const rapidjson::Value& data, const char* field);
+/// An optional array of ids, at most 1000; absent, null or empty: an empty list.
+std::vector<std::string> id_list(const rapidjson::Value& data, const char* field);
+
+}  // namespace folio::service

@@ -1,0 +1,27 @@
+// fcgi/handlers.hpp — the endpoints, each a function of (context) -> response body. The router
+// (router.cpp) has already checked the path, method, credentials, content type, size and envelope.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <string>
+
+#include "auth.hpp"
+#include "service.hpp"
+
+namespace folio::service {
+
+struct context {
+  database& db;
+  service& svc;
+  const principal& who;
+  const rapidjson::Value& data;  ///< the request's `data` object
+};
+
+std::string crdt_add(context& c);
+std::string crdt_update(context& c);
+std::string crdt_get(context& c);
+std::string crdt_delete(context& c);
+std::string annotations_get(context& c);
+
+}  // namespace folio::service

@@ -1,0 +1,56 @@
+// fcgi/json.hpp — request bodies in, response bodies out (RapidJSON).
+//
+// Parsing is iterative (no recursion on input depth), validates UTF-8, refuses nesting deeper than
+// 64 levels and duplicate keys, and reports failures as api_error with the byte offset. Values stored
+// by the service (map values, array elements) are kept as canonical JSON: object keys sorted, no
+// whitespace, so equal values have equal bytes. Thread-safety: free functions over values.
+#pragma once
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <string>
+#include <string_view>
+
+#include "status.hpp"
+
+namespace folio::service {
+
+inline constexpr int max_json_depth = 64;
+
+using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+/// Parses an untrusted body; throws api_error(INVALID_ARGUMENT) naming the rule it broke.
+rapidjson::Document parse_json(std::string_view body);
+
+/// Canonical bytes of a value: keys sorted (byte order), numbers as RapidJSON writes them. Iterative.
+std::string canonical_json(const rapidjson::Value& v);
+
+/// {"result":{"status":"success","message":...}} with `data` written by `write_data` when given.
+template <class F>
+std::string success_body(std::string_view message, F&& write_data) {
+  rapidjson::StringBuffer sb;
+  json_writer w(sb);
+  w.StartObject();
+  w.Key("result");
+  w.StartObject();
+  w.Key("status");
+  w.String("success");
+  w.Key("message");
+  w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
+  if constexpr (!std::is_same_v<std::decay_t<F>, std::nullptr_t>) {
+    w.Key("data");
+    write_data(w);
+  }
+  w.EndObject();
+  w.EndObject();
+  return std::string(sb.GetString(), sb.GetSize());
+}
+
+/// {"error":{"message":...,"status":...}}
+std::string error_body(std::string_view message, std::string_view status);
+
+inline void write_string(json_writer& w, std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
+
+}  // namespace folio::service

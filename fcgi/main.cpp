@@ -1,0 +1,171 @@
+// folio-fcgi: the FastCGI responder. Flags, signals and the accept loop; everything else is in the
+// folio_service library. A pool of worker threads, each with its own FCGX_Request and its own SQLite
+// connection, accepts on one unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
+// finish, exit 0.
+//
+//   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
+#include <fcgiapp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "service.hpp"
+
+namespace {
+
+struct options {
+  std::string socket = "var/run/folio.sock", db = "var/folio.db";
+  unsigned workers = 4;
+  std::size_t max_body = std::size_t(4) << 20, cache_mb = 256;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH] [--workers N] [--max-body BYTES] [--cache-mb MB]\n",
+               why);
+  std::exit(2);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value for " + a).c_str());
+      return argv[++i];
+    };
+    auto number = [&](const std::string& v) -> unsigned long long {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end || n == 0) usage(("not a positive number: " + v).c_str());
+      return n;
+    };
+    if (a == "--socket") o.socket = value();
+    else if (a == "--db") o.db = value();
+    else if (a == "--workers") o.workers = static_cast<unsigned>(number(value()));
+    else if (a == "--max-body") o.max_body = number(value());
+    else if (a == "--cache-mb") o.cache_mb = number(value());
+    else if (a == "--help" || a == "-h") usage("help");
+    else usage(("unknown argument " + a).c_str());
+  }
+  return o;
+}
+
+std::string param(FCGX_Request& r, const char* name) {
+  const char* v = FCGX_GetParam(name, r.envp);
+  return v ? v : "";
+}
+
+const char* reason(int code) {
+  switch (code) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return "Internal Server Error";
+  }
+}
+
+void serve(FCGX_Request& req, folio::service::service& svc, folio::service::database& db) {
+  folio::service::request r;
+  r.method = param(req, "REQUEST_METHOD");
+  r.path = param(req, "DOCUMENT_URI");
+  if (r.path.empty()) r.path = param(req, "SCRIPT_NAME");
+  r.content_type = param(req, "CONTENT_TYPE");
+  r.api_key = param(req, "HTTP_X_FOLIO_API_KEY");
+  r.auth_token = param(req, "HTTP_X_FOLIO_AUTH_TOKEN");
+  r.content_length = std::strtoull(param(req, "CONTENT_LENGTH").c_str(), nullptr, 10);
+  // Read at most the limit + 1 bytes: enough to know a body is too large without holding it.
+  const std::size_t cap = svc.settings().max_body + 1;
+  if (r.content_length <= svc.settings().max_body) {
+    r.body.resize(std::min(r.content_length, cap));
+    std::size_t got = 0;
+    while (got < r.body.size()) {
+      const int n = FCGX_GetStr(r.body.data() + got, static_cast<int>(std::min<std::size_t>(r.body.size() - got, 1 << 20)), req.in);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    r.body.resize(got);
+  }
+  const folio::service::response res = svc.handle(db, r);
+  // FCGX_FPrintF knows no %zu: the head is built here.
+  const std::string head = "Status: " + std::to_string(res.http) + " " + reason(res.http) + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(res.body.size()) + "\r\n\r\n";
+  FCGX_PutStr(head.data(), static_cast<int>(head.size()), req.out);
+  FCGX_PutStr(res.body.data(), static_cast<int>(res.body.size()), req.out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const options o = parse(argc, argv);
+  // Block the stop signals in every thread; the main thread waits for them with sigwait.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  try {
+    folio::service::database probe(o.db);  // creates and migrates before the socket opens
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "folio-fcgi: cannot open the database: %s\n", e.what());
+    return 1;
+  }
+  if (FCGX_Init() != 0) return std::fprintf(stderr, "folio-fcgi: FCGX_Init failed\n"), 1;
+  unlink(o.socket.c_str());
+  const int fd = FCGX_OpenSocket(o.socket.c_str(), 128);
+  if (fd < 0) return std::fprintf(stderr, "folio-fcgi: cannot listen on %s: %s\n", o.socket.c_str(), std::strerror(errno)), 1;
+  chmod(o.socket.c_str(), 0666);  // nginx's workers may run as another user
+
+  folio::service::config cfg;
+  cfg.max_body = o.max_body;
+  cfg.cache_bytes = o.cache_mb << 20;
+  folio::service::service svc(cfg);
+  std::atomic<bool> stopping{false};
+  std::vector<std::thread> workers;
+  for (unsigned i = 0; i < o.workers; ++i)
+    workers.emplace_back([&] {
+      std::unique_ptr<folio::service::database> db;
+      try {
+        db = std::make_unique<folio::service::database>(o.db);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "folio-fcgi: worker cannot open the database: %s\n", e.what());
+        return;
+      }
+      FCGX_Request req;
+      FCGX_InitRequest(&req, fd, 0);
+      while (!stopping.load() && FCGX_Accept_r(&req) >= 0) {
+        serve(req, svc, *db);
+        FCGX_Finish_r(&req);
+      }
+      FCGX_Free(&req, 1);
+    });
+  std::fprintf(stderr, "folio-fcgi: listening on %s (%u workers, database %s)\n", o.socket.c_str(), o.workers, o.db.c_str());
+  int sig = 0;
+  sigwait(&stop, &sig);
+  std::fprintf(stderr, "folio-fcgi: %s, finishing in-flight requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  stopping = true;
+  FCGX_ShutdownPending();
+  shutdown(fd, SHUT_RDWR);  // wakes the workers blocked in accept; requests in progress finish
+  for (std::thread& t : workers) t.join();
+  close(fd);
+  unlink(o.socket.c_str());
+  return 0;
+}

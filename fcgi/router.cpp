@@ -1,0 +1,100 @@
+// The order of checks (docs/API.md): path (404), method (400), credentials (401, before the body is
+// read), content type (400), size (413), read-only token on a write (403), JSON and envelope (400),
+// then the endpoint. One place maps every failure to its HTTP code and JSON body.
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string_view>
+
+#include "handlers.hpp"
+#include "json.hpp"
+#include "service.hpp"
+
+namespace folio::service {
+
+namespace {
+
+struct route {
+  std::string_view path;
+  std::string (*handler)(context&);
+  bool writes;
+};
+constexpr route routes[] = {
+    {"/v1/commentannotations/get", annotations_get, false},
+    {"/v2/crdt/add", crdt_add, true},
+    {"/v2/crdt/update", crdt_update, true},
+    {"/v2/crdt/get", crdt_get, false},
+    {"/v2/crdt/delete", crdt_delete, true},
+};
+
+response error(const api_error& e) { return {e.http ? e.http : http_code(e.code), error_body(e.message, status_name(e.code))}; }
+
+bool is_json_content_type(std::string_view ct) {
+  const std::size_t semi = ct.find(';');
+  std::string_view media = ct.substr(0, semi);
+  while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
+  if (media.size() != 16) return false;
+  for (std::size_t i = 0; i < 16; ++i)
+    if (std::tolower(static_cast<unsigned char>(media[i])) != "application/json"[i]) return false;
+  return true;
+}
+
+std::string printable(std::string_view s) {  // for echoing a path in a message
+  std::string out;
+  for (char c : s.substr(0, 128)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  return out;
+}
+
+}  // namespace
+
+std::string now_iso() {
+  const auto now = std::chrono::system_clock::now();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+response service::handle(database& db, const request& r) {
+  try {
+    const route* rt = nullptr;
+    for (const route& x : routes)
+      if (x.path == r.path) rt = &x;
+    if (!rt) throw api_error(status::not_found, "No endpoint at " + printable(r.path) + ".");
+    if (r.method != "POST") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; every endpoint takes POST.");
+    if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+    const std::optional<principal> who = authenticate(db, r.api_key, r.auth_token, now_iso());
+    if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+    if (!is_json_content_type(r.content_type)) throw api_error(status::invalid_argument, "Content-Type must be application/json.");
+    if (r.content_length > config_.max_body || r.body.size() > config_.max_body)
+      throw api_error(status::invalid_argument, "Request body is larger than the limit of " + std::to_string(config_.max_body) + " bytes.", 413);
+    if (rt->writes && who->read_only) throw api_error(status::permission_denied, "This token is read-only.");
+    const rapidjson::Document body = parse_json(r.body);
+    if (!body.IsObject()) throw api_error(status::invalid_argument, "Body must be a JSON object with a \"data\" object.");
+    for (auto it = body.MemberBegin(); it != body.MemberEnd(); ++it)
+      if (std::string_view(it->name.GetString(), it->name.GetStringLength()) != "data")
+        throw api_error(status::invalid_argument, "Unexpected top-level key \"" + printable({it->name.GetString(), it->name.GetStringLength()}) +
+                                                      "\"; the body holds only \"data\".");
+    auto data = body.FindMember("data");
+    if (data == body.MemberEnd()) throw api_error(status::invalid_argument, "Body must have a \"data\" object.");
+    if (!data->value.IsObject()) throw api_error(status::invalid_argument, "\"data\" must be an object.");
+    context c{db, *this, *who, data->value};
+    return {200, rt->handler(c)};
+  } catch (const api_error& e) {
+    return error(e);
+  } catch (const store_error& e) {
+    std::fprintf(stderr, "folio: storage error on %s: %s\n", printable(r.path).c_str(), e.what());
+    if (e.code == SQLITE_BUSY || e.code == SQLITE_LOCKED) return error(api_error(status::unavailable, "The database is busy; retry the request."));
+    return error(api_error(status::internal, "Internal error."));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "folio: internal error on %s: %s\n", printable(r.path).c_str(), e.what());
+    return error(api_error(status::internal, "Internal error."));
+  }
+}
+
+}  // namespace folio::service

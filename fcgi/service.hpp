@@ -1,0 +1,52 @@
+// fcgi/service.hpp — the JSON API as a function from request to response (DESIGN.md §2–§5).
+//
+// `service::handle` is everything between libfcgi and SQLite: routing, the order of checks (path,
+// method, credentials before the body, content type, body size, envelope), the endpoints, and the one
+// mapping of failures to HTTP codes and JSON error bodies. It never throws; an unexpected failure is a
+// 500 INTERNAL with a log line. Handlers are testable on a temporary database without a socket.
+// Thread-safety: `handle` may run on many threads at once, each with its own `database`; the shared
+// document cache locks per record.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "doc_cache.hpp"
+#include "store.hpp"
+
+namespace folio::service {
+
+struct request {
+  std::string method, path, content_type, api_key, auth_token;
+  std::string body;
+  std::size_t content_length = 0;  ///< as announced by the client (CONTENT_LENGTH)
+};
+
+struct response {
+  int http = 200;
+  std::string body;
+};
+
+struct config {
+  std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
+  std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
+};
+
+class service {
+ public:
+  explicit service(config c) : config_(c), cache_(c.cache_bytes) {}
+  const config& settings() const noexcept { return config_; }
+  doc_cache& cache() noexcept { return cache_; }
+
+  /// Answers one request. Never throws.
+  response handle(database& db, const request& r);
+
+ private:
+  config config_;
+  doc_cache cache_;
+};
+
+/// Current time as ISO 8601 UTC with milliseconds ("2025-01-20T10:30:00.000Z").
+std::string now_iso();
+
+}  // namespace folio::service

@@ -1,0 +1,284 @@
+#include "store.hpp"
+
+#include <openssl/rand.h>
+
+#include <string>
+
+namespace folio::service {
+
+namespace {
+
+[[noreturn]] void raise(sqlite3* db, int rc, const std::string& where) {
+  throw store_error(rc, where + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+}
+
+// Schema migrations: entry k takes the schema from version k to k + 1. Never edit a shipped entry;
+// append a new one.
+const char* const migrations[] = {
+    R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE api_keys (
+  key_id TEXT PRIMARY KEY, name TEXT NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,
+  created_at TEXT NOT NULL, revoked_at TEXT) WITHOUT ROWID;
+CREATE TABLE tokens (
+  token_id TEXT PRIMARY KEY, key_id TEXT NOT NULL REFERENCES api_keys(key_id), subject TEXT NOT NULL,
+  read_only INTEGER NOT NULL, expires_at TEXT, salt BLOB NOT NULL, hash BLOB NOT NULL,
+  created_at TEXT NOT NULL, revoked_at TEXT) WITHOUT ROWID;
+CREATE TABLE crdt_records (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot BLOB NOT NULL,
+  log_len INTEGER NOT NULL, revision INTEGER NOT NULL,
+  last_update TEXT NOT NULL, last_updated_by TEXT NOT NULL, session_id TEXT,
+  PRIMARY KEY (tenant, org, doc, editor)) WITHOUT ROWID;
+CREATE TABLE crdt_log (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  seq INTEGER NOT NULL, batch BLOB NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor, seq)) WITHOUT ROWID;
+CREATE TABLE annotations (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
+  location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (tenant, org, doc, annotation_id)) WITHOUT ROWID;
+CREATE INDEX annotations_by_time ON annotations (tenant, org, doc, created_at, annotation_id);
+CREATE INDEX annotations_by_location ON annotations (tenant, org, doc, location_id, created_at, annotation_id);
+CREATE INDEX annotations_by_user ON annotations (tenant, org, doc, user_id, created_at, annotation_id);
+)sql",
+};
+
+std::string placeholders(std::size_t n) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) s += i ? ",?" : "?";
+  return s;
+}
+
+}  // namespace
+
+// ---- query ------------------------------------------------------------------------------------------
+
+query& query::bind(int i, std::string_view s) {
+  if (int rc = sqlite3_bind_text64(st_, i, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8); rc != SQLITE_OK) raise(db_, rc, "bind");
+  return *this;
+}
+query& query::bind_blob(int i, std::string_view s) {
+  if (int rc = sqlite3_bind_blob64(st_, i, s.data(), s.size(), SQLITE_TRANSIENT); rc != SQLITE_OK) raise(db_, rc, "bind");
+  return *this;
+}
+query& query::bind(int i, std::int64_t v) {
+  if (int rc = sqlite3_bind_int64(st_, i, v); rc != SQLITE_OK) raise(db_, rc, "bind");
+  return *this;
+}
+query& query::bind_null(int i) {
+  if (int rc = sqlite3_bind_null(st_, i); rc != SQLITE_OK) raise(db_, rc, "bind");
+  return *this;
+}
+bool query::step() {
+  const int rc = sqlite3_step(st_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  raise(db_, rc, "step");
+}
+std::string query::text(int col) const {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, col));
+  return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string();
+}
+std::optional<std::string> query::text_opt(int col) const {
+  if (sqlite3_column_type(st_, col) == SQLITE_NULL) return std::nullopt;
+  return text(col);
+}
+std::string query::blob(int col) const {
+  const auto* p = static_cast<const char*>(sqlite3_column_blob(st_, col));
+  return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string();
+}
+
+// ---- database -----------------------------------------------------------------------------------------
+
+database::database(const std::string& path) {
+  if (int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr); rc != SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw store_error(rc, "open " + path + ": " + why);
+  }
+  sqlite3_busy_timeout(db_, 10000);
+  exec("PRAGMA journal_mode=WAL");
+  exec("PRAGMA synchronous=FULL");
+  exec("PRAGMA foreign_keys=ON");
+  migrate();
+}
+
+database::~database() {
+  for (auto& [k, st] : cache_) sqlite3_finalize(st);
+  sqlite3_close(db_);
+}
+
+void database::exec(const char* text) {
+  char* err = nullptr;
+  if (int rc = sqlite3_exec(db_, text, nullptr, nullptr, &err); rc != SQLITE_OK) {
+    std::string why = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    throw store_error(rc, why);
+  }
+}
+
+query database::sql(const char* text) {
+  auto it = cache_.find(text);
+  if (it == cache_.end()) {
+    sqlite3_stmt* st = nullptr;
+    if (int rc = sqlite3_prepare_v3(db_, text, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr); rc != SQLITE_OK) raise(db_, rc, "prepare");
+    it = cache_.emplace(text, st).first;
+  }
+  return query(db_, it->second);
+}
+
+query database::prepare(const std::string& text) {
+  sqlite3_stmt* st = nullptr;
+  if (int rc = sqlite3_prepare_v2(db_, text.c_str(), static_cast<int>(text.size()), &st, nullptr); rc != SQLITE_OK) raise(db_, rc, "prepare");
+  return query(db_, st, true);
+}
+
+void database::migrate() {
+  write([&] {
+    int have = 0;
+    {
+      sqlite3_stmt* st = nullptr;
+      sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr);
+      if (sqlite3_step(st) == SQLITE_ROW) have = sqlite3_column_int(st, 0);
+      sqlite3_finalize(st);
+    }
+    if (have > schema_version) throw store_error(SQLITE_ERROR, "database schema " + std::to_string(have) + " is newer than this build's");
+    for (int v = have; v < schema_version; ++v) exec(migrations[v]);
+    if (have != schema_version) exec(("PRAGMA user_version=" + std::to_string(schema_version)).c_str());
+    version_ = schema_version;
+    query q = sql("SELECT value FROM meta WHERE key='server_replica'");
+    if (q.step()) {
+      replica_ = std::stoull(q.text(0));
+    } else {
+      std::uint64_t r = 0;
+      while (r == 0) {
+        if (RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r) != 1) throw store_error(SQLITE_ERROR, "no randomness for the server replica id");
+        r >>= 1;  // below 2^63: fits SQLite's signed integers when clients store it
+      }
+      replica_ = r;
+      sql("INSERT INTO meta (key, value) VALUES ('server_replica', ?)").bind(1, std::to_string(r)).step();
+    }
+  });
+}
+
+std::uint64_t database::server_replica() { return replica_; }
+
+// ---- CRDT records ---------------------------------------------------------------------------------------
+
+namespace {
+record_row row_of(query& q) {
+  record_row r;
+  r.editor = q.text(0), r.type = q.text(1), r.content_key = q.text(2), r.snapshot = q.blob(3);
+  r.log_len = q.integer(4), r.revision = q.integer(5);
+  r.last_update = q.text(6), r.last_updated_by = q.text(7), r.session_id = q.text_opt(8);
+  return r;
+}
+}  // namespace
+
+std::optional<record_row> load_record(database& db, const record_key& k) {
+  query q = db.sql(
+      "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id FROM crdt_records "
+      "WHERE tenant=? AND org=? AND doc=? AND editor=?");
+  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
+  if (!q.step()) return std::nullopt;
+  return row_of(q);
+}
+
+std::vector<record_row> load_document_records(database& db, const std::string& tenant, const std::string& org, const std::string& doc) {
+  query q = db.sql(
+      "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id FROM crdt_records "
+      "WHERE tenant=? AND org=? AND doc=? ORDER BY editor");
+  q.bind(1, tenant).bind(2, org).bind(3, doc);
+  std::vector<record_row> out;
+  while (q.step()) out.push_back(row_of(q));
+  return out;
+}
+
+std::vector<std::string> load_log(database& db, const record_key& k) {
+  query q = db.sql("SELECT batch FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? ORDER BY seq");
+  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
+  std::vector<std::string> out;
+  while (q.step()) out.push_back(q.blob(0));
+  return out;
+}
+
+void insert_record(database& db, const record_key& k, const record_row& r) {
+  db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id) "
+         "VALUES (?,?,?,?,?,?,?,0,?,?,?,?)")
+      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, r.type).bind(6, r.content_key).bind_blob(7, r.snapshot)
+      .bind(8, r.revision).bind(9, r.last_update).bind(10, r.last_updated_by).bind_opt(11, r.session_id)
+      .step();
+}
+
+std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
+                           const std::string& by, const std::optional<std::string>& session) {
+  std::int64_t log_len = before.log_len;
+  if (batch) {
+    db.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES (?,?,?,?,?,?)")
+        .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, log_len).bind_blob(6, *batch)
+        .step();
+    ++log_len;
+  }
+  const std::int64_t revision = before.revision + 1;
+  db.sql("UPDATE crdt_records SET log_len=?, revision=?, last_update=?, last_updated_by=?, session_id=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind(1, log_len).bind(2, revision).bind(3, last_update).bind(4, by).bind_opt(5, session)
+      .bind(6, k.tenant).bind(7, k.org).bind(8, k.doc).bind(9, k.editor)
+      .step();
+  return revision;
+}
+
+void compact(database& db, const record_key& k, const std::string& snapshot) {
+  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+  db.sql("UPDATE crdt_records SET snapshot=?, log_len=0 WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind_blob(1, snapshot).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
+      .step();
+}
+
+bool delete_record(database& db, const record_key& k) {
+  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+  db.sql("DELETE FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+  return db.changes() > 0;
+}
+
+// ---- comment annotations ----------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::string>> find_annotations(database& db, const std::string& tenant, const std::string& org,
+                                                                  const std::string& doc, const annotation_filter& f) {
+  // Built per filter combination; each shape is prepared once per connection and cached by its text.
+  std::string text = "SELECT annotation_id, body FROM annotations WHERE tenant=? AND org=? AND doc=?";
+  if (!f.locations.empty()) text += " AND location_id IN (" + placeholders(f.locations.size()) + ")";
+  if (!f.users.empty()) text += " AND user_id IN (" + placeholders(f.users.size()) + ")";
+  if (!f.ids.empty()) text += " AND annotation_id IN (" + placeholders(f.ids.size()) + ")";
+  text += " ORDER BY created_at, annotation_id";
+  query q = db.prepare(text);
+  q.bind(1, tenant).bind(2, org).bind(3, doc);
+  int i = 4;
+  for (const auto* list : {&f.locations, &f.users, &f.ids})
+    for (const std::string& v : *list) q.bind(i++, v);
+  std::vector<std::pair<std::string, std::string>> out;
+  while (q.step()) out.emplace_back(q.text(0), q.text(1));
+  return out;
+}
+
+std::vector<std::string> existing_annotations(database& db, const std::string& tenant, const std::string& org, const std::string& doc,
+                                              const std::vector<std::string>& ids) {
+  std::vector<std::string> out;
+  if (ids.empty()) return out;
+  query q = db.prepare("SELECT annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=? AND annotation_id IN (" + placeholders(ids.size()) + ")");
+  q.bind(1, tenant).bind(2, org).bind(3, doc);
+  int i = 4;
+  for (const std::string& v : ids) q.bind(i++, v);
+  while (q.step()) out.push_back(q.text(0));
+  return out;
+}
+
+void put_annotation(database& db, const std::string& tenant, const std::string& org, const std::string& doc, const std::string& id,
+                    const std::optional<std::string>& location, const std::string& user, const std::string& created_at, const std::string& body) {
+  db.sql("INSERT OR REPLACE INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body) VALUES (?,?,?,?,?,?,?,?)")
+      .bind(1, tenant).bind(2, org).bind(3, doc).bind(4, id).bind_opt(5, location).bind(6, user).bind(7, created_at).bind(8, body)
+      .step();
+}
+
+}  // namespace folio::service

@@ -1,0 +1,167 @@
+// fcgi/store.hpp — SQLite storage (DESIGN.md §7): one `database` per worker thread (its own
+// connection), WAL, synchronous=FULL (a committed write is on disk), BEGIN IMMEDIATE for writes, a
+// busy timeout. The schema lives here with a version number and forward migrations.
+//
+// A CRDT record is a row (type, root name, snapshot = encoded document, metadata, a revision that
+// every write bumps) plus an append-only log of encoded change batches since the snapshot; readers
+// fold the log into the snapshot, and a write compacts the log into a new snapshot once it passes
+// `compact_after` batches. Every row is keyed by the tenant (the API key's id) first, so no query
+// can reach another tenant's data.
+// Thread-safety: a `database` is used by one thread at a time; several may share the file.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace folio::service {
+
+/// One prepared statement, reset on destruction of the `query`.
+class query {
+ public:
+  query(sqlite3* db, sqlite3_stmt* st, bool owned = false) : db_(db), st_(st), owned_(owned) {}
+  query(const query&) = delete;
+  ~query() {
+    if (owned_) {
+      sqlite3_finalize(st_);
+      return;
+    }
+    sqlite3_reset(st_);
+    sqlite3_clear_bindings(st_);
+  }
+  query& bind(int i, std::string_view s);
+  query& bind_blob(int i, std::string_view s);
+  query& bind(int i, std::int64_t v);
+  query& bind_null(int i);
+  query& bind_opt(int i, const std::optional<std::string>& s) { return s ? bind(i, *s) : bind_null(i); }
+  /// Steps once: true for a row, false when done. Throws store_error on failure.
+  bool step();
+  std::string text(int col) const;
+  std::optional<std::string> text_opt(int col) const;
+  std::string blob(int col) const;
+  std::int64_t integer(int col) const { return sqlite3_column_int64(st_, col); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* st_;
+  bool owned_;
+};
+
+struct store_error : std::runtime_error {
+  int code;
+  store_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
+};
+
+inline constexpr int schema_version = 1;
+
+class database {
+ public:
+  /// Opens (creating if needed) and migrates the database at `path`.
+  explicit database(const std::string& path);
+  ~database();
+  database(const database&) = delete;
+  database& operator=(const database&) = delete;
+
+  /// A statement prepared once per connection.
+  query sql(const char* text);
+  /// A statement prepared for this use only (texts built at run time, e.g. IN lists).
+  query prepare(const std::string& text);
+  void exec(const char* text);
+  /// Rows changed by the last statement.
+  int changes() const { return sqlite3_changes(db_); }
+
+  /// Runs f() inside BEGIN IMMEDIATE ... COMMIT; rolls back if it throws.
+  template <class F>
+  auto write(F&& f) {
+    exec("BEGIN IMMEDIATE");
+    try {
+      if constexpr (std::is_void_v<decltype(f())>) {
+        f();
+        exec("COMMIT");
+      } else {
+        auto r = f();
+        exec("COMMIT");
+        return r;
+      }
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+  /// Runs f() inside a read transaction (a consistent snapshot across statements).
+  template <class F>
+  auto read(F&& f) {
+    exec("BEGIN");
+    try {
+      auto r = f();
+      exec("COMMIT");
+      return r;
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  int version() const { return version_; }
+  /// The replica id this database's server edits records as (random, made once, kept in `meta`).
+  std::uint64_t server_replica();
+
+ private:
+  void migrate();
+
+  sqlite3* db_ = nullptr;
+  std::unordered_map<const char*, sqlite3_stmt*> cache_;
+  int version_ = 0;
+  std::uint64_t replica_ = 0;
+};
+
+// ---- CRDT records ---------------------------------------------------------------------------------
+
+struct record_key {
+  std::string tenant, org, doc, editor;
+  std::string cache_key() const { return tenant + '\x1f' + org + '\x1f' + doc + '\x1f' + editor; }
+};
+
+struct record_row {
+  std::string editor, type, content_key, snapshot;
+  std::int64_t log_len = 0, revision = 0;
+  std::string last_update, last_updated_by;
+  std::optional<std::string> session_id;
+};
+
+inline constexpr std::int64_t compact_after = 64;
+
+std::optional<record_row> load_record(database& db, const record_key& k);
+std::vector<record_row> load_document_records(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
+std::vector<std::string> load_log(database& db, const record_key& k);
+void insert_record(database& db, const record_key& k, const record_row& r);
+/// Appends one encoded change (or none), bumps the revision, writes the metadata. Returns the revision.
+std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
+                           const std::string& by, const std::optional<std::string>& session);
+/// Replaces snapshot + log by one snapshot (same revision: the value is unchanged).
+void compact(database& db, const record_key& k, const std::string& snapshot);
+bool delete_record(database& db, const record_key& k);
+
+// ---- comment annotations ----------------------------------------------------------------------------
+
+struct annotation_filter {
+  std::vector<std::string> locations, users, ids;
+};
+/// Annotations (canonical JSON bodies) matching the filter, oldest first, ties by id.
+std::vector<std::pair<std::string, std::string>> find_annotations(database& db, const std::string& tenant, const std::string& org,
+                                                                  const std::string& doc, const annotation_filter& f);
+/// Which of `ids` exist in the document.
+std::vector<std::string> existing_annotations(database& db, const std::string& tenant, const std::string& org, const std::string& doc,
+                                              const std::vector<std::string>& ids);
+/// Inserts or replaces one annotation (the write endpoints and tests use it).
+void put_annotation(database& db, const std::string& tenant, const std::string& org, const std::string& doc, const std::string& id,
+                    const std::optional<std::string>& location, const std::string& user, const std::string& created_at, const std::string& body);
+
+}  // namespace folio::service
