@@ -2,7 +2,7 @@
 # against it with find_package(folio). Arguments: FOLIO_SOURCE, WORK, CXX.
 file(REMOVE_RECURSE ${WORK})
 foreach(step
-    "${CMAKE_COMMAND};-S;${FOLIO_SOURCE};-B;${WORK}/folio-build;-DCMAKE_CXX_COMPILER=${CXX};-DFOLIO_BUILD_TESTS=OFF;-DFOLIO_BUILD_BENCH=OFF;-DCMAKE_INSTALL_PREFIX=${WORK}/prefix"
+    "${CMAKE_COMMAND};-S;${FOLIO_SOURCE};-B;${WORK}/folio-build;-DCMAKE_CXX_COMPILER=${CXX};-DFOLIO_BUILD_TESTS=OFF;-DFOLIO_BUILD_BENCH=OFF;-DFOLIO_BUILD_SERVICE=OFF;-DCMAKE_INSTALL_PREFIX=${WORK}/prefix"
     "${CMAKE_COMMAND};--install;${WORK}/folio-build"
     "${CMAKE_COMMAND};-S;${FOLIO_SOURCE}/tests/consumer;-B;${WORK}/consumer-build;-DCMAKE_CXX_COMPILER=${CXX};-DCMAKE_PREFIX_PATH=${WORK}/prefix"
     "${CMAKE_COMMAND};--build;${WORK}/consumer-build"

@@ -1,0 +1,502 @@
+#!/usr/bin/env python3
+"""End-to-end tests: the real nginx in front of the real folio-fcgi on loopback, spoken to over HTTP.
+
+Run by ctest (tests/CMakeLists.txt) as:  service_e2e.py BUILD_DIR SOURCE_DIR
+Each run gets its own temporary directory: database, socket, nginx prefix, logs (FOLIO_E2E_KEEP=1 keeps it).
+"""
+import concurrent.futures
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import http.client
+
+BUILD, SOURCE = sys.argv[1], sys.argv[2]
+FCGI = os.path.join(BUILD, "fcgi", "folio-fcgi")
+ADMIN = os.path.join(BUILD, "tools", "folio-admin")
+RESPONDER_MAX_BODY = 3 * 1024 * 1024  # below nginx's 4 MiB, so both limits can be seen
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stack:
+    """folio-fcgi + nginx in a temporary directory."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="folio-e2e-")
+        self.db = os.path.join(self.dir, "folio.db")
+        self.port = free_port()
+        self.fcgi = None
+        self.nginx = None
+
+    def admin(self, *args):
+        return subprocess.run([ADMIN, "--db", self.db, *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    def start_fcgi(self):
+        os.makedirs(os.path.join(self.dir, "run"), exist_ok=True)
+        os.makedirs(os.path.join(self.dir, "log"), exist_ok=True)
+        sock = os.path.join(self.dir, "run", "folio.sock")
+        if os.path.exists(sock):
+            os.unlink(sock)
+        with open(os.path.join(self.dir, "log", "folio-fcgi.log"), "a") as log:
+            self.fcgi = subprocess.Popen([FCGI, "--socket", sock, "--db", self.db, "--workers", "4",
+                                          "--max-body", str(RESPONDER_MAX_BODY)], stderr=log)
+        for _ in range(100):
+            if os.path.exists(sock):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("folio-fcgi did not start")
+
+    def start_nginx(self):
+        conf = subprocess.run([os.path.join(SOURCE, "scripts", "nginx-conf"), self.dir, str(self.port), "100000"],
+                              check=True, capture_output=True, text=True).stdout
+        path = os.path.join(self.dir, "nginx", "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        self.nginx = subprocess.Popen(["nginx", "-p", os.path.join(self.dir, "nginx"), "-c", path, "-g", "daemon off;"])
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not start")
+
+    def stop(self):
+        for p in (self.nginx, self.fcgi):
+            if p and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+STACK = None
+CREDS = {}
+
+
+def setUpModule():
+    global STACK
+    STACK = Stack()
+    s = STACK
+    subprocess.run([ADMIN, "--db", s.db, "list"], check=True, capture_output=True)
+    for tenant in ("a", "b"):
+        key = s.admin("create-key", "tenant-" + tenant)
+        kid = key[3:19]
+        CREDS[tenant] = (key, s.admin("create-token", kid, "subject-" + tenant))
+        if tenant == "a":
+            CREDS["a_ro"] = (key, s.admin("create-token", kid, "reader", "--read-only"))
+            CREDS["a_expired"] = (key, s.admin("create-token", kid, "old", "--expires", "2020-01-01T00:00:00.000Z"))
+            revoked = s.admin("create-token", kid, "gone")
+            s.admin("revoke-token", revoked[3:19])
+            CREDS["a_revoked"] = (key, revoked)
+            CREDS["a_wrong_secret"] = (key, CREDS["a"][1][:-1] + ("0" if CREDS["a"][1][-1] != "0" else "1"))
+    CREDS["a_key_b_token"] = (CREDS["a"][0], CREDS["b"][1])
+    s.start_fcgi()
+    s.start_nginx()
+
+
+def tearDownModule():
+    STACK.stop()
+    if os.environ.get("FOLIO_E2E_KEEP"):
+        print("e2e files kept in", STACK.dir)
+    else:
+        shutil.rmtree(STACK.dir, ignore_errors=True)
+
+
+def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None):
+    """Returns (http status, parsed JSON body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60)
+    h = {"Content-Type": content_type} if content_type else {}
+    if who:
+        key, token = CREDS[who]
+        h["x-folio-api-key"] = key
+        h["x-folio-auth-token"] = token
+    h.update(headers or {})
+    if body is None:
+        body = json.dumps({"data": data if data is not None else {}})
+    if isinstance(body, str):
+        body = body.encode()
+    conn.request(method, path, body=body, headers=h)
+    r = conn.getresponse()
+    raw = r.read()
+    conn.close()
+    try:
+        return r.status, json.loads(raw)
+    except ValueError:
+        return r.status, raw
+
+
+def ok(test, res, message):
+    status, body = res
+    test.assertEqual(status, 200, body)
+    test.assertEqual(body["result"]["status"], "success")
+    test.assertEqual(body["result"]["message"], message)
+    return body["result"].get("data")
+
+
+def err(test, res, http, status, message=None):
+    code, body = res
+    test.assertEqual(code, http, body)
+    test.assertEqual(body["error"]["status"], status, body)
+    if message is not None:
+        test.assertEqual(body["error"]["message"], message)
+    return body["error"]["message"]
+
+
+def rec(editor, type_, data, doc="doc", org="org", **extra):
+    d = {"organizationId": org, "documentId": doc, "editorId": editor, "type": type_, "data": data}
+    d.update(extra)
+    return d
+
+
+def get(editor=None, doc="doc", org="org", who="a"):
+    d = {"organizationId": org, "documentId": doc}
+    if editor is not None:
+        d["editorId"] = editor
+    return call("/v2/crdt/get", d, who=who)
+
+
+class Crdt(unittest.TestCase):
+    def test_every_type_round_trips(self):
+        values = {
+            "text": "Grüße, 世界 😀 — \u00a0tabs\tand\nnewlines",
+            "map": {"title": "Notes", "nested": {"z": [1, 2.5, {"deep": None}], "a": True}, "n": -12, "": "empty key"},
+            "array": [{"id": 1, "tags": ["x"]}, {"id": 2, "nested": {"k": "v"}}, {}],
+            "xml": '<p class="lead">Tom &amp; Jerry<br/></p>tail<w:r xmlns:w="urn:x">é &lt;</w:r>',
+        }
+        for t, v in values.items():
+            ok(self, call("/v2/crdt/add", rec("rt-" + t, t, v, doc="rt")), "CRDT data added successfully.")
+        records = ok(self, get(doc="rt"), "CRDT data retrieved successfully.")
+        self.assertEqual([r["id"] for r in records], ["rt-array", "rt-map", "rt-text", "rt-xml"])  # ordered by editorId
+        by_id = {r["id"]: r for r in records}
+        for t, v in values.items():
+            r = by_id["rt-" + t]
+            self.assertEqual(r["type"], t)
+            self.assertEqual(r["contentKey"], "content")
+            self.assertEqual(r["lastUpdatedBy"], "subject-a")
+            self.assertIsNone(r["sessionId"])
+            self.assertRegex(r["lastUpdate"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            if t == "xml":
+                self.assertEqual(r["data"], '<p class="lead">Tom &amp; Jerry<br/></p>tail<w:r xmlns:w="urn:x">é &lt;</w:r>')
+            else:
+                self.assertEqual(r["data"], v)
+
+    def test_update_replaces_through_crdt_ops(self):
+        ok(self, call("/v2/crdt/add", rec("u", "text", "Hello world", doc="upd")), "CRDT data added successfully.")
+        ok(self, call("/v2/crdt/update", rec("u", "text", "Hello, brave world", doc="upd", userId="u-7", sessionId="s-1")),
+           "CRDT data updated successfully.")
+        r = ok(self, get("u", doc="upd"), "CRDT data retrieved successfully.")
+        self.assertEqual(len(r), 1)
+        self.assertEqual(r[0]["data"], "Hello, brave world")
+        self.assertEqual(r[0]["lastUpdatedBy"], "u-7")
+        self.assertEqual(r[0]["sessionId"], "s-1")
+        # Only the difference is stored: one log row for the change.
+        with sqlite3.connect(STACK.db) as db:
+            rows = db.execute("SELECT count(*) FROM crdt_log WHERE doc='upd' AND editor='u'").fetchone()[0]
+        self.assertEqual(rows, 1)
+        # An unchanged value writes no op, only the metadata.
+        ok(self, call("/v2/crdt/update", rec("u", "text", "Hello, brave world", doc="upd")), "CRDT data updated successfully.")
+        with sqlite3.connect(STACK.db) as db:
+            rows = db.execute("SELECT count(*) FROM crdt_log WHERE doc='upd' AND editor='u'").fetchone()[0]
+        self.assertEqual(rows, 1)
+        self.assertEqual(get("u", doc="upd")[1]["result"]["data"][0]["lastUpdatedBy"], "subject-a")
+
+    def test_update_of_each_type(self):
+        ok(self, call("/v2/crdt/add", rec("m", "map", {"a": 1, "b": {"x": 1}}, doc="upd2")), "CRDT data added successfully.")
+        ok(self, call("/v2/crdt/update", rec("m", "map", {"b": {"x": 2}, "c": [1]}, doc="upd2")), "CRDT data updated successfully.")
+        self.assertEqual(get("m", doc="upd2")[1]["result"]["data"][0]["data"], {"b": {"x": 2}, "c": [1]})
+        ok(self, call("/v2/crdt/add", rec("a", "array", [{"i": 1}, {"i": 2}], doc="upd2")), "CRDT data added successfully.")
+        ok(self, call("/v2/crdt/update", rec("a", "array", [{"i": 2}, {"i": 3}], doc="upd2")), "CRDT data updated successfully.")
+        self.assertEqual(get("a", doc="upd2")[1]["result"]["data"][0]["data"], [{"i": 2}, {"i": 3}])
+        ok(self, call("/v2/crdt/add", rec("x", "xml", "<ul><li>1</li></ul>", doc="upd2", contentKey="default")), "CRDT data added successfully.")
+        ok(self, call("/v2/crdt/update", rec("x", "xml", '<ul><li a="b">1</li><li>2</li></ul>', doc="upd2", contentKey="default")),
+           "CRDT data updated successfully.")
+        r = get("x", doc="upd2")[1]["result"]["data"][0]
+        self.assertEqual(r["data"], '<ul><li a="b">1</li><li>2</li></ul>')
+        self.assertEqual(r["contentKey"], "default")
+
+    def test_add_update_errors(self):
+        ok(self, call("/v2/crdt/add", rec("e", "text", "x", doc="err")), "CRDT data added successfully.")
+        err(self, call("/v2/crdt/add", rec("e", "text", "y", doc="err")), 409, "ALREADY_EXISTS", "CRDT data already exists for this editor ID.")
+        err(self, call("/v2/crdt/update", rec("missing", "text", "y", doc="err")), 404, "NOT_FOUND", "No CRDT data found for this editor ID.")
+        d = rec("e", "text", "y", doc="err")
+        del d["organizationId"]
+        err(self, call("/v2/crdt/add", d), 400, "INVALID_ARGUMENT", "Organization ID is required")
+        d = rec("e", "text", "y", doc="err")
+        del d["documentId"]
+        err(self, call("/v2/crdt/update", d), 400, "INVALID_ARGUMENT", "Document ID is required")
+        d = rec("", "text", "y", doc="err")
+        err(self, call("/v2/crdt/add", d), 400, "INVALID_ARGUMENT", "Editor ID is required.")
+        err(self, call("/v2/crdt/add", rec("n", "text", 5, doc="err")), 400, "INVALID_ARGUMENT", "Data must be a string for type text.")
+        err(self, call("/v2/crdt/update", rec("e", "text", {"a": 1}, doc="err")), 400, "INVALID_ARGUMENT", "Data must be a string for type text.")
+        err(self, call("/v2/crdt/add", rec("n", "map", [1], doc="err")), 400, "INVALID_ARGUMENT", "Data must be an object for type map.")
+        err(self, call("/v2/crdt/add", rec("n", "array", [1], doc="err")), 400, "INVALID_ARGUMENT", "Data must be an array of objects for type array.")
+        err(self, call("/v2/crdt/add", rec("n", "xml", 1, doc="err")), 400, "INVALID_ARGUMENT", "Data must be a string of XML markup for type xml.")
+        m = err(self, call("/v2/crdt/add", rec("n", "xml", "<p>", doc="err")), 400, "INVALID_ARGUMENT")
+        self.assertTrue(m.startswith("Data must be a string of XML markup for type xml. "), m)
+        self.assertIn("at byte", m)
+        err(self, call("/v2/crdt/add", rec("n", "json", "x", doc="err")), 400, "INVALID_ARGUMENT", "Type must be one of text, map, array, xml.")
+        d = rec("n", "text", "x", doc="err")
+        del d["type"]
+        err(self, call("/v2/crdt/add", d), 400, "INVALID_ARGUMENT", "Type is required.")
+        d = rec("n", "text", "x", doc="err")
+        del d["data"]
+        err(self, call("/v2/crdt/add", d), 400, "INVALID_ARGUMENT", "Data is required.")
+        # Type and contentKey are fixed by add.
+        err(self, call("/v2/crdt/update", rec("e", "map", {}, doc="err")), 400, "INVALID_ARGUMENT", "Type map does not match the record's type text.")
+        err(self, call("/v2/crdt/update", rec("e", "text", "z", doc="err", contentKey="default")), 400, "INVALID_ARGUMENT",
+            "contentKey \"default\" does not match the record's contentKey \"content\".")
+        self.assertEqual(get("e", doc="err")[1]["result"]["data"][0]["data"], "x")
+
+    def test_get_and_delete(self):
+        self.assertEqual(ok(self, get("nothing", doc="none"), "CRDT data retrieved successfully."), [])
+        self.assertEqual(ok(self, get(doc="none"), "CRDT data retrieved successfully."), [])
+        err(self, call("/v2/crdt/get", {"documentId": "d"}), 400, "INVALID_ARGUMENT", "Organization ID is required")
+        ok(self, call("/v2/crdt/add", rec("z", "text", "bye", doc="del")), "CRDT data added successfully.")
+        ok(self, call("/v2/crdt/delete", {"organizationId": "org", "documentId": "del", "editorId": "z"}), "CRDT data deleted successfully.")
+        err(self, call("/v2/crdt/delete", {"organizationId": "org", "documentId": "del", "editorId": "z"}), 404, "NOT_FOUND")
+        self.assertEqual(get("z", doc="del")[1]["result"]["data"], [])
+        ok(self, call("/v2/crdt/add", rec("z", "map", {"again": 1}, doc="del")), "CRDT data added successfully.")
+
+    def test_many_updates_compact_and_stay_correct(self):
+        ok(self, call("/v2/crdt/add", rec("c", "text", "", doc="compact")), "CRDT data added successfully.")
+        text = ""
+        for i in range(150):
+            text += str(i % 10)
+            ok(self, call("/v2/crdt/update", rec("c", "text", text, doc="compact")), "CRDT data updated successfully.")
+        self.assertEqual(get("c", doc="compact")[1]["result"]["data"][0]["data"], text)
+        with sqlite3.connect(STACK.db) as db:
+            rows = db.execute("SELECT count(*) FROM crdt_log WHERE doc='compact'").fetchone()[0]
+        self.assertLess(rows, 64)
+
+
+class Auth(unittest.TestCase):
+    def test_credentials(self):
+        msg = "Missing or invalid API key or auth token."
+        for who in ("a_expired", "a_revoked", "a_wrong_secret", "a_key_b_token"):
+            err(self, call("/v2/crdt/get", {"organizationId": "o", "documentId": "d"}, who=who), 401, "UNAUTHENTICATED", msg)
+        err(self, call("/v2/crdt/get", {"organizationId": "o", "documentId": "d"}, who=None), 401, "UNAUTHENTICATED", msg)
+        err(self, call("/v2/crdt/get", who=None, body="not json at all"), 401, "UNAUTHENTICATED", msg)  # before the body
+        key, token = CREDS["a"]
+        err(self, call("/v2/crdt/get", {}, who=None, headers={"x-folio-api-key": key}), 401, "UNAUTHENTICATED", msg)
+        err(self, call("/v2/crdt/get", {}, who=None, headers={"x-folio-auth-token": token}), 401, "UNAUTHENTICATED", msg)
+
+    def test_read_only_token(self):
+        ok(self, call("/v2/crdt/add", rec("ro", "text", "x", doc="ro")), "CRDT data added successfully.")
+        self.assertEqual(get("ro", doc="ro", who="a_ro")[1]["result"]["data"][0]["data"], "x")
+        for path in ("/v2/crdt/add", "/v2/crdt/update", "/v2/crdt/delete"):
+            err(self, call(path, rec("ro", "text", "y", doc="ro"), who="a_ro"), 403, "PERMISSION_DENIED", "This token is read-only.")
+        self.assertEqual(get("ro", doc="ro")[1]["result"]["data"][0]["data"], "x")
+
+    def test_tenants_are_isolated(self):
+        ok(self, call("/v2/crdt/add", rec("shared", "text", "A's", doc="iso")), "CRDT data added successfully.")
+        self.assertEqual(ok(self, get(doc="iso", who="b"), "CRDT data retrieved successfully."), [])
+        err(self, call("/v2/crdt/update", rec("shared", "text", "B's", doc="iso"), who="b"), 404, "NOT_FOUND")
+        ok(self, call("/v2/crdt/add", rec("shared", "text", "B's", doc="iso"), who="b"), "CRDT data added successfully.")
+        self.assertEqual(get("shared", doc="iso")[1]["result"]["data"][0]["data"], "A's")
+        self.assertEqual(get("shared", doc="iso", who="b")[1]["result"]["data"][0]["data"], "B's")
+        seed_annotation("a", "org", "iso", "ann-a", created="2025-01-01T00:00:00.000Z")
+        self.assertEqual(annotations({"organizationId": "org", "documentId": "iso"}, who="b"), [])
+        self.assertEqual(annotations({"organizationId": "org", "documentId": "iso", "annotationIds": ["ann-a"]}, who="b"), [None])
+
+
+def seed_annotation(tenant, org, doc, aid, location=None, user="u1", created="2025-01-20T10:30:00.000Z"):
+    tenant_id = CREDS[tenant][0][3:19]
+    body = {"annotationId": aid, "comments": [{"commentId": 1, "commentText": "hi", "commentHtml": "<p>hi</p>",
+                                               "from": {"userId": user, "name": "U", "email": "u@example.com"},
+                                               "lastUpdated": created, "type": "text"}],
+            "from": {"userId": user, "name": "U", "email": "u@example.com"}, "color": "#ff0000", "createdAt": created,
+            "lastUpdated": created, "status": {"id": "OPEN", "name": "Open", "color": "#00ff00", "type": "default"}}
+    if location:
+        body["location"] = {"id": location}
+    with sqlite3.connect(STACK.db) as db:
+        db.execute("INSERT OR REPLACE INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body) "
+                   "VALUES (?,?,?,?,?,?,?,?)", (tenant_id, org, doc, aid, location, user, created,
+                                                json.dumps(body, separators=(",", ":"), sort_keys=True)))
+
+
+def annotations(data, who="a"):
+    status, body = call("/v1/commentannotations/get", data, who=who)
+    assert status == 200, body
+    assert body["result"]["message"] == "Annotations fetched successfully.", body
+    return body["result"]["data"]
+
+
+class Annotations(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        seed_annotation("a", "org", "ann", "a3", location="L1", user="u1", created="2025-01-03T00:00:00.000Z")
+        seed_annotation("a", "org", "ann", "a1", location="L1", user="u2", created="2025-01-01T00:00:00.000Z")
+        seed_annotation("a", "org", "ann", "a2", location="L2", user="u1", created="2025-01-02T00:00:00.000Z")
+        seed_annotation("a", "org", "ann", "a0", location=None, user="u3", created="2025-01-02T00:00:00.000Z")
+
+    def ids(self, data):
+        return [a["annotationId"] if a else None for a in annotations(dict({"organizationId": "org", "documentId": "ann"}, **data))]
+
+    def test_filters(self):
+        self.assertEqual(self.ids({}), ["a1", "a0", "a2", "a3"])  # oldest first, ties by id
+        self.assertEqual(self.ids({"locationIds": ["L1"]}), ["a1", "a3"])
+        self.assertEqual(self.ids({"locationIds": ["L1", "L2"], "userIds": ["u1"]}), ["a2", "a3"])
+        self.assertEqual(self.ids({"userIds": ["u2", "u3"]}), ["a1", "a0"])
+        self.assertEqual(self.ids({"annotationIds": ["a3", "nope", "a1", "a3"]}), ["a3", None, "a1"])
+        self.assertEqual(self.ids({"annotationIds": ["a3", "a2", "x"], "locationIds": ["L1"]}), ["a3", None])  # a2 exists: left out
+        self.assertEqual(self.ids({"locationIds": []}), ["a1", "a0", "a2", "a3"])
+        full = annotations({"organizationId": "org", "documentId": "ann", "annotationIds": ["a1"]})[0]
+        self.assertEqual(full["comments"][0]["commentId"], 1)
+        self.assertEqual(full["status"]["id"], "OPEN")
+        self.assertEqual(full["location"], {"id": "L1"})
+        self.assertEqual(annotations({"organizationId": "org", "documentId": "unknown"}), [])
+
+    def test_errors(self):
+        err(self, call("/v1/commentannotations/get", {"documentId": "d"}), 400, "INVALID_ARGUMENT", "Organization ID is required")
+        err(self, call("/v1/commentannotations/get", {"organizationId": "o"}), 400, "INVALID_ARGUMENT", "Document ID is required")
+        err(self, call("/v1/commentannotations/get", {"organizationId": "o", "documentId": "d", "userIds": "u1"}), 400, "INVALID_ARGUMENT",
+            "userIds must be an array of strings.")
+        err(self, call("/v1/commentannotations/get", {"organizationId": "o", "documentId": "d", "locationIds": ["x"] * 1001}), 400,
+            "INVALID_ARGUMENT", "locationIds may hold at most 1000 ids.")
+        err(self, call("/v1/commentannotations/get", {"organizationId": "o", "documentId": "d", "annotationIds": ["ok", 5]}), 400,
+            "INVALID_ARGUMENT", "annotationIds[1] must be a string.")
+
+
+class BadInput(unittest.TestCase):
+    def assert_alive(self):
+        ok(self, get("alive", doc="alive"), "CRDT data retrieved successfully.")
+
+    def test_envelope_and_protocol(self):
+        err(self, call("/v2/crdt/get", method="GET", body=""), 400, "INVALID_ARGUMENT")
+        err(self, call("/v2/crdt/get", method="PUT"), 400, "INVALID_ARGUMENT", "Method PUT is not allowed; every endpoint takes POST.")
+        err(self, call("/v2/crdt/get", content_type="text/plain"), 400, "INVALID_ARGUMENT", "Content-Type must be application/json.")
+        err(self, call("/v2/crdt/get", content_type=None), 400, "INVALID_ARGUMENT", "Content-Type must be application/json.")
+        self.assertEqual(call("/v2/crdt/get", {"organizationId": "o", "documentId": "d"}, content_type="application/json; charset=utf-8")[0], 200)
+        m = err(self, call("/v2/crdt/get", body="{not json"), 400, "INVALID_ARGUMENT")
+        self.assertTrue(m.startswith("Body is not valid JSON"), m)
+        err(self, call("/v2/crdt/get", body="[1]"), 400, "INVALID_ARGUMENT", "Body must be a JSON object with a \"data\" object.")
+        err(self, call("/v2/crdt/get", body="{}"), 400, "INVALID_ARGUMENT", "Body must have a \"data\" object.")
+        err(self, call("/v2/crdt/get", body='{"data":[]}'), 400, "INVALID_ARGUMENT", "\"data\" must be an object.")
+        err(self, call("/v2/crdt/get", body='{"data":{},"extra":1}'), 400, "INVALID_ARGUMENT",
+            "Unexpected top-level key \"extra\"; the body holds only \"data\".")
+        err(self, call("/v2/crdt/get", body='{"data":{"organizationId":"a","organizationId":"b"}}'), 400, "INVALID_ARGUMENT",
+            "Duplicate key \"organizationId\" in a JSON object.")
+        err(self, call("/v9/nothing"), 404, "NOT_FOUND")
+        self.assert_alive()
+
+    def test_hostile_json(self):
+        deep = "[" * 100000 + "]" * 100000
+        m = err(self, call("/v2/crdt/get", body='{"data":{"x":' + deep + '}}'), 400, "INVALID_ARGUMENT")
+        self.assertIn("deeper than 64", m)
+        m = err(self, call("/v2/crdt/get", body=b'{"data":{"organizationId":"\xff\xfe"}}'), 400, "INVALID_ARGUMENT")
+        self.assertIn("not valid JSON", m)
+        err(self, call("/v2/crdt/get", body='{"data":{"n":1e999}}'), 400, "INVALID_ARGUMENT")
+        err(self, call("/v2/crdt/get", body='{"data":{"n":NaN}}'), 400, "INVALID_ARGUMENT")
+        err(self, call("/v2/crdt/add", rec("a\u0000b", "text", "x", doc="bad")), 400, "INVALID_ARGUMENT", "editorId must not contain control characters.")
+        err(self, call("/v2/crdt/add", rec("a\nb", "text", "x", doc="bad")), 400, "INVALID_ARGUMENT", "editorId must not contain control characters.")
+        err(self, call("/v2/crdt/add", rec("x" * 257, "text", "x", doc="bad")), 400, "INVALID_ARGUMENT", "editorId must be at most 256 bytes.")
+        err(self, call("/v2/crdt/add", rec(5, "text", "x", doc="bad")), 400, "INVALID_ARGUMENT", "editorId must be a string.")
+        err(self, call("/v2/crdt/add", rec("big", "map", {"n": 10 ** 400}, doc="bad")), 400, "INVALID_ARGUMENT")
+        ok(self, call("/v2/crdt/add", rec("big", "map", {"n": 2 ** 70}, doc="bad")), "CRDT data added successfully.")
+        self.assertEqual(get(doc="bad")[1]["result"]["data"][0]["data"]["n"], float(2 ** 70))
+        self.assert_alive()
+
+    def test_hostile_xml(self):
+        laughs = '<!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]><l>&b;</l>'
+        external = '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>'
+        for i, x in enumerate([laughs, external, "<a>" * 10000 + "</a>" * 10000, "<p>&nbsp;</p>", "<!-- c --><p/>"]):
+            m = err(self, call("/v2/crdt/add", rec("x%d" % i, "xml", x, doc="hx")), 400, "INVALID_ARGUMENT")
+            self.assertIn("at byte", m)
+        self.assertEqual(get(doc="hx")[1]["result"]["data"], [])
+        self.assert_alive()
+
+    def test_body_limits(self):
+        big = "x" * (RESPONDER_MAX_BODY + 1000)  # over the responder's limit, under nginx's
+        err(self, call("/v2/crdt/add", rec("big", "text", big, doc="lim")), 413, "INVALID_ARGUMENT",
+            "Request body is larger than the limit of %d bytes." % RESPONDER_MAX_BODY)
+        err(self, call("/v2/crdt/add", rec("big", "text", "x" * (5 * 1024 * 1024), doc="lim")), 413, "INVALID_ARGUMENT",
+            "Request body is larger than the limit.")  # nginx's own 413, in the JSON shape
+        self.assertEqual(get(doc="lim")[1]["result"]["data"], [])
+        self.assert_alive()
+
+
+class Concurrency(unittest.TestCase):
+    def test_parallel_updates_of_one_record(self):
+        ok(self, call("/v2/crdt/add", rec("hot", "map", {}, doc="conc")), "CRDT data added successfully.")
+        lock = threading.Lock()
+        applied = []
+
+        def update(i):
+            status, body = call("/v2/crdt/update", rec("hot", "map", {"k": i, "w%d" % (i % 4): i}, doc="conc"))
+            with lock:
+                applied.append((status, i))
+            return status
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            statuses = list(pool.map(update, range(200)))
+        self.assertEqual(set(statuses), {200})
+        final = get("hot", doc="conc")[1]["result"]["data"][0]["data"]
+        # The final value is one whole request's value (the last applied), never a mix.
+        self.assertIn(final["k"], range(200))
+        self.assertEqual(final, {"k": final["k"], "w%d" % (final["k"] % 4): final["k"]})
+
+    def test_parallel_updates_of_distinct_records(self):
+        for i in range(20):
+            ok(self, call("/v2/crdt/add", rec("r%d" % i, "text", "", doc="many")), "CRDT data added successfully.")
+
+        def work(i):
+            text = ""
+            for j in range(10):
+                text += chr(ord("a") + j)
+                status, body = call("/v2/crdt/update", rec("r%d" % i, "text", text, doc="many"))
+                if status != 200:
+                    return body
+            return None
+        with concurrent.futures.ThreadPoolExecutor(10) as pool:
+            self.assertEqual([r for r in pool.map(work, range(20)) if r], [])
+        records = get(doc="many")[1]["result"]["data"]
+        self.assertEqual([r["data"] for r in records], ["abcdefghij"] * 20)
+
+
+class Durability(unittest.TestCase):
+    def test_sigkill_loses_no_acknowledged_update(self):
+        ok(self, call("/v2/crdt/add", rec("dur", "text", "", doc="dur")), "CRDT data added successfully.")
+        acked = []
+        stop = threading.Event()
+
+        def writer():
+            text = ""
+            while not stop.is_set():
+                text += "x"
+                try:
+                    status, _ = call("/v2/crdt/update", rec("dur", "text", text, doc="dur"))
+                except OSError:
+                    continue
+                if status == 200:
+                    acked.append(text)
+        t = threading.Thread(target=writer)
+        t.start()
+        time.sleep(1.0)
+        STACK.fcgi.send_signal(signal.SIGKILL)
+        STACK.fcgi.wait()
+        stop.set()
+        t.join()
+        STACK.start_fcgi()
+        self.assertTrue(acked)
+        value = get("dur", doc="dur")[1]["result"]["data"][0]["data"]
+        self.assertGreaterEqual(len(value), len(acked[-1]))  # every acknowledged update is there
+        for r in get(doc="rt")[1]["result"]["data"] + get(doc="upd2")[1]["result"]["data"]:
+            self.assertIn("data", r)  # every record still decodes
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
