@@ -1,0 +1,39 @@
+// The load benchmark's ceiling: the smallest FastCGI responder behind the same nginx, with the same
+// thread pool shape as folio-fcgi. It reads the request body and answers a fixed JSON success, so
+// the figures it gets are what nginx + FastCGI + the loopback can do at best.
+//   hello-fcgi SOCKET [WORKERS]
+#include <fcgiapp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  FCGX_Init();
+  unlink(argv[1]);
+  const int fd = FCGX_OpenSocket(argv[1], 128);
+  if (fd < 0) return 1;
+  chmod(argv[1], 0666);
+  const int workers = argc > 2 ? std::atoi(argv[2]) : 4;
+  std::vector<std::thread> pool;
+  for (int i = 0; i < workers; ++i)
+    pool.emplace_back([fd] {
+      FCGX_Request req;
+      FCGX_InitRequest(&req, fd, 0);
+      std::string body(1 << 16, '\0');
+      const std::string out =
+          "Status: 200 OK\r\nContent-Type: application/json\r\nContent-Length: 68\r\n\r\n"
+          R"({"result":{"status":"success","message":"hello","data":["hello!!"]}})";
+      while (FCGX_Accept_r(&req) >= 0) {
+        while (FCGX_GetStr(body.data(), static_cast<int>(body.size()), req.in) > 0) {
+        }
+        FCGX_PutStr(out.data(), static_cast<int>(out.size()), req.out);
+        FCGX_Finish_r(&req);
+      }
+    });
+  for (auto& t : pool) t.join();
+}
