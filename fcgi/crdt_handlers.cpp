@@ -221,6 +221,19 @@ std::string crdt_update(context& c) {
 std::string crdt_get(context& c) {
   record_key k = key_of(c, false);
   const std::optional<std::string> editor = optional_id(c.data, "editorId");
+  if (editor) {  // fast path: one row read (atomic on its own) and the cached document at that revision
+    k.editor = *editor;
+    std::optional<record_row> row = load_record_meta(c.db, k);
+    if (!row) return success_body("CRDT data retrieved successfully.", [](json_writer& w) { w.StartArray(), w.EndArray(); });
+    std::shared_ptr<cached_doc> e = c.svc.cache().get(k.cache_key());
+    std::lock_guard<std::mutex> g(e->lock);
+    if (e->doc && e->revision == row->revision)
+      return success_body("CRDT data retrieved successfully.", [&](json_writer& w) {
+        w.StartArray();
+        write_record(w, *row, *e->doc);
+        w.EndArray();
+      });
+  }
   return c.db.read([&] {
     std::vector<record_row> rows;
     if (editor) {

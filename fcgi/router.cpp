@@ -60,6 +60,22 @@ std::string now_iso() {
   return buf;
 }
 
+std::optional<principal> service::check_credentials(database& db, const request& r) {
+  const std::string id = r.api_key + '\n' + r.auth_token;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> g(auth_mu_);
+    if (auto it = auth_cache_.find(id); it != auth_cache_.end() && now < it->second.until) return it->second.who;
+  }
+  std::optional<principal> who = authenticate(db, r.api_key, r.auth_token, now_iso());
+  if (who && config_.auth_ttl.count() > 0) {
+    std::lock_guard<std::mutex> g(auth_mu_);
+    if (auth_cache_.size() >= 10000) auth_cache_.clear();  // bounded: callers are few, credentials fewer
+    auth_cache_[id] = {*who, now + config_.auth_ttl};
+  }
+  return who;
+}
+
 response service::handle(database& db, const request& r) {
   try {
     const route* rt = nullptr;
@@ -68,7 +84,7 @@ response service::handle(database& db, const request& r) {
     if (!rt) throw api_error(status::not_found, "No endpoint at " + printable(r.path) + ".");
     if (r.method != "POST") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; every endpoint takes POST.");
     if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
-    const std::optional<principal> who = authenticate(db, r.api_key, r.auth_token, now_iso());
+    const std::optional<principal> who = check_credentials(db, r);
     if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
     if (!is_json_content_type(r.content_type)) throw api_error(status::invalid_argument, "Content-Type must be application/json.");
     if (r.content_length > config_.max_body || r.body.size() > config_.max_body)

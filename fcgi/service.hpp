@@ -8,8 +8,14 @@
 // document cache locks per record.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
+
+#include "auth.hpp"
 
 #include "doc_cache.hpp"
 #include "store.hpp"
@@ -30,6 +36,7 @@ struct response {
 struct config {
   std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
   std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
+  std::chrono::milliseconds auth_ttl{2000};  ///< how long a checked key + token pair is trusted without the database
 };
 
 class service {
@@ -42,8 +49,18 @@ class service {
   response handle(database& db, const request& r);
 
  private:
+  /// authenticate(), remembered for auth_ttl: a revoked or expired credential stops working within
+  /// that time. Failures are not remembered (they cost the same as a database check).
+  std::optional<principal> check_credentials(database& db, const request& r);
+
+  struct remembered {
+    principal who;
+    std::chrono::steady_clock::time_point until;
+  };
   config config_;
   doc_cache cache_;
+  std::mutex auth_mu_;
+  std::unordered_map<std::string, remembered> auth_cache_;
 };
 
 /// Current time as ISO 8601 UTC with milliseconds ("2025-01-20T10:30:00.000Z").

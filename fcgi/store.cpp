@@ -186,6 +186,15 @@ std::optional<record_row> load_record(database& db, const record_key& k) {
   return row_of(q);
 }
 
+std::optional<record_row> load_record_meta(database& db, const record_key& k) {
+  query q = db.sql(
+      "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id FROM crdt_records "
+      "WHERE tenant=? AND org=? AND doc=? AND editor=?");
+  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
+  if (!q.step()) return std::nullopt;
+  return row_of(q);
+}
+
 std::vector<record_row> load_document_records(database& db, const std::string& tenant, const std::string& org, const std::string& doc) {
   query q = db.sql(
       "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id FROM crdt_records "

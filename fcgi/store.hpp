@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -77,17 +78,21 @@ class database {
   /// Rows changed by the last statement.
   int changes() const { return sqlite3_changes(db_); }
 
-  /// Runs f() inside BEGIN IMMEDIATE ... COMMIT; rolls back if it throws.
+  /// Runs f() inside BEGIN IMMEDIATE ... COMMIT; rolls back if it throws. Writers of this process
+  /// queue on a mutex first: SQLite admits one writer at a time anyway, and its busy handler waits by
+  /// sleeping (up to 100 ms a turn), which would put long stalls in the latency tail. The busy timeout
+  /// still covers writers in other processes.
   template <class F>
   auto write(F&& f) {
-    exec("BEGIN IMMEDIATE");
+    std::lock_guard<std::mutex> one_writer(writer_mutex());
+    sql("BEGIN IMMEDIATE").step();
     try {
       if constexpr (std::is_void_v<decltype(f())>) {
         f();
-        exec("COMMIT");
+        sql("COMMIT").step();
       } else {
         auto r = f();
-        exec("COMMIT");
+        sql("COMMIT").step();
         return r;
       }
     } catch (...) {
@@ -98,10 +103,10 @@ class database {
   /// Runs f() inside a read transaction (a consistent snapshot across statements).
   template <class F>
   auto read(F&& f) {
-    exec("BEGIN");
+    sql("BEGIN").step();
     try {
       auto r = f();
-      exec("COMMIT");
+      sql("COMMIT").step();
       return r;
     } catch (...) {
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -110,6 +115,10 @@ class database {
   }
 
   int version() const { return version_; }
+  static std::mutex& writer_mutex() {
+    static std::mutex m;
+    return m;
+  }
   /// The replica id this database's server edits records as (random, made once, kept in `meta`).
   std::uint64_t server_replica();
 
@@ -139,6 +148,8 @@ struct record_row {
 inline constexpr std::int64_t compact_after = 64;
 
 std::optional<record_row> load_record(database& db, const record_key& k);
+/// The row without its snapshot (enough when the cached document is at the row's revision).
+std::optional<record_row> load_record_meta(database& db, const record_key& k);
 std::vector<record_row> load_document_records(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
 std::vector<std::string> load_log(database& db, const record_key& k);
 void insert_record(database& db, const record_key& k, const record_row& r);
