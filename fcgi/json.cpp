@@ -14,40 +14,55 @@ namespace {
 
 constexpr unsigned parse_flags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
 
-/// First pass (SAX): depth and duplicate keys, which RapidJSON's DOM parser does not check.
-struct shape_check : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, shape_check> {
+/// SAX handler in front of the DOM builder: checks depth and duplicate keys (which RapidJSON's DOM
+/// parser does not) while the document is built, in one pass.
+struct checked_builder {
+  rapidjson::Document& doc;
   std::vector<std::unordered_set<std::string>> keys;  // one per open object
   int depth = 0;
   bool too_deep = false;
   std::string duplicate;
   bool open() { return ++depth <= max_json_depth || (too_deep = true, false); }
-  bool StartObject() { return open() && (keys.emplace_back(), true); }
-  bool EndObject(rapidjson::SizeType) { return --depth, keys.pop_back(), true; }
-  bool StartArray() { return open(); }
-  bool EndArray(rapidjson::SizeType) { return --depth, true; }
-  bool Key(const char* s, rapidjson::SizeType n, bool) {
-    if (keys.back().emplace(s, n).second) return true;
-    duplicate.assign(s, n);
-    return false;
+  bool Null() { return doc.Null(); }
+  bool Bool(bool b) { return doc.Bool(b); }
+  bool Int(int i) { return doc.Int(i); }
+  bool Uint(unsigned u) { return doc.Uint(u); }
+  bool Int64(int64_t i) { return doc.Int64(i); }
+  bool Uint64(uint64_t u) { return doc.Uint64(u); }
+  bool Double(double d) { return doc.Double(d); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) { return doc.RawNumber(s, n, copy); }
+  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc.String(s, n, copy); }
+  bool StartObject() { return open() && (keys.emplace_back(), doc.StartObject()); }
+  bool EndObject(rapidjson::SizeType n) { return --depth, keys.pop_back(), doc.EndObject(n); }
+  bool StartArray() { return open() && doc.StartArray(); }
+  bool EndArray(rapidjson::SizeType n) { return --depth, doc.EndArray(n); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) {
+    if (!keys.back().emplace(s, n).second) return duplicate.assign(s, n), false;
+    return doc.Key(s, n, copy);
   }
-  bool Default() { return true; }
 };
 
 }  // namespace
 
 rapidjson::Document parse_json(std::string_view body) {
-  shape_check check;
+  rapidjson::Document doc;
   rapidjson::Reader reader;
   rapidjson::MemoryStream ms(body.data(), body.size());
-  const rapidjson::ParseResult pr = reader.Parse<parse_flags>(ms, check);
-  if (check.too_deep) throw api_error(status::invalid_argument, "JSON nesting is deeper than 64 levels (at byte " + std::to_string(pr.Offset()) + ").");
-  if (!check.duplicate.empty()) throw api_error(status::invalid_argument, "Duplicate key \"" + check.duplicate + "\" in a JSON object.");
+  rapidjson::ParseResult pr;
+  bool too_deep = false;
+  std::string duplicate;
+  auto generate = [&](rapidjson::Document& d) {
+    checked_builder b{d, {}, 0, false, {}};
+    pr = reader.Parse<parse_flags>(ms, b);
+    too_deep = b.too_deep, duplicate = std::move(b.duplicate);
+    return !pr.IsError();
+  };
+  doc.Populate(generate);
+  if (too_deep) throw api_error(status::invalid_argument, "JSON nesting is deeper than 64 levels (at byte " + std::to_string(pr.Offset()) + ").");
+  if (!duplicate.empty()) throw api_error(status::invalid_argument, "Duplicate key \"" + duplicate + "\" in a JSON object.");
   if (pr.IsError())
     throw api_error(status::invalid_argument,
                     std::string("Body is not valid JSON: ") + rapidjson::GetParseError_En(pr.Code()) + " (at byte " + std::to_string(pr.Offset()) + ").");
-  rapidjson::Document doc;
-  doc.Parse<parse_flags>(body.data(), body.size());
-  if (doc.HasParseError()) throw api_error(status::invalid_argument, "Body is not valid JSON.");
   return doc;
 }
 
