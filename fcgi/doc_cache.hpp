@@ -27,7 +27,7 @@ struct cached_doc {
 
 class doc_cache {
  public:
-  explicit doc_cache(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit doc_cache(std::size_t max_bytes, std::size_t max_entries = 65536) : max_bytes_(max_bytes), max_entries_(max_entries) {}
 
   /// The entry of `key`, created empty if absent; marks it most recently used.
   std::shared_ptr<cached_doc> get(const std::string& key) {
@@ -37,6 +37,9 @@ class doc_cache {
       lru_.splice(lru_.begin(), lru_, it->second.pos);
       return it->second.entry;
     }
+    // Entries are made before anyone knows the record exists (an update of a missing editorId), so
+    // their number is bounded too, not just their bytes.
+    while (map_.size() >= max_entries_) evict_last();
     auto e = std::make_shared<cached_doc>();
     lru_.push_front(key);
     map_.emplace(key, slot{e, lru_.begin(), 0});
@@ -51,12 +54,8 @@ class doc_cache {
     if (it == map_.end()) return;
     total_ = total_ - it->second.bytes + bytes;
     it->second.bytes = bytes;
-    while (total_ > max_bytes_ && lru_.size() > 1 && lru_.back() != key) {
-      auto victim = map_.find(lru_.back());
-      total_ -= victim->second.bytes;
-      map_.erase(victim);
-      lru_.pop_back();
-    }
+    lru_.splice(lru_.begin(), lru_, it->second.pos);  // just used
+    while (total_ > max_bytes_ && lru_.size() > 1) evict_last();
   }
 
   void erase(const std::string& key) {
@@ -72,14 +71,25 @@ class doc_cache {
     std::lock_guard<std::mutex> g(mu_);
     return total_;
   }
+  std::size_t size() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return map_.size();
+  }
 
  private:
+  void evict_last() {  // caller holds mu_
+    auto victim = map_.find(lru_.back());
+    total_ -= victim->second.bytes;
+    map_.erase(victim);
+    lru_.pop_back();
+  }
+
   struct slot {
     std::shared_ptr<cached_doc> entry;
     std::list<std::string>::iterator pos;
     std::size_t bytes;
   };
-  std::size_t max_bytes_;
+  std::size_t max_bytes_, max_entries_;
   mutable std::mutex mu_;
   std::list<std::string> lru_;
   std::unordered_map<std::string, slot> map_;

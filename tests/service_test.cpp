@@ -85,3 +85,23 @@ TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {
+  svc::doc_cache c(100, 3);
+  auto a = c.get("a");
+  c.get("b"), c.get("c");
+  c.get("a");  // a is now the most recent
+  c.get("d");  // evicts b, the least recently used
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_NE(c.get("a"), nullptr);
+  EXPECT_EQ(c.size(), 3u);  // a was still there: no eviction
+  c.account("a", 80);
+  c.account("c", 50);  // over 100 bytes: least recently used first (d, then a) until it fits
+  EXPECT_EQ(c.bytes(), 50u);
+  EXPECT_EQ(c.size(), 1u);
+  EXPECT_EQ(a.use_count(), 1);  // out of the cache, still valid for whoever holds it
+}
+
+}  // namespace
