@@ -498,5 +498,22 @@ class Durability(unittest.TestCase):
             self.assertIn("data", r)  # every record still decodes
 
 
+class Lifecycle(unittest.TestCase):
+    def test_sigterm_finishes_in_flight_work_and_nginx_answers_json_while_down(self):
+        big = rec("slow", "text", "y" * (2 * 1024 * 1024), doc="life")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(call, "/v2/crdt/add", big)
+            time.sleep(0.05)  # the 2 MiB add is under way
+            STACK.fcgi.send_signal(signal.SIGTERM)
+            self.assertEqual(STACK.fcgi.wait(20), 0)
+            status, body = pending.result()
+        self.assertIn(status, (200, 503), body)  # finished, or never started: never cut off half-way
+        self.assertFalse(os.path.exists(os.path.join(STACK.dir, "run", "folio.sock")))
+        err(self, get("slow", doc="life"), 503, "UNAVAILABLE", "The service is unavailable; retry later.")  # nginx, JSON
+        STACK.start_fcgi()
+        records = get("slow", doc="life")[1]["result"]["data"]
+        self.assertEqual(len(records), 1 if status == 200 else 0)
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])
