@@ -223,7 +223,7 @@ std::string crdt_get(context& c) {
   const std::optional<std::string> editor = optional_id(c.data, "editorId");
   if (editor) {  // fast path: one row read (atomic on its own) and the cached document at that revision
     k.editor = *editor;
-    std::optional<record_row> row = load_record_meta(c.db, k);
+    std::optional<record_row> row = load_record(c.db, k, false);
     if (!row) return success_body("CRDT data retrieved successfully.", [](json_writer& w) { w.StartArray(), w.EndArray(); });
     std::shared_ptr<cached_doc> e = c.svc.cache().get(k.cache_key());
     std::lock_guard<std::mutex> g(e->lock);

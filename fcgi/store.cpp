@@ -177,19 +177,11 @@ record_row row_of(query& q) {
 }
 }  // namespace
 
-std::optional<record_row> load_record(database& db, const record_key& k) {
-  query q = db.sql(
-      "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id FROM crdt_records "
-      "WHERE tenant=? AND org=? AND doc=? AND editor=?");
-  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
-  if (!q.step()) return std::nullopt;
-  return row_of(q);
-}
-
-std::optional<record_row> load_record_meta(database& db, const record_key& k) {
-  query q = db.sql(
-      "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id FROM crdt_records "
-      "WHERE tenant=? AND org=? AND doc=? AND editor=?");
+std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot) {
+  query q = db.sql(with_snapshot ? "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id "
+                                   "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?"
+                                 : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id "
+                                   "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
   q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
   if (!q.step()) return std::nullopt;
   return row_of(q);

@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -85,7 +86,27 @@ class database {
   template <class F>
   auto write(F&& f) {
     std::lock_guard<std::mutex> one_writer(writer_mutex());
-    sql("BEGIN IMMEDIATE").step();
+    return transaction("BEGIN IMMEDIATE", std::forward<F>(f));
+  }
+  /// Runs f() inside a read transaction (a consistent snapshot across statements).
+  template <class F>
+  auto read(F&& f) {
+    return transaction("BEGIN", std::forward<F>(f));
+  }
+
+  int version() const { return version_; }
+  static std::mutex& writer_mutex() {
+    static std::mutex m;
+    return m;
+  }
+  /// The replica id this database's server edits records as (random, made once, kept in `meta`).
+  std::uint64_t server_replica();
+
+ private:
+  void migrate();
+  template <class F>
+  auto transaction(const char* begin, F&& f) {
+    sql(begin).step();
     try {
       if constexpr (std::is_void_v<decltype(f())>) {
         f();
@@ -100,30 +121,6 @@ class database {
       throw;
     }
   }
-  /// Runs f() inside a read transaction (a consistent snapshot across statements).
-  template <class F>
-  auto read(F&& f) {
-    sql("BEGIN").step();
-    try {
-      auto r = f();
-      sql("COMMIT").step();
-      return r;
-    } catch (...) {
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
-    }
-  }
-
-  int version() const { return version_; }
-  static std::mutex& writer_mutex() {
-    static std::mutex m;
-    return m;
-  }
-  /// The replica id this database's server edits records as (random, made once, kept in `meta`).
-  std::uint64_t server_replica();
-
- private:
-  void migrate();
 
   sqlite3* db_ = nullptr;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
@@ -147,9 +144,9 @@ struct record_row {
 
 inline constexpr std::int64_t compact_after = 64;
 
-std::optional<record_row> load_record(database& db, const record_key& k);
-/// The row without its snapshot (enough when the cached document is at the row's revision).
-std::optional<record_row> load_record_meta(database& db, const record_key& k);
+/// The record's row; without its snapshot when `with_snapshot` is false (enough when the cached
+/// document is at the row's revision).
+std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot = true);
 std::vector<record_row> load_document_records(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
 std::vector<std::string> load_log(database& db, const record_key& k);
 void insert_record(database& db, const record_key& k, const record_row& r);

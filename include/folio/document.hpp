@@ -156,12 +156,9 @@ class document {
           using D = std::decay_t<decltype(d)>;
           decode_result dr;
           if constexpr (std::is_same_v<D, detail::tree_doc>) {
-            detail::tree_batch b;
-            detail::byte_reader br(batch);
-            unsigned char bt = 0;
-            if (detail::read_header_any(br, detail::kind_batch, bt) && detail::read_tree_ops(br, d.shape(), b.ops) && !br.at_end())
-              br.fail(decode_status::trailing_bytes, "after batch");
-            dr = br.result();
+            detail::tree_batch b;  // `r` is past the header (or holds its failure)
+            if (r.ok() && detail::read_tree_ops(r, d.shape(), b.ops) && !r.at_end()) r.fail(decode_status::trailing_bytes, "after batch");
+            dr = r.result();
             if (dr) return d.apply(b);
           } else {
             op_batch<typename D::value_type> b;
