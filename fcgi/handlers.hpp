@@ -23,5 +23,12 @@ std::string crdt_update(context& c);
 std::string crdt_get(context& c);
 std::string crdt_delete(context& c);
 std::string annotations_get(context& c);
+std::string annotations_get_page(context& c);
+std::string annotations_add(context& c);
+std::string annotations_update(context& c);
+std::string annotations_delete(context& c);
+std::string comments_add(context& c);
+std::string comments_update(context& c);
+std::string comments_delete(context& c);
 
 }  // namespace folio::service

@@ -22,6 +22,13 @@ struct route {
 };
 constexpr route routes[] = {
     {"/v1/commentannotations/get", annotations_get, false},
+    {"/v2/commentannotations/get", annotations_get_page, false},
+    {"/v2/commentannotations/add", annotations_add, true},
+    {"/v2/commentannotations/update", annotations_update, true},
+    {"/v2/commentannotations/delete", annotations_delete, true},
+    {"/v2/commentannotations/comments/add", comments_add, true},
+    {"/v2/commentannotations/comments/update", comments_update, true},
+    {"/v2/commentannotations/comments/delete", comments_delete, true},
     {"/v2/crdt/add", crdt_add, true},
     {"/v2/crdt/update", crdt_update, true},
     {"/v2/crdt/get", crdt_get, false},

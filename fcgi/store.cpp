@@ -42,13 +42,23 @@ CREATE INDEX annotations_by_time ON annotations (tenant, org, doc, created_at, a
 CREATE INDEX annotations_by_location ON annotations (tenant, org, doc, location_id, created_at, annotation_id);
 CREATE INDEX annotations_by_user ON annotations (tenant, org, doc, user_id, created_at, annotation_id);
 )sql",
+    // 2: the annotation write side. Comments move to their own table (a comment write no longer
+    // rewrites its thread); status and lastUpdated become columns for the v2 filters.
+    R"sql(
+CREATE TABLE annotation_comments (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
+  comment_id INTEGER NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (tenant, org, doc, annotation_id, comment_id)) WITHOUT ROWID;
+INSERT OR IGNORE INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body)
+  SELECT a.tenant, a.org, a.doc, a.annotation_id, json_extract(c.value, '$.commentId'), json(c.value)
+  FROM annotations a, json_each(a.body, '$.comments') c WHERE json_type(c.value, '$.commentId') = 'integer';
+ALTER TABLE annotations ADD COLUMN status_id TEXT NOT NULL DEFAULT 'OPEN';
+ALTER TABLE annotations ADD COLUMN last_updated TEXT NOT NULL DEFAULT '';
+UPDATE annotations SET status_id = coalesce(json_extract(body, '$.status.id'), 'OPEN'),
+  last_updated = coalesce(json_extract(body, '$.lastUpdated'), created_at), body = json_remove(body, '$.comments');
+CREATE INDEX annotations_by_status ON annotations (tenant, org, doc, status_id, created_at, annotation_id);
+)sql",
 };
-
-std::string placeholders(std::size_t n) {
-  std::string s;
-  for (std::size_t i = 0; i < n; ++i) s += i ? ",?" : "?";
-  return s;
-}
 
 }  // namespace
 
@@ -127,6 +137,12 @@ query database::sql(const char* text) {
     it = cache_.emplace(text, st).first;
   }
   return query(db_, it->second);
+}
+
+std::string database::placeholders(std::size_t n) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) s += i ? ",?" : "?";
+  return s;
 }
 
 query database::prepare(const std::string& text) {
@@ -241,45 +257,6 @@ bool delete_record(database& db, const record_key& k) {
   db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
   db.sql("DELETE FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
   return db.changes() > 0;
-}
-
-// ---- comment annotations ----------------------------------------------------------------------------------
-
-std::vector<std::pair<std::string, std::string>> find_annotations(database& db, const std::string& tenant, const std::string& org,
-                                                                  const std::string& doc, const annotation_filter& f) {
-  // Built per filter combination; each shape is prepared once per connection and cached by its text.
-  std::string text = "SELECT annotation_id, body FROM annotations WHERE tenant=? AND org=? AND doc=?";
-  if (!f.locations.empty()) text += " AND location_id IN (" + placeholders(f.locations.size()) + ")";
-  if (!f.users.empty()) text += " AND user_id IN (" + placeholders(f.users.size()) + ")";
-  if (!f.ids.empty()) text += " AND annotation_id IN (" + placeholders(f.ids.size()) + ")";
-  text += " ORDER BY created_at, annotation_id";
-  query q = db.prepare(text);
-  q.bind(1, tenant).bind(2, org).bind(3, doc);
-  int i = 4;
-  for (const auto* list : {&f.locations, &f.users, &f.ids})
-    for (const std::string& v : *list) q.bind(i++, v);
-  std::vector<std::pair<std::string, std::string>> out;
-  while (q.step()) out.emplace_back(q.text(0), q.text(1));
-  return out;
-}
-
-std::vector<std::string> existing_annotations(database& db, const std::string& tenant, const std::string& org, const std::string& doc,
-                                              const std::vector<std::string>& ids) {
-  std::vector<std::string> out;
-  if (ids.empty()) return out;
-  query q = db.prepare("SELECT annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=? AND annotation_id IN (" + placeholders(ids.size()) + ")");
-  q.bind(1, tenant).bind(2, org).bind(3, doc);
-  int i = 4;
-  for (const std::string& v : ids) q.bind(i++, v);
-  while (q.step()) out.push_back(q.text(0));
-  return out;
-}
-
-void put_annotation(database& db, const std::string& tenant, const std::string& org, const std::string& doc, const std::string& id,
-                    const std::optional<std::string>& location, const std::string& user, const std::string& created_at, const std::string& body) {
-  db.sql("INSERT OR REPLACE INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body) VALUES (?,?,?,?,?,?,?,?)")
-      .bind(1, tenant).bind(2, org).bind(3, doc).bind(4, id).bind_opt(5, location).bind(6, user).bind(7, created_at).bind(8, body)
-      .step();
 }
 
 }  // namespace folio::service

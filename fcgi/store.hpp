@@ -61,7 +61,7 @@ struct store_error : std::runtime_error {
   store_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
 };
 
-inline constexpr int schema_version = 1;
+inline constexpr int schema_version = 2;
 
 class database {
  public:
@@ -76,6 +76,8 @@ class database {
   /// A statement prepared for this use only (texts built at run time, e.g. IN lists).
   query prepare(const std::string& text);
   void exec(const char* text);
+  /// "?,?,...,?" with n placeholders, for IN lists.
+  static std::string placeholders(std::size_t n);
   /// Rows changed by the last statement.
   int changes() const { return sqlite3_changes(db_); }
 
@@ -156,20 +158,5 @@ std::int64_t append_change(database& db, const record_key& k, const record_row& 
 /// Replaces snapshot + log by one snapshot (same revision: the value is unchanged).
 void compact(database& db, const record_key& k, const std::string& snapshot);
 bool delete_record(database& db, const record_key& k);
-
-// ---- comment annotations ----------------------------------------------------------------------------
-
-struct annotation_filter {
-  std::vector<std::string> locations, users, ids;
-};
-/// Annotations (canonical JSON bodies) matching the filter, oldest first, ties by id.
-std::vector<std::pair<std::string, std::string>> find_annotations(database& db, const std::string& tenant, const std::string& org,
-                                                                  const std::string& doc, const annotation_filter& f);
-/// Which of `ids` exist in the document.
-std::vector<std::string> existing_annotations(database& db, const std::string& tenant, const std::string& org, const std::string& doc,
-                                              const std::vector<std::string>& ids);
-/// Inserts or replaces one annotation (the write endpoints and tests use it).
-void put_annotation(database& db, const std::string& tenant, const std::string& org, const std::string& doc, const std::string& id,
-                    const std::optional<std::string>& location, const std::string& user, const std::string& created_at, const std::string& body);
 
 }  // namespace folio::service

@@ -3,9 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 
+#include <sqlite3.h>
+
+#include "annotation_store.hpp"
+#include "annotations.hpp"
 #include "auth.hpp"
+#include "base64.hpp"
 #include "json.hpp"
 #include "service.hpp"
 
@@ -87,6 +93,85 @@ TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
 }  // namespace
 
 namespace {
+
+TEST(Store, MigratesVersion1AnnotationsCommentsIntoTheirOwnTable) {
+  temp_db tmp;
+  {
+    // Schema 1 as shipped (the tables migration 2 reads), with one annotation whose comments sit in its body.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(tmp.path().c_str(), &raw), SQLITE_OK);
+    const char* v1 = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE annotations (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
+  location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (tenant, org, doc, annotation_id)) WITHOUT ROWID;
+INSERT INTO annotations VALUES ('t', 'o', 'd', 'a1', 'L1', 'u1', '2025-01-01T00:00:00.000Z',
+  '{"annotationId":"a1","color":"#f00","comments":[{"commentId":2,"commentText":"two"},{"commentId":1,"commentText":"one"}],"createdAt":"2025-01-01T00:00:00.000Z","lastUpdated":"2025-01-02T00:00:00.000Z","status":{"id":"RESOLVED"}}');
+PRAGMA user_version = 1;
+)sql";
+    ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
+  svc::database db(tmp.path());
+  EXPECT_EQ(db.version(), svc::schema_version);
+  const svc::annotation_scope s{"t", "o", "d"};
+  const auto found = svc::find_annotations(db, s, {});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].json,
+            R"({"annotationId":"a1","color":"#f00","createdAt":"2025-01-01T00:00:00.000Z","lastUpdated":"2025-01-02T00:00:00.000Z",)"
+            R"("status":{"id":"RESOLVED"},"comments":[{"commentId":1,"commentText":"one"},{"commentId":2,"commentText":"two"}]})");
+  svc::annotation_filter by_status;
+  by_status.statuses = {"RESOLVED"};
+  by_status.updated_after = "2025-01-01T12:00:00.000Z";
+  EXPECT_EQ(svc::match_annotations(db, s, by_status), std::vector<std::string>{"a1"});
+  EXPECT_EQ(svc::comment_ids(db, s, "a1"), (std::vector<std::int64_t>{1, 2}));
+}
+
+TEST(Annotations, TimestampsAreIso8601UtcWithMillisecondsOnRealDates) {
+  EXPECT_TRUE(svc::is_timestamp("2025-01-20T10:30:00.000Z"));
+  EXPECT_TRUE(svc::is_timestamp("2024-02-29T23:59:59.999Z"));
+  EXPECT_TRUE(svc::is_timestamp("2000-02-29T00:00:00.000Z"));
+  for (const char* bad : {"2025-02-29T00:00:00.000Z", "1900-02-29T00:00:00.000Z", "2025-04-31T00:00:00.000Z", "2025-13-01T00:00:00.000Z",
+                          "2025-01-20T24:00:00.000Z", "2025-01-20T10:60:00.000Z", "2025-01-20T10:30:00Z", "2025-01-20T10:30:00.000+00:00",
+                          "2025-01-20 10:30:00.000Z", "2025-01-2OT10:30:00.000Z", ""})
+    EXPECT_FALSE(svc::is_timestamp(bad)) << bad;
+}
+
+TEST(Annotations, GeneratedIdsAreUrlSafeAndDistinct) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = svc::random_annotation_id();
+    ASSERT_EQ(id.size(), 20u);
+    ASSERT_EQ(id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"), std::string::npos) << id;
+    seen.insert(id);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+}
+
+TEST(Annotations, StoredBodiesReadBackThroughTheSameChecks) {
+  const auto item = svc::parse_json(
+      R"({"annotationId":"x","from":{"userId":"u","name":"U","email":"u@e"},"context":{"b":1,"a":[2]},"commentData":[{"commentText":"t"}]})");
+  svc::annotation_value a = svc::parse_annotation(item);
+  a.created_at = a.last_updated = "2025-01-20T10:30:00.000Z";
+  const std::string body = svc::annotation_body(a);
+  EXPECT_EQ(body, R"({"annotationId":"x","from":{"userId":"u","name":"U","email":"u@e"},"color":"",)"
+                  R"("status":{"id":"OPEN","name":"Open","color":"#625DF5","type":"default"},"context":{"a":[2],"b":1},)"
+                  R"("createdAt":"2025-01-20T10:30:00.000Z","lastUpdated":"2025-01-20T10:30:00.000Z"})");
+  EXPECT_EQ(svc::annotation_body(svc::stored_annotation(body)), body);
+  svc::comment_value c = a.comments.at(0);
+  c.id = 3, c.from = a.from, c.created_at = c.last_updated = a.created_at;
+  EXPECT_EQ(svc::comment_body(svc::stored_comment(svc::comment_body(c))), svc::comment_body(c));
+}
+
+TEST(Base64Url, RoundTripsAndRefusesOtherAlphabets) {
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  for (std::size_t n = 0; n < 10; ++n) EXPECT_EQ(svc::base64url_decode(svc::base64url_encode(all.substr(0, n))), all.substr(0, n));
+  EXPECT_EQ(svc::base64url_decode(svc::base64url_encode(all)), all);
+  EXPECT_EQ(svc::base64url_encode("\xfb\xff"), "-_8");
+  for (const char* bad : {"a", "ab+c", "ab/c", "ab=c", "abc=", "ab c", "ab\n"}) EXPECT_FALSE(svc::base64url_decode(bad)) << bad;
+}
 
 TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {
   svc::doc_cache c(100, 3);

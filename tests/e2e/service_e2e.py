@@ -1,160 +1,20 @@
 #!/usr/bin/env python3
-"""End-to-end tests: the real nginx in front of the real folio-fcgi on loopback, spoken to over HTTP.
+"""End-to-end tests of the service as a whole and of CRDT records: the real nginx in front of the real
+folio-fcgi on loopback (stack.py), spoken to over HTTP. Comment annotations: annotations_e2e.py.
 
 Run by ctest (tests/CMakeLists.txt) as:  service_e2e.py BUILD_DIR SOURCE_DIR
-Each run gets its own temporary directory: database, socket, nginx prefix, logs (FOLIO_E2E_KEEP=1 keeps it).
 """
 import concurrent.futures
 import json
 import os
-import shutil
 import signal
-import socket
 import sqlite3
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
-import http.client
 
-BUILD, SOURCE = sys.argv[1], sys.argv[2]
-FCGI = os.path.join(BUILD, "fcgi", "folio-fcgi")
-ADMIN = os.path.join(BUILD, "tools", "folio-admin")
-RESPONDER_MAX_BODY = 3 * 1024 * 1024  # below nginx's 4 MiB, so both limits can be seen
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Stack:
-    """folio-fcgi + nginx in a temporary directory."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="folio-e2e-")
-        self.db = os.path.join(self.dir, "folio.db")
-        self.port = free_port()
-        self.fcgi = None
-        self.nginx = None
-
-    def admin(self, *args):
-        return subprocess.run([ADMIN, "--db", self.db, *args], check=True, capture_output=True, text=True).stdout.strip()
-
-    def start_fcgi(self):
-        os.makedirs(os.path.join(self.dir, "run"), exist_ok=True)
-        os.makedirs(os.path.join(self.dir, "log"), exist_ok=True)
-        sock = os.path.join(self.dir, "run", "folio.sock")
-        if os.path.exists(sock):
-            os.unlink(sock)
-        with open(os.path.join(self.dir, "log", "folio-fcgi.log"), "a") as log:
-            self.fcgi = subprocess.Popen([FCGI, "--socket", sock, "--db", self.db, "--workers", "4",
-                                          "--max-body", str(RESPONDER_MAX_BODY)], stderr=log)
-        for _ in range(100):
-            if os.path.exists(sock):
-                return
-            time.sleep(0.05)
-        raise RuntimeError("folio-fcgi did not start")
-
-    def start_nginx(self):
-        conf = subprocess.run([os.path.join(SOURCE, "scripts", "nginx-conf"), self.dir, str(self.port), "100000"],
-                              check=True, capture_output=True, text=True).stdout
-        path = os.path.join(self.dir, "nginx", "nginx.conf")
-        with open(path, "w") as f:
-            f.write(conf)
-        self.nginx = subprocess.Popen(["nginx", "-p", os.path.join(self.dir, "nginx"), "-c", path, "-g", "daemon off;"])
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("nginx did not start")
-
-    def stop(self):
-        for p in (self.nginx, self.fcgi):
-            if p and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-
-
-STACK = None
-CREDS = {}
-
-
-def setUpModule():
-    global STACK
-    STACK = Stack()
-    s = STACK
-    subprocess.run([ADMIN, "--db", s.db, "list"], check=True, capture_output=True)
-    for tenant in ("a", "b"):
-        key = s.admin("create-key", "tenant-" + tenant)
-        kid = key[3:19]
-        CREDS[tenant] = (key, s.admin("create-token", kid, "subject-" + tenant))
-        if tenant == "a":
-            CREDS["a_ro"] = (key, s.admin("create-token", kid, "reader", "--read-only"))
-            CREDS["a_expired"] = (key, s.admin("create-token", kid, "old", "--expires", "2020-01-01T00:00:00.000Z"))
-            revoked = s.admin("create-token", kid, "gone")
-            s.admin("revoke-token", revoked[3:19])
-            CREDS["a_revoked"] = (key, revoked)
-            CREDS["a_wrong_secret"] = (key, CREDS["a"][1][:-1] + ("0" if CREDS["a"][1][-1] != "0" else "1"))
-    CREDS["a_key_b_token"] = (CREDS["a"][0], CREDS["b"][1])
-    s.start_fcgi()
-    s.start_nginx()
-
-
-def tearDownModule():
-    STACK.stop()
-    if os.environ.get("FOLIO_E2E_KEEP"):
-        print("e2e files kept in", STACK.dir)
-    else:
-        shutil.rmtree(STACK.dir, ignore_errors=True)
-
-
-def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None):
-    """Returns (http status, parsed JSON body)."""
-    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60)
-    h = {"Content-Type": content_type} if content_type else {}
-    if who:
-        key, token = CREDS[who]
-        h["x-folio-api-key"] = key
-        h["x-folio-auth-token"] = token
-    h.update(headers or {})
-    if body is None:
-        body = json.dumps({"data": data if data is not None else {}})
-    if isinstance(body, str):
-        body = body.encode()
-    conn.request(method, path, body=body, headers=h)
-    r = conn.getresponse()
-    raw = r.read()
-    conn.close()
-    try:
-        return r.status, json.loads(raw)
-    except ValueError:
-        return r.status, raw
-
-
-def ok(test, res, message):
-    status, body = res
-    test.assertEqual(status, 200, body)
-    test.assertEqual(body["result"]["status"], "success")
-    test.assertEqual(body["result"]["message"], message)
-    return body["result"].get("data")
-
-
-def err(test, res, http, status, message=None):
-    code, body = res
-    test.assertEqual(code, http, body)
-    test.assertEqual(body["error"]["status"], status, body)
-    if message is not None:
-        test.assertEqual(body["error"]["message"], message)
-    return body["error"]["message"]
+from stack import *  # noqa: F401,F403 (the stack, its credentials and HTTP helpers)
 
 
 def rec(editor, type_, data, doc="doc", org="org", **extra):
@@ -309,67 +169,6 @@ class Auth(unittest.TestCase):
         ok(self, call("/v2/crdt/add", rec("shared", "text", "B's", doc="iso"), who="b"), "CRDT data added successfully.")
         self.assertEqual(get("shared", doc="iso")[1]["result"]["data"][0]["data"], "A's")
         self.assertEqual(get("shared", doc="iso", who="b")[1]["result"]["data"][0]["data"], "B's")
-        seed_annotation("a", "org", "iso", "ann-a", created="2025-01-01T00:00:00.000Z")
-        self.assertEqual(annotations({"organizationId": "org", "documentId": "iso"}, who="b"), [])
-        self.assertEqual(annotations({"organizationId": "org", "documentId": "iso", "annotationIds": ["ann-a"]}, who="b"), [None])
-
-
-def seed_annotation(tenant, org, doc, aid, location=None, user="u1", created="2025-01-20T10:30:00.000Z"):
-    tenant_id = CREDS[tenant][0][3:19]
-    body = {"annotationId": aid, "comments": [{"commentId": 1, "commentText": "hi", "commentHtml": "<p>hi</p>",
-                                               "from": {"userId": user, "name": "U", "email": "u@example.com"},
-                                               "lastUpdated": created, "type": "text"}],
-            "from": {"userId": user, "name": "U", "email": "u@example.com"}, "color": "#ff0000", "createdAt": created,
-            "lastUpdated": created, "status": {"id": "OPEN", "name": "Open", "color": "#00ff00", "type": "default"}}
-    if location:
-        body["location"] = {"id": location}
-    with sqlite3.connect(STACK.db) as db:
-        db.execute("INSERT OR REPLACE INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body) "
-                   "VALUES (?,?,?,?,?,?,?,?)", (tenant_id, org, doc, aid, location, user, created,
-                                                json.dumps(body, separators=(",", ":"), sort_keys=True)))
-
-
-def annotations(data, who="a"):
-    status, body = call("/v1/commentannotations/get", data, who=who)
-    assert status == 200, body
-    assert body["result"]["message"] == "Annotations fetched successfully.", body
-    return body["result"]["data"]
-
-
-class Annotations(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        seed_annotation("a", "org", "ann", "a3", location="L1", user="u1", created="2025-01-03T00:00:00.000Z")
-        seed_annotation("a", "org", "ann", "a1", location="L1", user="u2", created="2025-01-01T00:00:00.000Z")
-        seed_annotation("a", "org", "ann", "a2", location="L2", user="u1", created="2025-01-02T00:00:00.000Z")
-        seed_annotation("a", "org", "ann", "a0", location=None, user="u3", created="2025-01-02T00:00:00.000Z")
-
-    def ids(self, data):
-        return [a["annotationId"] if a else None for a in annotations(dict({"organizationId": "org", "documentId": "ann"}, **data))]
-
-    def test_filters(self):
-        self.assertEqual(self.ids({}), ["a1", "a0", "a2", "a3"])  # oldest first, ties by id
-        self.assertEqual(self.ids({"locationIds": ["L1"]}), ["a1", "a3"])
-        self.assertEqual(self.ids({"locationIds": ["L1", "L2"], "userIds": ["u1"]}), ["a2", "a3"])
-        self.assertEqual(self.ids({"userIds": ["u2", "u3"]}), ["a1", "a0"])
-        self.assertEqual(self.ids({"annotationIds": ["a3", "nope", "a1", "a3"]}), ["a3", None, "a1"])
-        self.assertEqual(self.ids({"annotationIds": ["a3", "a2", "x"], "locationIds": ["L1"]}), ["a3", None])  # a2 exists: left out
-        self.assertEqual(self.ids({"locationIds": []}), ["a1", "a0", "a2", "a3"])
-        full = annotations({"organizationId": "org", "documentId": "ann", "annotationIds": ["a1"]})[0]
-        self.assertEqual(full["comments"][0]["commentId"], 1)
-        self.assertEqual(full["status"]["id"], "OPEN")
-        self.assertEqual(full["location"], {"id": "L1"})
-        self.assertEqual(annotations({"organizationId": "org", "documentId": "unknown"}), [])
-
-    def test_errors(self):
-        err(self, call("/v1/commentannotations/get", {"documentId": "d"}), 400, "INVALID_ARGUMENT", "Organization ID is required")
-        err(self, call("/v1/commentannotations/get", {"organizationId": "o"}), 400, "INVALID_ARGUMENT", "Document ID is required")
-        err(self, call("/v1/commentannotations/get", {"organizationId": "o", "documentId": "d", "userIds": "u1"}), 400, "INVALID_ARGUMENT",
-            "userIds must be an array of strings.")
-        err(self, call("/v1/commentannotations/get", {"organizationId": "o", "documentId": "d", "locationIds": ["x"] * 1001}), 400,
-            "INVALID_ARGUMENT", "locationIds may hold at most 1000 ids.")
-        err(self, call("/v1/commentannotations/get", {"organizationId": "o", "documentId": "d", "annotationIds": ["ok", 5]}), 400,
-            "INVALID_ARGUMENT", "annotationIds[1] must be a string.")
 
 
 class BadInput(unittest.TestCase):

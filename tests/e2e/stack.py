@@ -1,0 +1,155 @@
+"""The stack the end-to-end tests run against: the real nginx in front of the real folio-fcgi on
+loopback, in a temporary directory (database, socket, nginx prefix, logs; FOLIO_E2E_KEEP=1 keeps it),
+and the helpers that speak HTTP to it.
+
+A test module runs as:  <module>.py BUILD_DIR SOURCE_DIR  and does
+    from stack import *  (setUpModule/tearDownModule included)
+"""
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+__all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "RESPONDER_MAX_BODY"]
+
+BUILD, SOURCE = sys.argv[1], sys.argv[2]
+FCGI = os.path.join(BUILD, "fcgi", "folio-fcgi")
+ADMIN = os.path.join(BUILD, "tools", "folio-admin")
+RESPONDER_MAX_BODY = 3 * 1024 * 1024  # below nginx's 4 MiB, so both limits can be seen
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stack:
+    """folio-fcgi + nginx in a temporary directory."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="folio-e2e-")
+        self.db = os.path.join(self.dir, "folio.db")
+        self.port = free_port()
+        self.fcgi = None
+        self.nginx = None
+
+    def admin(self, *args):
+        return subprocess.run([ADMIN, "--db", self.db, *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    def start_fcgi(self):
+        os.makedirs(os.path.join(self.dir, "run"), exist_ok=True)
+        os.makedirs(os.path.join(self.dir, "log"), exist_ok=True)
+        sock = os.path.join(self.dir, "run", "folio.sock")
+        if os.path.exists(sock):
+            os.unlink(sock)
+        with open(os.path.join(self.dir, "log", "folio-fcgi.log"), "a") as log:
+            self.fcgi = subprocess.Popen([FCGI, "--socket", sock, "--db", self.db, "--workers", "4",
+                                          "--max-body", str(RESPONDER_MAX_BODY)], stderr=log)
+        for _ in range(100):
+            if os.path.exists(sock):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("folio-fcgi did not start")
+
+    def start_nginx(self):
+        conf = subprocess.run([os.path.join(SOURCE, "scripts", "nginx-conf"), self.dir, str(self.port), "100000"],
+                              check=True, capture_output=True, text=True).stdout
+        path = os.path.join(self.dir, "nginx", "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        self.nginx = subprocess.Popen(["nginx", "-p", os.path.join(self.dir, "nginx"), "-c", path, "-g", "daemon off;"])
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not start")
+
+    def stop(self):
+        for p in (self.nginx, self.fcgi):
+            if p and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+STACK = Stack()  # its processes start in setUpModule
+CREDS = {}
+
+
+def setUpModule():
+    """Tenants a and b with keys and tokens (a also read-only, expired, revoked and mismatched ones),
+    then folio-fcgi and nginx. Test modules import it as their own setUpModule."""
+    s = STACK
+    subprocess.run([ADMIN, "--db", s.db, "list"], check=True, capture_output=True)
+    for tenant in ("a", "b"):
+        key = s.admin("create-key", "tenant-" + tenant)
+        kid = key[3:19]
+        CREDS[tenant] = (key, s.admin("create-token", kid, "subject-" + tenant))
+        if tenant == "a":
+            CREDS["a_ro"] = (key, s.admin("create-token", kid, "reader", "--read-only"))
+            CREDS["a_expired"] = (key, s.admin("create-token", kid, "old", "--expires", "2020-01-01T00:00:00.000Z"))
+            revoked = s.admin("create-token", kid, "gone")
+            s.admin("revoke-token", revoked[3:19])
+            CREDS["a_revoked"] = (key, revoked)
+            CREDS["a_wrong_secret"] = (key, CREDS["a"][1][:-1] + ("0" if CREDS["a"][1][-1] != "0" else "1"))
+    CREDS["a_key_b_token"] = (CREDS["a"][0], CREDS["b"][1])
+    s.start_fcgi()
+    s.start_nginx()
+
+
+def tearDownModule():
+    STACK.stop()
+    if os.environ.get("FOLIO_E2E_KEEP"):
+        print("e2e files kept in", STACK.dir)
+    else:
+        shutil.rmtree(STACK.dir, ignore_errors=True)
+
+
+def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None):
+    """Returns (http status, parsed JSON body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60)
+    h = {"Content-Type": content_type} if content_type else {}
+    if who:
+        key, token = CREDS[who]
+        h["x-folio-api-key"] = key
+        h["x-folio-auth-token"] = token
+    h.update(headers or {})
+    if body is None:
+        body = json.dumps({"data": data if data is not None else {}})
+    if isinstance(body, str):
+        body = body.encode()
+    conn.request(method, path, body=body, headers=h)
+    r = conn.getresponse()
+    raw = r.read()
+    conn.close()
+    try:
+        return r.status, json.loads(raw)
+    except ValueError:
+        return r.status, raw
+
+
+def ok(test, res, message):
+    status, body = res
+    test.assertEqual(status, 200, body)
+    test.assertEqual(body["result"]["status"], "success")
+    test.assertEqual(body["result"]["message"], message)
+    return body["result"].get("data")
+
+
+def err(test, res, http, status, message=None):
+    code, body = res
+    test.assertEqual(code, http, body)
+    test.assertEqual(body["error"]["status"], status, body)
+    if message is not None:
+        test.assertEqual(body["error"]["message"], message)
+    return body["error"]["message"]
