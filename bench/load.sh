@@ -5,49 +5,13 @@
 # whose history is the whole automerge-paper trace against a fresh record of the same text.
 #   bench/load.sh [SECONDS_PER_RUN]      (default 10; everything lives in a temporary directory)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-source scripts/deps.sh
-folio_install_deps
 secs=${1:-10}
-traces=${FOLIO_TRACES_DIR:-$(cd .. && pwd)/shared/traces}
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DFOLIO_BUILD_TESTS=OFF -DFOLIO_BUILD_BENCH=ON -DFOLIO_TRACES_DIR="$traces" >/dev/null
-cmake --build build-release -j2 --target folio-fcgi folio-admin hello-fcgi seed-history >/dev/null
-bin=$PWD/build-release
-work=$(mktemp -d /tmp/folio-load.XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-db=$work/folio.db
-key=$("$bin/tools/folio-admin" --db "$db" create-key load)
-token=$("$bin/tools/folio-admin" --db "$db" create-token "${key:3:16}" load)
-tenant=${key:3:16}
-pids=()
-cleanup() {
-  kill "${pids[@]}" 2>/dev/null || true
-  sleep 0.5
-  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-responder() {  # starts folio-fcgi or hello-fcgi on the socket nginx uses
-  [ -n "${resp_pid:-}" ] && kill "$resp_pid" && wait "$resp_pid" 2>/dev/null || true
-  mkdir -p "$work/run" "$work/log"
-  "$@" 2>>"$work/log/responder.log" &
-  resp_pid=$!
-  pids+=("$resp_pid")
-  for _ in $(seq 100); do [ -S "$work/run/folio.sock" ] && break; sleep 0.05; done
-}
-responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4
-mkdir -p "$work/nginx"
-FOLIO_ACCESS_LOG=off scripts/nginx-conf "$work" "$port" 10000000 > "$work/nginx/nginx.conf"
-nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
-pids+=($!)
-sleep 0.5
-url=http://127.0.0.1:$port
+source "$(dirname "$0")/support/http_stack.sh"
 
 # ---- data: a 1 KB text, 1,000 annotations in 20 locations, the trace records ----------------------
 "$bin/bench/seed-history" "$db" "$tenant" org load automerge-paper.json.gz "$work/final.txt"
 python3 - "$work" "$db" "$tenant" <<'PY'
-import json, sqlite3, sys
+import json, sys
 work, db, tenant = sys.argv[1:4]
 text = open(work + "/final.txt", encoding="utf-8").read()
 def body(d): return json.dumps({"data": d})
@@ -60,48 +24,17 @@ for name, editor in [("big%d" % i, "big%d" % i) for i in range(4)] + [("history"
     open(work + "/upd-%s-a.json" % name, "w").write(body(dict(base, editorId=editor, data=text)))
     open(work + "/upd-%s-b.json" % name, "w").write(body(dict(base, editorId=editor, data=text[:50000] + "!" + text[50000:])))
 open(work + "/ann.json", "w").write(body({"organizationId": "org", "documentId": "anns", "locationIds": ["loc-7"]}))
-con = sqlite3.connect(db)
-for i in range(1000):
-    created = "2025-01-%02dT00:00:%02d.000Z" % (1 + i % 28, i % 60)
-    a = {"annotationId": "a%04d" % i, "comments": [{"commentId": 1, "commentText": "c", "commentHtml": "<p>c</p>",
-         "from": {"userId": "u%d" % (i % 7), "name": "U", "email": "u@x"}, "lastUpdated": created}],
-         "from": {"userId": "u%d" % (i % 7), "name": "U", "email": "u@x"}, "color": "#fff", "createdAt": created,
-         "lastUpdated": created, "status": {"id": "OPEN", "name": "Open", "color": "#0f0", "type": "default"},
-         "location": {"id": "loc-%d" % (i % 20)}}
-    con.execute("INSERT INTO annotations VALUES (?,?,?,?,?,?,?,?)", (tenant, "org", "anns", a["annotationId"], "loc-%d" % (i % 20),
-                a["from"]["userId"], created, json.dumps(a, separators=(",", ":"), sort_keys=True)))
-con.commit()
+# 1,000 annotations in 20 locations, written through the API in batches of 100
+for b in range(10):
+    batch = [{"annotationId": "a%04d" % i, "from": {"userId": "u%d" % (i % 7), "name": "U", "email": "u@x"}, "color": "#fff",
+              "createdAt": "2025-01-%02dT00:00:%02d.000Z" % (1 + i % 28, i % 60), "location": {"id": "loc-%d" % (i % 20)},
+              "commentData": [{"commentText": "c", "commentHtml": "<p>c</p>"}]} for i in range(b * 100, b * 100 + 100)]
+    open(work + "/ann-add-%d.json" % b, "w").write(body({"organizationId": "org", "documentId": "anns", "commentAnnotations": batch}))
 PY
-h=(-H 'Content-Type: application/json' -H "x-folio-api-key: $key" -H "x-folio-auth-token: $token")
 curl -sf "$url/v2/crdt/add" "${h[@]}" -d @"$work/add1k.json" >/dev/null
+for b in $(seq 0 9); do curl -sf "$url/v2/commentannotations/add" "${h[@]}" -d @"$work/ann-add-$b.json" >/dev/null; done
 for i in 0 1 2 3; do curl -sf "$url/v2/crdt/add" "${h[@]}" -d @"$work/add100k-$i.json" >/dev/null; done
 
-# BODIES: groups separated by ";" (thread k uses group k mod groups), files in a group by ",", sent in turn.
-cat > "$work/wrk.lua" <<LUA
-local groups, counter = {}, 0
-for g in string.gmatch(os.getenv("BODIES"), "[^;]+") do groups[#groups + 1] = g end
-setup = function(thread) thread:set("group", groups[(counter % #groups) + 1]); counter = counter + 1 end
-local files, n = nil, 0
-init = function()
-  files = {}
-  for f in string.gmatch(group, "[^,]+") do local h = io.open(f, "rb"); files[#files + 1] = h:read("*a"); h:close() end
-end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["x-folio-api-key"] = "$key"
-wrk.headers["x-folio-auth-token"] = "$token"
-request = function() n = n + 1; return wrk.format(nil, os.getenv("TARGET"), nil, files[(n % #files) + 1]) end
-done = function(summary, latency, requests)
-  local errors = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
-  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors))
-end
-LUA
-# run NAME TARGET THREADS CONNECTIONS BODIES -> "rps p50_ms p99_ms errors"
-run() {
-  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5
-  BODIES=$bodies TARGET=$target wrk -t"$threads" -c"$conns" -d"${secs}s" -s "$work/wrk.lua" "$url" | sed -n 's/^RESULT //p' > "$work/$name.res"
-}
 # Updates: one record per connection (4 threads x 1 connection), so the figure is the service time of an
 # update rather than the queue of writers on one record.
 big=""

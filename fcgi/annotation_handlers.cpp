@@ -139,12 +139,6 @@ std::pair<std::string, std::string> read_page_token(const rapidjson::Value& v, c
   return {raw->substr(12, 24), raw->substr(36)};
 }
 
-void write_annotations(json_writer& w, const std::vector<found_annotation>& found, std::size_t n) {
-  w.StartArray();
-  for (std::size_t i = 0; i < n; ++i) w.RawValue(found[i].json.data(), found[i].json.size(), rapidjson::kObjectType);
-  w.EndArray();
-}
-
 // ---- writes -------------------------------------------------------------------------------------------
 
 /// Writes one checked annotation with its comments; the result says why not if it was not written.
@@ -250,21 +244,22 @@ std::string annotations_get(context& c) {
   f.ids = distinct(id_list(c.data, "annotationIds"));
   return c.db.read([&] {
     const std::vector<found_annotation> found = find_annotations(c.db, s, f);
-    return success_body("Annotations fetched successfully.", [&](json_writer& w) {
-      if (f.ids.empty()) return write_annotations(w, found, found.size());
+    std::vector<const std::string*> slots;
+    if (f.ids.empty()) {
+      for (const found_annotation& a : found) slots.push_back(&a.json);
+    } else {
       // One slot per requested id in request order: the annotation, null where the id does not exist,
       // nothing where it exists but fails another filter.
       std::unordered_map<std::string, const found_annotation*> by_id;
       for (const found_annotation& a : found) by_id.emplace(a.id, &a);
       std::unordered_set<std::string> exist;
       for (std::string& id : existing_annotations(c.db, s, f.ids)) exist.insert(std::move(id));
-      w.StartArray();
       for (const std::string& id : f.ids) {
-        if (auto it = by_id.find(id); it != by_id.end()) w.RawValue(it->second->json.data(), it->second->json.size(), rapidjson::kObjectType);
-        else if (!exist.count(id)) w.Null();
+        if (auto it = by_id.find(id); it != by_id.end()) slots.push_back(&it->second->json);
+        else if (!exist.count(id)) slots.push_back(nullptr);
       }
-      w.EndArray();
-    });
+    }
+    return success_body_array("Annotations fetched successfully.", slots);
   });
 }
 
@@ -288,24 +283,11 @@ std::string annotations_get_page(context& c) {
   return c.db.read([&] {
     const std::vector<found_annotation> found = find_annotations(c.db, s, f);
     const std::size_t n = std::min(found.size(), static_cast<std::size_t>(page_size));
-    rapidjson::StringBuffer sb;
-    json_writer w(sb);
-    w.StartObject();
-    w.Key("result");
-    w.StartObject();
-    w.Key("status");
-    w.String("success");
-    w.Key("message");
-    w.String("Annotations fetched successfully.");
-    w.Key("data");
-    write_annotations(w, found, n);
-    if (found.size() > n) {
-      w.Key("nextPageToken");
-      write_string(w, page_token(s, f, found[n - 1]));
-    }
-    w.EndObject();
-    w.EndObject();
-    return std::string(sb.GetString(), sb.GetSize());
+    std::vector<const std::string*> page;
+    for (std::size_t i = 0; i < n; ++i) page.push_back(&found[i].json);
+    // The token is URL-safe base64: nothing in it needs escaping.
+    return success_body_array("Annotations fetched successfully.", page,
+                              found.size() > n ? ",\"nextPageToken\":\"" + page_token(s, f, found[n - 1]) + "\"" : std::string());
   });
 }
 

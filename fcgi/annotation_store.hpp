@@ -2,7 +2,8 @@
 //
 // An annotation is a row of `annotations` (its filter columns + its JSON body without comments) and
 // rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id). Readers put a
-// thread together in one ordered join. Every statement is keyed by (tenant, org, doc) first: no query
+// thread together from both: the annotations through the index that fits the filter, then each one's
+// comments by primary key. Every statement is keyed by (tenant, org, doc) first: no query
 // can reach another tenant's or another document's annotations.
 // Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
 // a page boundary never moves under concurrent inserts, updates or deletes.

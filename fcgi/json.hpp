@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "status.hpp"
 
@@ -47,6 +48,11 @@ std::string success_body(std::string_view message, F&& write_data) {
   w.EndObject();
   return std::string(sb.GetString(), sb.GetSize());
 }
+
+/// success_body whose `data` is an array of JSON texts taken as they are (stored bodies; nullptr gives
+/// null), appended after `data` are `more_members` (",\"key\":value..." or empty). Built by appending
+/// into one reserved string: responses of many megabytes are not copied byte by byte through a writer.
+std::string success_body_array(std::string_view message, const std::vector<const std::string*>& items, std::string_view more_members = {});
 
 /// {"error":{"message":...,"status":...}}
 std::string error_body(std::string_view message, std::string_view status);

@@ -1,0 +1,76 @@
+# bench/support/http_stack.sh — sourced by the HTTP load benchmarks (bench/load.sh,
+# bench/annotations_load.sh): installs and builds what they need (Release), starts folio-fcgi and nginx
+# (the standalone config, access log off) on a free loopback port with a fresh database and one
+# credential, and defines
+#   responder CMD...            restart the FastCGI responder on the socket nginx uses (folio-fcgi or hello-fcgi)
+#   run NAME TARGET THREADS CONNECTIONS BODIES
+#                               wrk for $secs seconds; writes "req/s p50_ms p99_ms errors" to $work/NAME.res.
+#                               BODIES: groups separated by ";" (thread k uses group k mod groups), files in
+#                               a group by "," sent in turn.
+# and $bin, $work, $db, $key, $token, $tenant, $url, and h=(curl headers). Everything lives in $work,
+# removed on exit. The caller sets secs first.
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source scripts/deps.sh
+folio_install_deps
+traces=${FOLIO_TRACES_DIR:-$(cd .. && pwd)/shared/traces}
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DFOLIO_BUILD_TESTS=OFF -DFOLIO_BUILD_BENCH=ON -DFOLIO_TRACES_DIR="$traces" >/dev/null
+cmake --build build-release -j2 --target folio-fcgi folio-admin hello-fcgi seed-history >/dev/null
+bin=$PWD/build-release
+work=$(mktemp -d /tmp/folio-load.XXXXXX)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+db=$work/folio.db
+key=$("$bin/tools/folio-admin" --db "$db" create-key load)
+token=$("$bin/tools/folio-admin" --db "$db" create-token "${key:3:16}" load)
+tenant=${key:3:16}
+pids=()
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  sleep 0.5
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+responder() {  # starts folio-fcgi or hello-fcgi on the socket nginx uses
+  [ -n "${resp_pid:-}" ] && kill "$resp_pid" && wait "$resp_pid" 2>/dev/null || true
+  mkdir -p "$work/run" "$work/log"
+  "$@" 2>>"$work/log/responder.log" &
+  resp_pid=$!
+  pids+=("$resp_pid")
+  for _ in $(seq 100); do [ -S "$work/run/folio.sock" ] && break; sleep 0.05; done
+}
+responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4
+mkdir -p "$work/nginx"
+FOLIO_ACCESS_LOG=off scripts/nginx-conf "$work" "$port" 10000000 > "$work/nginx/nginx.conf"
+nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+sleep 0.5
+url=http://127.0.0.1:$port
+h=(-H 'Content-Type: application/json' -H "x-folio-api-key: $key" -H "x-folio-auth-token: $token")
+
+# BODIES: groups separated by ";" (thread k uses group k mod groups), files in a group by ",", sent in turn.
+cat > "$work/wrk.lua" <<LUA
+local groups, counter = {}, 0
+for g in string.gmatch(os.getenv("BODIES"), "[^;]+") do groups[#groups + 1] = g end
+setup = function(thread) thread:set("group", groups[(counter % #groups) + 1]); counter = counter + 1 end
+local files, n = nil, 0
+init = function()
+  files = {}
+  for f in string.gmatch(group, "[^,]+") do local h = io.open(f, "rb"); files[#files + 1] = h:read("*a"); h:close() end
+end
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["x-folio-api-key"] = "$key"
+wrk.headers["x-folio-auth-token"] = "$token"
+request = function() n = n + 1; return wrk.format(nil, os.getenv("TARGET"), nil, files[(n % #files) + 1]) end
+done = function(summary, latency, requests)
+  local errors = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
+  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors))
+end
+LUA
+# run NAME TARGET THREADS CONNECTIONS BODIES -> "rps p50_ms p99_ms errors"
+run() {
+  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5
+  BODIES=$bodies TARGET=$target wrk -t"$threads" -c"$conns" -d"${secs}s" -s "$work/wrk.lua" "$url" | sed -n 's/^RESULT //p' > "$work/$name.res"
+}
