@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <chrono>
 #include <initializer_list>
 
 #include "fields.hpp"
@@ -150,9 +151,15 @@ bool is_timestamp(std::string_view s) {
 }
 
 std::string random_annotation_id() {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  // 8 characters of milliseconds since 1970 (48 bits, big-endian: ids sort by creation time), then 12
+  // of randomness (72 bits). Time order keeps a batch's inserts together in the primary key and the
+  // comments' key — a few pages written per batch instead of one random page per annotation.
+  static constexpr char alphabet[] = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";  // ASCII order
   unsigned char bytes[15];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw api_error(status::unavailable, "No randomness available for an annotation id; retry.");
+  const auto ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  for (int i = 0; i < 6; ++i) bytes[i] = static_cast<unsigned char>(ms >> (8 * (5 - i)));
+  if (RAND_bytes(bytes + 6, 9) != 1) throw api_error(status::unavailable, "No randomness available for an annotation id; retry.");
   std::string id;
   for (std::size_t i = 0; i < sizeof bytes; i += 3) {
     const unsigned v = unsigned(bytes[i]) << 16 | unsigned(bytes[i + 1]) << 8 | bytes[i + 2];

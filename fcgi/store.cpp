@@ -120,6 +120,7 @@ database::database(const std::string& path) {
 
 database::~database() {
   for (auto& [k, st] : cache_) sqlite3_finalize(st);
+  for (auto& [k, st] : built_) sqlite3_finalize(st);
   sqlite3_close(db_);
 }
 
@@ -149,9 +150,14 @@ std::string database::placeholders(std::size_t n) {
 }
 
 query database::prepare(const std::string& text) {
+  if (auto it = built_.find(text); it != built_.end()) return query(db_, it->second);
+  const bool keep = built_.size() < 256;
   sqlite3_stmt* st = nullptr;
-  if (int rc = sqlite3_prepare_v2(db_, text.c_str(), static_cast<int>(text.size()), &st, nullptr); rc != SQLITE_OK) raise(db_, rc, "prepare");
-  return query(db_, st, true);
+  if (int rc = sqlite3_prepare_v3(db_, text.c_str(), static_cast<int>(text.size()), keep ? SQLITE_PREPARE_PERSISTENT : 0, &st, nullptr); rc != SQLITE_OK)
+    raise(db_, rc, "prepare");
+  if (!keep) return query(db_, st, true);
+  built_.emplace(text, st);
+  return query(db_, st);
 }
 
 void database::migrate() {

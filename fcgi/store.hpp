@@ -73,7 +73,8 @@ class database {
 
   /// A statement prepared once per connection.
   query sql(const char* text);
-  /// A statement prepared for this use only (texts built at run time, e.g. IN lists).
+  /// A statement whose text is built at run time (filters, IN lists): kept per connection for the
+  /// first 256 distinct texts, prepared for this use only after that.
   query prepare(const std::string& text);
   void exec(const char* text);
   /// "?,?,...,?" with n placeholders, for IN lists.
@@ -126,6 +127,7 @@ class database {
 
   sqlite3* db_ = nullptr;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
+  std::unordered_map<std::string, sqlite3_stmt*> built_;  ///< prepare()'s statements, by text
   int version_ = 0;
   std::uint64_t replica_ = 0;
 };

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <set>
+#include <thread>
 #include <string>
 
 #include <sqlite3.h>
@@ -138,7 +139,7 @@ TEST(Annotations, TimestampsAreIso8601UtcWithMillisecondsOnRealDates) {
     EXPECT_FALSE(svc::is_timestamp(bad)) << bad;
 }
 
-TEST(Annotations, GeneratedIdsAreUrlSafeAndDistinct) {
+TEST(Annotations, GeneratedIdsAreUrlSafeDistinctAndInTimeOrder) {
   std::set<std::string> seen;
   for (int i = 0; i < 1000; ++i) {
     const std::string id = svc::random_annotation_id();
@@ -147,6 +148,9 @@ TEST(Annotations, GeneratedIdsAreUrlSafeAndDistinct) {
     seen.insert(id);
   }
   EXPECT_EQ(seen.size(), 1000u);
+  const std::string before = svc::random_annotation_id();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_LT(before, svc::random_annotation_id());  // time first: inserts stay together in the keys
 }
 
 TEST(Annotations, StoredBodiesReadBackThroughTheSameChecks) {
