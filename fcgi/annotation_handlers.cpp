@@ -170,7 +170,7 @@ item_result add_annotation(database& db, const annotation_scope& s, annotation_v
     bodies.push_back(comment_body(c));
   }
   const annotation_row row{*a.id, a.location ? std::optional(a.location->id) : std::nullopt, a.from.id, a.status.id, *a.created_at, *a.last_updated,
-                           annotation_body(a)};
+                           annotation_body(a), next};
   if (!insert_annotation(db, s, row)) return r.message = "Annotation already exists.", r;
   for (std::size_t i = 0; i < ids.size(); ++i) insert_comment(db, s, *a.id, ids[i], bodies[i]);
   r.success = true;
@@ -214,10 +214,10 @@ std::pair<std::string, annotation_row> target_annotation(database& db, const ann
   return {std::move(id), std::move(*row)};
 }
 
-void touch(database& db, const annotation_scope& s, const annotation_row& row, const std::string& now) {
+void touch(database& db, const annotation_scope& s, const annotation_row& row, const std::string& now, std::int64_t next_comment_id) {
   annotation_value a = stored_annotation(row.body);
   a.last_updated = now;
-  touch_annotation(db, s, row.id, annotation_body(a), now);
+  touch_annotation(db, s, row.id, annotation_body(a), now, next_comment_id);
 }
 
 /// `commentIds`: up to 100 distinct comment ids; absent or null gives nullopt.
@@ -398,7 +398,7 @@ std::string comments_add(context& c) {
     std::unordered_set<std::string> keys;  // a failed item keyed by its commentId holds that key
     for (const item_result& r : results)
       if (r.comment_id) keys.insert(r.key);
-    std::int64_t next = existing.empty() ? 1 : existing.back() + 1;
+    std::int64_t next = row.next_comment_id;  // never below an id the thread had: deleted ids are not reused
     for (const auto& v : checked)
       if (v && v->id) next = std::max(next, *v->id + 1);
     bool wrote = false;
@@ -434,7 +434,7 @@ std::string comments_add(context& c) {
       r.message = "Comment added successfully.";
       wrote = true;
     }
-    if (wrote) touch(c.db, s, row, now);
+    if (wrote) touch(c.db, s, row, now, next);
   });
   return results_body(count_message(results, "comments", "added"), results);
 }
@@ -476,7 +476,7 @@ std::string comments_update(context& c) {
       }
       out.push_back(std::move(r));
     }
-    if (std::any_of(out.begin(), out.end(), [](const item_result& r) { return r.success; })) touch(c.db, s, row, now);
+    if (std::any_of(out.begin(), out.end(), [](const item_result& r) { return r.success; })) touch(c.db, s, row, now, row.next_comment_id);
     return out;
   });
   return results_body(count_message(results, "comments", "updated"), results);
@@ -494,7 +494,7 @@ std::string comments_delete(context& c) {
       const bool deleted = delete_comment(c.db, s, aid, id);
       out.push_back({std::to_string(id), deleted, deleted ? "Comment deleted successfully." : "Comment not found.", {}, {}, id});
     }
-    if (std::any_of(out.begin(), out.end(), [](const item_result& r) { return r.success; })) touch(c.db, s, row, now);
+    if (std::any_of(out.begin(), out.end(), [](const item_result& r) { return r.success; })) touch(c.db, s, row, now, row.next_comment_id);
     return out;
   });
   return results_body(count_message(results, "comments", "deleted"), results);

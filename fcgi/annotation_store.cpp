@@ -92,19 +92,19 @@ std::vector<std::string> existing_annotations(database& db, const annotation_sco
 }
 
 std::optional<annotation_row> load_annotation(database& db, const annotation_scope& s, const std::string& id) {
-  query q = db.sql("SELECT location_id, user_id, status_id, created_at, last_updated, body FROM annotations "
+  query q = db.sql("SELECT location_id, user_id, status_id, created_at, last_updated, body, next_comment_id FROM annotations "
                    "WHERE tenant=? AND org=? AND doc=? AND annotation_id=?");
   q.bind(bind_scope(q, s), id);
   if (!q.step()) return std::nullopt;
-  return annotation_row{id, q.text_opt(0), q.text(1), q.text(2), q.text(3), q.text(4), q.text(5)};
+  return annotation_row{id, q.text_opt(0), q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), q.integer(6)};
 }
 
 bool insert_annotation(database& db, const annotation_scope& s, const annotation_row& a) {
-  query q = db.sql("INSERT OR IGNORE INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, status_id, created_at, last_updated, body) "
-                   "VALUES (?,?,?,?,?,?,?,?,?,?)");
+  query q = db.sql("INSERT OR IGNORE INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, status_id, created_at, last_updated, body, "
+                   "next_comment_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   int i = bind_scope(q, s);
   q.bind(i, a.id).bind_opt(i + 1, a.location).bind(i + 2, a.user).bind(i + 3, a.status).bind(i + 4, a.created_at).bind(i + 5, a.last_updated)
-      .bind(i + 6, a.body)
+      .bind(i + 6, a.body).bind(i + 7, a.next_comment_id)
       .step();
   return db.changes() > 0;
 }
@@ -116,10 +116,11 @@ void update_annotation(database& db, const annotation_scope& s, const annotation
   q.bind(bind_scope(q, s, 6), a.id).step();
 }
 
-void touch_annotation(database& db, const annotation_scope& s, const std::string& id, const std::string& body, const std::string& last_updated) {
-  query q = db.sql("UPDATE annotations SET last_updated=?, body=? WHERE tenant=? AND org=? AND doc=? AND annotation_id=?");
-  q.bind(1, last_updated).bind(2, body);
-  q.bind(bind_scope(q, s, 3), id).step();
+void touch_annotation(database& db, const annotation_scope& s, const std::string& id, const std::string& body, const std::string& last_updated,
+                      std::int64_t next_comment_id) {
+  query q = db.sql("UPDATE annotations SET last_updated=?, body=?, next_comment_id=? WHERE tenant=? AND org=? AND doc=? AND annotation_id=?");
+  q.bind(1, last_updated).bind(2, body).bind(3, next_comment_id);
+  q.bind(bind_scope(q, s, 4), id).step();
 }
 
 bool delete_annotation(database& db, const annotation_scope& s, const std::string& id) {

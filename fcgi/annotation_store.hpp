@@ -43,6 +43,7 @@ struct annotation_row {
   std::string status;                   ///< status.id, for the status filter
   std::string created_at, last_updated;
   std::string body;                     ///< the annotation's JSON object, without "comments"
+  std::int64_t next_comment_id = 1;     ///< above every comment id the thread ever had: ids are never reused
 };
 
 /// A matching annotation as the API returns it.
@@ -61,10 +62,11 @@ std::vector<std::string> existing_annotations(database& db, const annotation_sco
 std::optional<annotation_row> load_annotation(database& db, const annotation_scope& s, const std::string& id);
 /// Inserts a new annotation; false (nothing written) if the id exists in the document.
 bool insert_annotation(database& db, const annotation_scope& s, const annotation_row& a);
-/// Rewrites an existing annotation's columns and body.
+/// Rewrites an existing annotation's columns and body (not next_comment_id).
 void update_annotation(database& db, const annotation_scope& s, const annotation_row& a);
-/// Sets lastUpdated (column and body) after a comment write.
-void touch_annotation(database& db, const annotation_scope& s, const std::string& id, const std::string& body, const std::string& last_updated);
+/// After a comment write: lastUpdated (column and body) and the next comment id.
+void touch_annotation(database& db, const annotation_scope& s, const std::string& id, const std::string& body, const std::string& last_updated,
+                      std::int64_t next_comment_id);
 /// Deletes an annotation and its comments; false if it did not exist.
 bool delete_annotation(database& db, const annotation_scope& s, const std::string& id);
 

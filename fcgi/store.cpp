@@ -54,6 +54,9 @@ INSERT OR IGNORE INTO annotation_comments (tenant, org, doc, annotation_id, comm
   FROM annotations a, json_each(a.body, '$.comments') c WHERE json_type(c.value, '$.commentId') = 'integer';
 ALTER TABLE annotations ADD COLUMN status_id TEXT NOT NULL DEFAULT 'OPEN';
 ALTER TABLE annotations ADD COLUMN last_updated TEXT NOT NULL DEFAULT '';
+ALTER TABLE annotations ADD COLUMN next_comment_id INTEGER NOT NULL DEFAULT 1;
+UPDATE annotations SET next_comment_id = 1 + coalesce((SELECT max(c.comment_id) FROM annotation_comments c WHERE c.tenant = annotations.tenant
+  AND c.org = annotations.org AND c.doc = annotations.doc AND c.annotation_id = annotations.annotation_id), 0);
 UPDATE annotations SET status_id = coalesce(json_extract(body, '$.status.id'), 'OPEN'),
   last_updated = coalesce(json_extract(body, '$.lastUpdated'), created_at), body = json_remove(body, '$.comments');
 CREATE INDEX annotations_by_status ON annotations (tenant, org, doc, status_id, created_at, annotation_id);

@@ -127,6 +127,7 @@ PRAGMA user_version = 1;
   by_status.updated_after = "2025-01-01T12:00:00.000Z";
   EXPECT_EQ(svc::match_annotations(db, s, by_status), std::vector<std::string>{"a1"});
   EXPECT_EQ(svc::comment_ids(db, s, "a1"), (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(svc::load_annotation(db, s, "a1")->next_comment_id, 3);
 }
 
 TEST(Annotations, TimestampsAreIso8601UtcWithMillisecondsOnRealDates) {

@@ -359,7 +359,7 @@ class Comments(unittest.TestCase):
         a = v1("com")[0]
         self.assertEqual(a["comments"], [])
         status, body = call("/v2/commentannotations/comments/add", req("com", annotationId="t", commentData=[{"commentText": "again", "from": user("u1")}]))
-        self.assertEqual(list(body["result"]["data"]), ["1"])  # numbering starts over in an empty thread
+        self.assertEqual(list(body["result"]["data"]), ["23"])  # ids of deleted comments are never handed out again
 
     def test_request_errors(self):
         added(self, "come", [ann("t")])
