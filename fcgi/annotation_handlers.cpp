@@ -33,11 +33,6 @@ annotation_scope scope_of(context& c) {
   return {c.who.tenant, std::move(org), std::move(doc)};
 }
 
-const rapidjson::Value* member(const rapidjson::Value& data, const char* field) {
-  auto it = data.FindMember(field);
-  return it == data.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
-}
-
 std::vector<std::string> distinct(std::vector<std::string> ids) {
   std::unordered_set<std::string> seen;
   std::vector<std::string> out;
@@ -93,21 +88,13 @@ std::string count_message(const std::vector<item_result>& results, const char* n
 
 /// A required array of 1..max items.
 const rapidjson::Value& item_array(const rapidjson::Value& data, const char* field, std::size_t max, const char* noun) {
-  const rapidjson::Value* v = member(data, field);
+  const rapidjson::Value* v = field_value(data, field);
   if (!v) throw api_error(status::invalid_argument, std::string(field) + " is required.");
   if (!v->IsArray()) throw api_error(status::invalid_argument, std::string(field) + " must be an array.");
   if (v->Empty()) throw api_error(status::invalid_argument, std::string(field) + " must hold at least one " + noun + ".");
   if (v->Size() > max)
     throw api_error(status::invalid_argument, std::string(field) + " may hold at most " + std::to_string(max) + " " + noun + "s.");
   return *v;
-}
-
-std::optional<std::string> timestamp_field(const rapidjson::Value& data, const char* field) {
-  const rapidjson::Value* v = member(data, field);
-  if (!v) return std::nullopt;
-  if (!v->IsString() || !is_timestamp({v->GetString(), v->GetStringLength()}))
-    throw api_error(status::invalid_argument, std::string(field) + " must be an ISO 8601 UTC timestamp with milliseconds, like 2025-01-20T10:30:00.000Z.");
-  return std::string(v->GetString(), v->GetStringLength());
 }
 
 // ---- reads --------------------------------------------------------------------------------------------
@@ -222,7 +209,7 @@ void touch(database& db, const annotation_scope& s, const annotation_row& row, c
 
 /// `commentIds`: up to 100 distinct comment ids; absent or null gives nullopt.
 std::optional<std::vector<std::int64_t>> comment_id_list(const rapidjson::Value& data) {
-  const rapidjson::Value* v = member(data, "commentIds");
+  const rapidjson::Value* v = field_value(data, "commentIds");
   if (!v) return std::nullopt;
   if (!v->IsArray()) throw api_error(status::invalid_argument, "commentIds must be an array of numbers.");
   if (v->Size() > max_comments_per_call) throw api_error(status::invalid_argument, "commentIds may hold at most 100 ids.");
@@ -270,15 +257,15 @@ std::string annotations_get_page(context& c) {
   f.users = id_list(c.data, "userIds");
   f.ids = distinct(id_list(c.data, "annotationIds"));
   f.statuses = id_list(c.data, "statusIds");
-  f.updated_after = timestamp_field(c.data, "updatedAfter");
-  f.updated_before = timestamp_field(c.data, "updatedBefore");
+  f.updated_after = optional_timestamp(c.data, "updatedAfter", "updatedAfter");
+  f.updated_before = optional_timestamp(c.data, "updatedBefore", "updatedBefore");
   std::int64_t page_size = 1000;
-  if (const rapidjson::Value* v = member(c.data, "pageSize")) {
+  if (const rapidjson::Value* v = field_value(c.data, "pageSize")) {
     if (!v->IsInt64() || v->GetInt64() < 1 || v->GetInt64() > 1000)
       throw api_error(status::invalid_argument, "pageSize must be a whole number from 1 to 1000.");
     page_size = v->GetInt64();
   }
-  if (const rapidjson::Value* v = member(c.data, "pageToken")) f.after = read_page_token(*v, s, f);
+  if (const rapidjson::Value* v = field_value(c.data, "pageToken")) f.after = read_page_token(*v, s, f);
   f.limit = page_size + 1;  // one more tells whether another page follows
   return c.db.read([&] {
     const std::vector<found_annotation> found = find_annotations(c.db, s, f);
@@ -332,7 +319,7 @@ std::string annotations_add(context& c) {
 
 std::string annotations_update(context& c) {
   const annotation_scope s = scope_of(c);
-  const rapidjson::Value* data = member(c.data, "updatedData");
+  const rapidjson::Value* data = field_value(c.data, "updatedData");
   if (!data) throw api_error(status::invalid_argument, "updatedData is required.");
   const annotation_update u = parse_annotation_update(*data);
   const std::string now = now_iso();
@@ -443,7 +430,7 @@ std::string comments_update(context& c) {
   const annotation_scope s = scope_of(c);
   const std::optional<std::vector<std::int64_t>> ids = comment_id_list(c.data);
   if (!ids || ids->empty()) throw api_error(status::invalid_argument, "commentIds is required.");
-  const rapidjson::Value* data = member(c.data, "updatedData");
+  const rapidjson::Value* data = field_value(c.data, "updatedData");
   if (!data) throw api_error(status::invalid_argument, "updatedData is required.");
   if (!data->IsObject()) throw api_error(status::invalid_argument, "updatedData must be an object.");
   std::optional<std::string> text, html;

@@ -34,10 +34,7 @@ class object_reader {
   }
   std::string name(const char* field) const { return path_ + field; }
   /// The member, or nullptr when absent or null.
-  const rapidjson::Value* get(const char* field) const {
-    auto it = v_.FindMember(field);
-    return it == v_.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
-  }
+  const rapidjson::Value* get(const char* field) const { return field_value(v_, field); }
   bool has(const char* field) const { return v_.HasMember(field); }
   /// A string of at most `max` bytes; short texts (max_short_text) must not hold control characters.
   std::optional<std::string> text(const char* field, std::size_t max) const {
@@ -69,13 +66,7 @@ class object_reader {
     if (!s) fail(name(field) + " is required.");
     return *s;
   }
-  std::optional<std::string> timestamp(const char* field) const {
-    const rapidjson::Value* m = get(field);
-    if (!m) return std::nullopt;
-    if (!m->IsString() || !is_timestamp({m->GetString(), m->GetStringLength()}))
-      fail(name(field) + " must be an ISO 8601 UTC timestamp with milliseconds, like 2025-01-20T10:30:00.000Z.");
-    return std::string(m->GetString(), m->GetStringLength());
-  }
+  std::optional<std::string> timestamp(const char* field) const { return optional_timestamp(v_, field, name(field)); }
 
  private:
   const rapidjson::Value& v_;
@@ -128,27 +119,7 @@ std::string written(F&& f) {
   return std::string(sb.GetString(), sb.GetSize());
 }
 
-int digits(std::string_view s, std::size_t at, std::size_t n) {
-  int v = 0;
-  for (std::size_t i = at; i < at + n; ++i) {
-    if (s[i] < '0' || s[i] > '9') return -1;
-    v = v * 10 + (s[i] - '0');
-  }
-  return v;
-}
-
 }  // namespace
-
-bool is_timestamp(std::string_view s) {
-  // YYYY-MM-DDTHH:MM:SS.mmmZ
-  if (s.size() != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z') return false;
-  const int y = digits(s, 0, 4), mo = digits(s, 5, 2), d = digits(s, 8, 2), h = digits(s, 11, 2), mi = digits(s, 14, 2), sec = digits(s, 17, 2),
-            ms = digits(s, 20, 3);
-  if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0) return false;
-  static constexpr int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  return d <= days[mo - 1] + (mo == 2 && leap ? 1 : 0);
-}
 
 std::string random_annotation_id() {
   // 8 characters of milliseconds since 1970 (48 bits, big-endian: ids sort by creation time), then 12

@@ -83,8 +83,6 @@ std::string comment_body(const comment_value& c);
 annotation_value stored_annotation(const std::string& body);
 comment_value stored_comment(const std::string& body);
 
-/// "2025-01-20T10:30:00.000Z": ISO 8601 UTC with milliseconds, a real calendar date.
-bool is_timestamp(std::string_view s);
 /// A fresh annotation id: 20 URL-safe characters, the creation time in milliseconds (so ids of later
 /// calls sort after earlier ones) then 72 random bits.
 std::string random_annotation_id();

@@ -4,12 +4,41 @@
 namespace folio::service {
 
 namespace {
-const rapidjson::Value* member(const rapidjson::Value& data, const char* field) {
+std::string as_string(const rapidjson::Value& v) { return std::string(v.GetString(), v.GetStringLength()); }
+int digits(std::string_view s, std::size_t at, std::size_t n) {
+  int v = 0;
+  for (std::size_t i = at; i < at + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+const rapidjson::Value* field_value(const rapidjson::Value& data, const char* field) {
   auto it = data.FindMember(field);
   return it == data.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
 }
-std::string as_string(const rapidjson::Value& v) { return std::string(v.GetString(), v.GetStringLength()); }
-}  // namespace
+
+bool is_timestamp(std::string_view s) {
+  // YYYY-MM-DDTHH:MM:SS.mmmZ
+  if (s.size() != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z') return false;
+  const int y = digits(s, 0, 4), mo = digits(s, 5, 2), d = digits(s, 8, 2), h = digits(s, 11, 2), mi = digits(s, 14, 2), sec = digits(s, 17, 2),
+            ms = digits(s, 20, 3);
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0) return false;
+  static constexpr int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return d <= days[mo - 1] + (mo == 2 && leap ? 1 : 0);
+}
+
+std::optional<std::string> optional_timestamp(const rapidjson::Value& data, const char* field, const std::string& what) {
+  const rapidjson::Value* v = field_value(data, field);
+  if (!v) return std::nullopt;
+  if (!v->IsString() || !is_timestamp({v->GetString(), v->GetStringLength()}))
+    throw api_error(status::invalid_argument, what + " must be an ISO 8601 UTC timestamp with milliseconds, like 2025-01-20T10:30:00.000Z.");
+  return std::string(v->GetString(), v->GetStringLength());
+}
 
 void check_id(const std::string& value, const std::string& what) {
   if (value.empty()) throw api_error(status::invalid_argument, what + " must not be empty.");
@@ -23,7 +52,7 @@ void check_id(const std::string& value, const std::string& what) {
 }
 
 std::string required_id(const rapidjson::Value& data, const char* field, const char* missing_message) {
-  const rapidjson::Value* v = member(data, field);
+  const rapidjson::Value* v = field_value(data, field);
   if (!v || (v->IsString() && v->GetStringLength() == 0)) throw api_error(status::invalid_argument, missing_message);
   if (!v->IsString()) throw api_error(status::invalid_argument, std::string(field) + " must be a string.");
   std::string s = as_string(*v);
@@ -32,7 +61,7 @@ std::string required_id(const rapidjson::Value& data, const char* field, const c
 }
 
 std::optional<std::string> optional_id(const rapidjson::Value& data, const char* field) {
-  const rapidjson::Value* v = member(data, field);
+  const rapidjson::Value* v = field_value(data, field);
   if (!v) return std::nullopt;
   if (!v->IsString()) throw api_error(status::invalid_argument, std::string(field) + " must be a string.");
   std::string s = as_string(*v);
@@ -42,7 +71,7 @@ std::optional<std::string> optional_id(const rapidjson::Value& data, const char*
 
 std::vector<std::string> id_list(const rapidjson::Value& data, const char* field) {
   std::vector<std::string> out;
-  const rapidjson::Value* v = member(data, field);
+  const rapidjson::Value* v = field_value(data, field);
   if (!v) return out;
   if (!v->IsArray()) throw api_error(status::invalid_argument, std::string(field) + " must be an array of strings.");
   if (v->Size() > max_filter_ids) throw api_error(status::invalid_argument, std::string(field) + " may hold at most 1000 ids.");

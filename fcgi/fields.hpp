@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "status.hpp"
@@ -15,6 +16,13 @@ namespace folio::service {
 
 inline constexpr std::size_t max_id_bytes = 256;
 inline constexpr std::size_t max_filter_ids = 1000;
+
+/// The member `field` of `data`, or nullptr when it is absent or null.
+const rapidjson::Value* field_value(const rapidjson::Value& data, const char* field);
+/// "2025-01-20T10:30:00.000Z": ISO 8601 UTC with milliseconds, a real calendar date (DESIGN.md §2).
+bool is_timestamp(std::string_view s);
+/// An optional timestamp (absent or null: nullopt); `what` names it in the message.
+std::optional<std::string> optional_timestamp(const rapidjson::Value& data, const char* field, const std::string& what);
 
 /// Checks an id's rules; `what` names it in the message.
 void check_id(const std::string& value, const std::string& what);

@@ -13,6 +13,7 @@
 #include "annotations.hpp"
 #include "auth.hpp"
 #include "base64.hpp"
+#include "fields.hpp"
 #include "json.hpp"
 #include "service.hpp"
 
