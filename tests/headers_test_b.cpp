@@ -10,6 +10,7 @@
 #include <folio/markup.hpp>
 #include <folio/ops.hpp>
 #include <folio/sequence.hpp>
+#include <folio/sync.hpp>
 #include <folio/text.hpp>
 #include <folio/version.hpp>
 // second time
@@ -25,6 +26,7 @@
 #include <folio/markup.hpp>
 #include <folio/ops.hpp>
 #include <folio/sequence.hpp>
+#include <folio/sync.hpp>
 #include <folio/text.hpp>
 #include <folio/version.hpp>
 

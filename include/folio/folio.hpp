@@ -22,7 +22,8 @@
 // Headers: id.hpp (ids, Lamport order), version.hpp (version vectors), ops.hpp (ops and batches),
 // encoding.hpp (binary format), sequence.hpp / text.hpp / array.hpp (the RGA types), diff.hpp
 // (replace-by-value), document.hpp (one record of any type: text, array, map, xml), markup.hpp
-// (strict XML fragment parsing and canonical output), error.hpp (results and exceptions). Internals live in detail/.
+// (strict XML fragment parsing and canonical output), sync.hpp (a client replica kept in step with a
+// server), error.hpp (results and exceptions). Internals live in detail/.
 #pragma once
 
 #include "array.hpp"
@@ -34,5 +35,6 @@
 #include "markup.hpp"
 #include "ops.hpp"
 #include "sequence.hpp"
+#include "sync.hpp"
 #include "text.hpp"
 #include "version.hpp"

@@ -1,0 +1,156 @@
+// folio/sync.hpp — the client side of DESIGN.md §6: a replica that keeps a local copy of one record in
+// step with a server, over any transport.
+//
+//   folio::sync_client c(folio::record_type::text, folio::random_replica_id());
+//   c.doc().replace_text("Hello");                 // local edits, online or offline
+//   folio::sync_request q = c.request();           // -> POST /v2/crdt/sync {version, update}
+//   c.on_answer(answer_update, answer_version);    // <- the ops it lacked, the server's version
+//   c.on_push(pushed_update, pushed_version);      // <- each change the server publishes
+//   if (c.needs_sync()) { /* send c.request() again */ }
+//
+// What the server lacks is computed, not remembered: everything beyond the last server version the
+// client learned (from an answer or a pushed change), so a lost answer or a refused push is simply
+// sent again (the server skips duplicates). A pushed change carries the server's version after it; a
+// client that does not hold all of that version once the change is applied has missed something — a
+// dropped message, a reconnect — and `needs_sync()` says so. Ops that arrive before their dependencies
+// are held as pending by the document until the sync brings what they need.
+// Thread-safety: none; one thread at a time per client.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "document.hpp"
+#include "version.hpp"
+
+namespace folio {
+
+/// A random replica id for a new client (1 .. 2^63-1: fits a signed 64-bit column). Two replicas must
+/// never share an id; 63 random bits make a collision negligible. Allocates nothing.
+inline replica_id random_replica_id() {
+  std::random_device rd;
+  replica_id r = 0;
+  while (r == 0) r = ((static_cast<replica_id>(rd()) << 32) | rd()) >> 1;
+  return r;
+}
+
+/// True if `have` holds every operation `want` holds. O(n + m).
+inline bool covers(const version_vector& have, const version_vector& want) noexcept {
+  const version_order o = have.compare(want);
+  return o == version_order::equal || o == version_order::after;
+}
+
+/// What to send: the client's version, and an encoded batch of the ops the server may lack (empty when
+/// there is nothing to push — the request is then a pure pull).
+struct sync_request {
+  version_vector version;
+  std::string update;
+};
+
+enum class push_status {
+  applied,  ///< integrated; the client holds everything the server had after this change
+  gap,      ///< integrated as far as possible, but something is missing: sync
+  invalid   ///< malformed or not for this record; nothing changed; sync
+};
+
+class sync_client {
+ public:
+  /// A new, empty replica of a record of `type` (join an existing record by syncing from empty).
+  /// Throws "[folio.replica]" for replica 0.
+  sync_client(record_type type, replica_id self, std::string content_key = "content") : doc_(type, self, std::move(content_key)) {}
+  explicit sync_client(document d) : doc_(std::move(d)) {}
+
+  /// The local copy: read values, make local edits (replace_*, set, as_text()...) at any time.
+  document& doc() noexcept { return doc_; }
+  const document& doc() const noexcept { return doc_; }
+
+  /// The last server version this client learned. A default-constructed (empty) one before any sync.
+  const version_vector& server_version() const noexcept { return server_; }
+  /// True when the client knows it is behind the server, or has local ops the server lacks.
+  bool needs_sync() const { return behind_ || !covers(server_, doc_.version()); }
+
+  /// The next sync request. After a refused push (FAILED_PRECONDITION: the server lacks what the
+  /// update depends on, e.g. it was restored from a backup) this is a pull; the answer tells the client
+  /// the server's real version, and the request after it pushes everything beyond that. Allocates the
+  /// update bytes; O(ops to send).
+  sync_request request() const {
+    sync_request q{doc_.version(), {}};
+    if (!refused_ && !covers(server_, doc_.version())) q.update = doc_.encode_since(server_);
+    return q;
+  }
+
+  /// Applies a sync answer: the ops the client lacked and the server's version. A malformed answer
+  /// is `invalid` and changes nothing.
+  apply_result on_answer(std::string_view update, const version_vector& server_version) {
+    apply_result r = doc_.apply(update);
+    if (!r) return r;
+    server_ = server_version;  // assigned, not merged: a server restored from a backup went back
+    refused_ = false;
+    behind_ = !covers(doc_.version(), server_version);
+    return r;
+  }
+
+  /// The server refused the last push with FAILED_PRECONDITION; the next request pulls first.
+  void on_refused() noexcept { refused_ = true, behind_ = true; }
+
+  /// Applies one pushed change: its ops (possibly empty: a change too large to push, fetch it by
+  /// syncing) and the server's version after it.
+  push_status on_push(std::string_view update, const version_vector& server_version) {
+    if (!update.empty() && !doc_.apply(update)) {
+      behind_ = true;
+      return push_status::invalid;
+    }
+    server_.merge(server_version);
+    if (!covers(doc_.version(), server_version)) {
+      behind_ = true;
+      return push_status::gap;
+    }
+    return push_status::applied;
+  }
+
+  // ---- keeping a client across runs -------------------------------------------------------------
+
+  /// The client's state: "FoC" 1, varint replica, the server version, then the whole document.
+  /// Pending ops are not kept (the next sync brings them again).
+  std::string save() const {
+    std::string out = "FoC";
+    out.push_back(1);
+    detail::put_varint(out, doc_.replica());
+    server_.encode(out);
+    out += doc_.encode();
+    return out;
+  }
+
+  /// Restores a saved client; `out` is unchanged on failure. The restored client syncs before trusting
+  /// its copy (`needs_sync()` is true).
+  static decode_result load(std::string_view bytes, std::optional<sync_client>& out) {
+    detail::byte_reader r(bytes);
+    if (bytes.substr(0, 4) != std::string_view("FoC\1", 4)) return decode_result{decode_status::bad_magic, 0, "client state"};
+    r.byte("magic"), r.byte("magic"), r.byte("magic"), r.byte("version");
+    const replica_id self = r.varint("client replica");
+    version_vector server;
+    if (!version_vector::read(r, server)) return r.result();
+    if (self == 0) return decode_result{decode_status::inconsistent, 4, "client replica 0"};
+    std::optional<document> d;
+    const std::size_t at = r.offset();
+    decode_result dr = document::decode(bytes.substr(at), self, d);
+    if (!dr) return dr.offset += at, dr;
+    sync_client c(std::move(*d));
+    c.server_ = std::move(server);
+    c.behind_ = true;
+    out.emplace(std::move(c));
+    return {};
+  }
+
+ private:
+  document doc_;
+  version_vector server_;  ///< everything the server is known to hold
+  bool behind_ = true;     ///< the client may lack ops the server has (never synced, a gap, a bad push)
+  bool refused_ = false;   ///< the last push was refused; pull before pushing again
+};
+
+}  // namespace folio

@@ -1,0 +1,261 @@
+// sync_client (folio/sync.hpp) against a model of the server's /v2/crdt/sync and its pushes: the same
+// rules as fcgi/crdt_handlers.cpp (an update is integrated whole or refused; the answer is what the
+// client's version lacks; every change is published with the server's version after it).
+#include <folio/sync.hpp>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace {
+
+using folio::push_status;
+using folio::record_type;
+using folio::sync_client;
+
+struct pushed {
+  std::string update;
+  folio::version_vector version;
+};
+
+enum class outcome { ok, invalid, refused };
+
+folio::document clone(const folio::document& d) {  // documents are move-only; copy through the encoding
+  std::optional<folio::document> out;
+  EXPECT_TRUE(folio::document::decode(d.encode(), d.replica(), out));
+  return std::move(*out);
+}
+
+/// The server: one document, a sync step that never half-applies, and the messages it would publish.
+struct server_model {
+  folio::document d;
+  std::vector<pushed> channel;
+
+  explicit server_model(record_type t) : d(t, 1000) {}
+
+  outcome sync(sync_client& c) {
+    const folio::sync_request q = c.request();
+    const std::string answer = d.encode_since(q.version);  // before integrating: the client has its own ops
+    if (!q.update.empty()) {
+      folio::document next = clone(d);
+      const folio::version_vector before = d.version();
+      const folio::apply_result r = next.apply(q.update);
+      if (!r) return outcome::invalid;
+      if (next.pending() != 0) {
+        c.on_refused();
+        return outcome::refused;
+      }
+      d = std::move(next);
+      if (d.version() != before) channel.push_back({d.encode_since(before), d.version()});
+    }
+    EXPECT_TRUE(c.on_answer(answer, d.version()));
+    return outcome::ok;
+  }
+  /// A change made on the server itself (a REST update), published.
+  void rest_text(const std::string& v) {
+    const folio::version_vector before = d.version();
+    d.replace_text(v);
+    channel.push_back({d.encode_since(before), d.version()});
+  }
+};
+
+void expect_same(const folio::document& a, const folio::document& b) {
+  switch (a.type()) {
+    case record_type::text: EXPECT_EQ(a.text(), b.text()); break;
+    case record_type::array: EXPECT_EQ(a.array(), b.array()); break;
+    case record_type::map: EXPECT_EQ(a.map(), b.map()); break;
+    case record_type::xml: EXPECT_EQ(a.xml(), b.xml()); break;
+  }
+  EXPECT_EQ(a.version(), b.version());
+  a.check();
+  b.check();
+}
+
+TEST(SyncClient, TwoOfflineTextEditorsConvergeInBothSyncOrders) {
+  for (int order = 0; order < 2; ++order) {
+    server_model s(record_type::text);
+    s.rest_text("the quick fox");
+    sync_client a(record_type::text, 1), b(record_type::text, 2);
+    s.sync(a), s.sync(b);
+    ASSERT_EQ(a.doc().text(), "the quick fox");
+    // Offline, interleaved inserts and deletes at the same places.
+    a.doc().as_text().insert_utf8(4, "very ");
+    b.doc().as_text().insert_utf8(4, "slow ");
+    a.doc().as_text().erase(0, 4);
+    b.doc().as_text().erase(10, 3);
+    b.doc().as_text().insert_utf8(0, ">");
+    a.doc().as_text().insert_utf8(a.doc().text().size(), "!");
+    EXPECT_TRUE(a.needs_sync());
+    sync_client& first = order ? b : a;
+    sync_client& second = order ? a : b;
+    ASSERT_EQ(s.sync(first), outcome::ok);
+    ASSERT_EQ(s.sync(second), outcome::ok);
+    ASSERT_EQ(s.sync(first), outcome::ok);
+    expect_same(a.doc(), s.d);
+    expect_same(b.doc(), s.d);
+    EXPECT_FALSE(a.needs_sync());
+    EXPECT_FALSE(b.needs_sync());
+  }
+}
+
+TEST(SyncClient, EveryTypeConvergesThroughSyncAndPushes) {
+  for (record_type t : {record_type::text, record_type::array, record_type::map, record_type::xml}) {
+    SCOPED_TRACE(std::string(folio::to_string(t)));
+    server_model s(t);
+    sync_client a(t, 1), b(t, 2);
+    s.sync(a), s.sync(b);
+    for (int round = 0; round < 3; ++round) {
+      const std::string r = std::to_string(round);
+      switch (t) {
+        case record_type::text:
+          a.doc().as_text().insert_utf8(0, "a" + r);
+          b.doc().as_text().insert_utf8(0, "b" + r);
+          break;
+        case record_type::array:
+          a.doc().as_array().insert(0, "{\"a\":" + r + "}");
+          b.doc().as_array().insert(0, "{\"b\":" + r + "}");
+          break;
+        case record_type::map:
+          a.doc().set("k", "\"a" + r + "\"");
+          b.doc().set("k", "\"b" + r + "\"");
+          b.doc().set("b" + r, "1");
+          if (round) a.doc().remove("b0");
+          break;
+        case record_type::xml:
+          a.doc().replace_xml("<p x=\"a" + r + "\">a" + r + "</p>");
+          b.doc().replace_xml("<p y=\"b" + r + "\">b" + r + "</p><q/>");
+          break;
+      }
+      const std::size_t seen = s.channel.size();
+      ASSERT_EQ(s.sync(round % 2 ? b : a), outcome::ok);
+      // The other client hears about it by push, then pushes its own edit.
+      for (std::size_t i = seen; i < s.channel.size(); ++i) (round % 2 ? a : b).on_push(s.channel[i].update, s.channel[i].version);
+      ASSERT_EQ(s.sync(round % 2 ? a : b), outcome::ok);
+      for (std::size_t i = seen; i < s.channel.size(); ++i) (round % 2 ? b : a).on_push(s.channel[i].update, s.channel[i].version);
+      expect_same(a.doc(), s.d);
+      expect_same(b.doc(), s.d);
+      EXPECT_FALSE(a.needs_sync());
+      EXPECT_FALSE(b.needs_sync());
+    }
+  }
+}
+
+TEST(SyncClient, AMissedPushIsAGapEvenWhenTheNextChangeDoesNotDependOnIt) {
+  server_model s(record_type::map);
+  sync_client watcher(record_type::map, 1), a(record_type::map, 2), b(record_type::map, 3);
+  s.sync(watcher), s.sync(a), s.sync(b);
+  a.doc().set("x", "1");
+  s.sync(a);  // published; the watcher misses it
+  b.doc().set("y", "2");
+  s.sync(b);  // independent of a's change
+  ASSERT_EQ(s.channel.size(), 2u);
+  EXPECT_EQ(watcher.on_push(s.channel[1].update, s.channel[1].version), push_status::gap);
+  EXPECT_TRUE(watcher.needs_sync());
+  ASSERT_EQ(s.sync(watcher), outcome::ok);
+  EXPECT_FALSE(watcher.needs_sync());
+  expect_same(watcher.doc(), s.d);
+}
+
+TEST(SyncClient, OutOfOrderPushesArePendingUntilTheGapIsFilled) {
+  server_model s(record_type::text);
+  sync_client w(record_type::text, 1);
+  s.sync(w);
+  s.rest_text("one");
+  s.rest_text("one two");
+  s.rest_text("one two three");
+  EXPECT_EQ(w.on_push(s.channel[2].update, s.channel[2].version), push_status::gap);
+  EXPECT_GT(w.doc().pending(), 0u);
+  EXPECT_EQ(w.doc().text(), "");
+  EXPECT_EQ(w.on_push(s.channel[0].update, s.channel[0].version), push_status::applied);  // covers its own version
+  EXPECT_EQ(w.doc().text(), "one");
+  EXPECT_EQ(w.on_push(s.channel[1].update, s.channel[1].version), push_status::applied);  // releases #2
+  EXPECT_EQ(w.doc().text(), "one two three");
+  EXPECT_EQ(w.doc().pending(), 0u);
+  // Still flagged: a gap was seen, and only a sync clears it.
+  EXPECT_TRUE(w.needs_sync());
+  s.sync(w);
+  EXPECT_FALSE(w.needs_sync());
+  // Delivered twice (a reconnect replaying the buffer): duplicates, nothing changes.
+  EXPECT_EQ(w.on_push(s.channel[1].update, s.channel[1].version), push_status::applied);
+  expect_same(w.doc(), s.d);
+}
+
+TEST(SyncClient, AnInvalidPushChangesNothingAndAsksForASync) {
+  server_model s(record_type::text);
+  sync_client w(record_type::text, 1);
+  s.rest_text("abc");
+  s.sync(w);
+  EXPECT_EQ(w.on_push("not a batch", s.d.version()), push_status::invalid);
+  EXPECT_EQ(w.doc().text(), "abc");
+  EXPECT_TRUE(w.needs_sync());
+  folio::document map_doc(record_type::map, 9);
+  map_doc.set("k", "1");
+  EXPECT_EQ(w.on_push(map_doc.encode_since({}), s.d.version()), push_status::invalid);
+}
+
+TEST(SyncClient, APushTheServerCannotIntegrateIsRefusedThenResentAfterAPull) {
+  // The server lost ops the client already had (restored from an older backup).
+  server_model s(record_type::text);
+  sync_client c(record_type::text, 1);
+  s.rest_text("hello");
+  folio::document backup = clone(s.d);
+  s.rest_text("hello world");
+  s.sync(c);
+  s.d = std::move(backup);
+  c.doc().as_text().insert_utf8(11, "!");  // depends on " world", which the server no longer has
+  EXPECT_EQ(s.sync(c), outcome::refused);
+  EXPECT_EQ(s.d.text(), "hello");  // never half-applied
+  EXPECT_TRUE(c.request().update.empty());  // the next request is a pull
+  ASSERT_EQ(s.sync(c), outcome::ok);
+  EXPECT_TRUE(c.needs_sync());  // and now it knows what the server lacks
+  ASSERT_EQ(s.sync(c), outcome::ok);
+  EXPECT_EQ(s.d.text(), "hello world!");
+  expect_same(c.doc(), s.d);
+}
+
+TEST(SyncClient, RequestsPushOnlyWhatTheServerLacks) {
+  server_model s(record_type::text);
+  sync_client c(record_type::text, 1);
+  s.rest_text(std::string(1000, 'x'));
+  s.sync(c);
+  EXPECT_TRUE(c.request().update.empty());
+  c.doc().as_text().insert_utf8(500, "y");
+  const folio::sync_request q = c.request();
+  EXPECT_LT(q.update.size(), 40u);
+  s.sync(c);
+  EXPECT_TRUE(c.request().update.empty());
+}
+
+TEST(SyncClient, SavedStateRestoresTheReplicaAndItsServerVersion) {
+  server_model s(record_type::xml);
+  sync_client c(record_type::xml, 77, "default");
+  s.sync(c);
+  c.doc().replace_xml("<p>hi</p>");
+  const std::string saved = c.save();
+  std::optional<sync_client> back;
+  ASSERT_TRUE(sync_client::load(saved, back));
+  EXPECT_EQ(back->doc().replica(), 77u);
+  EXPECT_EQ(back->doc().content_key(), "default");
+  EXPECT_EQ(back->doc().xml(), "<p>hi</p>");
+  EXPECT_EQ(back->server_version(), c.server_version());
+  EXPECT_FALSE(back->request().update.empty());
+  ASSERT_EQ(s.sync(*back), outcome::ok);
+  expect_same(back->doc(), s.d);
+  // Every truncation of the state is refused with an offset, never a crash.
+  for (std::size_t n = 0; n < saved.size(); ++n) {
+    std::optional<sync_client> bad;
+    EXPECT_FALSE(sync_client::load(saved.substr(0, n), bad)) << n;
+    EXPECT_FALSE(bad);
+  }
+}
+
+TEST(SyncClient, RandomReplicaIdsAreNonZeroAndFitSigned64) {
+  for (int i = 0; i < 100; ++i) {
+    const folio::replica_id r = folio::random_replica_id();
+    EXPECT_NE(r, 0u);
+    EXPECT_LT(r, folio::replica_id(1) << 63);
+  }
+}
+
+}  // namespace
