@@ -4,11 +4,24 @@
 
 namespace folio::service {
 
-std::string base64url_encode(std::string_view bytes) {
+std::string base64_encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
   const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(bytes.data()),
                                 static_cast<int>(bytes.size()));
   out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  if (text.size() % 4 == 0 && text.ends_with("==")) text.remove_suffix(2);
+  else if (text.size() % 4 == 0 && text.ends_with('=')) text.remove_suffix(1);
+  std::string url(text);
+  for (char& c : url) c = c == '+' ? '-' : c == '/' ? '_' : c;
+  return base64url_decode(url);
+}
+
+std::string base64url_encode(std::string_view bytes) {
+  std::string out = base64_encode(bytes);
   while (!out.empty() && out.back() == '=') out.pop_back();
   for (char& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
   return out;

@@ -1,12 +1,16 @@
-// /v2/crdt/add|update|get|delete (DESIGN.md §5). Values go through folio::document: `add` builds a
-// record by replace-by-value from empty, `update` diffs the new value into ops on the stored state and
-// persists only those ops; `get` folds the log into the snapshot (or uses the cached document).
+// /v2/crdt/add|update|get|delete|sync (DESIGN.md §5, §6). Values go through folio::document: `add`
+// builds a record by replace-by-value from empty, `update` diffs the new value into ops on the stored
+// state and persists only those ops; `get` folds the log into the snapshot (or uses the cached
+// document); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
+// Every committed change is then published to the record's channel (publish.hpp), still under the
+// record's lock so that subscribers see changes in commit order.
 #include <folio/document.hpp>
 #include <map>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "base64.hpp"
 #include "fields.hpp"
 #include "handlers.hpp"
 #include "json.hpp"
@@ -146,6 +150,56 @@ void write_record(json_writer& w, const record_row& row, const folio::document& 
   w.EndObject();
 }
 
+/// Changes whose ops encode larger than this are published without them: subscribers fetch them by
+/// syncing, so a huge replace does not travel to every subscriber through nginx's shared memory.
+constexpr std::size_t max_pushed_ops = 256 * 1024;
+
+/// Publishes one committed change of `k` (DESIGN.md §6): its ops, the server's version after it, and
+/// its metadata. `ops` null: the record was deleted.
+void publish_change(context& c, const record_key& k, const std::string* ops, const folio::version_vector* version, const std::string& last_update,
+                    const std::string& by, const std::optional<std::string>& session) {
+  const live_config& live = c.svc.live().settings();
+  if (live.channel_secret.empty() || live.publish_socket.empty()) return;
+  rapidjson::StringBuffer sb;
+  json_writer w(sb);
+  w.StartObject();
+  w.Key("editorId");
+  write_string(w, k.editor);
+  if (!ops) {
+    w.Key("deleted");
+    w.Bool(true);
+  } else {
+    if (ops->size() <= max_pushed_ops) {
+      w.Key("update");
+      write_string(w, base64_encode(*ops));
+    }
+    w.Key("version");
+    write_string(w, base64_encode(version->encode()));
+    w.Key("lastUpdatedBy");
+    write_string(w, by);
+    w.Key("sessionId");
+    if (session) write_string(w, *session);
+    else w.Null();
+  }
+  w.Key("lastUpdate");
+  write_string(w, last_update);
+  w.EndObject();
+  c.svc.live().publish(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), std::string(sb.GetString(), sb.GetSize()));
+}
+
+/// A binary field sent as base64 (DESIGN.md §6); `required` decides whether absence is an error.
+std::optional<std::string> binary_field(const rapidjson::Value& data, const char* field, bool required) {
+  const rapidjson::Value* v = field_value(data, field);
+  if (!v) {
+    if (required) throw api_error(status::invalid_argument, std::string(field) + " is required.");
+    return std::nullopt;
+  }
+  if (!v->IsString()) throw api_error(status::invalid_argument, std::string(field) + " must be a base64 string.");
+  std::optional<std::string> bytes = base64_decode({v->GetString(), v->GetStringLength()});
+  if (!bytes) throw api_error(status::invalid_argument, std::string(field) + " is not valid base64.");
+  return bytes;
+}
+
 record_key key_of(context& c, bool editor_required = true) {
   record_key k;
   k.tenant = c.who.tenant;
@@ -197,6 +251,8 @@ std::string crdt_update(context& c) {
   const std::string ck = k.cache_key();
   std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
   std::lock_guard<std::mutex> g(e->lock);
+  const std::string when = now_iso(), by = user ? *user : c.who.subject;
+  std::string batch;
   const std::int64_t revision = c.db.write([&] {
     const std::optional<record_row> row = load_record(c.db, k);
     if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
@@ -208,13 +264,14 @@ std::string crdt_update(context& c) {
     folio::document& d = current(c.db, k, *row, *e);
     e->revision = -1;  // the document changes below; until the commit it matches no stored revision
     const folio::local_change change = replace(d, value);
-    const std::string batch = change.count ? d.encode_change(change) : std::string();
-    const std::int64_t rev = append_change(c.db, k, *row, change.count ? &batch : nullptr, now_iso(), user ? *user : c.who.subject, session);
+    batch = change.count ? d.encode_change(change) : std::string();
+    const std::int64_t rev = append_change(c.db, k, *row, change.count ? &batch : nullptr, when, by, session);
     if (change.count && row->log_len + 1 >= compact_after) compact(c.db, k, d.encode());
     return rev;
   });
   e->revision = revision;  // only once committed: a failed commit leaves the entry matching nothing
   c.svc.cache().account(ck, e->doc ? e->doc->memory_usage() : 0);
+  if (!batch.empty()) publish_change(c, k, &batch, &e->doc->version(), when, by, session);
   return success_body("CRDT data updated successfully.", nullptr);
 }
 
@@ -274,7 +331,65 @@ std::string crdt_delete(context& c) {
   e->revision = -1;
   c.svc.cache().erase(ck);
   if (!existed) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+  publish_change(c, k, nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
   return success_body("CRDT data deleted successfully.", nullptr);
+}
+
+std::string crdt_sync(context& c) {
+  const record_key k = key_of(c);
+  const std::string version_bytes = *binary_field(c.data, "version", true);
+  folio::version_vector client_version;
+  if (const folio::decode_result r = folio::version_vector::decode(version_bytes, client_version); !r)
+    throw api_error(status::invalid_argument, "version is not a valid version vector: " + r.description() + ".");
+  const std::optional<std::string> update = binary_field(c.data, "update", false);
+  const bool push = update && !update->empty();
+  if (push && c.who.read_only) throw api_error(status::permission_denied, "This token is read-only; sync without an update to only receive changes.");
+  const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
+
+  const std::string ck = k.cache_key();
+  std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
+  std::lock_guard<std::mutex> g(e->lock);
+  const std::string when = now_iso(), by = user ? *user : c.who.subject;
+  std::string answer, ops, type, content_key;
+  auto integrate = [&] {
+    const std::optional<record_row> row = load_record(c.db, k);
+    if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+    type = row->type, content_key = row->content_key;
+    folio::document& d = current(c.db, k, *row, *e);
+    answer = d.encode_since(client_version);  // before the push: the client has its own ops
+    if (!push) return row->revision;
+    const folio::version_vector before = d.version();
+    e->revision = -1;  // the document changes below; until the commit it matches no stored revision
+    const folio::apply_result r = d.apply(*update);
+    if (!r || d.pending() != 0) {
+      e->doc.reset();  // partly integrated: rebuilt from storage by the next request
+      if (!r) throw api_error(status::invalid_argument, "update is invalid: " + r.message + (r.message.starts_with("batch") ? "." : " (operation " + std::to_string(r.op_index) + ")."));
+      throw api_error(status::failed_precondition,
+                      "update depends on operations the server does not have; sync without an update first, then send the operations the server's version lacks.");
+    }
+    if (d.version() == before) return e->revision = row->revision;  // all duplicates: nothing to store
+    ops = d.encode_since(before);
+    const std::int64_t rev = append_change(c.db, k, *row, &ops, when, by, session);
+    if (row->log_len + 1 >= compact_after) compact(c.db, k, d.encode());
+    return rev;
+  };
+  const std::int64_t revision = push ? c.db.write(integrate) : c.db.read(integrate);
+  e->revision = revision;
+  c.svc.cache().account(ck, e->doc->memory_usage());
+  const folio::version_vector& server_version = e->doc->version();
+  if (!ops.empty()) publish_change(c, k, &ops, &server_version, when, by, session);
+  return success_body("CRDT data synced successfully.", [&](json_writer& w) {
+    w.StartObject();
+    w.Key("update");
+    write_string(w, base64_encode(answer));
+    w.Key("version");
+    write_string(w, base64_encode(server_version.encode()));
+    w.Key("type");
+    write_string(w, type);
+    w.Key("contentKey");
+    write_string(w, content_key);
+    w.EndObject();
+  });
 }
 
 }  // namespace folio::service

@@ -22,6 +22,7 @@ std::string crdt_add(context& c);
 std::string crdt_update(context& c);
 std::string crdt_get(context& c);
 std::string crdt_delete(context& c);
+std::string crdt_sync(context& c);
 std::string annotations_get(context& c);
 std::string annotations_get_page(context& c);
 std::string annotations_add(context& c);

@@ -1,9 +1,11 @@
 // folio-fcgi: the FastCGI responder. Flags, signals and the accept loop; everything else is in the
 // folio_service library. A pool of worker threads, each with its own FCGX_Request and its own SQLite
 // connection, accepts on one unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
-// finish, exit 0.
+// finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
+// on the same socket.
 //
 //   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
+//              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
 #include <fcgiapp.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,11 +30,13 @@ struct options {
   std::string socket = "var/run/folio.sock", db = "var/folio.db";
   unsigned workers = 4;
   std::size_t max_body = std::size_t(4) << 20, cache_mb = 256;
+  std::string channel_secret_file, publish_socket;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH] [--workers N] [--max-body BYTES] [--cache-mb MB]\n",
+               "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH] [--workers N] [--max-body BYTES] [--cache-mb MB]\n"
+               "                  [--channel-secret-file PATH] [--publish-socket PATH]\n",
                why);
   std::exit(2);
 }
@@ -55,6 +60,8 @@ options parse(int argc, char** argv) {
     else if (a == "--workers") o.workers = static_cast<unsigned>(number(value()));
     else if (a == "--max-body") o.max_body = number(value());
     else if (a == "--cache-mb") o.cache_mb = number(value());
+    else if (a == "--channel-secret-file") o.channel_secret_file = value();
+    else if (a == "--publish-socket") o.publish_socket = value();
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
@@ -81,6 +88,14 @@ const char* reason(int code) {
   }
 }
 
+void respond(FCGX_Request& req, const folio::service::response& res) {
+  // FCGX_FPrintF knows no %zu: the head is built here.
+  const std::string head = "Status: " + std::to_string(res.http) + " " + reason(res.http) + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(res.body.size()) + "\r\n\r\n";
+  FCGX_PutStr(head.data(), static_cast<int>(head.size()), req.out);
+  FCGX_PutStr(res.body.data(), static_cast<int>(res.body.size()), req.out);
+}
+
 void serve(FCGX_Request& req, folio::service::service& svc, folio::service::database& db) {
   folio::service::request r;
   r.method = param(req, "REQUEST_METHOD");
@@ -90,6 +105,11 @@ void serve(FCGX_Request& req, folio::service::service& svc, folio::service::data
   r.api_key = param(req, "HTTP_X_FOLIO_API_KEY");
   r.auth_token = param(req, "HTTP_X_FOLIO_AUTH_TOKEN");
   r.content_length = std::strtoull(param(req, "CONTENT_LENGTH").c_str(), nullptr, 10);
+  if (r.path == "/_folio/authorize") {  // nginx's nchan_authorize_request for /v2/crdt/subscribe
+    r.query = param(req, "QUERY_STRING");
+    r.channel = param(req, "FOLIO_CHANNEL");
+    return respond(req, svc.authorize_subscriber(db, r));
+  }
   // Read at most the limit + 1 bytes: enough to know a body is too large without holding it.
   const std::size_t cap = svc.settings().max_body + 1;
   if (r.content_length <= svc.settings().max_body) {
@@ -102,12 +122,18 @@ void serve(FCGX_Request& req, folio::service::service& svc, folio::service::data
     }
     r.body.resize(got);
   }
-  const folio::service::response res = svc.handle(db, r);
-  // FCGX_FPrintF knows no %zu: the head is built here.
-  const std::string head = "Status: " + std::to_string(res.http) + " " + reason(res.http) + "\r\nContent-Type: application/json\r\nContent-Length: " +
-                           std::to_string(res.body.size()) + "\r\n\r\n";
-  FCGX_PutStr(head.data(), static_cast<int>(head.size()), req.out);
-  FCGX_PutStr(res.body.data(), static_cast<int>(res.body.size()), req.out);
+  respond(req, svc.handle(db, r));
+}
+
+/// The channel secret: the file's first line (hex from `openssl rand -hex 32`, as scripts/run makes it).
+std::string read_secret(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line) || line.size() < 32) {
+    std::fprintf(stderr, "folio-fcgi: cannot read a channel secret of at least 32 characters from %s\n", path.c_str());
+    std::exit(1);
+  }
+  return line;
 }
 
 }  // namespace
@@ -137,6 +163,8 @@ int main(int argc, char** argv) {
   folio::service::config cfg;
   cfg.max_body = o.max_body;
   cfg.cache_bytes = o.cache_mb << 20;
+  if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
+  cfg.live.publish_socket = o.publish_socket;
   folio::service::service svc(cfg);
   std::atomic<bool> stopping{false};
   std::vector<std::thread> workers;
@@ -157,7 +185,8 @@ int main(int argc, char** argv) {
       }
       FCGX_Free(&req, 1);
     });
-  std::fprintf(stderr, "folio-fcgi: listening on %s (%u workers, database %s)\n", o.socket.c_str(), o.workers, o.db.c_str());
+  std::fprintf(stderr, "folio-fcgi: listening on %s (%u workers, database %s, live push %s)\n", o.socket.c_str(), o.workers, o.db.c_str(),
+               cfg.live.channel_secret.empty() ? "off" : cfg.live.publish_socket.empty() ? "subscribe only" : ("via " + cfg.live.publish_socket).c_str());
   int sig = 0;
   sigwait(&stop, &sig);
   std::fprintf(stderr, "folio-fcgi: %s, finishing in-flight requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <string_view>
 
+#include "fields.hpp"
 #include "handlers.hpp"
 #include "json.hpp"
 #include "service.hpp"
@@ -33,6 +34,7 @@ constexpr route routes[] = {
     {"/v2/crdt/update", crdt_update, true},
     {"/v2/crdt/get", crdt_get, false},
     {"/v2/crdt/delete", crdt_delete, true},
+    {"/v2/crdt/sync", crdt_sync, false},  // a pull reads; a push is checked for a writable token by the handler
 };
 
 response error(const api_error& e) { return {e.http ? e.http : http_code(e.code), error_body(e.message, status_name(e.code))}; }
@@ -51,6 +53,43 @@ std::string printable(std::string_view s) {  // for echoing a path in a message
   std::string out;
   for (char c : s.substr(0, 128)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
   return out;
+}
+
+/// application/x-www-form-urlencoded value: "+" is a space, "%XX" a byte (as nginx's set_unescape_uri
+/// decodes it for the channel id). nullopt for a malformed escape.
+std::optional<std::string> form_decode(std::string_view v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '+') {
+      out += ' ';
+    } else if (v[i] == '%') {
+      if (i + 2 >= v.size() || !std::isxdigit(static_cast<unsigned char>(v[i + 1])) || !std::isxdigit(static_cast<unsigned char>(v[i + 2])))
+        return std::nullopt;
+      out += static_cast<char>(std::stoi(std::string(v.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += v[i];
+    }
+  }
+  return out;
+}
+
+/// The first `name=` parameter of a query string, decoded; "" when absent (nginx's $arg_ takes the first).
+std::string query_param(std::string_view query, std::string_view name, const char* missing_message) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.size() > name.size() && pair.substr(0, name.size()) == name && pair[name.size()] == '=') {
+      const std::optional<std::string> v = form_decode(pair.substr(name.size() + 1));
+      if (!v) throw api_error(status::invalid_argument, std::string(name) + " is not correctly URL-encoded.");
+      if (v->empty()) throw api_error(status::invalid_argument, missing_message);
+      check_id(*v, std::string(name));
+      return *v;
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  throw api_error(status::invalid_argument, missing_message);
 }
 
 }  // namespace
@@ -116,6 +155,31 @@ response service::handle(database& db, const request& r) {
     return error(api_error(status::internal, "Internal error."));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "folio: internal error on %s: %s\n", printable(r.path).c_str(), e.what());
+    return error(api_error(status::internal, "Internal error."));
+  }
+}
+
+response service::authorize_subscriber(database& db, const request& r) {
+  try {
+    if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+    const std::optional<principal> who = check_credentials(db, r);
+    if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+    record_key k;
+    k.tenant = who->tenant;
+    k.org = query_param(r.query, "organizationId", "Organization ID is required");
+    k.doc = query_param(r.query, "documentId", "Document ID is required");
+    k.editor = query_param(r.query, "editorId", "Editor ID is required.");
+    if (config_.live.channel_secret.empty()) throw api_error(status::unavailable, "Live push is not configured on this server.");
+    if (!load_record(db, k, false)) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+    if (channel_id(config_.live.channel_secret, k.tenant, k.org, k.doc, k.editor) != r.channel) {
+      std::fprintf(stderr, "folio: nginx computed another channel id for a subscriber: nginx and folio-fcgi do not share the channel secret\n");
+      throw api_error(status::internal, "Internal error.");
+    }
+    return {200, {}};
+  } catch (const api_error& e) {
+    return error(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "folio: internal error authorizing a subscriber: %s\n", e.what());
     return error(api_error(status::internal, "Internal error."));
   }
 }

@@ -38,7 +38,7 @@ struct fixture : ::testing::Test {
     token = svc::create_token(db, key.substr(3, 16), "alice", false, std::nullopt, svc::now_iso());
   }
   svc::response call(const std::string& path, const std::string& body) {
-    svc::request r{"POST", path, "application/json", key, token, body, body.size()};
+    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}};
     return service.handle(db, r);
   }
 };
@@ -72,12 +72,12 @@ TEST_F(fixture, RecordLifeThroughTheHandlers) {
   EXPECT_NE(r.body.find(R"("lastUpdatedBy":"alice")"), std::string::npos) << r.body;
   // A second service (another process, an empty cache) reads the same value from snapshot + log.
   svc::service other{svc::config{}};
-  svc::request req{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d"}})", 0};
+  svc::request req{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d"}})", 0, {}, {}};
   EXPECT_NE(other.handle(db, req).body.find(R"("data":"Hello!")"), std::string::npos);
 }
 
 TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
-  svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7};
+  svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}};
   EXPECT_EQ(service.handle(db, r).http, 404);  // path first
   r.path = "/v2/crdt/get";
   EXPECT_EQ(service.handle(db, r).http, 400);  // then the method
@@ -177,6 +177,14 @@ TEST(Base64Url, RoundTripsAndRefusesOtherAlphabets) {
   EXPECT_EQ(svc::base64url_decode(svc::base64url_encode(all)), all);
   EXPECT_EQ(svc::base64url_encode("\xfb\xff"), "-_8");
   for (const char* bad : {"a", "ab+c", "ab/c", "ab=c", "abc=", "ab c", "ab\n"}) EXPECT_FALSE(svc::base64url_decode(bad)) << bad;
+}
+
+TEST(Base64, StandardOutReadsEitherAlphabetPaddedOrNot) {
+  EXPECT_EQ(svc::base64_encode("\xfb\xff"), "+/8=");
+  for (const char* in : {"+/8=", "+/8", "-_8=", "-_8"}) EXPECT_EQ(svc::base64_decode(in), "\xfb\xff") << in;
+  EXPECT_EQ(svc::base64_decode(""), "");
+  EXPECT_EQ(svc::base64_decode("AA=="), std::string(1, '\0'));
+  for (const char* bad : {"A", "AA=", "A===", "ab=c", "ab c", "AAAA\n"}) EXPECT_FALSE(svc::base64_decode(bad)) << bad;
 }
 
 TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {

@@ -39,9 +39,10 @@ responder() {  # starts folio-fcgi or hello-fcgi on the socket nginx uses
   pids+=("$resp_pid")
   for _ in $(seq 100); do [ -S "$work/run/folio.sock" ] && break; sleep 0.05; done
 }
-responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4
 mkdir -p "$work/nginx"
-FOLIO_ACCESS_LOG=off scripts/nginx-conf "$work" "$port" 10000000 > "$work/nginx/nginx.conf"
+FOLIO_ACCESS_LOG=off scripts/nginx-conf "$work" "$port" 10000000 > "$work/nginx/nginx.conf"  # makes $work/channel.secret
+live=(--channel-secret-file "$work/channel.secret" --publish-socket "$work/run/nginx-publish.sock")
+responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}"
 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
 pids+=($!)
 sleep 0.5

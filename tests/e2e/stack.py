@@ -38,6 +38,10 @@ class Stack:
         self.port = free_port()
         self.fcgi = None
         self.nginx = None
+        self.secret = os.path.join(self.dir, "channel.secret")  # shared by folio-fcgi and nginx-conf
+        with open(self.secret, "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
+        self.publish_socket = os.path.join(self.dir, "run", "nginx-publish.sock")
 
     def admin(self, *args):
         return subprocess.run([ADMIN, "--db", self.db, *args], check=True, capture_output=True, text=True).stdout.strip()
@@ -50,7 +54,8 @@ class Stack:
             os.unlink(sock)
         with open(os.path.join(self.dir, "log", "folio-fcgi.log"), "a") as log:
             self.fcgi = subprocess.Popen([FCGI, "--socket", sock, "--db", self.db, "--workers", "4",
-                                          "--max-body", str(RESPONDER_MAX_BODY)], stderr=log)
+                                          "--max-body", str(RESPONDER_MAX_BODY), "--channel-secret-file", self.secret,
+                                          "--publish-socket", self.publish_socket], stderr=log)
         for _ in range(100):
             if os.path.exists(sock):
                 return

@@ -1,0 +1,73 @@
+#include "publish.hpp"
+
+#include <curl/curl.h>
+#include <openssl/hmac.h>
+
+#include <cstdio>
+#include <memory>
+
+namespace folio::service {
+
+std::string channel_id(std::string_view secret, std::string_view tenant, std::string_view org, std::string_view doc, std::string_view editor) {
+  std::string msg;
+  msg.reserve(tenant.size() + org.size() + doc.size() + editor.size() + 3);
+  msg.append(tenant).append(1, '\n').append(org).append(1, '\n').append(doc).append(1, '\n').append(editor);
+  unsigned char mac[32];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac, &len);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) out += hex[mac[i] >> 4], out += hex[mac[i] & 15];
+  return out;
+}
+
+namespace {
+
+struct curl_deleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+
+std::size_t discard(char*, std::size_t size, std::size_t n, void*) { return size * n; }
+
+/// One handle per thread, kept: its connection to nginx is reused from one publish to the next.
+CURL* thread_handle() {
+  static const bool global = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  thread_local std::unique_ptr<CURL, curl_deleter> handle(global ? curl_easy_init() : nullptr);
+  return handle.get();
+}
+
+}  // namespace
+
+bool publisher::publish(const std::string& channel, const std::string& message) {
+  if (config_.publish_socket.empty()) return false;
+  CURL* c = thread_handle();
+  long code = 0;
+  CURLcode rc = CURLE_FAILED_INIT;
+  if (c) {
+    curl_easy_reset(c);
+    const std::string url = "http://localhost/_folio/publish/" + channel;
+    struct curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, config_.publish_socket.c_str());
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, message.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(message.size()));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(headers);
+  }
+  if (rc == CURLE_OK && code >= 200 && code < 300) {
+    ++published_;
+    return true;
+  }
+  ++failures_;
+  std::fprintf(stderr, "folio: publish to channel %.12s... failed: %s (HTTP %ld); subscribers catch up by syncing\n", channel.c_str(),
+               rc == CURLE_OK ? "refused" : curl_easy_strerror(rc), code);
+  return false;
+}
+
+}  // namespace folio::service
