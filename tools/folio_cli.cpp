@@ -1,0 +1,447 @@
+// folio-cli: a client replica in a terminal (DESIGN.md §6) — the engine's sync_client over HTTP.
+//
+//   folio-cli [--url URL] --org ORG --doc DOC --editor ED COMMAND
+//     watch [--transport eventsource|longpoll] [--count N]   print the live value (one JSON line per change)
+//     sync                                                     push local ops, pull the server's, print the value
+//     edit EDIT [--offline]                                    change the local copy, then sync (unless --offline)
+//       EDIT: --replace VALUE | --insert POS TEXT | --delete POS LEN   (text; positions in code points)
+//             --set KEY JSON | --remove KEY                             (map)
+//     show                                                     print the local value
+//     apply MESSAGE_JSON                                       apply one pushed message (from any transport)
+//   --state FILE keeps the replica between runs (edit, sync, show, apply need it; without one, a
+//   new replica starts from the server's copy). Credentials: --key/--token or FOLIO_API_KEY and
+//   FOLIO_AUTH_TOKEN (scripts/run writes them to var/dev-credentials). Exit status 1 with the
+//   server's JSON error on stderr when a call fails.
+#include <curl/curl.h>
+#include <rapidjson/document.h>
+#include <strings.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <folio/sync.hpp>
+
+#include "base64.hpp"
+#include "json.hpp"
+
+namespace {
+
+namespace svc = folio::service;
+
+struct options {
+  std::string url = "http://127.0.0.1:8080", key, token, org, doc, editor, state, transport = "eventsource";
+  std::string command, a, b;    // command and its arguments
+  std::string edit;             // --replace, --insert, --delete, --set, --remove
+  bool offline = false;
+  long count = -1;              // watch: exit after printing this many values
+};
+
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "folio-cli: %s\n", why.c_str());
+  std::exit(1);
+}
+
+// ---- HTTP ---------------------------------------------------------------------------------------
+
+std::size_t append(char* p, std::size_t size, std::size_t n, void* out) {
+  static_cast<std::string*>(out)->append(p, size * n);
+  return size * n;
+}
+
+struct http_reply {
+  long status = 0;
+  std::string body;
+};
+
+http_reply post(const options& o, const std::string& path, const std::string& body) {
+  CURL* c = curl_easy_init();
+  http_reply r;
+  curl_slist* h = nullptr;
+  h = curl_slist_append(h, "Content-Type: application/json");
+  h = curl_slist_append(h, ("x-folio-api-key: " + o.key).c_str());
+  h = curl_slist_append(h, ("x-folio-auth-token: " + o.token).c_str());
+  const std::string url = o.url + path;
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+  const CURLcode rc = curl_easy_perform(c);
+  if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  if (rc != CURLE_OK) r.body = std::string("{\"error\":{\"message\":\"") + curl_easy_strerror(rc) + "\",\"status\":\"UNAVAILABLE\"}}";
+  return r;
+}
+
+std::string ids_json(const options& o) {
+  rapidjson::StringBuffer sb;
+  svc::json_writer w(sb);
+  w.StartObject();
+  w.Key("organizationId"), svc::write_string(w, o.org);
+  w.Key("documentId"), svc::write_string(w, o.doc);
+  w.Key("editorId"), svc::write_string(w, o.editor);
+  w.EndObject();
+  std::string s(sb.GetString(), sb.GetSize());
+  s.pop_back();  // callers append more members
+  return s;
+}
+
+std::string json_string(const std::string& s) {
+  rapidjson::StringBuffer sb;
+  svc::json_writer w(sb);
+  svc::write_string(w, s);
+  return std::string(sb.GetString(), sb.GetSize());
+}
+
+// ---- the replica --------------------------------------------------------------------------------
+
+void print_value(const folio::document& d) {
+  std::string out;
+  switch (d.type()) {
+    case folio::record_type::text: out = json_string(d.text()); break;
+    case folio::record_type::xml: out = json_string(d.xml()); break;
+    case folio::record_type::array:
+      out = "[";
+      for (const std::string& v : d.array()) out += (out.size() > 1 ? "," : "") + v;
+      out += "]";
+      break;
+    case folio::record_type::map:
+      out = "{";
+      for (const auto& [k, v] : d.map()) out += (out.size() > 1 ? "," : "") + json_string(k) + ":" + v;
+      out += "}";
+      break;
+  }
+  std::printf("%s\n", out.c_str());
+  std::fflush(stdout);
+}
+
+std::optional<folio::sync_client> load_state(const options& o) {
+  if (o.state.empty()) return std::nullopt;
+  std::ifstream in(o.state, std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::optional<folio::sync_client> c;
+  if (const folio::decode_result r = folio::sync_client::load(bytes, c); !r) die("state file " + o.state + " does not decode: " + r.description());
+  return c;
+}
+
+void save_state(const options& o, const folio::sync_client& c) {
+  if (o.state.empty()) return;
+  const std::string tmp = o.state + ".tmp";
+  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << c.save();
+  if (std::rename(tmp.c_str(), o.state.c_str()) != 0) die("cannot write " + o.state);
+}
+
+std::string field(const rapidjson::Value& v, const char* name) {
+  auto it = v.FindMember(name);
+  return it != v.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString(), it->value.GetStringLength()) : std::string();
+}
+
+folio::version_vector decode_version(const std::string& b64) {
+  folio::version_vector v;
+  const std::optional<std::string> bytes = svc::base64_decode(b64);
+  if (!bytes || !folio::version_vector::decode(*bytes, v)) die("the server sent a malformed version");
+  return v;
+}
+
+/// One round trip: push what the server lacks, apply what it answers. Creates the replica from the
+/// server's copy when `c` is empty. A push the server refuses as premature is followed by a pull and
+/// a second push.
+void sync(const options& o, std::optional<folio::sync_client>& c) {
+  for (int round = 0; round < 3; ++round) {
+    const folio::sync_request q = c ? c->request() : folio::sync_request{};
+    std::string body = "{\"data\":" + ids_json(o) + ",\"version\":\"" + svc::base64_encode(q.version.encode()) + "\"";
+    if (!q.update.empty()) body += ",\"update\":\"" + svc::base64_encode(q.update) + "\"";
+    body += "}}";
+    const http_reply r = post(o, "/v2/crdt/sync", body);
+    rapidjson::Document d;
+    d.Parse(r.body.c_str(), r.body.size());
+    if (r.status == 400 && d.IsObject() && d.HasMember("error") && field(d["error"], "status") == "FAILED_PRECONDITION" && c) {
+      c->on_refused();
+      continue;
+    }
+    if (r.status != 200 || !d.IsObject() || !d.HasMember("result")) die("sync failed (HTTP " + std::to_string(r.status) + "): " + r.body);
+    const rapidjson::Value& data = d["result"]["data"];
+    if (!c) {
+      const std::optional<folio::record_type> t = folio::parse_record_type(field(data, "type"));
+      if (!t) die("the server sent an unknown record type");
+      c.emplace(*t, folio::random_replica_id(), field(data, "contentKey"));
+    }
+    const std::optional<std::string> update = svc::base64_decode(field(data, "update"));
+    if (!update || !c->on_answer(*update, decode_version(field(data, "version")))) die("the server sent a malformed update");
+    if (!c->needs_sync()) return;
+  }
+  if (c->needs_sync()) die("still out of step with the server after three syncs");
+}
+
+/// Applies one pushed message (the JSON the server publishes). False when the record was deleted.
+bool apply_message(const options& o, std::optional<folio::sync_client>& c, const std::string& message) {
+  rapidjson::Document m;
+  m.Parse(message.c_str(), message.size());
+  if (!m.IsObject()) return true;  // not ours (a keep-alive); ignore
+  if (m.HasMember("deleted")) return false;
+  const std::optional<std::string> update = svc::base64_decode(field(m, "update"));
+  const folio::push_status s = c->on_push(update ? *update : std::string(), decode_version(field(m, "version")));
+  if (s != folio::push_status::applied) sync(o, c);  // a gap (missed messages) or a change too large to push
+  return true;
+}
+
+// ---- watch --------------------------------------------------------------------------------------
+
+struct watcher {
+  const options& o;
+  std::optional<folio::sync_client>& c;
+  long printed = 0;
+  bool deleted = false;
+  std::string buffer, data, last_id;  // EventSource parsing state
+  folio::version_vector shown;
+
+  bool show() {  // prints when the value changed; false once enough values were printed
+    if (c->doc().version() != shown || printed == 0) {
+      shown = c->doc().version();
+      print_value(c->doc());
+      ++printed;
+    }
+    return o.count < 0 || printed < o.count;
+  }
+};
+
+std::size_t on_event_bytes(char* p, std::size_t size, std::size_t n, void* self) {
+  watcher& w = *static_cast<watcher*>(self);
+  w.buffer.append(p, size * n);
+  std::size_t nl;
+  while ((nl = w.buffer.find('\n')) != std::string::npos) {
+    std::string line = w.buffer.substr(0, nl);
+    w.buffer.erase(0, nl + 1);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("data:", 0) == 0) {
+      w.data += line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
+    } else if (line.rfind("id:", 0) == 0) {
+      w.last_id = line.substr(line.size() > 3 && line[3] == ' ' ? 4 : 3);
+    } else if (line.rfind(": hi", 0) == 0) {  // Nchan's greeting: subscribed; now catch up
+      sync(w.o, w.c);
+      save_state(w.o, *w.c);
+      if (!w.show()) return 0;
+    } else if (line.empty() && !w.data.empty()) {
+      const std::string message = std::move(w.data);
+      w.data.clear();
+      if (!apply_message(w.o, w.c, message)) {
+        w.deleted = true;
+        return 0;
+      }
+      save_state(w.o, *w.c);
+      if (!w.show()) return 0;
+    }
+  }
+  return size * n;
+}
+
+struct longpoll_state {
+  std::string etag, last_modified;
+};
+
+std::size_t on_header(char* p, std::size_t size, std::size_t n, void* self) {
+  auto& s = *static_cast<longpoll_state*>(self);
+  const std::string line(p, size * n);
+  auto value = [&](const char* name) -> std::optional<std::string> {
+    const std::size_t len = std::char_traits<char>::length(name);
+    if (line.size() <= len || strncasecmp(line.c_str(), name, len) != 0) return std::nullopt;
+    std::string v = line.substr(len);
+    while (!v.empty() && (v.back() == '\r' || v.back() == '\n')) v.pop_back();
+    return v;
+  };
+  if (auto v = value("etag: ")) s.etag = *v;
+  if (auto v = value("last-modified: ")) s.last_modified = *v;
+  return size * n;
+}
+
+int watch(const options& o, std::optional<folio::sync_client>& c) {
+  watcher w{o, c, 0, false, {}, {}, {}, {}};
+  auto escape = [](const std::string& s) {
+    char* e = curl_easy_escape(nullptr, s.c_str(), static_cast<int>(s.size()));
+    std::string out(e);
+    curl_free(e);
+    return out;
+  };
+  const std::string url = o.url + "/v2/crdt/subscribe?organizationId=" + escape(o.org) + "&documentId=" + escape(o.doc) + "&editorId=" + escape(o.editor);
+  longpoll_state lp;
+  if (o.transport == "longpoll") {
+    sync(o, c);
+    save_state(o, *c);
+    if (!w.show()) return 0;
+  }
+  for (int failures = 0; failures < 600;) {
+    CURL* h = curl_easy_init();
+    curl_slist* hs = nullptr;
+    hs = curl_slist_append(hs, ("x-folio-api-key: " + o.key).c_str());
+    hs = curl_slist_append(hs, ("x-folio-auth-token: " + o.token).c_str());
+    std::string body;
+    if (o.transport == "eventsource") {
+      hs = curl_slist_append(hs, "Accept: text/event-stream");
+      if (!w.last_id.empty()) hs = curl_slist_append(hs, ("Last-Event-ID: " + w.last_id).c_str());
+      curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_event_bytes);
+      curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
+    } else {
+      if (!lp.etag.empty()) hs = curl_slist_append(hs, ("If-None-Match: " + lp.etag).c_str());
+      if (!lp.last_modified.empty()) hs = curl_slist_append(hs, ("If-Modified-Since: " + lp.last_modified).c_str());
+      curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append);
+      curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+      curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+      curl_easy_setopt(h, CURLOPT_HEADERDATA, &lp);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
+    w.buffer.clear(), w.data.clear();
+    const CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hs);
+    curl_easy_cleanup(h);
+    if (w.deleted) return std::printf("deleted\n"), 0;
+    if (o.transport == "eventsource" && rc == CURLE_WRITE_ERROR) return 0;  // enough values printed
+    if (status >= 400 && status != 408 && status < 500) die("subscribe refused (HTTP " + std::to_string(status) + ")");
+    if (o.transport == "longpoll" && status == 200) {
+      if (!apply_message(o, c, body)) return std::printf("deleted\n"), 0;
+      save_state(o, *c);
+      if (!w.show()) return 0;
+      failures = 0;
+      continue;
+    }
+    // The stream ended (nginx restarted, a timeout): reconnect, and catch up by syncing on the way.
+    ++failures;
+    std::this_thread::sleep_for(std::chrono::milliseconds(rc == CURLE_OK ? 50 : 200));
+    if (o.transport == "longpoll" && rc != CURLE_OK) {
+      try {
+        sync(o, c);
+        if (!w.show()) return 0;
+      } catch (...) {
+      }
+    }
+  }
+  die("gave up reconnecting");
+}
+
+// ---- edits --------------------------------------------------------------------------------------
+
+std::size_t number(const std::string& s) {
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || *end) die("not a position or length: " + s);
+  return n;
+}
+
+void edit(const options& o, folio::document& d) {
+  if (o.edit == "--replace") {
+    switch (d.type()) {
+      case folio::record_type::text: d.replace_text(o.a); return;
+      case folio::record_type::xml:
+        if (auto r = d.replace_xml(std::string_view(o.a)).first; !r) die("not XML markup: " + r.description());
+        return;
+      case folio::record_type::map:
+      case folio::record_type::array: {
+        const rapidjson::Document v = svc::parse_json(o.a);
+        if (d.type() == folio::record_type::map) {
+          if (!v.IsObject()) die("a map record takes a JSON object");
+          std::map<std::string, std::string> m;
+          for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) m[it->name.GetString()] = svc::canonical_json(it->value);
+          d.replace_map(m);
+        } else {
+          if (!v.IsArray()) die("an array record takes a JSON array of objects");
+          std::vector<std::string> a;
+          for (const auto& e : v.GetArray()) a.push_back(svc::canonical_json(e));
+          d.replace_array(a);
+        }
+        return;
+      }
+    }
+  }
+  if (o.edit == "--insert") d.as_text().insert_utf8(number(o.a), o.b);
+  else if (o.edit == "--delete") d.as_text().erase(number(o.a), number(o.b));
+  else if (o.edit == "--set") d.set(o.a, svc::canonical_json(svc::parse_json(o.b)));
+  else if (o.edit == "--remove") d.remove(o.a);
+  else die("edit needs --replace, --insert, --delete, --set or --remove");
+}
+
+[[noreturn]] void usage() {
+  std::fprintf(stderr,
+               "usage: folio-cli [--url URL] [--key K --token T] --org ORG --doc DOC --editor ED [--state FILE] COMMAND\n"
+               "  watch [--transport eventsource|longpoll] [--count N]\n"
+               "  sync | show | apply MESSAGE_JSON\n"
+               "  edit (--replace VALUE | --insert POS TEXT | --delete POS LEN | --set KEY JSON | --remove KEY) [--offline]\n");
+  std::exit(2);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  if (const char* k = std::getenv("FOLIO_API_KEY")) o.key = k;
+  if (const char* t = std::getenv("FOLIO_AUTH_TOKEN")) o.token = t;
+  if (const char* u = std::getenv("FOLIO_URL")) o.url = u;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage();
+      return argv[++i];
+    };
+    if (a == "--url") o.url = value();
+    else if (a == "--key") o.key = value();
+    else if (a == "--token") o.token = value();
+    else if (a == "--org") o.org = value();
+    else if (a == "--doc") o.doc = value();
+    else if (a == "--editor") o.editor = value();
+    else if (a == "--state") o.state = value();
+    else if (a == "--transport") o.transport = value();
+    else if (a == "--count") o.count = static_cast<long>(number(value()));
+    else if (a == "--offline") o.offline = true;
+    else if (a == "--replace" || a == "--remove") o.edit = a, o.a = value();
+    else if (a == "--insert" || a == "--delete" || a == "--set") o.edit = a, o.a = value(), o.b = value();
+    else if (o.command.empty() && a.rfind("--", 0) != 0) o.command = a;
+    else if (o.command == "apply" && o.a.empty()) o.a = a;
+    else usage();
+  }
+  if (o.command.empty() || o.org.empty() || o.doc.empty() || o.editor.empty()) usage();
+  if (o.transport != "eventsource" && o.transport != "longpoll") usage();
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const options o = parse(argc, argv);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  try {
+    std::optional<folio::sync_client> c = load_state(o);
+    if (o.command == "watch") return watch(o, c);
+    if (o.command == "sync") {
+      sync(o, c);
+    } else if (o.command == "edit") {
+      if (!c) sync(o, c);
+      edit(o, c->doc());
+      if (!o.offline) sync(o, c);
+    } else if (o.command == "show") {
+      if (!c) die("no local copy: give --state FILE of an earlier sync");
+    } else if (o.command == "apply") {
+      if (!c) die("no local copy: give --state FILE of an earlier sync");
+      if (!apply_message(o, c, o.a)) return std::printf("deleted\n"), 0;
+    } else {
+      usage();
+    }
+    save_state(o, *c);
+    print_value(c->doc());
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
+  return 0;
+}
