@@ -1,0 +1,544 @@
+"""Connected clients end to end (DESIGN.md §6, issue 6): POST /v2/crdt/sync and the live push of
+GET /v2/crdt/subscribe through the real nginx + Nchan in front of the real folio-fcgi. Client replicas
+are folio-cli processes (the engine's sync_client) keeping their state in files; the transports are
+also spoken raw here (EventSource, long-poll, WebSocket) so that what nginx sends is checked as bytes.
+
+Run by ctest as:  live_e2e.py BUILD_DIR SOURCE_DIR
+"""
+import base64
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import queue
+import socket
+import subprocess
+import threading
+import time
+import unittest
+import urllib.parse
+
+from stack import *  # noqa: F401,F403 (setUpModule/tearDownModule start and stop the stack)
+import stack
+
+CLI = os.path.join(stack.BUILD, "tools", "folio-cli")
+ORG, DOC = "org live", "doc/ü+1"   # a space, a slash, a plus and non-ASCII: the query decoding is exercised
+
+
+def ids(editor):
+    return {"organizationId": ORG, "documentId": DOC, "editorId": editor}
+
+
+def query(editor, org=ORG, doc=DOC):
+    return urllib.parse.urlencode({"organizationId": org, "documentId": doc, "editorId": editor})
+
+
+def creds_headers(who):
+    if not who:
+        return {}
+    key, token = CREDS[who]
+    return {"x-folio-api-key": key, "x-folio-auth-token": token}
+
+
+def cli(*args, state=None, editor="e", who="a", check=True):
+    key, token = CREDS[who]
+    env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % STACK.port)
+    cmd = [CLI, "--org", ORG, "--doc", DOC, "--editor", editor]
+    if state:
+        cmd += ["--state", state]
+    r = subprocess.run(cmd + list(args), env=env, capture_output=True, text=True, timeout=60)
+    if check and r.returncode != 0:
+        raise AssertionError("folio-cli %s failed: %s" % (" ".join(args), r.stderr))
+    return r
+
+
+def value_of(cli_result):
+    return json.loads(cli_result.stdout.strip().splitlines()[-1])
+
+
+def rest_value(editor, who="a"):
+    status, body = call("/v2/crdt/get", ids(editor), who=who)
+    assert status == 200, body
+    return body["result"]["data"][0]["data"]
+
+
+def add(editor, type_, data, who="a"):
+    status, body = call("/v2/crdt/add", dict(ids(editor), type=type_, data=data), who=who)
+    assert status == 200, body
+
+
+def update(editor, data, who="a", **extra):
+    status, body = call("/v2/crdt/update", dict(ids(editor), data=data, **extra), who=who)
+    assert status == 200, body
+
+
+def state_path(name):
+    return os.path.join(STACK.dir, name + ".state")
+
+
+class EventSource:
+    """A raw EventSource subscriber: connects, waits for Nchan's greeting, yields events."""
+
+    def __init__(self, editor, who="a", last_event_id=None):
+        self.conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=10)
+        h = dict(creds_headers(who), Accept="text/event-stream")
+        if last_event_id:
+            h["Last-Event-ID"] = last_event_id
+        self.conn.request("GET", "/v2/crdt/subscribe?" + query(editor), headers=h)
+        self.sock = self.conn.sock  # http.client lets go of it once a streamed response begins
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        if self.status == 200:
+            line = self.resp.fp.readline()
+            assert line.startswith(b":"), line  # ": hi" — subscribed from here on
+
+    def next(self, timeout=10):
+        """(id, parsed data) of the next event."""
+        self.sock.settimeout(timeout)
+        event_id, data = None, []
+        while True:
+            line = self.resp.fp.readline()
+            if not line:
+                raise EOFError("stream closed")
+            line = line.rstrip(b"\r\n")
+            if line.startswith(b"id:"):
+                event_id = line[3:].strip().decode()
+            elif line.startswith(b"data:"):
+                data.append(line[5:].lstrip().decode())
+            elif not line and data:
+                return event_id, json.loads("\n".join(data))
+
+    def close(self):
+        self.conn.close()
+
+
+class WebSocket:
+    """A minimal RFC 6455 client: the handshake, then unmasked text frames from the server."""
+
+    def __init__(self, editor, who="a"):
+        self.sock = socket.create_connection(("127.0.0.1", STACK.port), timeout=10)
+        key = base64.b64encode(os.urandom(16)).decode()
+        lines = ["GET /v2/crdt/subscribe?%s HTTP/1.1" % query(editor), "Host: 127.0.0.1", "Upgrade: websocket",
+                 "Connection: Upgrade", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: " + key]
+        lines += ["%s: %s" % kv for kv in creds_headers(who).items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        self.buf = b""
+        while b"\r\n\r\n" not in self.buf:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                break
+            self.buf += chunk
+        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        self.status = int(head.split(b" ")[1])
+        self.head = head.decode("latin-1")
+
+    def _read(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("websocket closed")
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def next_text(self, timeout=10):
+        self.sock.settimeout(timeout)
+        while True:
+            b0, b1 = self._read(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = int.from_bytes(self._read(2), "big")
+            elif n == 127:
+                n = int.from_bytes(self._read(8), "big")
+            payload = self._read(n)
+            if b0 & 0x0F == 1:
+                return json.loads(payload)
+
+    def close(self):
+        self.sock.close()
+
+
+class Watcher:
+    """`folio-cli watch` in the background; its printed values arrive on a queue."""
+
+    def __init__(self, editor, transport="eventsource"):
+        key, token = CREDS["a"]
+        env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % STACK.port)
+        self.proc = subprocess.Popen([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--transport", transport, "watch"],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.values = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.values.put(json.loads(line) if line.strip() != "deleted" else "<deleted>")
+
+    def wait_for(self, value, timeout=20):
+        """Reads printed values until `value` appears; returns everything seen."""
+        seen, deadline = [], time.time() + timeout
+        while time.time() < deadline:
+            try:
+                v = self.values.get(timeout=max(0.01, deadline - time.time()))
+            except queue.Empty:
+                break
+            seen.append(v)
+            if v == value:
+                return seen
+        raise AssertionError("watcher never showed %r; saw %r; stderr %s" % (value, seen, self.stop()))
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            return self.proc.communicate(timeout=10)[1]
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return ""
+
+
+def sync_call(editor, version=b"\x00", update=None, who="a", **extra):
+    data = dict(ids(editor), version=base64.b64encode(version).decode(), **extra)
+    if update is not None:
+        data["update"] = base64.b64encode(update).decode()
+    return call("/v2/crdt/sync", data, who=who)
+
+
+class LivePush(unittest.TestCase):
+    def test_an_eventsource_client_sees_a_rest_update_and_its_replica_equals_the_rest_value(self):
+        add("es", "text", "Hello")
+        w = Watcher("es")
+        try:
+            w.wait_for("Hello")
+            update("es", "Hello, live world")
+            w.wait_for("Hello, live world")
+            self.assertEqual(rest_value("es"), "Hello, live world")
+        finally:
+            w.stop()
+
+    def test_the_pushed_message_carries_the_ops_version_and_metadata(self):
+        add("msg", "map", {"a": 1})
+        es = EventSource("msg")
+        try:
+            update("msg", {"a": 1, "b": [True]}, userId="carol", sessionId="s-9")
+            event_id, m = es.next()
+            self.assertTrue(event_id)
+            self.assertEqual(m["editorId"], "msg")
+            self.assertEqual(m["lastUpdatedBy"], "carol")
+            self.assertEqual(m["sessionId"], "s-9")
+            self.assertEqual(base64.b64decode(m["update"])[:5], b"Fo\x01B\x03")  # a map batch
+            # A replica at the message's version holds the REST value: replay it through folio-cli.
+            st = state_path("msg-before")
+            cli("sync", state=st, editor="msg")
+            self.assertEqual(value_of(cli("apply", json.dumps(m), state=st, editor="msg")), {"a": 1, "b": [True]})
+            # No-op updates publish nothing; deletes publish a tombstone.
+            update("msg", {"a": 1, "b": [True]})
+            self.assertEqual(call("/v2/crdt/delete", ids("msg"))[0], 200)
+            _, m = es.next()
+            self.assertTrue(m["deleted"])
+        finally:
+            es.close()
+
+    def test_every_transport_delivers(self):
+        add("tr", "text", "0")
+        # EventSource through folio-cli and raw (above); long-poll through folio-cli
+        w = Watcher("tr", transport="longpoll")
+        try:
+            w.wait_for("0")
+            for i in range(1, 30):  # a long-poll is only waiting once its request is in: keep changing
+                update("tr", "lp %d" % i)
+                try:
+                    v = w.values.get(timeout=0.5)
+                    break
+                except queue.Empty:
+                    continue
+            self.assertTrue(v.startswith("lp "))
+            update("tr", "lp final")
+            w.wait_for("lp final")
+        finally:
+            w.stop()
+        # WebSocket, raw
+        ws = WebSocket("tr")
+        self.assertEqual(ws.status, 101, ws.head)
+        try:
+            update("tr", "over a websocket")
+            m = ws.next_text()
+            self.assertEqual(m["editorId"], "tr")
+            st = state_path("tr-ws")
+            cli("sync", state=st, editor="tr")  # already at the latest version: applying is a no-op
+            self.assertEqual(value_of(cli("apply", json.dumps(m), state=st, editor="tr")), "over a websocket")
+        finally:
+            ws.close()
+        # Long-poll, raw: the answer is the message itself, JSON
+        result = {}
+
+        def poll():
+            c = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=20)
+            c.request("GET", "/v2/crdt/subscribe?" + query("tr"), headers=creds_headers("a"))
+            r = c.getresponse()
+            result["status"], result["type"], result["body"] = r.status, r.getheader("Content-Type"), r.read()
+            c.close()
+        t = threading.Thread(target=poll)
+        t.start()
+        for i in range(40):
+            time.sleep(0.25)
+            update("tr", "raw poll %d" % i)
+            if not t.is_alive():
+                break
+        t.join(20)
+        self.assertEqual(result["status"], 200)
+        self.assertEqual(result["type"], "application/json")
+        self.assertEqual(json.loads(result["body"])["editorId"], "tr")
+
+    def test_a_reconnecting_eventsource_client_resumes_from_its_last_event_id(self):
+        add("resume", "text", "a")
+        es = EventSource("resume")
+        update("resume", "ab")
+        first_id, _ = es.next()
+        es.close()
+        update("resume", "abc")  # while disconnected
+        update("resume", "abcd")
+        es = EventSource("resume", last_event_id=first_id)
+        try:
+            st = state_path("resume")
+            cli("sync", state=st, editor="resume")
+            self.assertEqual(es.next()[1]["editorId"], "resume")
+            self.assertEqual(es.next()[1]["editorId"], "resume")  # both missed messages, from the buffer
+        finally:
+            es.close()
+
+    def test_a_client_that_missed_messages_detects_the_gap_and_converges(self):
+        add("gap", "map", {})
+        st = state_path("gap")
+        cli("sync", state=st, editor="gap")
+        es = EventSource("gap")
+        try:
+            update("gap", {"x": 1})
+            update("gap", {"x": 1, "y": 2})
+            update("gap", {"x": 1, "y": 2, "z": 3})
+            msgs = [es.next()[1] for _ in range(3)]
+        finally:
+            es.close()
+        # The client saw only the last change: its ops do not depend on the missed ones (another key),
+        # yet the version it carries shows the gap, and the client syncs.
+        last_only = dict(msgs[2])
+        v = value_of(cli("apply", json.dumps(last_only), state=st, editor="gap"))
+        self.assertEqual(v, {"x": 1, "y": 2, "z": 3})
+        self.assertEqual(v, rest_value("gap"))
+
+
+class Sync(unittest.TestCase):
+    CASES = {
+        "text": ("the quick brown fox",
+                 [["--insert", "4", "very "], ["--delete", "10", "6"], ["--insert", "0", "A:"]],
+                 [["--insert", "4", "slow "], ["--delete", "4", "6"], ["--insert", "18", "!"]]),
+        "map": ({"k": 1, "gone": 0, "keep": "x"},
+                [["--set", "k", "\"a\""], ["--remove", "gone"], ["--set", "a", "[1]"]],
+                [["--set", "k", "\"b\""], ["--set", "gone", "5"], ["--remove", "keep"]]),
+        "array": ([{"i": 1}, {"i": 2}],
+                  [["--replace", '[{"i":0},{"i":1},{"i":2},{"a":1}]']],
+                  [["--replace", '[{"i":2},{"b":1}]']]),
+        "xml": ("<p>Hello <b>world</b></p>",
+                [["--replace", '<p class="a">Hello big <b>world</b></p>']],
+                [["--replace", "<p>Hello <i>world</i>!</p><hr/>"]]),
+    }
+
+    def test_concurrent_offline_edits_converge_in_both_sync_orders(self):
+        for type_, (initial, edits_a, edits_b) in self.CASES.items():
+            for order in ("ab", "ba"):
+                with self.subTest(type=type_, order=order):
+                    editor = "conv-%s-%s" % (type_, order)
+                    add(editor, type_, initial)
+                    sa, sb = state_path(editor + "-a"), state_path(editor + "-b")
+                    cli("sync", state=sa, editor=editor)
+                    cli("sync", state=sb, editor=editor)
+                    for e in edits_a:
+                        cli("edit", *e, "--offline", state=sa, editor=editor)
+                    for e in edits_b:
+                        cli("edit", *e, "--offline", state=sb, editor=editor)
+                    first, second = (sa, sb) if order == "ab" else (sb, sa)
+                    cli("sync", state=first, editor=editor)
+                    cli("sync", state=second, editor=editor)
+                    va = value_of(cli("sync", state=sa, editor=editor))
+                    vb = value_of(cli("sync", state=sb, editor=editor))
+                    self.assertEqual(va, vb)
+                    self.assertEqual(va, rest_value(editor))
+                    self.assertNotEqual(va, initial)
+
+    def test_sync_answers_what_the_client_lacks_and_pushes_are_idempotent(self):
+        add("idem", "text", "abc")
+        status, body = sync_call("idem")
+        data = ok(self, (status, body), "CRDT data synced successfully.")
+        self.assertEqual((data["type"], data["contentKey"]), ("text", "content"))
+        version = base64.b64decode(data["version"])
+        # Up to date: an empty batch back.
+        data = ok(self, sync_call("idem", version=version), "CRDT data synced successfully.")
+        self.assertEqual(base64.b64decode(data["update"]), b"Fo\x01B\x01\x00\x00\x00")
+        # A client push, twice: stored once, answered with the same version.
+        st = state_path("idem")
+        cli("sync", state=st, editor="idem")
+        cli("edit", "--insert", "3", "d", "--offline", state=st, editor="idem")
+        before = call("/v2/crdt/get", ids("idem"))[1]["result"]["data"][0]
+        cli("sync", state=st, editor="idem")
+        after = call("/v2/crdt/get", ids("idem"))[1]["result"]["data"][0]
+        self.assertEqual(after["data"], "abcd")
+        self.assertEqual(after["lastUpdatedBy"], "subject-a")
+        self.assertNotEqual(after["lastUpdate"], before["lastUpdate"])
+
+    def test_last_updated_by_and_session_follow_the_pushing_client(self):
+        add("who", "text", "")
+        batch = bytes.fromhex("466f01420101" + "05" + "01" + "3e0000020200" + "026869")  # replica 5 types "hi"
+        ok(self, sync_call("who", update=batch, userId="dana", sessionId="tab-2"), "CRDT data synced successfully.")
+        rec = call("/v2/crdt/get", ids("who"))[1]["result"]["data"][0]
+        self.assertEqual((rec["data"], rec["lastUpdatedBy"], rec["sessionId"]), ("hi", "dana", "tab-2"))
+        last = rec["lastUpdate"]
+        ok(self, sync_call("who", update=batch, userId="eve"), "CRDT data synced successfully.")  # duplicates only
+        rec = call("/v2/crdt/get", ids("who"))[1]["result"]["data"][0]
+        self.assertEqual((rec["lastUpdatedBy"], rec["lastUpdate"]), ("dana", last))
+
+    def test_bad_sync_requests_are_refused_and_change_nothing(self):
+        add("bad", "text", "keep")
+        hi_from_5 = bytes.fromhex("466f01420101" + "05" + "01" + "3e0000020200" + "026869")
+        missing_deps = bytes.fromhex("466f01420101" + "05" + "01" + "3e0003020200" + "026869")  # seq 3: 0..2 missing
+        cases = [
+            (dict(ids("bad")), 400, "INVALID_ARGUMENT", "version is required."),
+            (dict(ids("bad"), version=7), 400, "INVALID_ARGUMENT", "version must be a base64 string."),
+            (dict(ids("bad"), version="!!"), 400, "INVALID_ARGUMENT", "version is not valid base64."),
+            (dict(ids("bad"), version=base64.b64encode(b"\x01\x00\x01").decode()), 400, "INVALID_ARGUMENT", None),
+            (dict(ids("bad"), version="AA==", update="%%%"), 400, "INVALID_ARGUMENT", "update is not valid base64."),
+            (dict(ids("bad"), version="AA==", update=base64.b64encode(hi_from_5[:9]).decode()), 400, "INVALID_ARGUMENT", None),
+            (dict(ids("bad"), version="AA==", update=base64.b64encode(b"Fo\x01B\x03\x00\x00").decode()), 400, "INVALID_ARGUMENT",
+             "update is invalid: batch holds map operations; this record is text."),
+            (dict(ids("bad"), version="AA==", update=base64.b64encode(missing_deps).decode()), 400, "FAILED_PRECONDITION", None),
+            (dict(ids("bad"), editorId="nope", version="AA=="), 404, "NOT_FOUND", "No CRDT data found for this editor ID."),
+        ]
+        for data, http, status, message in cases:
+            with self.subTest(data=data):
+                msg = err(self, call("/v2/crdt/sync", data), http, status, message)
+                if message is None and status == "INVALID_ARGUMENT":
+                    self.assertIn("byte", msg)  # malformed bytes are named with their offset
+                if status == "FAILED_PRECONDITION":
+                    self.assertIn("sync without an update first", msg)
+        self.assertEqual(rest_value("bad"), "keep")
+        # The refused batch left nothing behind in the cache either: a good push still lands whole.
+        ok(self, sync_call("bad", update=hi_from_5), "CRDT data synced successfully.")
+        self.assertIn("hi", rest_value("bad"))
+        # Read-only tokens may pull, not push; another tenant sees nothing.
+        ok(self, sync_call("bad", who="a_ro"), "CRDT data synced successfully.")
+        err(self, sync_call("bad", update=hi_from_5, who="a_ro"), 403, "PERMISSION_DENIED")
+        err(self, sync_call("bad", who="b"), 404, "NOT_FOUND", "No CRDT data found for this editor ID.")
+        err(self, sync_call("bad", who=None), 401, "UNAUTHENTICATED")
+
+
+class Access(unittest.TestCase):
+    def subscribe_status(self, editor, who="a", **q):
+        c = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=10)
+        c.request("GET", "/v2/crdt/subscribe?" + query(editor, **q), headers=dict(creds_headers(who), Accept="text/event-stream"))
+        r = c.getresponse()
+        body = r.read() if r.status != 200 else b""
+        c.close()
+        return r.status, json.loads(body) if body else None
+
+    def test_subscribe_is_refused_without_auth_for_another_tenant_and_for_a_missing_record(self):
+        add("acc", "text", "secret")
+        self.assertEqual(self.subscribe_status("acc", who=None), (401, {"error": {"message": "Missing or invalid API key or auth token.", "status": "UNAUTHENTICATED"}}))
+        self.assertEqual(self.subscribe_status("acc", who="a_revoked")[0], 401)
+        self.assertEqual(self.subscribe_status("acc", who="a_key_b_token")[0], 401)
+        missing = {"error": {"message": "No CRDT data found for this editor ID.", "status": "NOT_FOUND"}}
+        self.assertEqual(self.subscribe_status("acc", who="b"), (404, missing))  # b's view: no such record
+        self.assertEqual(self.subscribe_status("nope"), (404, missing))
+        self.assertEqual(self.subscribe_status("acc", org="")[1]["error"]["message"], "Organization ID is required")
+        # Read-only tokens may listen.
+        es = EventSource("acc", who="a_ro")
+        self.assertEqual(es.status, 200)
+        es.close()
+
+    def test_another_tenant_with_the_same_ids_has_its_own_channel(self):
+        add("twin", "text", "a's")
+        add("twin", "text", "b's", who="b")
+        es_b = EventSource("twin", who="b")
+        es_a = EventSource("twin", who="a")
+        try:
+            update("twin", "a changed", who="a")
+            self.assertEqual(es_a.next()[1]["editorId"], "twin")
+            with self.assertRaises(socket.timeout):
+                es_b.next(timeout=1.0)
+        finally:
+            es_a.close()
+            es_b.close()
+
+    def test_the_publisher_and_authorizer_are_not_reachable_from_the_network(self):
+        add("pub", "text", "x")
+        es = EventSource("pub")
+        try:
+            for path in ("/_folio/publish/" + "0" * 64, "/_folio/authorize?" + query("pub")):
+                for method in ("POST", "GET"):
+                    c = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=10)
+                    c.request(method, path, body=b'{"forged":true}', headers=creds_headers("a"))
+                    r = c.getresponse()
+                    self.assertEqual(r.status, 404, path)
+                    self.assertEqual(json.loads(r.read())["error"]["status"], "NOT_FOUND")
+            # The publisher listens on a unix socket only: no TCP port of this nginx publishes.
+            conf = open(os.path.join(STACK.dir, "nginx", "nginx.conf")).read()
+            publish_server = conf[conf.index("publish.conf") - 200:conf.index("publish.conf")]
+            self.assertIn("listen unix:", publish_server)
+            with self.assertRaises(socket.timeout):
+                es.next(timeout=0.5)  # the forged POSTs reached no one
+            # Through the socket, to the channel the secret gives, a publish does arrive (so the
+            # checks above could have failed).
+            es.close()
+            es = EventSource("pub")
+            secret = open(STACK.secret).readline().strip().encode()
+            kid = CREDS["a"][0][3:19]
+            channel = hmac.new(secret, "\n".join([kid, ORG, DOC, "pub"]).encode(), hashlib.sha256).hexdigest()
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(STACK.publish_socket)
+            body = b'{"probe":true}'
+            s.sendall(b"POST /_folio/publish/%s HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                      % (channel.encode(), len(body), body))
+            s.recv(4096)
+            s.close()
+            self.assertEqual(es.next()[1], {"probe": True})
+        finally:
+            es.close()
+
+
+class Restarts(unittest.TestCase):
+    def test_clients_reconnect_and_converge_across_responder_and_nginx_restarts(self):
+        add("rs", "text", "v1")
+        st = state_path("rs")
+        cli("sync", state=st, editor="rs")
+        w = Watcher("rs")
+        try:
+            w.wait_for("v1")
+            # The responder restarts: subscribers stay connected to nginx; the next change arrives.
+            STACK.fcgi.terminate()
+            STACK.fcgi.wait(10)
+            STACK.start_fcgi()
+            update("rs", "v2")
+            w.wait_for("v2")
+            # A client's acknowledged edit, then nginx restarts (Nchan's buffers are gone).
+            cli("edit", "--insert", "2", "+client", state=st, editor="rs")
+            w.wait_for("v2+client")
+            STACK.nginx.terminate()
+            STACK.nginx.wait(10)
+            STACK.start_nginx()
+            update("rs", "v3 after restarts")
+            w.wait_for("v3 after restarts")
+            self.assertEqual(rest_value("rs"), "v3 after restarts")
+            self.assertEqual(value_of(cli("sync", state=st, editor="rs")), "v3 after restarts")
+        finally:
+            w.stop()
+
+    def test_nothing_acknowledged_is_lost_when_the_responder_is_killed(self):
+        add("kill", "map", {})
+        st = state_path("kill")
+        for i in range(5):
+            cli("edit", "--set", "k%d" % i, str(i), state=st, editor="kill")
+        STACK.fcgi.kill()
+        STACK.fcgi.wait(10)
+        STACK.start_fcgi()
+        self.assertEqual(rest_value("kill"), {"k%d" % i: i for i in range(5)})
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[__file__])
