@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   }
   if (FCGX_Init() != 0) return std::fprintf(stderr, "folio-fcgi: FCGX_Init failed\n"), 1;
   unlink(o.socket.c_str());
-  const int fd = FCGX_OpenSocket(o.socket.c_str(), 128);
+  const int fd = FCGX_OpenSocket(o.socket.c_str(), 1024);  // a burst of (re)subscribing clients each costs an authorization
   if (fd < 0) return std::fprintf(stderr, "folio-fcgi: cannot listen on %s: %s\n", o.socket.c_str(), std::strerror(errno)), 1;
   chmod(o.socket.c_str(), 0666);  // nginx's workers may run as another user
 

@@ -1,0 +1,162 @@
+"""The measuring side of bench/live.sh: EventSource subscribers on raw sockets (one epoll loop), REST
+updates, and a sync of a client 10,000 operations behind.
+
+  live_fanout.py URL API_KEY TOKEN ROUNDS FULL_DOCUMENT_BYTES
+"""
+import base64
+import http.client
+import json
+import resource
+import selectors
+import socket
+import statistics
+import sys
+import time
+import urllib.parse
+
+url, key, token, rounds, full_doc_bytes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+host, port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
+H = {"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token}
+resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
+
+
+def post(conn, path, data):
+    body = json.dumps({"data": data})
+    t0 = time.perf_counter()
+    conn.request("POST", path, body=body, headers=H)
+    r = conn.getresponse()
+    raw = r.read()
+    dt = time.perf_counter() - t0
+    if r.status != 200:
+        raise SystemExit("%s: %d %s" % (path, r.status, raw[:200]))
+    return dt, raw
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+ids = {"organizationId": "org", "documentId": "live"}
+conn = http.client.HTTPConnection(host, port, timeout=60)
+post(conn, "/v2/crdt/add", dict(ids, editorId="fan", type="text", data="x"))
+query = urllib.parse.urlencode(dict(ids, editorId="fan"))
+request = ("GET /v2/crdt/subscribe?%s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nx-folio-api-key: %s\r\n"
+           "x-folio-auth-token: %s\r\n\r\n" % (query, host, key, token)).encode()
+
+
+def subscribe(n):
+    sel = selectors.DefaultSelector()
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection((host, port))
+        s.sendall(request)
+        s.setblocking(False)
+        socks.append(s)
+        sel.register(s, selectors.EVENT_READ, {"buf": bytearray(), "ready": False})
+    ready = 0
+    while ready < n:  # every subscriber has Nchan's greeting: subscribed
+        for k, _ in sel.select(10):
+            buf = k.data["buf"]
+            chunk = k.fileobj.recv(65536)
+            if not chunk:
+                raise SystemExit("a subscriber was refused or closed: %r" % bytes(buf[:300]))
+            buf += chunk
+            if b": hi\n" in buf and not k.data["ready"]:
+                k.data["ready"] = True
+                ready += 1
+                del buf[:buf.index(b": hi\n") + 5]
+    return sel, socks
+
+
+def one_round(sel, n, value):
+    t0 = time.perf_counter()
+    dt, _ = post(conn, "/v2/crdt/update", dict(ids, editorId="fan", data=value))
+    got, lat = 0, []
+    while got < n:
+        events = sel.select(10)
+        if not events:
+            raise SystemExit("deliveries missing: %d of %d" % (got, n))
+        for k, _ in events:
+            buf = k.data["buf"]
+            buf += k.fileobj.recv(65536)
+            while b"\n\n" in buf:
+                ev, _, rest = bytes(buf).partition(b"\n\n")
+                buf[:] = rest
+                if b"data:" in ev:
+                    got += 1
+                    lat.append(time.perf_counter() - t0)
+    return dt, lat
+
+
+text = "x"
+results = {}
+for n in (0, 1, 100, 1000):
+    sel, socks = subscribe(n) if n else (None, [])
+    upd, lat = [], []
+    for r in range(rounds + 3):
+        text += "y"
+        if n:
+            dt, l = one_round(sel, n, text)
+        else:
+            dt, _ = post(conn, "/v2/crdt/update", dict(ids, editorId="fan", data=text))
+            l = []
+        if r >= 3:  # warm-up rounds left out
+            upd.append(dt)
+            lat.extend(l)
+    for s in socks:
+        s.close()
+    results[n] = (upd, lat)
+    time.sleep(0.5)
+
+base = statistics.median(results[0][0])
+print("\nLive push: one REST update fanned out to N EventSource subscribers (%d updates each; latency = update sent -> event read)" % rounds)
+print("%-12s %14s %14s %16s %14s" % ("subscribers", "delivery p50", "delivery p99", "update p50", "vs 0 subs"))
+print("%-12s %14s %14s %13.2f ms %13.2fx" % (0, "-", "-", base * 1e3, 1.0))
+for n in (1, 100, 1000):
+    upd, lat = results[n]
+    print("%-12d %11.2f ms %11.2f ms %13.2f ms %13.2fx" % (n, pct(lat, 50) * 1e3, pct(lat, 99) * 1e3, statistics.median(upd) * 1e3,
+                                                          statistics.median(upd) / base))
+
+# A client 10,000 operations behind on the automerge-paper record (one replica wrote it all).
+hist = dict(ids, editorId="history")
+_, raw = post(conn, "/v2/crdt/sync", dict(hist, version=base64.b64encode(b"\x00").decode()))
+full = json.loads(raw)["result"]["data"]
+v = base64.b64decode(full["version"])
+
+
+def varint(b, i):
+    x = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        x |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return x, i
+
+
+def put_varint(x):
+    out = bytearray()
+    while x >= 0x80:
+        out.append((x & 0x7F) | 0x80)
+        x >>= 7
+    out.append(x)
+    return bytes(out)
+
+
+n_entries, i = varint(v, 0)
+replica, i = varint(v, i)
+count, i = varint(v, i)
+assert n_entries == 1
+behind = put_varint(1) + put_varint(replica) + put_varint(count - 10000)
+_, raw = post(conn, "/v2/crdt/sync", dict(hist, version=base64.b64encode(behind).decode()))
+answer = json.loads(raw)["result"]["data"]
+ops_bytes = len(base64.b64decode(answer["update"]))
+_, got = post(conn, "/v2/crdt/get", hist)
+print("\nSync of a client 10,000 of %d operations behind (automerge-paper record)" % count)
+print("  answer's update: %d bytes; whole HTTP answer: %d bytes" % (ops_bytes, len(raw)))
+print("  full encoded document: %d bytes  -> update / document = %.3f, answer / document = %.3f" %
+      (full_doc_bytes, ops_bytes / full_doc_bytes, len(raw) / full_doc_bytes))
+print("  (for scale: the full history as a sync answer from an empty version: %d bytes; crdt/get of the text: %d bytes)" %
+      (len(base64.b64decode(full["update"])), len(got)))
