@@ -76,6 +76,38 @@ TEST_F(fixture, RecordLifeThroughTheHandlers) {
   EXPECT_NE(other.handle(db, req).body.find(R"("data":"Hello!")"), std::string::npos);
 }
 
+TEST_F(fixture, AFailedPublishNeverFailsTheWrite) {
+  svc::config c;
+  c.live = {std::string(64, 'f'), (tmp.dir / "no-nginx-here.sock").string()};
+  svc::service live{c};
+  auto run = [&](const char* path, const std::string& body) {
+    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}};
+    return live.handle(db, r);
+  };
+  EXPECT_EQ(run("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","type":"text","data":"a"}})").http, 200);
+  EXPECT_EQ(run("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","data":"ab"}})").http, 200);
+  EXPECT_EQ(live.live().failures(), 1u);
+  EXPECT_EQ(live.live().published(), 0u);
+  EXPECT_EQ(run("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","data":"ab"}})").http, 200);
+  EXPECT_EQ(live.live().failures(), 1u);  // no ops, nothing to publish
+  EXPECT_EQ(run("/v2/crdt/sync", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","version":"AA=="}})").http, 200);
+  EXPECT_EQ(run("/v2/crdt/delete", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p"}})").http, 200);
+  EXPECT_EQ(live.live().failures(), 2u);
+}
+
+TEST(Channel, IdsAreKeyedHmacsOfTheTenantAndIds) {
+  const std::string a = svc::channel_id("secret", "k1", "o", "d", "e");
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(a, svc::channel_id("secret", "k1", "o", "d", "e"));
+  EXPECT_NE(a, svc::channel_id("secret", "k2", "o", "d", "e"));
+  EXPECT_NE(a, svc::channel_id("other", "k1", "o", "d", "e"));
+  // The newline separator is unambiguous only because ids never hold control characters (DESIGN.md §2).
+  EXPECT_EQ(svc::channel_id("s", "k", "o\nd", "x", "e"), svc::channel_id("s", "k", "o", "d\nx", "e"));
+  EXPECT_THROW(svc::check_id("o\nd", "organizationId"), svc::api_error);
+  // The value nginx's set_hmac_sha256 computes for the same input (checked by e2e.live end to end).
+  EXPECT_EQ(svc::channel_id("secretsecret", "abc123", "o r g", "d", "\xe2\x82\xac"), "c4bb69fed0713ecbf42a95fe7b3bdad8d9d9df0013b21aa383afee85b69759a9");
+}
+
 TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
   svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}};
   EXPECT_EQ(service.handle(db, r).http, 404);  // path first
