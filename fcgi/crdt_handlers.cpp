@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base64.hpp"
+#include "crdt_values.hpp"
 #include "fields.hpp"
 #include "handlers.hpp"
 #include "json.hpp"
@@ -19,60 +20,11 @@ namespace folio::service {
 
 namespace {
 
-/// A new value, checked against its type's shape.
-struct new_value {
-  folio::record_type type;
-  std::string text;                           // text
-  std::vector<std::string> array;             // array: canonical JSON objects
-  std::map<std::string, std::string> map;     // map: key -> canonical JSON
-  folio::markup::fragment xml;                // xml
-};
-
-folio::record_type parse_type(const rapidjson::Value& v) {
-  if (v.IsString())
-    if (auto t = folio::parse_record_type({v.GetString(), v.GetStringLength()})) return *t;
-  throw api_error(status::invalid_argument, "Type must be one of text, map, array, xml.");
-}
-
-new_value parse_value(folio::record_type type, const rapidjson::Value& data) {
-  auto it = data.FindMember("data");
-  if (it == data.MemberEnd() || it->value.IsNull()) throw api_error(status::invalid_argument, "Data is required.");
-  const rapidjson::Value& v = it->value;
-  new_value out{type, {}, {}, {}, {}};
-  switch (type) {
-    case folio::record_type::text:
-      if (!v.IsString()) throw api_error(status::invalid_argument, "Data must be a string for type text.");
-      out.text.assign(v.GetString(), v.GetStringLength());
-      break;
-    case folio::record_type::map:
-      if (!v.IsObject()) throw api_error(status::invalid_argument, "Data must be an object for type map.");
-      for (auto m = v.MemberBegin(); m != v.MemberEnd(); ++m) out.map.emplace(std::string(m->name.GetString(), m->name.GetStringLength()), canonical_json(m->value));
-      break;
-    case folio::record_type::array:
-      if (!v.IsArray()) throw api_error(status::invalid_argument, "Data must be an array of objects for type array.");
-      for (const auto& e : v.GetArray()) {
-        if (!e.IsObject()) throw api_error(status::invalid_argument, "Data must be an array of objects for type array.");
-        out.array.push_back(canonical_json(e));
-      }
-      break;
-    case folio::record_type::xml: {
-      if (!v.IsString()) throw api_error(status::invalid_argument, "Data must be a string of XML markup for type xml.");
-      const folio::markup::parse_result pr = folio::markup::parse({v.GetString(), v.GetStringLength()}, out.xml);
-      if (!pr) throw api_error(status::invalid_argument, "Data must be a string of XML markup for type xml. " + pr.description() + ".");
-      break;
-    }
-  }
-  return out;
-}
-
-folio::local_change replace(folio::document& d, const new_value& v) {
-  switch (v.type) {
-    case folio::record_type::text: return d.replace_text(v.text);
-    case folio::record_type::map: return d.replace_map(v.map);
-    case folio::record_type::array: return d.replace_array(v.array);
-    case folio::record_type::xml: break;
-  }
-  return d.replace_xml(v.xml);
+/// The request's `data` member, checked against the record type's shape.
+new_value value_of(folio::record_type type, const rapidjson::Value& data) {
+  const rapidjson::Value* v = field_value(data, "data");
+  if (!v) throw api_error(status::invalid_argument, "Data is required.");
+  return parse_value(type, *v);
 }
 
 std::string content_key_of(const rapidjson::Value& data) {
@@ -102,30 +54,6 @@ folio::document& current(database& db, const record_key& k, const record_row& ro
     e.revision = row.revision;
   }
   return *e.doc;
-}
-
-void write_value(json_writer& w, const folio::document& d) {
-  switch (d.type()) {
-    case folio::record_type::text:
-      write_string(w, d.text());
-      break;
-    case folio::record_type::map:
-      w.StartObject();
-      for (const auto& [key, value] : d.map()) {
-        w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
-        w.RawValue(value.data(), value.size(), rapidjson::kObjectType);
-      }
-      w.EndObject();
-      break;
-    case folio::record_type::array:
-      w.StartArray();
-      for (const std::string& value : d.array()) w.RawValue(value.data(), value.size(), rapidjson::kObjectType);
-      w.EndArray();
-      break;
-    case folio::record_type::xml:
-      write_string(w, d.xml());
-      break;
-  }
 }
 
 void write_record(json_writer& w, const record_row& row, const folio::document& d) {
@@ -217,7 +145,7 @@ std::string crdt_add(context& c) {
   if (t == c.data.MemberEnd() || t->value.IsNull()) throw api_error(status::invalid_argument, "Type is required.");
   const folio::record_type type = parse_type(t->value);
   const std::string content_key = content_key_of(c.data);
-  const new_value value = parse_value(type, c.data);
+  const new_value value = value_of(type, c.data);
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
 
   const std::string ck = k.cache_key();
@@ -246,7 +174,7 @@ std::string crdt_update(context& c) {
   const std::optional<std::string> content_key = optional_id(c.data, "contentKey");
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
   std::optional<new_value> early;
-  if (type) early = parse_value(*type, c.data);  // parse outside the write lock when the type is known
+  if (type) early = value_of(*type, c.data);  // parse outside the write lock when the type is known
 
   const std::string ck = k.cache_key();
   std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
@@ -260,7 +188,7 @@ std::string crdt_update(context& c) {
       throw api_error(status::invalid_argument, "Type " + std::string(folio::to_string(*type)) + " does not match the record's type " + row->type + ".");
     if (content_key && *content_key != row->content_key)
       throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row->content_key + "\".");
-    const new_value value = early ? std::move(*early) : parse_value(*folio::parse_record_type(row->type), c.data);
+    const new_value value = early ? std::move(*early) : value_of(*folio::parse_record_type(row->type), c.data);
     folio::document& d = current(c.db, k, *row, *e);
     e->revision = -1;  // the document changes below; until the commit it matches no stored revision
     const folio::local_change change = replace(d, value);

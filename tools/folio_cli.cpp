@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -32,6 +31,7 @@
 #include <folio/sync.hpp>
 
 #include "base64.hpp"
+#include "crdt_values.hpp"
 #include "json.hpp"
 
 namespace {
@@ -86,45 +86,30 @@ http_reply post(const options& o, const std::string& path, const std::string& bo
   return r;
 }
 
-std::string ids_json(const options& o) {
+/// {"data":{organizationId, documentId, editorId, version[, update]}} for /v2/crdt/sync.
+std::string sync_body(const options& o, const folio::sync_request& q) {
   rapidjson::StringBuffer sb;
   svc::json_writer w(sb);
+  w.StartObject();
+  w.Key("data");
   w.StartObject();
   w.Key("organizationId"), svc::write_string(w, o.org);
   w.Key("documentId"), svc::write_string(w, o.doc);
   w.Key("editorId"), svc::write_string(w, o.editor);
+  w.Key("version"), svc::write_string(w, svc::base64_encode(q.version.encode()));
+  if (!q.update.empty()) w.Key("update"), svc::write_string(w, svc::base64_encode(q.update));
   w.EndObject();
-  std::string s(sb.GetString(), sb.GetSize());
-  s.pop_back();  // callers append more members
-  return s;
-}
-
-std::string json_string(const std::string& s) {
-  rapidjson::StringBuffer sb;
-  svc::json_writer w(sb);
-  svc::write_string(w, s);
+  w.EndObject();
   return std::string(sb.GetString(), sb.GetSize());
 }
 
 // ---- the replica --------------------------------------------------------------------------------
 
 void print_value(const folio::document& d) {
-  std::string out;
-  switch (d.type()) {
-    case folio::record_type::text: out = json_string(d.text()); break;
-    case folio::record_type::xml: out = json_string(d.xml()); break;
-    case folio::record_type::array:
-      out = "[";
-      for (const std::string& v : d.array()) out += (out.size() > 1 ? "," : "") + v;
-      out += "]";
-      break;
-    case folio::record_type::map:
-      out = "{";
-      for (const auto& [k, v] : d.map()) out += (out.size() > 1 ? "," : "") + json_string(k) + ":" + v;
-      out += "}";
-      break;
-  }
-  std::printf("%s\n", out.c_str());
+  rapidjson::StringBuffer sb;
+  svc::json_writer w(sb);
+  svc::write_value(w, d);
+  std::printf("%s\n", sb.GetString());
   std::fflush(stdout);
 }
 
@@ -163,10 +148,7 @@ folio::version_vector decode_version(const std::string& b64) {
 void sync(const options& o, std::optional<folio::sync_client>& c) {
   for (int round = 0; round < 3; ++round) {
     const folio::sync_request q = c ? c->request() : folio::sync_request{};
-    std::string body = "{\"data\":" + ids_json(o) + ",\"version\":\"" + svc::base64_encode(q.version.encode()) + "\"";
-    if (!q.update.empty()) body += ",\"update\":\"" + svc::base64_encode(q.update) + "\"";
-    body += "}}";
-    const http_reply r = post(o, "/v2/crdt/sync", body);
+    const http_reply r = post(o, "/v2/crdt/sync", sync_body(o, q));
     rapidjson::Document d;
     d.Parse(r.body.c_str(), r.body.size());
     if (r.status == 400 && d.IsObject() && d.HasMember("error") && field(d["error"], "status") == "FAILED_PRECONDITION" && c) {
@@ -344,29 +326,12 @@ std::size_t number(const std::string& s) {
 }
 
 void edit(const options& o, folio::document& d) {
-  if (o.edit == "--replace") {
-    switch (d.type()) {
-      case folio::record_type::text: d.replace_text(o.a); return;
-      case folio::record_type::xml:
-        if (auto r = d.replace_xml(std::string_view(o.a)).first; !r) die("not XML markup: " + r.description());
-        return;
-      case folio::record_type::map:
-      case folio::record_type::array: {
-        const rapidjson::Document v = svc::parse_json(o.a);
-        if (d.type() == folio::record_type::map) {
-          if (!v.IsObject()) die("a map record takes a JSON object");
-          std::map<std::string, std::string> m;
-          for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) m[it->name.GetString()] = svc::canonical_json(it->value);
-          d.replace_map(m);
-        } else {
-          if (!v.IsArray()) die("an array record takes a JSON array of objects");
-          std::vector<std::string> a;
-          for (const auto& e : v.GetArray()) a.push_back(svc::canonical_json(e));
-          d.replace_array(a);
-        }
-        return;
-      }
-    }
+  if (o.edit == "--replace") {  // text and xml take the value as it is, map and array as JSON
+    const bool json = d.type() == folio::record_type::map || d.type() == folio::record_type::array;
+    const rapidjson::Document v = json ? svc::parse_json(o.a) : rapidjson::Document();
+    const rapidjson::Value raw(rapidjson::StringRef(o.a.data(), static_cast<rapidjson::SizeType>(o.a.size())));
+    svc::replace(d, svc::parse_value(d.type(), json ? static_cast<const rapidjson::Value&>(v) : raw));
+    return;
   }
   if (o.edit == "--insert") d.as_text().insert_utf8(number(o.a), o.b);
   else if (o.edit == "--delete") d.as_text().erase(number(o.a), number(o.b));
@@ -440,6 +405,8 @@ int main(int argc, char** argv) {
     }
     save_state(o, *c);
     print_value(c->doc());
+  } catch (const svc::api_error& e) {  // a value or JSON the record would refuse
+    die(e.message);
   } catch (const std::exception& e) {
     die(e.what());
   }

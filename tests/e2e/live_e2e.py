@@ -364,6 +364,17 @@ class Sync(unittest.TestCase):
                     self.assertEqual(va, rest_value(editor))
                     self.assertNotEqual(va, initial)
 
+    def test_folio_cli_refuses_a_value_the_record_would_refuse(self):
+        add("clibad", "map", {"a": 1})
+        st = state_path("clibad")
+        cli("sync", state=st, editor="clibad")
+        r = cli("edit", "--replace", "{not json", state=st, editor="clibad", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("JSON", r.stderr)
+        r = cli("edit", "--replace", "[1]", state=st, editor="clibad", check=False)
+        self.assertEqual((r.returncode, r.stderr.strip()), (1, "folio-cli: Data must be an object for type map."))
+        self.assertEqual(rest_value("clibad"), {"a": 1})
+
     def test_sync_answers_what_the_client_lacks_and_pushes_are_idempotent(self):
         add("idem", "text", "abc")
         status, body = sync_call("idem")

@@ -1,0 +1,35 @@
+// fcgi/crdt_values.hpp — a CRDT record's value on the wire (DESIGN.md §5): JSON in, checked against the
+// record type's shape (with the contract's exact messages), applied by replace-by-value; the document's
+// value out as JSON. Used by the handlers and by folio-cli. Thread-safety: free functions over values.
+#pragma once
+
+#include <folio/document.hpp>
+#include <rapidjson/document.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+
+namespace folio::service {
+
+/// A new value, checked against its type's shape.
+struct new_value {
+  folio::record_type type;
+  std::string text;                           // text
+  std::vector<std::string> array;             // array: canonical JSON objects
+  std::map<std::string, std::string> map;     // map: key -> canonical JSON
+  folio::markup::fragment xml;                // xml
+};
+
+/// `type`: one of "text", "map", "array", "xml"; else INVALID_ARGUMENT.
+folio::record_type parse_type(const rapidjson::Value& v);
+/// A value of `type` ("Data must be a string for type text.", ... as api_error(INVALID_ARGUMENT)).
+new_value parse_value(folio::record_type type, const rapidjson::Value& v);
+/// Replaces the document's value by `v` through CRDT operations (the local change made).
+folio::local_change replace(folio::document& d, const new_value& v);
+/// The document's value as the API returns it (`data` of a record).
+void write_value(json_writer& w, const folio::document& d);
+
+}  // namespace folio::service
