@@ -46,8 +46,11 @@ folio::document rebuild(database& db, const record_key& k, const record_row& row
 }
 
 /// Makes `e` hold the record at `row.revision` (the caller holds e.lock and a transaction).
-folio::document& current(database& db, const record_key& k, const record_row& row, cached_doc& e) {
-  if (!e.doc || e.revision != row.revision) {
+folio::document& current(context& c, const record_key& k, const record_row& row, cached_doc& e) {
+  database& db = c.db;
+  const bool hit = e.doc && e.revision == row.revision;
+  c.svc.cache().note(hit);
+  if (!hit) {
     e.doc.reset();
     e.revision = -1;
     e.doc.emplace(rebuild(db, k, row));
@@ -181,6 +184,7 @@ std::string crdt_update(context& c) {
   std::lock_guard<std::mutex> g(e->lock);
   const std::string when = now_iso(), by = user ? *user : c.who.subject;
   std::string batch;
+  bool compacted = false;
   const std::int64_t revision = c.db.write([&] {
     const std::optional<record_row> row = load_record(c.db, k);
     if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
@@ -189,14 +193,18 @@ std::string crdt_update(context& c) {
     if (content_key && *content_key != row->content_key)
       throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row->content_key + "\".");
     const new_value value = early ? std::move(*early) : value_of(*folio::parse_record_type(row->type), c.data);
-    folio::document& d = current(c.db, k, *row, *e);
+    folio::document& d = current(c, k, *row, *e);
     e->revision = -1;  // the document changes below; until the commit it matches no stored revision
     const folio::local_change change = replace(d, value);
     batch = change.count ? d.encode_change(change) : std::string();
     const std::int64_t rev = append_change(c.db, k, *row, change.count ? &batch : nullptr, when, by, session);
-    if (change.count && row->log_len + 1 >= compact_after) compact(c.db, k, d.encode());
+    if (change.count && row->log_len + 1 >= compact_after) {
+      compact(c.db, k, d.encode());
+      compacted = true;
+    }
     return rev;
   });
+  if (compacted) c.svc.stats().compaction();
   e->revision = revision;  // only once committed: a failed commit leaves the entry matching nothing
   c.svc.cache().account(ck, e->doc ? e->doc->memory_usage() : 0);
   if (!batch.empty()) publish_change(c, k, &batch, &e->doc->version(), when, by, session);
@@ -212,12 +220,14 @@ std::string crdt_get(context& c) {
     if (!row) return success_body("CRDT data retrieved successfully.", [](json_writer& w) { w.StartArray(), w.EndArray(); });
     std::shared_ptr<cached_doc> e = c.svc.cache().get(k.cache_key());
     std::lock_guard<std::mutex> g(e->lock);
-    if (e->doc && e->revision == row->revision)
+    if (e->doc && e->revision == row->revision) {
+      c.svc.cache().note(true);
       return success_body("CRDT data retrieved successfully.", [&](json_writer& w) {
         w.StartArray();
         write_record(w, *row, *e->doc);
         w.EndArray();
       });
+    }
   }
   return c.db.read([&] {
     std::vector<record_row> rows;
@@ -236,11 +246,13 @@ std::string crdt_get(context& c) {
         std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
         std::lock_guard<std::mutex> g(e->lock);
         if (e->doc && e->revision == row.revision) {
+          c.svc.cache().note(true);
           write_record(w, row, *e->doc);
         } else if (e->revision > row.revision) {  // a newer write landed after this read began
+          c.svc.cache().note(false);
           write_record(w, row, rebuild(c.db, rk, row));
         } else {
-          write_record(w, row, current(c.db, rk, row, *e));
+          write_record(w, row, current(c, rk, row, *e));
           c.svc.cache().account(ck, e->doc->memory_usage());
         }
       }
@@ -279,11 +291,12 @@ std::string crdt_sync(context& c) {
   std::lock_guard<std::mutex> g(e->lock);
   const std::string when = now_iso(), by = user ? *user : c.who.subject;
   std::string answer, ops, type, content_key;
+  bool compacted = false;
   auto integrate = [&] {
     const std::optional<record_row> row = load_record(c.db, k);
     if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
     type = row->type, content_key = row->content_key;
-    folio::document& d = current(c.db, k, *row, *e);
+    folio::document& d = current(c, k, *row, *e);
     answer = d.encode_since(client_version);  // before the push: the client has its own ops
     if (!push) return row->revision;
     const folio::version_vector before = d.version();
@@ -298,10 +311,14 @@ std::string crdt_sync(context& c) {
     if (d.version() == before) return e->revision = row->revision;  // all duplicates: nothing to store
     ops = d.encode_since(before);
     const std::int64_t rev = append_change(c.db, k, *row, &ops, when, by, session);
-    if (row->log_len + 1 >= compact_after) compact(c.db, k, d.encode());
+    if (row->log_len + 1 >= compact_after) {
+      compact(c.db, k, d.encode());
+      compacted = true;
+    }
     return rev;
   };
   const std::int64_t revision = push ? c.db.write(integrate) : c.db.read(integrate);
+  if (compacted) c.svc.stats().compaction();
   e->revision = revision;
   c.svc.cache().account(ck, e->doc->memory_usage());
   const folio::version_vector& server_version = e->doc->version();

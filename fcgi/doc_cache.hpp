@@ -6,6 +6,7 @@
 // Thread-safety: all members are safe to call concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <folio/document.hpp>
@@ -76,6 +77,11 @@ class doc_cache {
     return map_.size();
   }
 
+  /// Counts a use of an entry: `hit` when its document was at the wanted revision (for /metrics).
+  void note(bool hit) noexcept { ++(hit ? hits_ : misses_); }
+  std::uint64_t hits() const noexcept { return hits_.load(); }
+  std::uint64_t misses() const noexcept { return misses_.load(); }
+
  private:
   void evict_last() {  // caller holds mu_
     auto victim = map_.find(lru_.back());
@@ -94,6 +100,7 @@ class doc_cache {
   std::list<std::string> lru_;
   std::unordered_map<std::string, slot> map_;
   std::size_t total_ = 0;
+  std::atomic<std::uint64_t> hits_{0}, misses_{0};
 };
 
 }  // namespace folio::service

@@ -2,14 +2,18 @@
 // folio_service library. A pool of worker threads, each with its own FCGX_Request and its own SQLite
 // connection, accepts on one unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
-// on the same socket.
+// on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
+// a stop signal, and pets the watchdog while its main loop runs (deploy/folio-fcgi.service).
 //
 //   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
 //              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
+//              [--max-db-pages N] [--access-log on|off]
 #include <fcgiapp.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "log.hpp"
 #include "service.hpp"
 
 namespace {
@@ -31,12 +36,14 @@ struct options {
   unsigned workers = 4;
   std::size_t max_body = std::size_t(4) << 20, cache_mb = 256;
   std::string channel_secret_file, publish_socket;
+  long long max_db_pages = 0;
+  bool access_log = true;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH] [--workers N] [--max-body BYTES] [--cache-mb MB]\n"
-               "                  [--channel-secret-file PATH] [--publish-socket PATH]\n",
+               "                  [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n",
                why);
   std::exit(2);
 }
@@ -62,6 +69,12 @@ options parse(int argc, char** argv) {
     else if (a == "--cache-mb") o.cache_mb = number(value());
     else if (a == "--channel-secret-file") o.channel_secret_file = value();
     else if (a == "--publish-socket") o.publish_socket = value();
+    else if (a == "--max-db-pages") o.max_db_pages = static_cast<long long>(number(value()));
+    else if (a == "--access-log") {
+      const std::string v = value();
+      if (v != "on" && v != "off") usage("--access-log takes on or off");
+      o.access_log = v == "on";
+    }
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
@@ -90,8 +103,8 @@ const char* reason(int code) {
 
 void respond(FCGX_Request& req, const folio::service::response& res) {
   // FCGX_FPrintF knows no %zu: the head is built here.
-  const std::string head = "Status: " + std::to_string(res.http) + " " + reason(res.http) + "\r\nContent-Type: application/json\r\nContent-Length: " +
-                           std::to_string(res.body.size()) + "\r\n\r\n";
+  const std::string head = "Status: " + std::to_string(res.http) + " " + reason(res.http) + "\r\nContent-Type: " + std::string(res.content_type) +
+                           "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n\r\n";
   FCGX_PutStr(head.data(), static_cast<int>(head.size()), req.out);
   FCGX_PutStr(res.body.data(), static_cast<int>(res.body.size()), req.out);
 }
@@ -105,8 +118,9 @@ void serve(FCGX_Request& req, folio::service::service& svc, folio::service::data
   r.api_key = param(req, "HTTP_X_FOLIO_API_KEY");
   r.auth_token = param(req, "HTTP_X_FOLIO_AUTH_TOKEN");
   r.content_length = std::strtoull(param(req, "CONTENT_LENGTH").c_str(), nullptr, 10);
+  r.query = param(req, "QUERY_STRING");
+  r.request_id = param(req, "FOLIO_REQUEST_ID");
   if (r.path == "/_folio/authorize") {  // nginx's nchan_authorize_request for /v2/crdt/subscribe
-    r.query = param(req, "QUERY_STRING");
     r.channel = param(req, "FOLIO_CHANNEL");
     return respond(req, svc.authorize_subscriber(db, r));
   }
@@ -130,7 +144,7 @@ std::string read_secret(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   if (!in || !std::getline(in, line) || line.size() < 32) {
-    std::fprintf(stderr, "folio-fcgi: cannot read a channel secret of at least 32 characters from %s\n", path.c_str());
+    folio::service::log::write("error", "startup_failed", "cannot read a channel secret of at least 32 characters from " + path);
     std::exit(1);
   }
   return line;
@@ -148,16 +162,17 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  folio::service::log::set_access(o.access_log);
   try {
-    folio::service::database probe(o.db);  // creates and migrates before the socket opens
+    folio::service::database probe(o.db, o.max_db_pages);  // creates and migrates before the socket opens
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "folio-fcgi: cannot open the database: %s\n", e.what());
+    folio::service::log::write("error", "startup_failed", std::string("cannot open the database: ") + e.what());
     return 1;
   }
-  if (FCGX_Init() != 0) return std::fprintf(stderr, "folio-fcgi: FCGX_Init failed\n"), 1;
+  if (FCGX_Init() != 0) return folio::service::log::write("error", "startup_failed", "FCGX_Init failed"), 1;
   unlink(o.socket.c_str());
   const int fd = FCGX_OpenSocket(o.socket.c_str(), 1024);  // a burst of (re)subscribing clients each costs an authorization
-  if (fd < 0) return std::fprintf(stderr, "folio-fcgi: cannot listen on %s: %s\n", o.socket.c_str(), std::strerror(errno)), 1;
+  if (fd < 0) return folio::service::log::write("error", "startup_failed", "cannot listen on " + o.socket + ": " + std::strerror(errno)), 1;
   chmod(o.socket.c_str(), 0666);  // nginx's workers may run as another user
 
   folio::service::config cfg;
@@ -172,9 +187,9 @@ int main(int argc, char** argv) {
     workers.emplace_back([&] {
       std::unique_ptr<folio::service::database> db;
       try {
-        db = std::make_unique<folio::service::database>(o.db);
+        db = std::make_unique<folio::service::database>(o.db, o.max_db_pages);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "folio-fcgi: worker cannot open the database: %s\n", e.what());
+        folio::service::log::write("error", "worker_failed", std::string("worker cannot open the database: ") + e.what());
         return;
       }
       FCGX_Request req;
@@ -185,11 +200,27 @@ int main(int argc, char** argv) {
       }
       FCGX_Free(&req, 1);
     });
-  std::fprintf(stderr, "folio-fcgi: listening on %s (%u workers, database %s, live push %s)\n", o.socket.c_str(), o.workers, o.db.c_str(),
-               cfg.live.channel_secret.empty() ? "off" : cfg.live.publish_socket.empty() ? "subscribe only" : ("via " + cfg.live.publish_socket).c_str());
-  int sig = 0;
-  sigwait(&stop, &sig);
-  std::fprintf(stderr, "folio-fcgi: %s, finishing in-flight requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  folio::service::log::write("info", "started",
+                             "listening on " + o.socket + " (" + std::to_string(o.workers) + " workers, database " + o.db + ", live push " +
+                                 (cfg.live.channel_secret.empty() ? "off" : cfg.live.publish_socket.empty() ? "subscribe only" : "via " + cfg.live.publish_socket) +
+                                 ")");
+  sd_notify(0, "READY=1");
+  // The main thread waits for a stop signal, petting systemd's watchdog (if one is set) meanwhile.
+  std::uint64_t watchdog_us = 0;
+  if (sd_watchdog_enabled(0, &watchdog_us) <= 0) watchdog_us = 0;
+  int sig = -1;
+  while (sig < 0) {
+    if (watchdog_us == 0) {
+      if (sigwait(&stop, &sig) != 0) sig = -1;
+      continue;
+    }
+    const std::uint64_t half = watchdog_us / 2;
+    const timespec wait{static_cast<time_t>(half / 1000000), static_cast<long>(half % 1000000) * 1000};
+    sig = sigtimedwait(&stop, nullptr, &wait);
+    if (sig < 0) sd_notify(0, "WATCHDOG=1");
+  }
+  sd_notify(0, "STOPPING=1");
+  folio::service::log::write("info", "stopping", std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", finishing in-flight requests");
   stopping = true;
   FCGX_ShutdownPending();
   shutdown(fd, SHUT_RDWR);  // wakes the workers blocked in accept; requests in progress finish

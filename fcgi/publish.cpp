@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "log.hpp"
+
 namespace folio::service {
 
 std::string channel_id(std::string_view secret, std::string_view tenant, std::string_view org, std::string_view doc, std::string_view editor) {
@@ -65,8 +67,9 @@ bool publisher::publish(const std::string& channel, const std::string& message) 
     return true;
   }
   ++failures_;
-  std::fprintf(stderr, "folio: publish to channel %.12s... failed: %s (HTTP %ld); subscribers catch up by syncing\n", channel.c_str(),
-               rc == CURLE_OK ? "refused" : curl_easy_strerror(rc), code);
+  log::write("warn", "publish_failed",
+             "publish to channel " + channel.substr(0, 12) + "... failed: " + (rc == CURLE_OK ? std::string("refused") : curl_easy_strerror(rc)) +
+                 " (HTTP " + std::to_string(code) + "); subscribers catch up by syncing");
   return false;
 }
 

@@ -10,6 +10,7 @@
 #include "fields.hpp"
 #include "handlers.hpp"
 #include "json.hpp"
+#include "log.hpp"
 #include "service.hpp"
 
 namespace folio::service {
@@ -37,7 +38,35 @@ constexpr route routes[] = {
     {"/v2/crdt/sync", crdt_sync, false},  // a pull reads; a push is checked for a writable token by the handler
 };
 
-response error(const api_error& e) { return {e.http ? e.http : http_code(e.code), error_body(e.message, status_name(e.code))}; }
+response error(const api_error& e) {
+  response r{e.http ? e.http : http_code(e.code), error_body(e.message, status_name(e.code))};
+  r.code = status_name(e.code);
+  return r;
+}
+
+/// A storage failure as the caller sees it; the details go to the log.
+response storage_failure(const store_error& e) {
+  log::write("error", "storage_error", e.what());
+  const int primary = e.code & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return error(api_error(status::unavailable, "The database is busy; retry the request."));
+  if (primary == SQLITE_FULL) return error(api_error(status::resource_exhausted, "The database is full; the change was not stored."));
+  if (primary == SQLITE_IOERR || primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN)
+    return error(api_error(status::unavailable, "The database cannot be written; the change was not stored. Retry later."));
+  return error(api_error(status::internal, "Internal error."));
+}
+
+/// The endpoint label of a path for metrics and logs: a route's path, or "other" (never client text).
+std::string_view endpoint_of(std::string_view path) {
+  for (const route& x : routes)
+    if (x.path == path) return x.path;
+  if (path == "/healthz") return "/healthz";
+  if (path == "/metrics") return "/metrics";
+  return "other";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 bool is_json_content_type(std::string_view ct) {
   const std::size_t semi = ct.find(';');
@@ -122,8 +151,63 @@ std::optional<principal> service::check_credentials(database& db, const request&
   return who;
 }
 
+service::service(config c)
+    : config_(c),
+      cache_(c.cache_bytes),
+      publisher_(c.live),
+      start_time_(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
+
+template <class F>
+response service::observed(std::string_view endpoint, const request& r, F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  log::begin_request(r.request_id, endpoint);
+  std::string key_id;
+  response res = f(key_id);
+  res.key_id = std::move(key_id);
+  const double seconds = seconds_since(start);
+  metrics_.observe(endpoint, res.http, seconds);
+  log::access({.method = r.method, .endpoint = endpoint, .code = res.code, .key_id = res.key_id, .status = res.http, .duration_ms = seconds * 1000});
+  log::end_request();
+  return res;
+}
+
 response service::handle(database& db, const request& r) {
+  return observed(endpoint_of(r.path), r, [&](std::string& key_id) { return answer(db, r, key_id); });
+}
+
+response service::authorize_subscriber(database& db, const request& r) {
+  return observed("/v2/crdt/subscribe", r, [&](std::string& key_id) { return authorize(db, r, key_id); });
+}
+
+response service::health(database& db, const request& r) {
+  if (r.method != "GET") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; /healthz takes GET.");
+  if (r.query == "live") return {200, "{\"status\":\"ok\",\"live\":true}\n"};
+  if (const std::string problem = db.write_problem(); !problem.empty()) {
+    log::write("warn", "not_ready", problem);
+    throw api_error(status::unavailable, "Not ready: " + problem + ".");
+  }
+  return {200, "{\"status\":\"ok\",\"live\":true,\"ready\":true}\n"};
+}
+
+response service::metrics_page(database& db) {
+  metrics::gauges g;
+  g.cache_hits = cache_.hits(), g.cache_misses = cache_.misses(), g.cache_bytes = cache_.bytes(), g.cache_entries = cache_.size();
+  g.published = publisher_.published(), g.publish_failures = publisher_.failures();
+  const database::space s = db.usage();
+  g.db_bytes = s.file_bytes, g.wal_bytes = s.wal_bytes, g.db_pages = s.pages, g.db_free_pages = s.free_pages, g.db_max_pages = s.max_pages;
+  g.start_time = start_time_;
+  response res{200, metrics_.render(g)};
+  res.content_type = "text/plain; version=0.0.4";
+  return res;
+}
+
+response service::answer(database& db, const request& r, std::string& key_id) {
   try {
+    if (r.path == "/healthz") return health(db, r);
+    if (r.path == "/metrics") {
+      if (r.method != "GET") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; /metrics takes GET.");
+      return metrics_page(db);
+    }
     const route* rt = nullptr;
     for (const route& x : routes)
       if (x.path == r.path) rt = &x;
@@ -132,6 +216,7 @@ response service::handle(database& db, const request& r) {
     if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
     const std::optional<principal> who = check_credentials(db, r);
     if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+    key_id = who->tenant;
     if (!is_json_content_type(r.content_type)) throw api_error(status::invalid_argument, "Content-Type must be application/json.");
     if (r.content_length > config_.max_body || r.body.size() > config_.max_body)
       throw api_error(status::invalid_argument, "Request body is larger than the limit of " + std::to_string(config_.max_body) + " bytes.", 413);
@@ -150,20 +235,19 @@ response service::handle(database& db, const request& r) {
   } catch (const api_error& e) {
     return error(e);
   } catch (const store_error& e) {
-    std::fprintf(stderr, "folio: storage error on %s: %s\n", printable(r.path).c_str(), e.what());
-    if (e.code == SQLITE_BUSY || e.code == SQLITE_LOCKED) return error(api_error(status::unavailable, "The database is busy; retry the request."));
-    return error(api_error(status::internal, "Internal error."));
+    return storage_failure(e);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "folio: internal error on %s: %s\n", printable(r.path).c_str(), e.what());
+    log::write("error", "internal_error", e.what());
     return error(api_error(status::internal, "Internal error."));
   }
 }
 
-response service::authorize_subscriber(database& db, const request& r) {
+response service::authorize(database& db, const request& r, std::string& key_id) {
   try {
     if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
     const std::optional<principal> who = check_credentials(db, r);
     if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+    key_id = who->tenant;
     record_key k;
     k.tenant = who->tenant;
     k.org = query_param(r.query, "organizationId", "Organization ID is required");
@@ -172,14 +256,16 @@ response service::authorize_subscriber(database& db, const request& r) {
     if (config_.live.channel_secret.empty()) throw api_error(status::unavailable, "Live push is not configured on this server.");
     if (!load_record(db, k, false)) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
     if (channel_id(config_.live.channel_secret, k.tenant, k.org, k.doc, k.editor) != r.channel) {
-      std::fprintf(stderr, "folio: nginx computed another channel id for a subscriber: nginx and folio-fcgi do not share the channel secret\n");
+      log::write("error", "channel_mismatch", "nginx computed another channel id for a subscriber: nginx and folio-fcgi do not share the channel secret");
       throw api_error(status::internal, "Internal error.");
     }
     return {200, {}};
   } catch (const api_error& e) {
     return error(e);
+  } catch (const store_error& e) {
+    return storage_failure(e);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "folio: internal error authorizing a subscriber: %s\n", e.what());
+    log::write("error", "internal_error", e.what());
     return error(api_error(status::internal, "Internal error."));
   }
 }

@@ -14,10 +14,12 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "auth.hpp"
 
 #include "doc_cache.hpp"
+#include "metrics.hpp"
 #include "publish.hpp"
 #include "store.hpp"
 
@@ -27,13 +29,19 @@ struct request {
   std::string method, path, content_type, api_key, auth_token;
   std::string body;
   std::size_t content_length = 0;  ///< as announced by the client (CONTENT_LENGTH)
-  std::string query;    ///< authorize only: the subscribe request's query string
+  std::string query;    ///< authorize and /healthz: the query string
   std::string channel;  ///< authorize only: the channel id nginx computed for it
+  std::string request_id;  ///< nginx's $request_id, for the log lines of this request
 };
 
 struct response {
+  response() = default;
+  response(int h, std::string b) : http(h), body(std::move(b)) {}
   int http = 200;
   std::string body;
+  std::string_view content_type = "application/json";
+  std::string_view code = "OK";  ///< the error status name, for the access log
+  std::string key_id;             ///< the authenticated caller's key id, for the access log
 };
 
 struct config {
@@ -43,14 +51,21 @@ struct config {
   live_config live;  ///< channel secret and nginx's publisher socket (DESIGN.md §6)
 };
 
+/// Operators' endpoints, answered without credentials (nginx lets only loopback reach them):
+///   GET /healthz        readiness: 200 when the database takes a write, else 503 UNAVAILABLE naming why
+///   GET /healthz?live   liveness: 200 whenever the responder answers
+///   GET /metrics        Prometheus text (metrics.hpp)
+
 class service {
  public:
-  explicit service(config c) : config_(c), cache_(c.cache_bytes), publisher_(c.live) {}
+  explicit service(config c);
   const config& settings() const noexcept { return config_; }
   doc_cache& cache() noexcept { return cache_; }
   publisher& live() noexcept { return publisher_; }
 
-  /// Answers one request. Never throws.
+  metrics& stats() noexcept { return metrics_; }
+
+  /// Answers one request, counts it in the metrics and writes its access line. Never throws.
   response handle(database& db, const request& r);
   /// Answers nginx's nchan_authorize_request for GET /v2/crdt/subscribe (`r.query`, `r.channel`):
   /// 200 to let the subscriber in; otherwise the JSON error nginx passes to the client — the same
@@ -59,6 +74,13 @@ class service {
   response authorize_subscriber(database& db, const request& r);
 
  private:
+  response answer(database& db, const request& r, std::string& key_id);
+  response authorize(database& db, const request& r, std::string& key_id);
+  response health(database& db, const request& r);
+  response metrics_page(database& db);
+  /// Times `f`, then counts and logs its response under `endpoint`.
+  template <class F>
+  response observed(std::string_view endpoint, const request& r, F&& f);
   /// authenticate(), remembered for auth_ttl: a revoked or expired credential stops working within
   /// that time. Failures are not remembered (they cost the same as a database check).
   std::optional<principal> check_credentials(database& db, const request& r);
@@ -70,6 +92,8 @@ class service {
   config config_;
   doc_cache cache_;
   publisher publisher_;
+  metrics metrics_;
+  double start_time_;
   std::mutex auth_mu_;
   std::unordered_map<std::string, remembered> auth_cache_;
 };

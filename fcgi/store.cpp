@@ -1,6 +1,8 @@
 #include "store.hpp"
 
 #include <openssl/rand.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <string>
 
@@ -104,7 +106,7 @@ std::string query::blob(int col) const {
 
 // ---- database -----------------------------------------------------------------------------------------
 
-database::database(const std::string& path) {
+database::database(const std::string& path, std::int64_t max_pages) : path_(path) {
   if (int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr); rc != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
@@ -118,7 +120,45 @@ database::database(const std::string& path) {
   // through the WAL with write(2)); 256 MiB of address space per connection.
   exec("PRAGMA mmap_size=268435456");
   exec("PRAGMA foreign_keys=ON");
+  if (max_pages > 0) exec(("PRAGMA max_page_count=" + std::to_string(max_pages)).c_str());
   migrate();
+}
+
+std::int64_t database::pragma(const char* text) {
+  query q = sql(text);
+  return q.step() ? q.integer(0) : 0;
+}
+
+database::space database::usage() {
+  space s;
+  s.pages = static_cast<std::uint64_t>(pragma("PRAGMA page_count"));
+  s.free_pages = static_cast<std::uint64_t>(pragma("PRAGMA freelist_count"));
+  s.max_pages = static_cast<std::uint64_t>(pragma("PRAGMA max_page_count"));
+  s.page_size = static_cast<std::uint64_t>(pragma("PRAGMA page_size"));
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0) s.file_bytes = static_cast<std::uint64_t>(st.st_size);
+  if (::stat((path_ + "-wal").c_str(), &st) == 0) s.wal_bytes = static_cast<std::uint64_t>(st.st_size);
+  return s;
+}
+
+std::string database::write_problem() {
+  try {
+    const space s = usage();
+    // A write of a record or a comment needs a few new pages; with none left it would fail.
+    if (s.max_pages && s.pages + 16 > s.max_pages && s.free_pages < 16) return "the database is full (its page cap is reached)";
+    const std::string dir = path_.find('/') == std::string::npos ? "." : path_.substr(0, path_.rfind('/') + 1);
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) == 0 && static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize < (std::uint64_t(1) << 20) && s.free_pages < 16)
+      return "the disk holding the database is full";
+    write([&] {
+      sql("INSERT INTO meta (key, value) VALUES ('health_probe', strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+          "ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+          .step();
+    });
+  } catch (const store_error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 database::~database() {

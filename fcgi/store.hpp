@@ -65,8 +65,9 @@ inline constexpr int schema_version = 2;
 
 class database {
  public:
-  /// Opens (creating if needed) and migrates the database at `path`.
-  explicit database(const std::string& path);
+  /// Opens (creating if needed) and migrates the database at `path`. `max_pages` > 0 caps the file
+  /// (SQLite's max_page_count): a write that needs more fails with SQLITE_FULL, as on a full disk.
+  explicit database(const std::string& path, std::int64_t max_pages = 0);
   ~database();
   database(const database&) = delete;
   database& operator=(const database&) = delete;
@@ -98,6 +99,16 @@ class database {
   }
 
   int version() const { return version_; }
+  const std::string& path() const { return path_; }
+
+  /// What keeps this database from taking writes, or "" when a write commits: the cap or the disk
+  /// is full, or a probe write (one row of `meta`, synchronous like every write) fails.
+  std::string write_problem();
+
+  struct space {
+    std::uint64_t file_bytes = 0, wal_bytes = 0, pages = 0, free_pages = 0, max_pages = 0, page_size = 0;
+  };
+  space usage();
   static std::mutex& writer_mutex() {
     static std::mutex m;
     return m;
@@ -125,7 +136,10 @@ class database {
     }
   }
 
+  std::int64_t pragma(const char* text);
+
   sqlite3* db_ = nullptr;
+  std::string path_;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
   std::unordered_map<std::string, sqlite3_stmt*> built_;  ///< prepare()'s statements, by text
   int version_ = 0;

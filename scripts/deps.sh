@@ -10,6 +10,7 @@ FOLIO_PACKAGES=(
   libzstd-dev                    # optional compression of encodings (folio::zstd)
   libfcgi-dev libsqlite3-dev libssl-dev   # the service: FastCGI, storage, key hashing
   libcurl4-openssl-dev openssl            # publishing to nginx; making the channel secret
+  libsystemd-dev pkg-config               # folio-fcgi tells systemd it is ready (sd_notify)
   nginx-light libnginx-mod-nchan          # the front end (Nchan: live push to clients)
   libnginx-mod-http-set-misc              # nginx computes a subscriber's channel id (HMAC)
   python3 curl wrk               # end-to-end tests, the curl tour, the load benchmark

@@ -38,7 +38,7 @@ struct fixture : ::testing::Test {
     token = svc::create_token(db, key.substr(3, 16), "alice", false, std::nullopt, svc::now_iso());
   }
   svc::response call(const std::string& path, const std::string& body) {
-    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}};
+    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
     return service.handle(db, r);
   }
 };
@@ -72,7 +72,7 @@ TEST_F(fixture, RecordLifeThroughTheHandlers) {
   EXPECT_NE(r.body.find(R"("lastUpdatedBy":"alice")"), std::string::npos) << r.body;
   // A second service (another process, an empty cache) reads the same value from snapshot + log.
   svc::service other{svc::config{}};
-  svc::request req{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d"}})", 0, {}, {}};
+  svc::request req{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d"}})", 0, {}, {}, {}};
   EXPECT_NE(other.handle(db, req).body.find(R"("data":"Hello!")"), std::string::npos);
 }
 
@@ -81,7 +81,7 @@ TEST_F(fixture, AFailedPublishNeverFailsTheWrite) {
   c.live = {std::string(64, 'f'), (tmp.dir / "no-nginx-here.sock").string()};
   svc::service live{c};
   auto run = [&](const char* path, const std::string& body) {
-    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}};
+    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
     return live.handle(db, r);
   };
   EXPECT_EQ(run("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","type":"text","data":"a"}})").http, 200);
@@ -109,7 +109,7 @@ TEST(Channel, IdsAreKeyedHmacsOfTheTenantAndIds) {
 }
 
 TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
-  svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}};
+  svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}, {}};
   EXPECT_EQ(service.handle(db, r).http, 404);  // path first
   r.path = "/v2/crdt/get";
   EXPECT_EQ(service.handle(db, r).http, 400);  // then the method
@@ -122,6 +122,112 @@ TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
   EXPECT_EQ(service.handle(db, r).http, 413);
   r.content_length = 7;
   EXPECT_EQ(service.handle(db, r).http, 400);  // the body last
+}
+
+/// A body of `n` letters no compressor or CRDT run can shrink much (a fixed pseudo-random sequence).
+std::string letters(std::size_t n, std::uint32_t seed) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    s += static_cast<char>('a' + (seed >> 24) % 26);
+  }
+  return s;
+}
+
+std::string integrity(const std::string& path) {
+  sqlite3* raw = nullptr;
+  sqlite3_open(path.c_str(), &raw);
+  std::string out;
+  sqlite3_exec(
+      raw, "PRAGMA integrity_check",
+      [](void* o, int, char** v, char**) {
+        *static_cast<std::string*>(o) += v[0] ? v[0] : "";
+        return 0;
+      },
+      &out, nullptr);
+  sqlite3_close(raw);
+  return out;
+}
+
+TEST_F(fixture, AFullDatabaseRefusesWritesKeepsReadsAndTakesWritesOnceSpaceReturns) {
+  const std::string full_error = R"({"error":{"message":"The database is full; the change was not stored.","status":"RESOURCE_EXHAUSTED"}})";
+  ASSERT_EQ(call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"big","type":"text","data":")" + letters(40000, 7) + R"("}})").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":""}})").http, 200);
+  const svc::response added = call("/v2/commentannotations/add", R"({"data":{"organizationId":"o","documentId":"d","commentAnnotations":[{"annotationId":"a","from":{"userId":"u1","name":"U","email":"u@example.com"},"commentData":[{"commentText":"first"}]}]}})");
+  ASSERT_NE(added.body.find(R"("success":true)"), std::string::npos) << added.body;
+
+  // Another connection (another responder) with the file capped a few pages above its size.
+  svc::database capped(tmp.path(), static_cast<std::int64_t>(db.usage().pages) + 8);
+  auto call_on = [&](svc::database& on, const std::string& path, const std::string& body) {
+    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
+    return service.handle(on, r);
+  };
+  std::string acked;
+  svc::response refused;
+  for (int i = 0; i < 200 && refused.http == 200; ++i) {
+    const std::string value = acked + letters(2000, static_cast<std::uint32_t>(i));
+    refused = call_on(capped, "/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","data":")" + value + R"("}})");
+    if (refused.http == 200) acked = value;
+  }
+  EXPECT_EQ(refused.http, 429);
+  EXPECT_EQ(refused.body, full_error);
+  EXPECT_FALSE(acked.empty());
+  // Comment writes are refused the same way (whatever fits in the last free bytes of a page is taken).
+  svc::response comment;
+  for (int i = 0; i < 50 && comment.http == 200; ++i)
+    comment = call_on(capped, "/v2/commentannotations/comments/add",
+                      R"({"data":{"organizationId":"o","documentId":"d","annotationId":"a","commentData":[{"from":{"userId":"u2","name":"V","email":"v@example.com"},"commentText":")" + letters(3000, 99u + static_cast<std::uint32_t>(i)) + R"("}]}})");
+  EXPECT_EQ(comment.body, full_error);
+
+  // Reads keep working and show the last acknowledged value; readiness says why it is not ready.
+  svc::response got = call_on(capped, "/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})");
+  EXPECT_EQ(got.http, 200);
+  EXPECT_NE(got.body.find(R"("data":")" + acked + R"(")"), std::string::npos);
+  EXPECT_EQ(call_on(capped, "/v2/commentannotations/get", R"({"data":{"organizationId":"o","documentId":"d"}})").http, 200);
+  svc::request health{"GET", "/healthz", "", "", "", "", 0, {}, {}, {}};
+  const svc::response not_ready = service.handle(capped, health);
+  EXPECT_EQ(not_ready.http, 503);
+  EXPECT_EQ(not_ready.body, R"({"error":{"message":"Not ready: the database is full (its page cap is reached).","status":"UNAVAILABLE"}})");
+  health.query = "live";
+  EXPECT_EQ(service.handle(capped, health).http, 200);
+  EXPECT_EQ(integrity(tmp.path()), "ok");
+
+  // Space returns: deleting a record frees pages under the same cap, and the refused write succeeds.
+  EXPECT_EQ(call_on(capped, "/v2/crdt/delete", R"({"data":{"organizationId":"o","documentId":"d","editorId":"big"}})").http, 200);
+  const std::string next = acked + "!";
+  EXPECT_EQ(call_on(capped, "/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","data":")" + next + R"("}})").http, 200);
+  EXPECT_NE(call("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})").body.find(R"("data":")" + next + R"(")"),
+            std::string::npos);
+  health.query.clear();
+  EXPECT_EQ(service.handle(db, health).http, 200);
+  EXPECT_EQ(integrity(tmp.path()), "ok");
+  // A fresh reader (empty cache) decodes the record to the same value: nothing half-written.
+  svc::service other{svc::config{}};
+  EXPECT_NE(other.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})", 0, {}, {}, {}})
+                .body.find(R"("data":")" + next + R"(")"),
+            std::string::npos);
+}
+
+TEST_F(fixture, MetricsCountRequestsWithoutCredentialsOrTenantData) {
+  call("/v2/crdt/add", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e","type":"map","data":{"k":"v"}}})");
+  call("/v2/crdt/get", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e"}})");
+  call("/v2/crdt/get", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"missing"}})");
+  call("/v2/crdt/nope", "{}");
+  svc::request m{"GET", "/metrics", "", "", "", "", 0, {}, {}, {}};
+  const svc::response r = service.handle(db, m);
+  EXPECT_EQ(r.http, 200);
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4");
+  for (const char* line : {"folio_requests_total{endpoint=\"/v2/crdt/add\",status=\"200\"} 1\n", "folio_requests_total{endpoint=\"/v2/crdt/get\",status=\"200\"} 2\n",
+                           "folio_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
+                           "folio_request_duration_seconds_bucket{endpoint=\"/v2/crdt/get\",le=\"+Inf\"} 2\n",
+                           "folio_request_duration_seconds_count{endpoint=\"/v2/crdt/add\"} 1\n", "folio_doc_cache_hits_total 1\n",
+                           "folio_doc_cache_entries 1\n", "# TYPE folio_request_duration_seconds histogram\n"})
+    EXPECT_NE(r.body.find(line), std::string::npos) << line << "\n" << r.body;
+  for (const std::string& secret : {std::string("secret-org"), std::string("secret-doc"), std::string("alice"), key.substr(3, 16), std::string("nope")})
+    EXPECT_EQ(r.body.find(secret), std::string::npos) << secret;
+  EXPECT_NE(r.body.find("folio_db_size_bytes "), std::string::npos);
+  m.method = "POST";
+  EXPECT_EQ(service.handle(db, m).http, 400);
 }
 
 }  // namespace

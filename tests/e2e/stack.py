@@ -42,6 +42,9 @@ class Stack:
         with open(self.secret, "w") as f:
             f.write(os.urandom(32).hex() + "\n")
         self.publish_socket = os.path.join(self.dir, "run", "nginx-publish.sock")
+        self.rate = 100000      # nginx's limit_req rate (requests per second per client address)
+        self.fcgi_args = []     # extra folio-fcgi flags (e.g. --max-db-pages)
+        self.fcgi_log = os.path.join(self.dir, "log", "folio-fcgi.log")
 
     def admin(self, *args):
         return subprocess.run([ADMIN, "--db", self.db, *args], check=True, capture_output=True, text=True).stdout.strip()
@@ -52,10 +55,10 @@ class Stack:
         sock = os.path.join(self.dir, "run", "folio.sock")
         if os.path.exists(sock):
             os.unlink(sock)
-        with open(os.path.join(self.dir, "log", "folio-fcgi.log"), "a") as log:
+        with open(self.fcgi_log, "a") as log:
             self.fcgi = subprocess.Popen([FCGI, "--socket", sock, "--db", self.db, "--workers", "4",
                                           "--max-body", str(RESPONDER_MAX_BODY), "--channel-secret-file", self.secret,
-                                          "--publish-socket", self.publish_socket], stderr=log)
+                                          "--publish-socket", self.publish_socket, *self.fcgi_args], stderr=log)
         for _ in range(100):
             if os.path.exists(sock):
                 return
@@ -63,7 +66,7 @@ class Stack:
         raise RuntimeError("folio-fcgi did not start")
 
     def start_nginx(self):
-        conf = subprocess.run([os.path.join(SOURCE, "scripts", "nginx-conf"), self.dir, str(self.port), "100000"],
+        conf = subprocess.run([os.path.join(SOURCE, "scripts", "nginx-conf"), self.dir, str(self.port), str(self.rate)],
                               check=True, capture_output=True, text=True).stdout
         path = os.path.join(self.dir, "nginx", "nginx.conf")
         with open(path, "w") as f:
@@ -108,8 +111,12 @@ def setUpModule():
             CREDS["a_revoked"] = (key, revoked)
             CREDS["a_wrong_secret"] = (key, CREDS["a"][1][:-1] + ("0" if CREDS["a"][1][-1] != "0" else "1"))
     CREDS["a_key_b_token"] = (CREDS["a"][0], CREDS["b"][1])
-    s.start_fcgi()
-    s.start_nginx()
+    try:
+        s.start_fcgi()
+        s.start_nginx()
+    except Exception:
+        s.stop()  # unittest skips tearDownModule when setUpModule fails
+        raise
 
 
 def tearDownModule():

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""End-to-end fault tests: the responder SIGKILLed at random moments under concurrent writes (every
+acknowledged write survives, every record decodes and passes check()), and a full database (writes
+refused with RESOURCE_EXHAUSTED, reads served, nothing corrupted, writes back once space returns).
+
+Run by ctest (tests/CMakeLists.txt) as:  faults_e2e.py BUILD_DIR SOURCE_DIR
+FOLIO_CRASH_KILLS sets the number of kills (default 20); FOLIO_CRASH_SEED the random seed.
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+import xml.etree.ElementTree as ET
+
+import stack
+from stack import *  # noqa: F401,F403 (the stack, its credentials and HTTP helpers)
+
+ORG = "faults"
+
+
+def admin_check(test):
+    """folio-admin check on the stack's database: integrity, every record decodes and checks."""
+    out = subprocess.run([stack.ADMIN, "--db", STACK.db, "check"], capture_output=True, text=True)
+    test.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+    test.assertTrue(out.stdout.startswith("ok: "), out.stdout)
+    return out.stdout
+
+
+def record_value(test, doc, editor):
+    data = ok(test, call("/v2/crdt/get", {"organizationId": ORG, "documentId": doc, "editorId": editor}), "CRDT data retrieved successfully.")
+    test.assertEqual(len(data), 1, data)
+    return data[0]["data"]
+
+
+def kill_responder():
+    STACK.fcgi.send_signal(signal.SIGKILL)
+    STACK.fcgi.wait()
+
+
+class Writer(threading.Thread):
+    """Writes attempt 0, 1, 2, ... of one record (or comment) until stopped; attempt n's value holds
+    everything of attempts 0..n. Remembers which attempts were acknowledged (HTTP 200)."""
+
+    def __init__(self, name, send):
+        super().__init__(name=name, daemon=True)
+        self.send, self.acked, self.failed, self.attempts = send, [], 0, 0
+        self.stopping = threading.Event()
+
+    def run(self):
+        n = 0
+        while not self.stopping.is_set():
+            try:
+                status, body = self.send(n)
+            except OSError:
+                status, body = None, None
+            self.attempts += 1
+            if status == 200 and body["result"]["status"] == "success" and self.item_ok(n, body):
+                self.acked.append(n)
+            else:
+                self.failed += 1
+                time.sleep(0.01)
+            n += 1
+
+    def item_ok(self, n, body):
+        data = body["result"].get("data")
+        if isinstance(data, dict) and data:  # batch answers: the one item's own outcome
+            return all(v.get("success") for v in data.values())
+        return True
+
+
+def text_value(n):
+    return "".join("line %d\n" % i for i in range(n + 1))
+
+
+def map_value(n):
+    return {"k%d" % i: "v%d" % i for i in range(n + 1)}
+
+
+def xml_value(n):
+    return "<doc>" + "".join('<p n="%d">para %d</p>' % (i, i) for i in range(n + 1)) + "</doc>"
+
+
+class CrashDurability(unittest.TestCase):
+    def test_every_acknowledged_write_survives_sigkill_at_random_moments(self):
+        kills = int(os.environ.get("FOLIO_CRASH_KILLS", "20"))
+        rng = random.Random(int(os.environ.get("FOLIO_CRASH_SEED", str(int(time.time())))))
+        doc = "crash"
+        for editor, type_, data in (("t", "text", ""), ("m", "map", {}), ("x", "xml", "<doc/>")):
+            ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": editor, "type": type_, "data": data}),
+               "CRDT data added successfully.")
+        user = {"userId": "u", "name": "U", "email": "u@example.com"}
+        status, body = call("/v2/commentannotations/add", {"organizationId": ORG, "documentId": doc, "commentAnnotations": [
+            {"annotationId": "thread", "from": user, "commentData": [{"commentText": "start", "from": user}]}]})
+        self.assertEqual(status, 200, body)
+
+        def update(editor, value):
+            return lambda n: call("/v2/crdt/update", {"organizationId": ORG, "documentId": doc, "editorId": editor, "data": value(n)})
+
+        def comment(n):
+            return call("/v2/commentannotations/comments/add", {"organizationId": ORG, "documentId": doc, "annotationId": "thread",
+                                                                 "commentData": [{"commentText": "c%d" % n, "from": user}]})
+
+        writers = {"t": Writer("text", update("t", text_value)), "m": Writer("map", update("m", map_value)),
+                   "x": Writer("xml", update("x", xml_value)), "c": Writer("comments", comment)}
+        for w in writers.values():
+            w.start()
+        try:
+            for _ in range(kills):
+                # Let the writers get going again after the restart, then kill at a random moment.
+                start = sum(len(w.acked) for w in writers.values())
+                deadline = time.time() + 10
+                while sum(len(w.acked) for w in writers.values()) < start + 4 and time.time() < deadline:
+                    time.sleep(0.005)
+                time.sleep(rng.uniform(0, 0.15))
+                kill_responder()
+                time.sleep(rng.uniform(0, 0.05))
+                STACK.start_fcgi()
+        finally:
+            for w in writers.values():
+                w.stopping.set()
+            for w in writers.values():
+                w.join(30)
+
+        for w in writers.values():
+            self.assertGreater(len(w.acked), kills, w.name)  # writes went on between the kills
+        # A record's final value is the last acknowledged attempt's or a later one's (an attempt cut off
+        # by a kill may have committed before it could answer); never an earlier one.
+        final_text = record_value(self, doc, "t")
+        n = final_text.count("\n") - 1
+        self.assertEqual(final_text, text_value(n))
+        self.assertGreaterEqual(n, writers["t"].acked[-1])
+        final_map = record_value(self, doc, "m")
+        n = len(final_map) - 1
+        self.assertEqual(final_map, map_value(n))
+        self.assertGreaterEqual(n, writers["m"].acked[-1])
+        paragraphs = ET.fromstring(record_value(self, doc, "x")).findall("p")
+        self.assertEqual([(p.get("n"), p.text) for p in paragraphs], [(str(i), "para %d" % i) for i in range(len(paragraphs))])
+        self.assertGreaterEqual(len(paragraphs) - 1, writers["x"].acked[-1])
+        status, body = call("/v1/commentannotations/get", {"organizationId": ORG, "documentId": doc})
+        self.assertEqual(status, 200, body)
+        [thread] = [a for a in body["result"]["data"] if a["annotationId"] == "thread"]
+        texts = [c["commentText"] for c in thread["comments"]]
+        for n in writers["c"].acked:
+            self.assertIn("c%d" % n, texts)
+        self.assertEqual(len(texts), len(set(texts)))  # no comment stored twice
+        ids = [c["commentId"] for c in thread["comments"]]
+        self.assertEqual(len(ids), len(set(ids)))
+        # Every record decodes from snapshot + log and passes check(); SQLite's integrity check holds.
+        print("\n%d kills; acknowledged %s; unanswered or refused %s; %s" % (
+            kills, {w.name: len(w.acked) for w in writers.values()}, {w.name: w.failed for w in writers.values()}, admin_check(self).strip()),
+            file=sys.stderr)
+
+
+class FullDisk(unittest.TestCase):
+    def restart(self, *args):
+        STACK.fcgi.terminate()
+        STACK.fcgi.wait()
+        STACK.fcgi_args = list(args)
+        STACK.start_fcgi()
+
+    def tearDown(self):
+        if STACK.fcgi_args:
+            self.restart()
+
+    def test_writes_refused_reads_served_and_writes_back_when_space_returns(self):
+        doc = "full"
+        ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "e", "type": "text", "data": ""}),
+           "CRDT data added successfully.")
+        import sqlite3
+        with sqlite3.connect(STACK.db) as raw:
+            pages = raw.execute("PRAGMA page_count").fetchone()[0] + raw.execute("PRAGMA freelist_count").fetchone()[0]
+        self.restart("--max-db-pages", str(pages + 8))
+        rng = random.Random(7)
+        acked, refused = "", None
+        for i in range(300):
+            value = acked + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(3000))
+            res = call("/v2/crdt/update", {"organizationId": ORG, "documentId": doc, "editorId": "e", "data": value})
+            if res[0] != 200:
+                refused = res
+                break
+            acked = value
+        self.assertIsNotNone(refused, "the capped database never filled")
+        err(self, refused, 429, "RESOURCE_EXHAUSTED", "The database is full; the change was not stored.")
+        err(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "new", "type": "text", "data": "x" * 20000}),
+            429, "RESOURCE_EXHAUSTED", "The database is full; the change was not stored.")
+        # Reads are served, with the last acknowledged value; readiness reports the cause.
+        self.assertEqual(record_value(self, doc, "e"), acked)
+        status, body = call("/v1/commentannotations/get", {"organizationId": ORG, "documentId": doc})
+        self.assertEqual(status, 200, body)
+        err(self, call("/healthz", method="GET", who=None, content_type=None, body=b""), 503, "UNAVAILABLE",
+            "Not ready: the database is full (its page cap is reached).")
+        self.assertEqual(call("/healthz?live", method="GET", who=None, content_type=None, body=b"")[0], 200)
+        admin_check(self)
+        # Space returns (the cap lifted, as when the disk is grown): writes succeed again.
+        self.restart()
+        ok(self, call("/v2/crdt/update", {"organizationId": ORG, "documentId": doc, "editorId": "e", "data": acked + "!"}),
+           "CRDT data updated successfully.")
+        self.assertEqual(record_value(self, doc, "e"), acked + "!")
+        self.assertEqual(call("/healthz", method="GET", who=None, content_type=None, body=b"")[0], 200)
+        admin_check(self)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""End-to-end tests of what operators use: /healthz and /metrics through nginx (loopback only), the
+responder's one-line JSON logs and nginx's, joined by one request id, never holding a credential or
+a tenant's ids or content.
+
+Run by ctest (tests/CMakeLists.txt) as:  operations_e2e.py BUILD_DIR SOURCE_DIR
+"""
+import http.client
+import json
+import os
+import sys
+import time
+import unittest
+
+from stack import *  # noqa: F401,F403 (the stack, its credentials and HTTP helpers)
+
+ORG, DOC = "acme-secret-org", "q3-secret-plan"
+CONTENT = "the secret content of a record"
+
+
+def get_from(path, source="127.0.0.1", method="GET", headers=None, body=None):
+    """(status, headers, raw body) of a request sent from `source` (any 127.0.0.0/8 address)."""
+    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=30, source_address=(source, 0))
+    conn.request(method, path, body=body, headers=headers or {})
+    r = conn.getresponse()
+    raw = r.read()
+    conn.close()
+    return r.status, r, raw
+
+
+def log_lines(path):
+    with open(path) as f:
+        return [line for line in f.read().splitlines() if line.strip()]
+
+
+def wait_for(predicate, seconds=5):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.05)
+    return predicate()
+
+
+class Health(unittest.TestCase):
+    def test_readiness_and_liveness_from_loopback(self):
+        status, r, raw = get_from("/healthz")
+        self.assertEqual(status, 200, raw)
+        self.assertEqual(json.loads(raw), {"status": "ok", "live": True, "ready": True})
+        self.assertEqual(r.getheader("Content-Type"), "application/json")
+        status, _, raw = get_from("/healthz?live")
+        self.assertEqual((status, json.loads(raw)), (200, {"status": "ok", "live": True}))
+
+    def test_only_get(self):
+        status, _, raw = get_from("/healthz", method="POST", body=b"{}")
+        self.assertEqual(status, 400)
+        self.assertEqual(json.loads(raw)["error"], {"message": "Method POST is not allowed; /healthz takes GET.", "status": "INVALID_ARGUMENT"})
+
+    def test_not_served_to_other_addresses(self):
+        for path in ("/healthz", "/healthz?live", "/metrics"):
+            status, r, raw = get_from(path, source="127.0.0.2")
+            self.assertEqual(status, 403, path)
+            self.assertEqual(r.getheader("Content-Type"), "application/json")
+            self.assertEqual(json.loads(raw)["error"]["status"], "PERMISSION_DENIED")
+        # The API itself is served to that address.
+        key, token = CREDS["a"]
+        status, _, raw = get_from("/v2/crdt/get", source="127.0.0.2", method="POST",
+                                  headers={"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token},
+                                  body=json.dumps({"data": {"organizationId": "o", "documentId": "d"}}))
+        self.assertEqual(status, 200, raw)
+
+
+class Metrics(unittest.TestCase):
+    def scrape(self):
+        status, r, raw = get_from("/metrics")
+        self.assertEqual(status, 200)
+        self.assertEqual(r.getheader("Content-Type"), "text/plain; version=0.0.4")
+        samples = {}
+        for line in raw.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                samples[name] = float(value)
+        return samples, raw.decode()
+
+    def test_counts_requests_cache_and_publishes_without_tenant_data(self):
+        before, _ = self.scrape()
+        ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": DOC, "editorId": "m", "type": "text", "data": CONTENT}),
+           "CRDT data added successfully.")
+        for i in range(3):
+            ok(self, call("/v2/crdt/update", {"organizationId": ORG, "documentId": DOC, "editorId": "m", "data": CONTENT + str(i)}),
+               "CRDT data updated successfully.")
+        ok(self, call("/v2/crdt/get", {"organizationId": ORG, "documentId": DOC, "editorId": "m"}), "CRDT data retrieved successfully.")
+        err(self, call("/v2/crdt/get", {"organizationId": ORG, "documentId": DOC}, who="a_wrong_secret"), 401, "UNAUTHENTICATED")
+        after, text = self.scrape()
+
+        def delta(name):
+            return after.get(name, 0) - before.get(name, 0)
+
+        self.assertEqual(delta('folio_requests_total{endpoint="/v2/crdt/update",status="200"}'), 3)
+        self.assertEqual(delta('folio_requests_total{endpoint="/v2/crdt/get",status="401"}'), 1)
+        self.assertEqual(delta('folio_request_duration_seconds_count{endpoint="/v2/crdt/update"}'), 3)
+        self.assertEqual(delta('folio_request_duration_seconds_bucket{endpoint="/v2/crdt/update",le="+Inf"}'), 3)
+        self.assertGreaterEqual(delta("folio_doc_cache_hits_total"), 4)  # the updates and the get find the added document
+        self.assertEqual(delta("folio_publish_total"), 3)  # live push is on in the stack
+        self.assertEqual(delta("folio_publish_failures_total"), 0)
+        self.assertGreater(after["folio_db_size_bytes"], 0)
+        self.assertGreater(after["folio_doc_cache_bytes"], 0)
+        self.assertIn("folio_oplog_compactions_total", after)
+        key, token = CREDS["a"]
+        for secret in (ORG, DOC, CONTENT, key, token, key[3:19], "subject-a"):
+            self.assertNotIn(secret, text)
+
+    def test_compactions_are_counted(self):
+        before, _ = self.scrape()
+        ok(self, call("/v2/crdt/add", {"organizationId": "o", "documentId": "compact", "editorId": "c", "type": "text", "data": ""}),
+           "CRDT data added successfully.")
+        for i in range(70):  # the log is folded into a snapshot every 64 changes
+            ok(self, call("/v2/crdt/update", {"organizationId": "o", "documentId": "compact", "editorId": "c", "data": "x" * (i + 1)}),
+               "CRDT data updated successfully.")
+        after, _ = self.scrape()
+        self.assertEqual(after["folio_oplog_compactions_total"] - before.get("folio_oplog_compactions_total", 0), 1)
+
+
+class Logs(unittest.TestCase):
+    def test_one_request_id_in_the_answer_the_responder_log_and_nginx_log(self):
+        key, token = CREDS["a"]
+        conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=30)
+        body = json.dumps({"data": {"organizationId": ORG, "documentId": DOC, "editorId": "logged", "type": "text", "data": CONTENT}})
+        conn.request("POST", "/v2/crdt/add", body=body,
+                     headers={"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token})
+        r = conn.getresponse()
+        r.read()
+        conn.close()
+        self.assertEqual(r.status, 200)
+        rid = r.getheader("X-Request-Id")
+        self.assertRegex(rid or "", r"^[0-9a-f]{32}$")
+
+        def find(path):
+            return [json.loads(line) for line in log_lines(path) if rid in line]
+
+        mine = wait_for(lambda: find(STACK.fcgi_log))
+        self.assertEqual(len(mine), 1, mine)
+        entry = mine[0]
+        self.assertEqual({k: entry[k] for k in ("level", "event", "requestId", "method", "endpoint", "status", "code", "keyId")},
+                         {"level": "info", "event": "request", "requestId": rid, "method": "POST", "endpoint": "/v2/crdt/add",
+                          "status": 200, "code": "OK", "keyId": key[3:19]})
+        self.assertIsInstance(entry["durationMs"], float)
+        self.assertRegex(entry["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        access = wait_for(lambda: find(os.path.join(STACK.dir, "log", "nginx-access.log")))
+        self.assertEqual(len(access), 1, access)
+        self.assertEqual((access[0]["uri"], access[0]["status"]), ("/v2/crdt/add", 200))
+
+    def test_errors_are_logged_with_their_status_and_nothing_secret(self):
+        err(self, call("/v2/crdt/update", {"organizationId": ORG, "documentId": DOC, "editorId": "nobody", "data": CONTENT}), 404, "NOT_FOUND")
+        err(self, call("/v2/crdt/get", {}, who="a_wrong_secret"), 401, "UNAUTHENTICATED")
+        status, _, _ = get_from("/no/such/path/" + ORG, method="POST", body=b"{}")
+        self.assertEqual(status, 404)
+        lines = log_lines(STACK.fcgi_log)
+        entries = [json.loads(line) for line in lines]  # every line is one JSON object
+        self.assertTrue(any(e.get("endpoint") == "/v2/crdt/update" and e.get("code") == "NOT_FOUND" and e.get("status") == 404 for e in entries))
+        self.assertTrue(any(e.get("endpoint") == "other" and e.get("status") == 404 for e in entries))
+        self.assertTrue(any(e.get("event") == "started" for e in entries))
+        for tenant in ("a", "b", "a_ro", "a_revoked", "a_wrong_secret"):
+            key, token = CREDS[tenant]
+            for line in lines:
+                self.assertNotIn(token, line)
+                self.assertNotIn(key, line)
+        for line in lines:
+            for secret in (ORG, DOC, CONTENT):
+                self.assertNotIn(secret, line)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
