@@ -54,5 +54,48 @@ int main(int argc, char** argv) {
   folio::document t(folio::record_type::text, 7, "default");
   t.replace_text("plain text");
   put(root / "record_document", "text", t.encode());
+
+  // Whole requests (service_fuzz.cpp, target request): byte 0 picks the path, the rest is the body.
+  const std::string ids = R"("organizationId":"o","documentId":"d")";
+  const std::pair<int, std::string> requests[] = {
+      {0, "{\"data\":{" + ids + R"(,"annotationIds":["n"],"userIds":["u"],"locationIds":["l"]}})"},
+      {1, "{\"data\":{" + ids + R"(,"pageSize":2,"statusIds":["OPEN"],"updatedAfter":"2025-01-01T00:00:00.000Z"}})"},
+      {2, "{\"data\":{" + ids + R"(,"commentAnnotations":[{"annotationId":"z","location":{"id":"l"},"from":{"userId":"u","name":"U","email":"u@example.com"},"commentData":[{"commentId":3,"commentText":"c","commentHtml":"<p>c</p>"}]}]}})"},
+      {3, "{\"data\":{" + ids + R"(,"annotationIds":["n"],"updatedData":{"status":{"id":"RESOLVED"},"color":"red"}}})"},
+      {4, "{\"data\":{" + ids + R"(,"userIds":["u"]}})"},
+      {5, "{\"data\":{" + ids + R"(,"annotationId":"n","commentData":[{"commentText":"d","from":{"userId":"v","name":"V","email":"v@example.com"}}]}})"},
+      {6, "{\"data\":{" + ids + R"(,"annotationId":"n","commentIds":[1],"updatedData":{"commentText":"e"}}})"},
+      {7, "{\"data\":{" + ids + R"(,"annotationId":"n","commentIds":[1,2]}})"},
+      {8, "{\"data\":{" + ids + R"(,"editorId":"new","type":"xml","data":"<a><b c=\"1\"/>t</a>"}})"},
+      {9, "{\"data\":{" + ids + R"(,"editorId":"t","data":"hello, world","userId":"u","sessionId":"s"}})"},
+      {9, "{\"data\":{" + ids + R"(,"editorId":"m","type":"map","data":{"a":2,"c":{"d":[]}}}})"},
+      {9, "{\"data\":{" + ids + R"(,"editorId":"a","data":[{"k":2},{"k":3}]}})"},
+      {10, "{\"data\":{" + ids + R"(,"editorId":"x"}})"},
+      {11, "{\"data\":{" + ids + R"(,"editorId":"t"}})"},
+      {12, "{\"data\":{" + ids + R"(,"editorId":"t","version":"AA=="}})"},
+      {13, ""},
+  };
+  int i = 0;
+  for (const auto& [path, body] : requests) put(root / "request", "seed" + std::to_string(i++), std::string(1, static_cast<char>(path)) + body);
+
+  // Sync pushes (target sync): byte 0 picks the record (0 text, 1 map, 2 xml, 3 array), byte 1 the
+  // length of the version vector that follows, then the update: a client replica's first edits.
+  auto sync_seed = [&](const std::string& name, int record, const folio::document& client) {
+    const std::string version = client.version().encode();
+    put(root / "sync", name, std::string(1, static_cast<char>(record)) + static_cast<char>(version.size()) + version + client.encode_since({}));
+  };
+  folio::document ct(folio::record_type::text, 77, "content");
+  ct.replace_text("new text ");
+  sync_seed("text", 0, ct);
+  folio::document cm(folio::record_type::map, 77, "content");
+  cm.replace_map({{"z", "[1,2]"}});
+  sync_seed("map", 1, cm);
+  folio::document cx(folio::record_type::xml, 77, "content");
+  cx.replace_xml("<q>client</q>");
+  sync_seed("xml", 2, cx);
+  folio::document ca(folio::record_type::array, 77, "content");
+  ca.replace_array({R"({"k":9})"});
+  sync_seed("array", 3, ca);
+  put(root / "sync", "pull", std::string("\0\1\0", 3));
   return 0;
 }

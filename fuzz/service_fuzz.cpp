@@ -1,0 +1,140 @@
+// libFuzzer targets for whole requests: the router and the handlers (service::handle) against a
+// temporary SQLite database holding a record of each type and a comment thread. FOLIO_FUZZ_TARGET:
+//   1 request: byte 0 picks the path (every endpoint, /healthz, /metrics, an unknown one), the rest
+//     is the body, sent with valid credentials.
+//   2 sync: byte 0 picks the record (text, map, xml, array), byte 1 is the length of the version
+//     vector that follows, the rest is the update; both sent base64 in a /v2/crdt/sync body.
+// Oracles: the answer is never a 500 (an unexpected exception) and its body is JSON; after a sync
+// push is taken, a reader with an empty cache (the state on disk) answers exactly what the cached
+// document answers. The database is recreated every 10,000 inputs so it stays small.
+#include <rapidjson/document.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "auth.hpp"
+#include "base64.hpp"
+#include "log.hpp"
+#include "service.hpp"
+
+namespace {
+
+namespace svc = folio::service;
+
+constexpr std::string_view paths[] = {
+    "/v1/commentannotations/get",       "/v2/commentannotations/get",    "/v2/commentannotations/add",
+    "/v2/commentannotations/update",    "/v2/commentannotations/delete", "/v2/commentannotations/comments/add",
+    "/v2/commentannotations/comments/update", "/v2/commentannotations/comments/delete", "/v2/crdt/add",
+    "/v2/crdt/update",                  "/v2/crdt/get",                  "/v2/crdt/delete",
+    "/v2/crdt/sync",                    "/healthz",                      "/metrics",
+    "/v2/crdt/nothing",
+};
+constexpr const char* editors[] = {"t", "m", "x", "a"};
+
+struct world {
+  std::filesystem::path dir;
+  std::unique_ptr<svc::database> db;
+  std::unique_ptr<svc::service> service;
+  std::string key, token;
+  std::size_t runs = 0;
+
+  world() {
+    svc::log::set_access(false);
+    const char* shm = "/dev/shm";  // memory-backed: the synchronous writes cost no disk flush
+    dir = std::filesystem::path(std::filesystem::exists(shm) ? shm : std::filesystem::temp_directory_path().c_str()) /
+          ("folio-fuzz-" + std::to_string(::getpid()));
+    reset();
+  }
+  ~world() {
+    service.reset();
+    db.reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  void reset() {
+    service.reset();
+    db.reset();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    db = std::make_unique<svc::database>((dir / "folio.db").string());
+    svc::config c;
+    c.cache_bytes = std::size_t(8) << 20;
+    service = std::make_unique<svc::service>(c);
+    key = svc::create_key(*db, "fuzz", svc::now_iso());
+    token = svc::create_token(*db, key.substr(3, 16), "fuzzer", false, std::nullopt, svc::now_iso());
+    for (const char* body : {R"({"data":{"organizationId":"o","documentId":"d","editorId":"t","type":"text","data":"hello world"}})",
+                             R"({"data":{"organizationId":"o","documentId":"d","editorId":"m","type":"map","data":{"a":1,"b":[true,null]}}})",
+                             R"({"data":{"organizationId":"o","documentId":"d","editorId":"x","type":"xml","data":"<p a=\"1\">x<b>y</b></p>"}})",
+                             R"({"data":{"organizationId":"o","documentId":"d","editorId":"a","type":"array","data":[{"k":1},{"k":2}]}})",
+                             R"({"data":{"organizationId":"o","documentId":"d","commentAnnotations":[{"annotationId":"n","from":{"userId":"u","name":"U","email":"u@example.com"},"commentData":[{"commentText":"c"}]}]}})"})
+      call(std::string(body).find("commentAnnotations") != std::string::npos ? "/v2/commentannotations/add" : "/v2/crdt/add", body);
+  }
+
+  svc::response call(std::string_view path, const std::string& body, svc::service* with = nullptr) {
+    svc::request r;
+    r.method = path == "/healthz" || path == "/metrics" ? "GET" : "POST";
+    r.path = path;
+    r.content_type = "application/json";
+    r.api_key = key;
+    r.auth_token = token;
+    r.body = body;
+    r.content_length = body.size();
+    return (with ? *with : *service).handle(*db, r);
+  }
+
+  void next() {
+    if (++runs % 10000 == 0) reset();
+  }
+};
+
+world& the_world() {
+  static world w;
+  return w;
+}
+
+void check_answer(const svc::response& res) {
+  if (res.http >= 500 && res.http != 503) __builtin_trap();  // 503: the database is busy; anything else is a bug
+  if (res.content_type != "application/json") return;
+  rapidjson::Document d;
+  if (d.Parse(res.body.data(), res.body.size()).HasParseError() || !d.IsObject()) __builtin_trap();
+}
+
+void request(world& w, std::string_view bytes) {
+  if (bytes.empty()) return;
+  const std::string_view path = paths[static_cast<unsigned char>(bytes[0]) % std::size(paths)];
+  check_answer(w.call(path, std::string(bytes.substr(1))));
+}
+
+void sync(world& w, std::string_view bytes) {
+  if (bytes.size() < 2) return;
+  const char* editor = editors[static_cast<unsigned char>(bytes[0]) % std::size(editors)];
+  const std::size_t version_len = std::min<std::size_t>(static_cast<unsigned char>(bytes[1]), bytes.size() - 2);
+  const std::string version(bytes.substr(2, version_len)), update(bytes.substr(2 + version_len));
+  const std::string ids = std::string(R"({"data":{"organizationId":"o","documentId":"d","editorId":")") + editor + "\"";
+  const svc::response res = w.call("/v2/crdt/sync", ids + R"(,"version":")" + svc::base64_encode(version) + R"(","update":")" + svc::base64_encode(update) + "\"}}");
+  check_answer(res);
+  if (res.http != 200 || update.empty()) return;
+  // What the cache answers and what the database holds must be the same record.
+  const std::string get = ids + "}}";
+  svc::service fresh{svc::config{}};
+  const svc::response cached = w.call("/v2/crdt/get", get), stored = w.call("/v2/crdt/get", get, &fresh);
+  if (cached.http != 200 || cached.body != stored.body) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  world& w = the_world();
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  if (FOLIO_FUZZ_TARGET == 1)
+    request(w, bytes);
+  else
+    sync(w, bytes);
+  w.next();
+  return 0;
+}
