@@ -8,9 +8,14 @@ Run by ctest (tests/CMakeLists.txt) as:  operations_e2e.py BUILD_DIR SOURCE_DIR
 import http.client
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 import time
 import unittest
+
+import stack
 
 from stack import *  # noqa: F401,F403 (the stack, its credentials and HTTP helpers)
 
@@ -69,6 +74,33 @@ class Health(unittest.TestCase):
                                   headers={"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token},
                                   body=json.dumps({"data": {"organizationId": "o", "documentId": "d"}}))
         self.assertEqual(status, 200, raw)
+
+
+class Systemd(unittest.TestCase):
+    def test_ready_watchdog_and_stopping_notifications(self):
+        """What systemd's Type=notify and WatchdogSec see (deploy/systemd/folio-fcgi.service)."""
+        notify = os.path.join(STACK.dir, "run", "notify.sock")
+        sock = os.path.join(STACK.dir, "run", "second.sock")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
+            listener.bind(notify)
+            listener.settimeout(10)
+            env = dict(os.environ, NOTIFY_SOCKET=notify, WATCHDOG_USEC="200000")
+            p = subprocess.Popen([stack.FCGI, "--socket", sock, "--db", STACK.db, "--workers", "1"], env=env, stderr=subprocess.DEVNULL)
+            try:
+                self.assertEqual(listener.recv(4096), b"READY=1")
+                self.assertTrue(os.path.exists(sock))  # ready means listening
+                self.assertEqual(listener.recv(4096), b"WATCHDOG=1")  # every half period
+                self.assertEqual(listener.recv(4096), b"WATCHDOG=1")
+                p.send_signal(signal.SIGTERM)
+                while True:
+                    message = listener.recv(4096)
+                    if message != b"WATCHDOG=1":
+                        break
+                self.assertEqual(message, b"STOPPING=1")
+                self.assertEqual(p.wait(10), 0)
+            finally:
+                if p.poll() is None:
+                    p.kill()
 
 
 class Metrics(unittest.TestCase):
