@@ -181,7 +181,7 @@ response service::authorize_subscriber(database& db, const request& r) {
 
 response service::health(database& db, const request& r) {
   if (r.method != "GET") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; /healthz takes GET.");
-  if (r.query == "live") return {200, "{\"status\":\"ok\",\"live\":true}\n"};
+  if (r.query == "live" || r.query.starts_with("live=")) return {200, "{\"status\":\"ok\",\"live\":true}\n"};
   if (const std::string problem = db.write_problem(); !problem.empty()) {
     log::write("warn", "not_ready", problem);
     throw api_error(status::unavailable, "Not ready: " + problem + ".");
