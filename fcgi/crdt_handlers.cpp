@@ -70,10 +70,7 @@ void write_record(json_writer& w, const record_row& row, const folio::document& 
   w.Key("lastUpdatedBy");
   write_string(w, row.last_updated_by);
   w.Key("sessionId");
-  if (row.session_id)
-    write_string(w, *row.session_id);
-  else
-    w.Null();
+  write_optional(w, row.session_id);
   w.Key("type");
   write_string(w, row.type);
   w.Key("contentKey");
@@ -109,8 +106,7 @@ void publish_change(context& c, const record_key& k, const std::string* ops, con
     w.Key("lastUpdatedBy");
     write_string(w, by);
     w.Key("sessionId");
-    if (session) write_string(w, *session);
-    else w.Null();
+    write_optional(w, session);
   }
   w.Key("lastUpdate");
   write_string(w, last_update);
@@ -144,9 +140,9 @@ record_key key_of(context& c, bool editor_required = true) {
 
 std::string crdt_add(context& c) {
   const record_key k = key_of(c);
-  auto t = c.data.FindMember("type");
-  if (t == c.data.MemberEnd() || t->value.IsNull()) throw api_error(status::invalid_argument, "Type is required.");
-  const folio::record_type type = parse_type(t->value);
+  const rapidjson::Value* t = field_value(c.data, "type");
+  if (!t) throw api_error(status::invalid_argument, "Type is required.");
+  const folio::record_type type = parse_type(*t);
   const std::string content_key = content_key_of(c.data);
   const new_value value = value_of(type, c.data);
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
@@ -173,7 +169,7 @@ std::string crdt_add(context& c) {
 std::string crdt_update(context& c) {
   const record_key k = key_of(c);
   std::optional<folio::record_type> type;
-  if (auto t = c.data.FindMember("type"); t != c.data.MemberEnd() && !t->value.IsNull()) type = parse_type(t->value);
+  if (const rapidjson::Value* t = field_value(c.data, "type")) type = parse_type(*t);
   const std::optional<std::string> content_key = optional_id(c.data, "contentKey");
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
   std::optional<new_value> early;

@@ -10,6 +10,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,5 +59,12 @@ std::string success_body_array(std::string_view message, const std::vector<const
 std::string error_body(std::string_view message, std::string_view status);
 
 inline void write_string(json_writer& w, std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
+/// The string, or null when absent.
+inline void write_optional(json_writer& w, const std::optional<std::string>& s) {
+  if (s)
+    write_string(w, *s);
+  else
+    w.Null();
+}
 
 }  // namespace folio::service

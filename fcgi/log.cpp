@@ -31,12 +31,11 @@ void head(writer& w, std::string_view level, std::string_view event) {
   if (!current_id.empty()) str(w, "requestId", current_id);
 }
 
-void emit(const rapidjson::StringBuffer& sb) {
+void emit(rapidjson::StringBuffer& sb) {  // one write(2) per line: stderr is unbuffered
+  sb.Put('\n');
   static std::mutex mu;
   std::lock_guard<std::mutex> g(mu);
   std::fwrite(sb.GetString(), 1, sb.GetSize(), stderr);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
 }
 
 }  // namespace

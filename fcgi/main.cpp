@@ -3,7 +3,7 @@
 // connection, accepts on one unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
-// a stop signal, and pets the watchdog while its main loop runs (deploy/folio-fcgi.service).
+// a stop signal, and pets the watchdog while its main loop runs (deploy/systemd/folio-fcgi.service).
 //
 //   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
 //              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
@@ -209,15 +209,10 @@ int main(int argc, char** argv) {
   std::uint64_t watchdog_us = 0;
   if (sd_watchdog_enabled(0, &watchdog_us) <= 0) watchdog_us = 0;
   int sig = -1;
+  const timespec half{static_cast<time_t>(watchdog_us / 2000000), static_cast<long>(watchdog_us / 2 % 1000000) * 1000};
   while (sig < 0) {
-    if (watchdog_us == 0) {
-      if (sigwait(&stop, &sig) != 0) sig = -1;
-      continue;
-    }
-    const std::uint64_t half = watchdog_us / 2;
-    const timespec wait{static_cast<time_t>(half / 1000000), static_cast<long>(half % 1000000) * 1000};
-    sig = sigtimedwait(&stop, nullptr, &wait);
-    if (sig < 0) sd_notify(0, "WATCHDOG=1");
+    sig = watchdog_us ? sigtimedwait(&stop, nullptr, &half) : sigwaitinfo(&stop, nullptr);
+    if (sig < 0 && watchdog_us) sd_notify(0, "WATCHDOG=1");
   }
   sd_notify(0, "STOPPING=1");
   folio::service::log::write("info", "stopping", std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", finishing in-flight requests");

@@ -20,22 +20,7 @@ void metrics::observe(std::string_view endpoint, int http, double seconds) {
 namespace {
 
 void family(std::string& out, const char* name, const char* type, const char* help) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
-}
-
-void sample(std::string& out, const char* name, std::uint64_t v) {
-  out += name;
-  out += ' ';
-  out += std::to_string(v);
-  out += '\n';
+  out += std::string("# HELP ") + name + ' ' + help + "\n# TYPE " + name + ' ' + type + '\n';
 }
 
 std::string number(double v) {
@@ -66,30 +51,28 @@ std::string metrics::render(const gauges& g) const {
       out += "folio_request_duration_seconds_count{endpoint=\"" + endpoint + "\"} " + std::to_string(s.count) + '\n';
     }
   }
-  family(out, "folio_doc_cache_hits_total", "counter", "CRDT reads and writes served by a decoded document already in memory.");
-  sample(out, "folio_doc_cache_hits_total", g.cache_hits);
-  family(out, "folio_doc_cache_misses_total", "counter", "CRDT reads and writes that decoded the record from the database.");
-  sample(out, "folio_doc_cache_misses_total", g.cache_misses);
-  family(out, "folio_doc_cache_bytes", "gauge", "Memory held by cached documents (their memory_usage()).");
-  sample(out, "folio_doc_cache_bytes", g.cache_bytes);
-  family(out, "folio_doc_cache_entries", "gauge", "Cache entries (records seen recently).");
-  sample(out, "folio_doc_cache_entries", g.cache_entries);
-  family(out, "folio_oplog_compactions_total", "counter", "Op logs folded into a new snapshot.");
-  sample(out, "folio_oplog_compactions_total", compactions_.load());
-  family(out, "folio_publish_total", "counter", "Committed changes handed to nginx's Nchan publisher.");
-  sample(out, "folio_publish_total", g.published);
-  family(out, "folio_publish_failures_total", "counter", "Publishes nginx did not take (subscribers catch up by syncing).");
-  sample(out, "folio_publish_failures_total", g.publish_failures);
-  family(out, "folio_db_size_bytes", "gauge", "Size of the database file.");
-  sample(out, "folio_db_size_bytes", g.db_bytes);
-  family(out, "folio_db_wal_size_bytes", "gauge", "Size of the database's write-ahead log.");
-  sample(out, "folio_db_wal_size_bytes", g.wal_bytes);
-  family(out, "folio_db_pages", "gauge", "Pages in the database file.");
-  sample(out, "folio_db_pages", g.db_pages);
-  family(out, "folio_db_free_pages", "gauge", "Pages on the database's free list (reused before it grows).");
-  sample(out, "folio_db_free_pages", g.db_free_pages);
-  family(out, "folio_db_max_pages", "gauge", "The cap on the database's pages (folio-fcgi --max-db-pages; SQLite's default when not set).");
-  sample(out, "folio_db_max_pages", g.db_max_pages);
+  struct single {
+    const char *name, *type, *help;
+    std::uint64_t value;
+  };
+  const single singles[] = {
+      {"folio_doc_cache_hits_total", "counter", "CRDT reads and writes served by a decoded document already in memory.", g.cache_hits},
+      {"folio_doc_cache_misses_total", "counter", "CRDT reads and writes that decoded the record from the database.", g.cache_misses},
+      {"folio_doc_cache_bytes", "gauge", "Memory held by cached documents (their memory_usage()).", g.cache_bytes},
+      {"folio_doc_cache_entries", "gauge", "Cache entries (records seen recently).", g.cache_entries},
+      {"folio_oplog_compactions_total", "counter", "Op logs folded into a new snapshot.", compactions_.load()},
+      {"folio_publish_total", "counter", "Committed changes handed to nginx's Nchan publisher.", g.published},
+      {"folio_publish_failures_total", "counter", "Publishes nginx did not take (subscribers catch up by syncing).", g.publish_failures},
+      {"folio_db_size_bytes", "gauge", "Size of the database file.", g.db_bytes},
+      {"folio_db_wal_size_bytes", "gauge", "Size of the database's write-ahead log.", g.wal_bytes},
+      {"folio_db_pages", "gauge", "Pages in the database file.", g.db_pages},
+      {"folio_db_free_pages", "gauge", "Pages on the database's free list (reused before it grows).", g.db_free_pages},
+      {"folio_db_max_pages", "gauge", "The cap on the database's pages (folio-fcgi --max-db-pages; SQLite's default when not set).", g.db_max_pages},
+  };
+  for (const single& m : singles) {
+    family(out, m.name, m.type, m.help);
+    out += std::string(m.name) + ' ' + std::to_string(m.value) + '\n';
+  }
   family(out, "folio_start_time_seconds", "gauge", "When the responder started (Unix time).");
   char start[32];
   std::snprintf(start, sizeof start, "%.3f", g.start_time);

@@ -15,13 +15,14 @@
 
 namespace folio::service {
 
-namespace {
-
 struct route {
   std::string_view path;
   std::string (*handler)(context&);
   bool writes;
 };
+
+namespace {
+
 constexpr route routes[] = {
     {"/v1/commentannotations/get", annotations_get, false},
     {"/v2/commentannotations/get", annotations_get_page, false},
@@ -55,10 +56,15 @@ response storage_failure(const store_error& e) {
   return error(api_error(status::internal, "Internal error."));
 }
 
-/// The endpoint label of a path for metrics and logs: a route's path, or "other" (never client text).
-std::string_view endpoint_of(std::string_view path) {
+const route* find_route(std::string_view path) {
   for (const route& x : routes)
-    if (x.path == path) return x.path;
+    if (x.path == path) return &x;
+  return nullptr;
+}
+
+/// The endpoint label of a path for metrics and logs: a route's path, or "other" (never client text).
+std::string_view endpoint_of(const route* rt, std::string_view path) {
+  if (rt) return rt->path;
   if (path == "/healthz") return "/healthz";
   if (path == "/metrics") return "/metrics";
   return "other";
@@ -172,7 +178,8 @@ response service::observed(std::string_view endpoint, const request& r, F&& f) {
 }
 
 response service::handle(database& db, const request& r) {
-  return observed(endpoint_of(r.path), r, [&](std::string& key_id) { return answer(db, r, key_id); });
+  const route* rt = find_route(r.path);
+  return observed(endpoint_of(rt, r.path), r, [&](std::string& key_id) { return answer(db, r, rt, key_id); });
 }
 
 response service::authorize_subscriber(database& db, const request& r) {
@@ -180,7 +187,6 @@ response service::authorize_subscriber(database& db, const request& r) {
 }
 
 response service::health(database& db, const request& r) {
-  if (r.method != "GET") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; /healthz takes GET.");
   if (r.query == "live" || r.query.starts_with("live=")) return {200, "{\"status\":\"ok\",\"live\":true}\n"};
   if (const std::string problem = db.write_problem(); !problem.empty()) {
     log::write("warn", "not_ready", problem);
@@ -201,16 +207,12 @@ response service::metrics_page(database& db) {
   return res;
 }
 
-response service::answer(database& db, const request& r, std::string& key_id) {
+response service::answer(database& db, const request& r, const route* rt, std::string& key_id) {
   try {
-    if (r.path == "/healthz") return health(db, r);
-    if (r.path == "/metrics") {
-      if (r.method != "GET") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; /metrics takes GET.");
-      return metrics_page(db);
+    if (r.path == "/healthz" || r.path == "/metrics") {
+      if (r.method != "GET") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; " + r.path + " takes GET.");
+      return r.path == "/healthz" ? health(db, r) : metrics_page(db);
     }
-    const route* rt = nullptr;
-    for (const route& x : routes)
-      if (x.path == r.path) rt = &x;
     if (!rt) throw api_error(status::not_found, "No endpoint at " + printable(r.path) + ".");
     if (r.method != "POST") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; every endpoint takes POST.");
     if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");

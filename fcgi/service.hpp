@@ -34,6 +34,8 @@ struct request {
   std::string request_id;  ///< nginx's $request_id, for the log lines of this request
 };
 
+struct route;  ///< an endpoint of the router (router.cpp)
+
 struct response {
   response() = default;
   response(int h, std::string b) : http(h), body(std::move(b)) {}
@@ -74,7 +76,7 @@ class service {
   response authorize_subscriber(database& db, const request& r);
 
  private:
-  response answer(database& db, const request& r, std::string& key_id);
+  response answer(database& db, const request& r, const route* rt, std::string& key_id);
   response authorize(database& db, const request& r, std::string& key_id);
   response health(database& db, const request& r);
   response metrics_page(database& db);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "auth.hpp"
 #include "base64.hpp"
@@ -67,12 +68,15 @@ struct world {
     service = std::make_unique<svc::service>(c);
     key = svc::create_key(*db, "fuzz", svc::now_iso());
     token = svc::create_token(*db, key.substr(3, 16), "fuzzer", false, std::nullopt, svc::now_iso());
-    for (const char* body : {R"({"data":{"organizationId":"o","documentId":"d","editorId":"t","type":"text","data":"hello world"}})",
-                             R"({"data":{"organizationId":"o","documentId":"d","editorId":"m","type":"map","data":{"a":1,"b":[true,null]}}})",
-                             R"({"data":{"organizationId":"o","documentId":"d","editorId":"x","type":"xml","data":"<p a=\"1\">x<b>y</b></p>"}})",
-                             R"({"data":{"organizationId":"o","documentId":"d","editorId":"a","type":"array","data":[{"k":1},{"k":2}]}})",
-                             R"({"data":{"organizationId":"o","documentId":"d","commentAnnotations":[{"annotationId":"n","from":{"userId":"u","name":"U","email":"u@example.com"},"commentData":[{"commentText":"c"}]}]}})"})
-      call(std::string(body).find("commentAnnotations") != std::string::npos ? "/v2/commentannotations/add" : "/v2/crdt/add", body);
+    const std::pair<std::string_view, std::string> seeds[] = {
+        {"/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"t","type":"text","data":"hello world"}})"},
+        {"/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"m","type":"map","data":{"a":1,"b":[true,null]}}})"},
+        {"/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"x","type":"xml","data":"<p a=\"1\">x<b>y</b></p>"}})"},
+        {"/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"a","type":"array","data":[{"k":1},{"k":2}]}})"},
+        {"/v2/commentannotations/add",
+         R"({"data":{"organizationId":"o","documentId":"d","commentAnnotations":[{"annotationId":"n","from":{"userId":"u","name":"U","email":"u@example.com"},"commentData":[{"commentText":"c"}]}]}})"},
+    };
+    for (const auto& [path, body] : seeds) call(path, body);
   }
 
   svc::response call(std::string_view path, const std::string& body, svc::service* with = nullptr) {

@@ -51,7 +51,7 @@ int check(folio::service::database& db) {
     svc::query q = db.sql("SELECT tenant, org, doc, editor FROM crdt_records ORDER BY tenant, org, doc, editor");
     while (q.step()) {
       const svc::record_key k{q.text(0), q.text(1), q.text(2), q.text(3)};
-      const std::string name = "record of key " + k.tenant + " (" + std::to_string(k.org.size() + k.doc.size() + k.editor.size()) + " bytes of ids)";
+      const std::string name = "record " + k.tenant + " / " + k.org + " / " + k.doc + " / " + k.editor;
       ++records;
       const std::optional<svc::record_row> row = svc::load_record(db, k);
       std::optional<folio::document> d;

@@ -9,6 +9,7 @@ FOLIO_CRASH_KILLS sets the number of kills (default 20); FOLIO_CRASH_SEED the ra
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -170,7 +171,6 @@ class FullDisk(unittest.TestCase):
         doc = "full"
         ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "e", "type": "text", "data": ""}),
            "CRDT data added successfully.")
-        import sqlite3
         with sqlite3.connect(STACK.db) as raw:
             pages = raw.execute("PRAGMA page_count").fetchone()[0] + raw.execute("PRAGMA freelist_count").fetchone()[0]
         self.restart("--max-db-pages", str(pages + 8))
