@@ -297,9 +297,13 @@ std::string crdt_sync(context& c) {
     if (!push) return row->revision;
     const folio::version_vector before = d.version();
     e->revision = -1;  // the document changes below; until the commit it matches no stored revision
-    const folio::apply_result r = d.apply(*update);
+    const folio::record_type record_type = d.type();
+    const folio::apply_result r = d.apply(*update, [&](std::string_view value) { return json_value_rule(record_type, value); });
     if (!r || d.pending() != 0) {
-      e->doc.reset();  // partly integrated: rebuilt from storage by the next request
+      if (d.version() == before && d.pending() == 0)
+        e->revision = row->revision;  // nothing integrated (a malformed batch, a first op invalid): still the stored record
+      else
+        e->doc.reset();  // partly integrated: rebuilt from storage by the next request
       if (!r) throw api_error(status::invalid_argument, "update is invalid: " + r.message + (r.message.starts_with("batch") ? "." : " (operation " + std::to_string(r.op_index) + ")."));
       throw api_error(status::failed_precondition,
                       "update depends on operations the server does not have; sync without an update first, then send the operations the server's version lacks.");

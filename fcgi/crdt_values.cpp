@@ -38,6 +38,18 @@ new_value parse_value(folio::record_type type, const rapidjson::Value& v) {
   return out;
 }
 
+std::string json_value_rule(folio::record_type type, std::string_view value) {
+  const std::string_view what = type == folio::record_type::array ? "array item" : "map value";
+  try {
+    if (type == folio::record_type::array && !parse_json(value, what).IsObject()) return std::string(what) + " is not a JSON object";
+    if (type == folio::record_type::map) parse_json(value, what);
+    return {};
+  } catch (const api_error& e) {
+    std::string why = e.message.ends_with('.') ? e.message.substr(0, e.message.size() - 1) : e.message;
+    return why.starts_with(what) ? why : std::string(what) + ": " + why;
+  }
+}
+
 folio::local_change replace(folio::document& d, const new_value& v) {
   switch (v.type) {
     case folio::record_type::text: return d.replace_text(v.text);

@@ -27,6 +27,10 @@ struct new_value {
 folio::record_type parse_type(const rapidjson::Value& v);
 /// A value of `type` ("Data must be a string for type text.", ... as api_error(INVALID_ARGUMENT)).
 new_value parse_value(folio::record_type type, const rapidjson::Value& v);
+/// The rule for values a client's ops give an array item or a map entry (document::apply's check):
+/// one JSON value, an object for arrays, as parse_json takes a body (valid UTF-8, nesting, no
+/// duplicate keys). Answers why not, or "" — so that every record's value stays JSON on the way out.
+std::string json_value_rule(folio::record_type type, std::string_view value);
 /// Replaces the document's value by `v` through CRDT operations (the local change made).
 folio::local_change replace(folio::document& d, const new_value& v);
 /// The document's value as the API returns it (`data` of a record).

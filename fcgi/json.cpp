@@ -44,7 +44,7 @@ struct checked_builder {
 
 }  // namespace
 
-rapidjson::Document parse_json(std::string_view body) {
+rapidjson::Document parse_json(std::string_view body, std::string_view what) {
   rapidjson::Document doc;
   rapidjson::Reader reader;
   rapidjson::MemoryStream ms(body.data(), body.size());
@@ -62,7 +62,7 @@ rapidjson::Document parse_json(std::string_view body) {
   if (!duplicate.empty()) throw api_error(status::invalid_argument, "Duplicate key \"" + duplicate + "\" in a JSON object.");
   if (pr.IsError())
     throw api_error(status::invalid_argument,
-                    std::string("Body is not valid JSON: ") + rapidjson::GetParseError_En(pr.Code()) + " (at byte " + std::to_string(pr.Offset()) + ").");
+                    std::string(what) + " is not valid JSON: " + rapidjson::GetParseError_En(pr.Code()) + " (at byte " + std::to_string(pr.Offset()) + ").");
   return doc;
 }
 

@@ -23,8 +23,9 @@ inline constexpr int max_json_depth = 64;
 
 using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
-/// Parses an untrusted body; throws api_error(INVALID_ARGUMENT) naming the rule it broke.
-rapidjson::Document parse_json(std::string_view body);
+/// Parses an untrusted body; throws api_error(INVALID_ARGUMENT) naming the rule it broke (`what`
+/// names the text in the message for invalid JSON: "Body is not valid JSON: ...").
+rapidjson::Document parse_json(std::string_view body, std::string_view what = "Body");
 
 /// Canonical bytes of a value: keys sorted (byte order), numbers as RapidJSON writes them. Iterative.
 std::string canonical_json(const rapidjson::Value& v);

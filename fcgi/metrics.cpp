@@ -1,6 +1,11 @@
 #include "metrics.hpp"
 
+#include <malloc.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 namespace folio::service {
 
@@ -30,6 +35,18 @@ std::string number(double v) {
 }
 
 }  // namespace
+
+void metrics::sample_process(gauges& g) {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t size = 0, resident = 0;
+  if (statm >> size >> resident) g.resident_bytes = resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) ++g.open_fds;
+  if (g.open_fds > 0) --g.open_fds;  // the iterator's own descriptor
+  const struct mallinfo2 m = ::mallinfo2();
+  g.heap_allocated = m.uordblks + m.hblkhd;
+  g.heap_free = m.fordblks;
+}
 
 std::string metrics::render(const gauges& g) const {
   std::string out;
@@ -68,6 +85,10 @@ std::string metrics::render(const gauges& g) const {
       {"folio_db_pages", "gauge", "Pages in the database file.", g.db_pages},
       {"folio_db_free_pages", "gauge", "Pages on the database's free list (reused before it grows).", g.db_free_pages},
       {"folio_db_max_pages", "gauge", "The cap on the database's pages (folio-fcgi --max-db-pages; SQLite's default when not set).", g.db_max_pages},
+      {"process_resident_memory_bytes", "gauge", "Resident memory of folio-fcgi.", g.resident_bytes},
+      {"process_open_fds", "gauge", "Open file descriptors of folio-fcgi.", g.open_fds},
+      {"folio_heap_allocated_bytes", "gauge", "Bytes in live heap allocations (glibc mallinfo2).", g.heap_allocated},
+      {"folio_heap_free_bytes", "gauge", "Heap bytes the allocator holds free and has not returned to the system (glibc mallinfo2).", g.heap_free},
   };
   for (const single& m : singles) {
     family(out, m.name, m.type, m.help);

@@ -1,6 +1,6 @@
 // fcgi/metrics.hpp — what an operator scrapes from GET /metrics (Prometheus text format 0.0.4):
 // requests by endpoint and HTTP status, latency histograms by endpoint, the document cache, op-log
-// compactions, live-push publishes, and the database's size. Labels are endpoint paths from a fixed
+// compactions, live-push publishes, the database's size, and the process's memory and descriptors. Labels are endpoint paths from a fixed
 // list (anything else is "other") and status codes: nothing a client sends, nothing of a tenant.
 // Thread-safety: every member may be called from any thread.
 #pragma once
@@ -29,8 +29,13 @@ class metrics {
     std::uint64_t cache_hits = 0, cache_misses = 0, cache_bytes = 0, cache_entries = 0, published = 0, publish_failures = 0;
     std::uint64_t db_bytes = 0, wal_bytes = 0, db_pages = 0, db_free_pages = 0, db_max_pages = 0;
     double start_time = 0;
+    /// The process: resident memory, open descriptors, and the C heap (glibc's mallinfo2: bytes in
+    /// allocations, and bytes the allocator holds free without returning them to the system).
+    std::uint64_t resident_bytes = 0, open_fds = 0, heap_allocated = 0, heap_free = 0;
   };
   std::string render(const gauges& g) const;
+  /// Fills the process members of `g` from /proc/self and the allocator.
+  static void sample_process(gauges& g);
 
  private:
   struct series {

@@ -202,6 +202,7 @@ response service::metrics_page(database& db) {
   const database::space s = db.usage();
   g.db_bytes = s.file_bytes, g.wal_bytes = s.wal_bytes, g.db_pages = s.pages, g.db_free_pages = s.free_pages, g.db_max_pages = s.max_pages;
   g.start_time = start_time_;
+  metrics::sample_process(g);
   response res{200, metrics_.render(g)};
   res.content_type = "text/plain; version=0.0.4";
   return res;

@@ -55,6 +55,32 @@ TEST(Document, RefusesBatchesOfAnotherType) {
   EXPECT_THROW(map.replace_xml(folio::markup::fragment{}), folio::error);
 }
 
+TEST(Document, AValueCheckRefusesTheWholeBatchBeforeAnythingIntegrates) {
+  document array(record_type::array, 1), map(record_type::map, 2), text(record_type::text, 3);
+  array.replace_array({"a", "b"});
+  array.replace_array({"bad", "a", "b"});  // a second op
+  map.set("k", "ok");
+  map.set("j", "bad");
+  text.replace_text("bad");
+  std::vector<std::string> seen;
+  const auto no_bad = [&](std::string_view v) {
+    seen.emplace_back(v);
+    return v == "bad" ? std::string("no bad values") : std::string();
+  };
+  for (document* source : {&array, &map}) {
+    document replica(source->type(), 9);
+    const folio::apply_result r = replica.apply(source->encode_since({}), no_bad);
+    EXPECT_FALSE(r);
+    EXPECT_EQ(r.message, "no bad values");
+    EXPECT_EQ(r.op_index, 1u);
+    EXPECT_TRUE(replica.version().empty());  // the first op passed the check, and is not integrated either
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "b", "bad", "ok", "bad"}));
+  document replica(record_type::text, 9);
+  EXPECT_TRUE(replica.apply(text.encode_since({}), no_bad));  // text values are code points: never checked
+  EXPECT_EQ(seen.size(), 5u);
+}
+
 // ---- text and array through the document -----------------------------------------------------------
 
 TEST(Document, TextAndArrayReplaceAndSync) {

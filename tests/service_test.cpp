@@ -95,6 +95,53 @@ TEST_F(fixture, AFailedPublishNeverFailsTheWrite) {
   EXPECT_EQ(live.live().failures(), 2u);
 }
 
+TEST_F(fixture, ARefusedPushKeepsTheCachedDocumentUnlessItChangedIt) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"Hello"}})").http, 200);
+  const auto push = [&](const std::string& update) { return call("/v2/crdt/sync", ids + R"(,"version":"AA==","update":")" + svc::base64_encode(update) + "\"}}"); };
+  const auto get = [&] { return call("/v2/crdt/get", ids + "}}"); };
+  ASSERT_EQ(get().http, 200);
+  const std::uint64_t misses = service.cache().misses();
+  // Malformed, or for another record type: nothing was integrated, the cached document still serves.
+  EXPECT_EQ(push(std::string("\x01\x02\x03", 3)).http, 400);
+  EXPECT_EQ(push(std::string("Fo\x01" "B\x03\x00\x00", 7)).http, 400);
+  EXPECT_NE(get().body.find(R"("data":"Hello")"), std::string::npos);
+  EXPECT_EQ(service.cache().misses(), misses);
+  // Ops held back for missing dependencies did change the document: it is rebuilt from storage.
+  const std::string missing_deps("Fo\x01" "B\x01\x01\x05\x01>\x00\x03\x02\x02\x00\x02hi", 17);
+  const svc::response held = push(missing_deps);
+  EXPECT_NE(held.body.find("FAILED_PRECONDITION"), std::string::npos) << held.body;
+  const svc::response after = get();
+  EXPECT_NE(after.body.find(R"("data":"Hello")"), std::string::npos) << after.body;
+  EXPECT_EQ(service.cache().misses(), misses + 1);
+}
+
+TEST_F(fixture, PushedMapAndArrayValuesMustBeJson) {
+  // The engine keeps them as opaque bytes; `get` writes them into its answer as they are.
+  const auto ids = [](const char* editor) { return std::string(R"({"data":{"organizationId":"o","documentId":"d","editorId":")") + editor + "\""; };
+  ASSERT_EQ(call("/v2/crdt/add", ids("m") + R"(,"type":"map","data":{"a":1}}})").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", ids("l") + R"(,"type":"array","data":[{"a":1}]}})").http, 200);
+  const auto push = [&](const char* editor, const std::string& update) {
+    return call("/v2/crdt/sync", ids(editor) + R"(,"version":"AA==","update":")" + svc::base64_encode(update) + "\"}}");
+  };
+  const auto refused = [](const std::string& message) {
+    return R"({"error":{"message":")" + message + R"(","status":"INVALID_ARGUMENT"}})";
+  };
+  folio::document map(folio::record_type::map, 77), array(folio::record_type::array, 78);
+  EXPECT_EQ(push("m", map.encode_change(map.set("k", std::string("[2,\0\"", 5)))).body,
+            refused("update is invalid: map value is not valid JSON: Invalid value. (at byte 3) (operation 0)."));
+  EXPECT_EQ(push("m", map.encode_change(map.set("k", R"({"x":1,"x":2})"))).body,
+            refused(R"(update is invalid: map value: Duplicate key \"x\" in a JSON object (operation 0).)"));
+  EXPECT_EQ(push("l", array.encode_change(array.replace_array({R"({"b":2})", "7"}))).body,
+            refused("update is invalid: array item is not a JSON object (operation 0)."));
+  // Nothing of a refused batch was kept; JSON that is not in the canonical form is taken as it is.
+  EXPECT_NE(call("/v2/crdt/get", ids("m") + "}}").body.find(R"("data":{"a":1})"), std::string::npos);
+  EXPECT_NE(call("/v2/crdt/get", ids("l") + "}}").body.find(R"("data":[{"a":1}])"), std::string::npos);
+  folio::document fresh(folio::record_type::map, 79);
+  EXPECT_EQ(push("m", fresh.encode_change(fresh.set("k", R"( [ 2 ] )"))).http, 200);
+  EXPECT_NE(call("/v2/crdt/get", ids("m") + "}}").body.find(R"("data":{"a":1,"k": [ 2 ] })"), std::string::npos);
+}
+
 TEST(Channel, IdsAreKeyedHmacsOfTheTenantAndIds) {
   const std::string a = svc::channel_id("secret", "k1", "o", "d", "e");
   EXPECT_EQ(a.size(), 64u);
@@ -226,6 +273,12 @@ TEST_F(fixture, MetricsCountRequestsWithoutCredentialsOrTenantData) {
   for (const std::string& secret : {std::string("secret-org"), std::string("secret-doc"), std::string("alice"), key.substr(3, 16), std::string("nope")})
     EXPECT_EQ(r.body.find(secret), std::string::npos) << secret;
   EXPECT_NE(r.body.find("folio_db_size_bytes "), std::string::npos);
+  // The process's own gauges hold its real figures (the heap's are glibc's, and zero under ASan).
+  const auto gauge = [&](const std::string& name) { return std::stod(r.body.substr(r.body.find("\n" + name + " ") + name.size() + 2)); };
+  EXPECT_GT(gauge("process_resident_memory_bytes"), 1e6);
+  EXPECT_GE(gauge("process_open_fds"), 3);  // stdio and the database at least
+  EXPECT_GE(gauge("folio_heap_allocated_bytes"), 0);
+  EXPECT_GE(gauge("folio_heap_free_bytes"), 0);
   m.method = "POST";
   EXPECT_EQ(service.handle(db, m).http, 400);
 }

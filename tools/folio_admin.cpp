@@ -7,7 +7,8 @@
 //   folio-admin --db var/folio.db check
 // A created key or token is printed once, on stdout; only its salted hash is stored. `check` verifies
 // a database (after a crash, a restore, a full disk): SQLite's integrity check, every CRDT record's
-// snapshot and log decode and pass the engine's check(), every annotation and comment body parses.
+// snapshot and log decode and pass the engine's check(), its map and array values are JSON, every
+// annotation and comment body parses.
 // It changes nothing; exit status 1 when anything is wrong.
 #include <cstdio>
 #include <exception>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "auth.hpp"
+#include "crdt_values.hpp"
 #include "json.hpp"
 #include "service.hpp"
 
@@ -68,6 +70,12 @@ int check(folio::service::database& db) {
       } catch (const std::exception& e) {
         problem(name + ": " + e.what());
       }
+      std::vector<std::string> values;  // what `get` writes into its answer as it is
+      if (d->type() == folio::record_type::array) values = d->array();
+      if (d->type() == folio::record_type::map)
+        for (auto& [key, value] : d->map()) values.push_back(std::move(value));
+      for (const std::string& value : values)
+        if (const std::string why = svc::json_value_rule(d->type(), value); !why.empty()) problem(name + ": " + why);
     }
     for (const char* table : {"annotations", "annotation_comments"}) {
       svc::query bodies = db.prepare(std::string("SELECT body FROM ") + table);

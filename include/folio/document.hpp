@@ -142,6 +142,16 @@ class document {
   /// type is `invalid` (message says why and where) and changes nothing; otherwise as the engines'
   /// apply: duplicates skipped, missing dependencies pending, stops at the first invalid op.
   apply_result apply(std::string_view batch) {
+    return apply(batch, [](std::string_view) { return std::string(); });
+  }
+  /// As apply(batch), and every value the batch gives an array item or a map entry must pass
+  /// `check(value)`, which answers why not (empty: accepted). The values are opaque to the engine;
+  /// this is where their owner's rule goes (the service: JSON). The whole batch is checked before
+  /// anything is integrated, so a refused value is `invalid` (message from `check`, op_index the op
+  /// holding it) and changes nothing. Text and xml records do not call `check` (the engine checks
+  /// their characters and names itself).
+  template <class Check>
+  apply_result apply(std::string_view batch, Check&& check) {
     apply_result res;
     detail::byte_reader r(batch);
     unsigned char t = 0;
@@ -151,6 +161,10 @@ class document {
                     std::string(to_string(type_));
       return res;
     }
+    const auto refused = [&](std::size_t op_index, std::string why) {
+      res.status = apply_status::invalid, res.op_index = op_index, res.message = std::move(why);
+      return res;
+    };
     return std::visit(
         [&](auto& d) -> apply_result {
           using D = std::decay_t<decltype(d)>;
@@ -159,11 +173,26 @@ class document {
             detail::tree_batch b;  // `r` is past the header (or holds its failure)
             if (r.ok() && detail::read_tree_ops(r, d.shape(), b.ops) && !r.at_end()) r.fail(decode_status::trailing_bytes, "after batch");
             dr = r.result();
-            if (dr) return d.apply(b);
+            if (dr) {
+              if (d.shape() == detail::tree_shape::map)
+                for (std::size_t i = 0; i < b.ops.size(); ++i)
+                  if (b.ops[i].kind == detail::tree_op_kind::set)
+                    if (std::string why = check(std::string_view(b.ops[i].value)); !why.empty()) return refused(i, std::move(why));
+              return d.apply(b);
+            }
           } else {
             op_batch<typename D::value_type> b;
             dr = decode_batch(batch, b);
-            if (dr) return d.apply(b);
+            if (dr) {
+              if constexpr (std::is_same_v<typename D::value_type, std::string>) {
+                std::size_t next = 0;  // the content of insert ops, in op order
+                for (std::size_t i = 0; i < b.ops.size(); ++i)
+                  if (b.ops[i].kind == op_kind::insert)
+                    for (std::uint32_t k = 0; k < b.ops[i].len && next < b.content.size(); ++k)
+                      if (std::string why = check(std::string_view(b.content[next++])); !why.empty()) return refused(i, std::move(why));
+              }
+              return d.apply(b);
+            }
           }
           res.status = apply_status::invalid, res.message = "batch: " + dr.description();
           return res;
