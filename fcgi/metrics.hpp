@@ -1,7 +1,8 @@
 // fcgi/metrics.hpp — what an operator scrapes from GET /metrics (Prometheus text format 0.0.4):
 // requests by endpoint and HTTP status, latency histograms by endpoint, the document cache, op-log
-// compactions, live-push publishes, the database's size, and the process's memory and descriptors. Labels are endpoint paths from a fixed
-// list (anything else is "other") and status codes: nothing a client sends, nothing of a tenant.
+// compactions, live-push publishes, the database's size, and the process's memory and descriptors.
+// Labels are endpoint paths from a fixed list (anything else is "other") and status codes: nothing a
+// client sends, nothing of a tenant.
 // Thread-safety: every member may be called from any thread.
 #pragma once
 

@@ -9,10 +9,11 @@ Load (each a thread with kept-alive connections):
   comments   comments/add spread over 500 threads
 Samples: folio-fcgi's RSS — its heap (RssAnon) and the database pages SQLite maps (RssFile, which
 grow with the database by design) — and open fds, nginx's RSS (master + workers), the WAL and database sizes,
-requests and 5xx in the window, latency p50/p99 of the window. The run passes with 0 5xx, folio-fcgi's
-heap over the last 30 s within 5% of its heap over the first 30 s after the warm-up (a fifth of the run,
-at least 60 s; means of three samples, as the cache's churn moves it from one sample to the next),
-and the WAL bounded.
+requests and 5xx in the window, latency p50/p99 of the window, and from /metrics the document cache's
+size and the C heap's live allocations and held free memory. The run passes with 0 5xx, folio-fcgi's
+heap over the last third of the samples after the warm-up (a fifth of the run, at least 60 s) within
+5% of its heap over the first third (means: the cache's churn moves the heap by 10-20% from one
+sample to the next), and the WAL bounded.
 
   soak.py URL KEY TOKEN SECONDS FCGI_PID NGINX_PIDFILE DB FOLIO_CLI
 """
@@ -218,6 +219,18 @@ def nginx_pids():
     return [master] + children
 
 
+def gauges(names):
+    """Current values of some of folio-fcgi's /metrics gauges (nginx serves them to loopback)."""
+    conn = http.client.HTTPConnection(HOST, PORT, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    values = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    return {n: float(values.get(n, 0)) for n in names}
+
+
 def size(path):
     try:
         return os.path.getsize(path)
@@ -228,6 +241,10 @@ def size(path):
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(len(xs) * p))] * 1000 if xs else 0.0
+
+
+def mean(samples, gauge):
+    return sum(s[gauge] for s in samples) / len(samples) / 2 ** 20
 
 
 def main():
@@ -241,7 +258,8 @@ def main():
     for t in threads:
         t.daemon = True
         t.start()
-    print("%6s %10s %10s %5s %5s %10s %9s %8s %7s %7s %7s" % ("t(s)", "fcgi_anon", "fcgi_file", "fds", "5xx", "nginx_rss", "wal", "db", "req/s", "p50_ms", "p99_ms"))
+    print("%6s %10s %10s %8s %8s %8s %5s %5s %10s %9s %8s %7s %7s %7s" % (
+        "t(s)", "fcgi_anon", "fcgi_file", "cache", "heap", "heapfree", "fds", "5xx", "nginx_rss", "wal", "db", "req/s", "p50_ms", "p99_ms"))
     samples, start = [], time.time()
     while time.time() - start < SECONDS:
         time.sleep(10)
@@ -251,24 +269,30 @@ def main():
         s = {"t": time.time() - start, "rss": rss_kb(FCGI_PID, "RssAnon"), "file": rss_kb(FCGI_PID, "RssFile"), "fds": len(os.listdir("/proc/%d/fd" % FCGI_PID)),
              "nginx_rss": sum(rss_kb(p) for p in nginx_pids()), "wal": size(DB + "-wal"), "db": size(DB), "5xx": errors,
              "rps": n / 10, "p50": pct(lat, 0.5), "p99": pct(lat, 0.99)}
+        s.update(gauges(["folio_doc_cache_bytes", "folio_heap_allocated_bytes", "folio_heap_free_bytes"]))
         samples.append(s)
-        print("%6.0f %7d kB %7d kB %5d %5d %7d kB %6.1f MB %5.1f MB %7.0f %7.2f %7.2f" % (
-            s["t"], s["rss"], s["file"], s["fds"], s["5xx"], s["nginx_rss"], s["wal"] / 2 ** 20, s["db"] / 2 ** 20, s["rps"], s["p50"], s["p99"]),
-            flush=True)
+        print("%6.0f %7d kB %7d kB %5.1f MB %5.1f MB %5.1f MB %5d %5d %7d kB %6.1f MB %5.1f MB %7.0f %7.2f %7.2f" % (
+            s["t"], s["rss"], s["file"], s["folio_doc_cache_bytes"] / 2 ** 20, s["folio_heap_allocated_bytes"] / 2 ** 20,
+            s["folio_heap_free_bytes"] / 2 ** 20, s["fds"], s["5xx"], s["nginx_rss"], s["wal"] / 2 ** 20, s["db"] / 2 ** 20, s["rps"], s["p50"],
+            s["p99"]), flush=True)
     stop.set()
     time.sleep(1)
     warmup = max(60, SECONDS // 5)
     warm = [s for s in samples if s["t"] >= warmup]
     base, last = warm[0], warm[-1]
-    first_rss = sum(s["rss"] for s in warm[:3]) / len(warm[:3])
-    last_rss = sum(s["rss"] for s in warm[-3:]) / len(warm[-3:])
+    third = max(1, len(warm) // 3)
+    first_rss = sum(s["rss"] for s in warm[:third]) / third
+    last_rss = sum(s["rss"] for s in warm[-third:]) / third
     growth = (last_rss - first_rss) / first_rss
     wal_max = max(s["wal"] for s in samples)
     print("\nsoak %d s: %d requests, %d 5xx, %d other errors; %d syncs, %d folio-cli pushes, %d events to subscribers" % (
         SECONDS, totals["requests"], totals["5xx"], totals["other_errors"], totals["syncs"], totals["pushes"], totals["events"]))
-    print("folio-fcgi heap (RssAnon) after the %d s warm-up: %d kB -> %d kB at the end (%+.1f%%, max %d kB); mapped database pages "
+    print("folio-fcgi heap (RssAnon, means of the first and the last third after the %d s warm-up): %d kB -> %d kB (%+.1f%%, max %d kB); "
+          "live allocations %.1f -> %.1f MB, held free %.1f -> %.1f MB; mapped database pages "
           "(RssFile) %d -> %d kB; fds %d -> %d; nginx RSS %d -> %d kB; WAL max %.1f MB; database %.1f -> %.1f MB" % (
-              warmup, first_rss, last_rss, 100 * growth, max(s["rss"] for s in warm), base["file"], last["file"], base["fds"], last["fds"],
+              warmup, first_rss, last_rss, 100 * growth, max(s["rss"] for s in warm),
+              mean(warm[:third], "folio_heap_allocated_bytes"), mean(warm[-third:], "folio_heap_allocated_bytes"),
+              mean(warm[:third], "folio_heap_free_bytes"), mean(warm[-third:], "folio_heap_free_bytes"), base["file"], last["file"], base["fds"], last["fds"],
               base["nginx_rss"], last["nginx_rss"], wal_max / 2 ** 20, base["db"] / 2 ** 20, last["db"] / 2 ** 20))
     failed = totals["5xx"] > 0 or growth >= 0.05 or wal_max > 64 * 2 ** 20
     print("soak: %s (criteria: 0 5xx, heap growth < 5%% after warm-up, WAL under 64 MB)" % ("FAILED" if failed else "ok"))
