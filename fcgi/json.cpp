@@ -45,6 +45,10 @@ struct checked_builder {
 }  // namespace
 
 rapidjson::Document parse_json(std::string_view body, std::string_view what) {
+  // RapidJSON's streams read a NUL as the end of the text, so "1\0anything" would parse as 1. JSON
+  // never holds a raw NUL (in a string it is escaped, elsewhere it is not whitespace).
+  if (const std::size_t nul = body.find('\0'); nul != std::string_view::npos)
+    throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: NUL byte. (at byte " + std::to_string(nul) + ").");
   rapidjson::Document doc;
   rapidjson::Reader reader;
   rapidjson::MemoryStream ms(body.data(), body.size());

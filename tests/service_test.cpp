@@ -61,6 +61,18 @@ TEST(Json, RefusesDeepNestingAndDuplicateKeys) {
   }
 }
 
+TEST(Json, RefusesANulByteWhereverItIs) {
+  // RapidJSON alone would stop at the NUL and take "1" and {} as whole texts.
+  for (const std::string& text : {std::string("1\0x", 3), std::string("{}\0", 3), std::string("[\"a\0\"]", 6)}) {
+    try {
+      svc::parse_json(text, "map value");
+      FAIL() << text;
+    } catch (const svc::api_error& e) {
+      EXPECT_EQ(e.message, "map value is not valid JSON: NUL byte. (at byte " + std::to_string(text.find('\0')) + ").");
+    }
+  }
+}
+
 TEST_F(fixture, RecordLifeThroughTheHandlers) {
   auto r = call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":"Hello"}})");
   EXPECT_EQ(r.http, 200) << r.body;
@@ -128,8 +140,10 @@ TEST_F(fixture, PushedMapAndArrayValuesMustBeJson) {
     return R"({"error":{"message":")" + message + R"(","status":"INVALID_ARGUMENT"}})";
   };
   folio::document map(folio::record_type::map, 77), array(folio::record_type::array, 78);
-  EXPECT_EQ(push("m", map.encode_change(map.set("k", std::string("[2,\0\"", 5)))).body,
+  EXPECT_EQ(push("m", map.encode_change(map.set("k", "[2,"))).body,
             refused("update is invalid: map value is not valid JSON: Invalid value. (at byte 3) (operation 0)."));
+  EXPECT_EQ(push("m", map.encode_change(map.set("k", std::string("-1\0\0", 4)))).body,
+            refused("update is invalid: map value is not valid JSON: NUL byte. (at byte 2) (operation 0)."));
   EXPECT_EQ(push("m", map.encode_change(map.set("k", R"({"x":1,"x":2})"))).body,
             refused(R"(update is invalid: map value: Duplicate key \"x\" in a JSON object (operation 0).)"));
   EXPECT_EQ(push("l", array.encode_change(array.replace_array({R"({"b":2})", "7"}))).body,
