@@ -76,10 +76,55 @@ TEST(Diff, UnrelatedLargeValuesStillReplaceCorrectly) {
 
 TEST(Diff, BudgetExhaustionFallsBackToReplace) {
   const std::u32string a = U"abcabcabcabc", b = U"cbacbacbacba";
-  const auto hunks = folio::detail::myers_diff(a.data(), a.size(), b.data(), b.size(), 0);
+  std::uint64_t none = 0;
+  const auto hunks = folio::detail::myers_diff(a.data(), a.size(), b.data(), b.size(), none);
   ASSERT_EQ(hunks.size(), 1u);
   EXPECT_EQ(hunks[0].a_len, a.size());
   EXPECT_EQ(hunks[0].b_len, b.size());
+}
+
+std::u32string random_binary(std::mt19937& rng, std::size_t n) {
+  std::u32string s;
+  for (std::size_t i = 0; i < n; ++i) s.push_back(rng() % 2 ? U'a' : U'b');
+  return s;
+}
+
+TEST(Diff, TheBudgetGrowsWithTheValuesUpToACap) {
+  using folio::detail::diff_budget;
+  EXPECT_EQ(diff_budget(0), 1'000'000u);
+  EXPECT_EQ(diff_budget(10'000), 1'640'000u);
+  EXPECT_EQ(diff_budget(std::uint64_t(1) << 40), 200'000'000u);  // no overflow past the cap
+}
+
+// Two unrelated 10,000-character texts differ in ~3,800 places: a minimal script costs ~15 M steps,
+// more than their budget (2.3 M), so the default diff stops and replaces the middle whole, while
+// the same texts with an ample budget get the many-hunk minimal script. (Before the budget was
+// proportional, every diff got 2·10^8 steps and this took the minimal path.)
+TEST(Diff, SmallUnrelatedValuesGetABudgetProportionalToTheirSize) {
+  std::mt19937 rng(11);
+  const std::u32string a = random_binary(rng, 10'000), b = random_binary(rng, 10'000);
+  const auto bounded = folio::detail::myers_diff(a.data(), a.size(), b.data(), b.size());
+  std::uint64_t ample = folio::detail::diff_max_budget;
+  const auto minimal = folio::detail::myers_diff(a.data(), a.size(), b.data(), b.size(), ample);
+  EXPECT_LE(bounded.size(), 2u);  // at most the prefix/suffix-trimmed middle, replaced
+  EXPECT_GT(minimal.size(), 500u);
+  folio::text t(1);
+  t.insert(0, a);
+  folio::replace_text(t, b);
+  EXPECT_EQ(t.to_u32string(), b);  // correct either way
+}
+
+// A few hundred scattered edits stay well inside the budget: the script is still minimal.
+TEST(Diff, ScatteredEditsInALargeTextStayMinimal) {
+  std::mt19937 rng(5);
+  const std::u32string from = random_binary(rng, 50'000);
+  std::u32string to = from;
+  for (int i = 0; i < 300; ++i) to.erase(rng() % to.size(), 1);
+  folio::text t(1);
+  t.insert(0, from);
+  const auto c = folio::replace_text(t, to);
+  EXPECT_EQ(t.to_u32string(), to);
+  EXPECT_EQ(units(t.ops(c)), 300u);
 }
 
 TEST(Diff, ArraysDiffByElement) {

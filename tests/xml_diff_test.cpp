@@ -70,6 +70,26 @@ TEST(XmlDiff, OneWordInAMebibyteDocumentIsAHandfulOfEdits) {
   EXPECT_LE(check_diff(parsed(doc), parsed(changed)), 8u);
 }
 
+// Every text of 200 paragraphs replaced by an unrelated one: the texts share one budget proportional
+// to the whole fragment, so the diff stops looking for minimal scripts partway (each text alone
+// would fit its own allowance) and replaces the rest whole, still exactly.
+TEST(XmlDiff, ManyTextDiffsShareOneBudget) {
+  std::mt19937_64 rng(3);
+  auto paragraphs = [&rng] {
+    std::string s;
+    for (int p = 0; p < 200; ++p) {
+      s += "<p>";
+      for (int i = 0; i < 1000; ++i) s += rng() % 2 ? 'a' : 'b';
+      s += "</p>";
+    }
+    return s;
+  };
+  const fragment a = parsed(paragraphs()), b = parsed(paragraphs());
+  const std::size_t size = check_diff(a, b);
+  EXPECT_GT(size, 150'000u) << "each text diffed minimally (~400 edits each): the budget was not shared";
+  EXPECT_LT(size, 400'000u) << "nothing diffed minimally";
+}
+
 // Random trees, randomly mutated: the script always reproduces the target.
 node random_node(std::mt19937_64& rng, int depth) {
   if (depth > 3 || rng() % 3 == 0) return node::make_text(std::string(1 + rng() % 4, char('a' + rng() % 3)));

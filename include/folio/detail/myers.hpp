@@ -3,8 +3,10 @@
 //
 // Common prefix and suffix are trimmed first, so a small change in a large input costs O(n) plus the
 // work on the changed middle. The recursion of the textbook version is replaced by an explicit stack.
-// A work budget bounds pathological inputs (two large, unrelated values): a subproblem that exceeds it
-// becomes one replace hunk, which is still correct, merely not minimal.
+// A work budget bounds pathological inputs (two unrelated values): past it, every subproblem left
+// becomes one replace hunk, which is still correct, merely not minimal. The budget grows with the
+// values (`diff_budget`), so the work a request can cause stays proportional to its size: before, a
+// flat 2·10^8 steps let two unrelated 64 KiB texts cost as much as two 4 MiB ones.
 //
 // Why not a packaged library: the engine depends on the standard library and pugixml only (DESIGN.md
 // §1); Debian's dtl would add a dependency to every consumer of the headers.
@@ -22,9 +24,21 @@ struct hunk {
   std::size_t a_pos, a_len, b_pos, b_len;
 };
 
-/// Hunks turning a into b, ascending and non-adjacent. `budget` bounds the inner-loop steps.
+inline constexpr std::uint64_t diff_base_budget = 1'000'000;  ///< steps any diff may take
+inline constexpr std::uint64_t diff_budget_per_item = 64;     ///< more steps per item of both values
+inline constexpr std::uint64_t diff_max_budget = 200'000'000;  ///< ~0.3 s in Release
+
+/// The inner-loop steps a diff of values with `items` items in all may take. Myers costs about
+/// (n + m) + D² steps for D differing items, so the script is minimal whenever D is below about
+/// sqrt(budget): 1,000 items for any values, about 2,700 for two of 50,000.
+constexpr std::uint64_t diff_budget(std::uint64_t items) {
+  return std::min(diff_max_budget, diff_base_budget + diff_budget_per_item * std::min<std::uint64_t>(items, diff_max_budget));
+}
+
+/// Hunks turning a into b, ascending and non-adjacent. Consumes `budget` (inner-loop steps), which
+/// callers diffing several pairs for one value share.
 template <class T>
-std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t m, std::uint64_t budget = 200'000'000) {
+std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t m, std::uint64_t& budget) {
   struct task {
     std::size_t a0, a1, b0, b1;
   };
@@ -109,6 +123,13 @@ std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t 
     stack.push_back({t.a0, t.a0 + mx, t.b0, t.b0 + my});
   }
   return out;
+}
+
+/// Hunks turning a into b within `diff_budget(n + m)`.
+template <class T>
+std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t m) {
+  std::uint64_t budget = diff_budget(n + m);
+  return myers_diff(a, n, b, m, budget);
 }
 
 }  // namespace folio::detail

@@ -145,6 +145,13 @@ inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const s
     xml_children_edit* out;
   };
   std::vector<work> stack{{&from, &to, &root}};
+  // One work budget for the whole script: each list or text compared adds its share (see
+  // diff_budget), so many small diffs cannot each spend the base allowance.
+  std::uint64_t budget = diff_base_budget;
+  auto diff = [&budget](const auto* a, std::size_t n, const auto* b, std::size_t m) {
+    budget = std::min(diff_max_budget, budget + diff_budget_per_item * (n + m));
+    return myers_diff(a, n, b, m, budget);
+  };
   while (!stack.empty()) {
     const work w = stack.back();
     stack.pop_back();
@@ -155,7 +162,7 @@ inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const s
     // path, which costs far less than keeping a hash for every node of both trees.
     for (const auto& n : a) ka.push_back({xml::subtree_hash(n), &n});
     for (const auto& n : b) kb.push_back({xml::subtree_hash(n), &n});
-    for (const hunk& h : myers_diff(ka.data(), ka.size(), kb.data(), kb.size())) {
+    for (const hunk& h : diff(ka.data(), ka.size(), kb.data(), kb.size())) {
       std::vector<xml::pair_key> pa, pb;
       for (std::size_t i = 0; i < h.a_len; ++i) pa.push_back({&a[h.a_pos + i]});
       for (std::size_t i = 0; i < h.b_len; ++i) pb.push_back({&b[h.b_pos + i]});
@@ -175,7 +182,7 @@ inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const s
         }
         ai = a_end, bi = b_end;
       };
-      std::vector<hunk> unpaired = myers_diff(pa.data(), pa.size(), pb.data(), pb.size());
+      std::vector<hunk> unpaired = diff(pa.data(), pa.size(), pb.data(), pb.size());
       unpaired.push_back({pa.size(), 0, pb.size(), 0});  // sentinel: pairs run to the end
       for (const hunk& u : unpaired) {
         // [ai, u.a_pos) pairs one to one with [bi, u.b_pos).
@@ -188,7 +195,7 @@ inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const s
             op.type = xml_child_op::kind::update_text;
             const std::u32string from_cp = xml::code_points(x.text);
             op.text_source = xml::code_points(y.text);
-            op.text = myers_diff(from_cp.data(), from_cp.size(), op.text_source.data(), op.text_source.size());
+            op.text = diff(from_cp.data(), from_cp.size(), op.text_source.data(), op.text_source.size());
             if (op.text.empty()) continue;
           } else {
             op.type = xml_child_op::kind::update_element;
