@@ -26,7 +26,7 @@ struct hunk {
 
 inline constexpr std::uint64_t diff_base_budget = 1'000'000;  ///< steps any diff may take
 inline constexpr std::uint64_t diff_budget_per_item = 64;     ///< more steps per item of both values
-inline constexpr std::uint64_t diff_max_budget = 200'000'000;  ///< ~0.3 s in Release
+inline constexpr std::uint64_t diff_max_budget = 200'000'000;  ///< the most any one diff may take
 
 /// The inner-loop steps a diff of values with `items` items in all may take. Myers costs about
 /// (n + m) + D² steps for D differing items, so the script is minimal whenever D is below about
