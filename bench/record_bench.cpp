@@ -2,6 +2,8 @@
 // run: for a 1 MiB XML document with one word changed, pugixml just parsing the new markup; for a
 // 10,000-key map with one value changed, copying the map. Also: loading the XML into an empty record,
 // strict parsing, canonical output, and the encoded size of each record against its serialised size.
+// Memory: what a record holds on the heap, for the 1 MiB XML against pugixml's DOM of the same markup,
+// and for a map with a long history (50 keys given new values 1,000 times) against its encoding.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "support/fastest_reporter.hpp"
+#include "support/heap_counter.hpp"
 #include "support/xml_documents.hpp"
 
 namespace {
@@ -128,6 +131,37 @@ void map_replace(benchmark::State& st) {
   st.counters["ops"] = double(g_map_ops);
 }
 
+struct held {
+  std::int64_t heap = 0;
+  std::size_t ops = 0, encoded = 0;
+};
+
+held xml_held() {
+  const std::int64_t start = folio::bench::heap_bytes();
+  folio::document d(folio::record_type::xml, 1);
+  d.replace_xml(before());
+  return {folio::bench::heap_bytes() - start, d.version().get(1), d.encode().size()};
+}
+
+held pugixml_held() {
+  const std::int64_t start = folio::bench::heap_bytes();
+  pugi::xml_document d;
+  d.load_buffer(before().data(), before().size(), pugi::parse_default | pugi::parse_fragment, pugi::encoding_utf8);
+  return {folio::bench::heap_bytes() - start, 0, 0};
+}
+
+held map_history_held() {
+  const std::int64_t start = folio::bench::heap_bytes();
+  folio::document d(folio::record_type::map, 1);
+  entries e;
+  for (int round = 0; round < 1000; ++round) {
+    for (int k = 0; k < 50; ++k) e["key" + std::to_string(k)] = "{\"n\":" + std::to_string(round * 50 + k) + "}";
+    d.replace_map(e);
+  }
+  e.clear();
+  return {folio::bench::heap_bytes() - start, d.version().get(1), d.encode().size()};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,6 +170,8 @@ int main(int argc, char** argv) {
                           {"xml/load", xml_load}, {"xml/serialize", xml_serialize}, {"xml/decode", xml_decode}, {"map/copy", map_copy},
                           {"map/replace", map_replace}})
     benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMillisecond);
+  // pugixml allocates with malloc; through operator new, its DOM is counted like Folio's records.
+  pugi::set_memory_management_functions([](std::size_t n) { return ::operator new(n); }, [](void* p) { ::operator delete(p); });
   benchmark::Initialize(&argc, argv);
   folio::bench::fastest_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -155,5 +191,12 @@ int main(int argc, char** argv) {
   const std::size_t json = map_json(map_before()).size();
   std::printf("  replace emits %zu ops; encoded record %.1f KB vs %.1f KB of JSON (%.2fx)\n", g_map_ops, double(g_map_encoded) / 1e3, double(json) / 1e3,
               double(g_map_encoded) / double(json));
+  const held xml = xml_held(), pugi_dom = pugixml_held(), map = map_history_held();
+  std::printf("\nMemory (bytes on the heap, counted by operator new)\n");
+  std::printf("  1 MiB XML record     %8.1f MB (%zu ops) vs pugixml's DOM %.1f MB (%.2fx)\n", double(xml.heap) / 1e6, xml.ops,
+              double(pugi_dom.heap) / 1e6, double(xml.heap) / double(pugi_dom.heap));
+  std::printf("  map, 50 keys x 1,000 %8.1f MB, %.1f B per op (%zu ops) vs its encoding %.1f kB, %.1f B per op (%.1fx)\n", double(map.heap) / 1e6,
+              double(map.heap) / double(map.ops), map.ops, double(map.encoded) / 1e3, double(map.encoded) / double(map.ops),
+              double(map.heap) / double(map.encoded));
   benchmark::Shutdown();
 }

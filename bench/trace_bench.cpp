@@ -10,34 +10,16 @@
 // After the Google Benchmark table it prints a summary: each figure, its ratio to the gap buffer, and
 // the targets (must / aim) for automerge-paper.
 #include <benchmark/benchmark.h>
-#include <malloc.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <folio/folio.hpp>
 #include <folio/zstd.hpp>
 #include <map>
-#include <new>
 
 #include "support/fastest_reporter.hpp"
+#include "support/heap_counter.hpp"
 #include "support/trace.hpp"
-
-// ---- heap accounting ---------------------------------------------------------------------------
-namespace {
-std::atomic<std::int64_t> g_heap{0};
-}
-void* operator new(std::size_t n) {
-  void* p = std::malloc(n ? n : 1);
-  if (!p) throw std::bad_alloc();
-  g_heap += static_cast<std::int64_t>(malloc_usable_size(p));
-  return p;
-}
-void operator delete(void* p) noexcept {
-  if (p) g_heap -= static_cast<std::int64_t>(malloc_usable_size(p));
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
 
 namespace {
 
@@ -123,10 +105,10 @@ void local_replay(benchmark::State& st, const std::string& file) {
   }
   const folio::text doc = replayed(t);
   if (doc.to_u32string() != t.end) st.SkipWithError("replay does not give endContent");
-  const std::int64_t before = g_heap;
+  const std::int64_t before = folio::bench::heap_bytes();
   {
     const folio::text held = replayed(t);
-    st.counters["heap_bytes"] = double(g_heap - before);
+    st.counters["heap_bytes"] = double(folio::bench::heap_bytes() - before);
     st.counters["runs"] = double(held.run_count());
     st.counters["log_entries"] = double(held.log_size());
   }
