@@ -19,7 +19,8 @@
 // and its object's creator, its origin, its targets and its preds are; until then it is pending. An
 // op that names something that is not what it claims (a target in another object, a map op on a
 // sequence, a tag that is not an XML name) is invalid. The log keeps every integrated op, with its
-// values, in integration order; `ops_since` and the document encoding read it.
+// values, in integration order, packed into bytes (see "the packed log"); `ops_since` and the document
+// encoding read it.
 //
 // Thread-safety: none; one thread at a time per document.
 #pragma once
@@ -44,6 +45,7 @@
 #include "or_map.hpp"
 #include "rga.hpp"
 #include "utf8.hpp"
+#include "varint.hpp"
 #include "xml_diff.hpp"
 
 namespace folio::detail {
@@ -159,16 +161,15 @@ class tree_doc {
       to[r] = upto ? std::min(upto->get(reps_[r].id), reps_[r].next_seq) : reps_[r].next_seq;
     }
     for (const logged& e : log_) {
-      const tree_op& o = e.o;
       const std::uint32_t lo = from[e.rep], hi = to[e.rep];
-      if (o.id.seq + o.len <= lo || o.id.seq >= hi) continue;
-      if (o.id.seq >= lo && o.id.seq + o.len <= hi) {
-        b.ops.push_back(o);
+      if (e.seq + e.len <= lo || e.seq >= hi) continue;
+      tree_op t = unpack(e);
+      if (t.id.seq >= lo && t.id.seq + t.len <= hi) {
+        b.ops.push_back(std::move(t));
         continue;
       }
-      tree_op t = o;
-      const std::uint32_t skip = lo > o.id.seq ? lo - o.id.seq : 0;
-      const std::uint32_t end = std::min(o.id.seq + o.len, hi);
+      const std::uint32_t skip = lo > t.id.seq ? lo - t.id.seq : 0;
+      const std::uint32_t end = std::min(t.id.seq + t.len, hi);
       trim_front(t, skip);
       t.len = end - t.id.seq;
       if (t.kind == tree_op_kind::insert) {
@@ -318,8 +319,9 @@ class tree_doc {
     }
     std::vector<std::uint32_t> seen(reps_.size(), 0);
     for (const logged& e : log_) {
-      if (e.o.id.seq != seen[e.rep]) fail("folio.invariant", "log out of seq order for a replica");
-      seen[e.rep] += e.o.len;
+      if (e.seq != seen[e.rep]) fail("folio.invariant", "log out of seq order for a replica");
+      if (e.at > log_bytes_.size()) fail("folio.invariant", "log entry past the end of the log's bytes");
+      seen[e.rep] += e.len;
     }
     for (std::size_t r = 0; r < reps_.size(); ++r)
       if (seen[r] != reps_[r].next_seq) fail("folio.invariant", "log does not cover a replica's ops");
@@ -327,16 +329,13 @@ class tree_doc {
 
   /// Heap bytes, approximately (objects, their engines, the log).
   std::size_t memory_usage() const {
-    std::size_t bytes = objects_.capacity() * sizeof(object) + log_.capacity() * sizeof(logged) + by_name_.size() * 64;
+    std::size_t bytes = objects_.capacity() * sizeof(object) + log_.capacity() * sizeof(logged) + log_bytes_.capacity() + by_name_.size() * 64;
     for (const object& o : objects_) {
       if (o.kids) bytes += o.kids->memory_usage();
       if (o.chars) bytes += o.chars->memory_usage();
       if (o.map) bytes += o.map->size() * 96;
       for (const auto& [rep, segs] : o.xlate) bytes += 48 + segs.capacity() * sizeof(seg);
     }
-    for (const logged& e : log_)
-      bytes += e.o.text.capacity() * 4 + e.o.key.capacity() + e.o.value.capacity() + e.o.preds.capacity() * sizeof(op_id) +
-               e.o.nodes.capacity() * sizeof(std::string);
     return bytes;
   }
 
@@ -358,9 +357,12 @@ class tree_doc {
     replica_id id;
     std::uint32_t next_seq = 0;
   };
+  /// An integrated op in the log: what ops_since filters on, inline; the rest packed at `at` in
+  /// log_bytes_ (pack / unpack). A map op costs ~25 bytes of these where a tree_op costs 224 + heap.
   struct logged {
-    std::uint32_t rep;
-    tree_op o;
+    std::uint32_t rep;  ///< index in reps_ of the author
+    std::uint32_t seq, len, lamport;
+    std::uint64_t at;
   };
   enum class outcome { done, parked, invalid };
 
@@ -498,8 +500,100 @@ class tree_doc {
     reps_[rep].next_seq += o.len;
     version_dirty_ = true;
     res.applied += o.len;
-    log_.push_back({rep, std::move(o)});
+    log_.push_back({rep, o.id.seq, o.len, o.lamport, log_bytes_.size()});
+    pack(oi, o);
     return outcome::done;
+  }
+
+  // ---- the packed log -----------------------------------------------------------------------------
+  // After a logged entry's inline fields, at `at`: a byte (kind, 0x04 backward), the object's index in
+  // objects_, then by kind: insert, the origin (0 = the object's start, else replica index + 1, then
+  // seq) and the values (a text's UTF-8, or per node its tag); remove, the first target (replica
+  // index, seq); set, key and value; unset, key; set and unset, the preds (count, then replica index
+  // and seq each). Numbers are LEB128, strings length-prefixed. Indices name replicas and objects that
+  // exist for as long as the document does. Only this class writes these bytes, so reading trusts them.
+
+  void pack(std::uint32_t oi, const tree_op& o) {
+    std::string& out = log_bytes_;
+    out.push_back(static_cast<char>(static_cast<std::uint8_t>(o.kind) | (o.backward ? 0x04 : 0)));
+    put_varint(out, oi);
+    auto put_str = [&](std::string_view v) { put_varint(out, v.size()), out.append(v); };
+    switch (o.kind) {
+      case tree_op_kind::insert:
+        put_varint(out, o.ref == document_start ? 0 : std::uint64_t(rep_index_.at(o.ref.replica)) + 1);
+        if (o.ref != document_start) put_varint(out, o.ref.seq);
+        if (objects_[oi].kind == object_kind::text) {
+          std::string utf8;
+          for (char32_t c : o.text) append_utf8(utf8, c);
+          put_str(utf8);
+        } else {
+          for (const std::string& tag : o.nodes) put_str(tag);
+        }
+        break;
+      case tree_op_kind::remove:
+        put_varint(out, rep_index_.at(o.ref.replica)), put_varint(out, o.ref.seq);
+        break;
+      case tree_op_kind::set:
+      case tree_op_kind::unset:
+        put_str(o.key);
+        if (o.kind == tree_op_kind::set) put_str(o.value);
+        put_varint(out, o.preds.size());
+        for (const op_id& p : o.preds) put_varint(out, rep_index_.at(p.replica)), put_varint(out, p.seq);
+        break;
+    }
+  }
+
+  tree_op unpack(const logged& e) const {
+    const char* p = log_bytes_.data() + e.at;
+    auto num = [&p] {
+      std::uint64_t v = 0;
+      for (unsigned shift = 0;; shift += 7) {
+        const auto b = static_cast<std::uint8_t>(*p++);
+        v |= std::uint64_t(b & 0x7f) << shift;
+        if (b < 0x80) return v;
+      }
+    };
+    auto str = [&] {
+      const std::size_t n = num();
+      std::string v(p, n);
+      p += n;
+      return v;
+    };
+    tree_op o;
+    const auto flags = static_cast<std::uint8_t>(*p++);
+    o.kind = static_cast<tree_op_kind>(flags & 0x03), o.backward = (flags & 0x04) != 0;
+    o.id = {reps_[e.rep].id, e.seq}, o.len = e.len, o.lamport = e.lamport;
+    const object& obj = objects_[num()];
+    o.object = obj.name;
+    switch (o.kind) {
+      case tree_op_kind::insert:
+        if (const std::uint64_t r = num(); r != 0) o.ref = {reps_[r - 1].id, static_cast<std::uint32_t>(num())};
+        if (obj.kind == object_kind::text) {
+          decode_utf8(str(), o.text);
+        } else {
+          o.nodes.reserve(e.len);
+          for (std::uint32_t k = 0; k < e.len; ++k) o.nodes.push_back(str());
+        }
+        break;
+      case tree_op_kind::remove: {
+        const std::uint64_t r = num();
+        o.ref = {reps_[r].id, static_cast<std::uint32_t>(num())};
+        break;
+      }
+      case tree_op_kind::set:
+      case tree_op_kind::unset: {
+        o.key = str();
+        if (o.kind == tree_op_kind::set) o.value = str();
+        const std::uint64_t n = num();
+        o.preds.reserve(n);
+        for (std::uint64_t k = 0; k < n; ++k) {
+          const std::uint64_t r = num();
+          o.preds.push_back({reps_[r].id, static_cast<std::uint32_t>(num())});
+        }
+        break;
+      }
+    }
+    return o;
   }
 
   bool valid_values(object_kind ok, const tree_op& o, std::string& why) const {
@@ -731,6 +825,7 @@ class tree_doc {
   std::vector<object> objects_;  ///< index 0 is the root
   std::unordered_map<object_name, std::uint32_t, object_name_hash> by_name_;
   std::vector<logged> log_;  ///< every integrated op, in integration order
+  std::string log_bytes_;    ///< their packed parts
   std::vector<tree_op> parked_;
   mutable version_vector version_;
   mutable bool version_dirty_ = false;
