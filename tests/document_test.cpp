@@ -298,6 +298,53 @@ TEST(Document, RemoteOpsMustFitTheirObjects) {
   a.check();
 }
 
+TEST(Document, TheOpLogGivesBackEveryOpAsItWasIntegrated) {
+  // tree_doc keeps its log packed into bytes; every field of every kind of op must come back: runs,
+  // origins, a backward remove, preds of another replica, tags, code points beyond ASCII and the BMP.
+  using namespace folio::detail;
+  auto op = [](tree_op_kind k, folio::op_id id, std::uint32_t lamport, object_name obj) {
+    tree_op o;
+    o.kind = k, o.id = id, o.lamport = lamport, o.object = obj;
+    return o;
+  };
+  const object_name attrs{{1, 0}, object_role::attributes}, kids{{1, 0}, object_role::children}, text{{1, 1}, object_role::text};
+  tree_batch in;
+  in.ops.push_back(op(tree_op_kind::insert, {1, 0}, 1, root_object));
+  in.ops.back().len = 2, in.ops.back().ref = folio::document_start, in.ops.back().nodes = {"w:p", ""};
+  in.ops.push_back(op(tree_op_kind::insert, {1, 2}, 1, text));
+  in.ops.back().len = 4, in.ops.back().ref = folio::document_start, in.ops.back().text = U"é😀xy";
+  in.ops.push_back(op(tree_op_kind::set, {1, 6}, 1, attrs));
+  in.ops.back().key = "a", in.ops.back().value = "1";
+  in.ops.push_back(op(tree_op_kind::set, {200000, 0}, 2, attrs));
+  in.ops.back().key = "a", in.ops.back().value = "2 & 3", in.ops.back().preds = {{1, 6}};
+  in.ops.push_back(op(tree_op_kind::remove, {200000, 1}, 5, text));
+  in.ops.back().len = 2, in.ops.back().ref = {1, 3}, in.ops.back().backward = true;  // 😀 then é
+  in.ops.push_back(op(tree_op_kind::unset, {200000, 3}, 3, attrs));
+  in.ops.back().key = "a", in.ops.back().preds = {{200000, 0}};
+  in.ops.push_back(op(tree_op_kind::insert, {3, 0}, 1, kids));
+  in.ops.back().ref = folio::document_start, in.ops.back().nodes = {"b"};
+  in.ops.push_back(op(tree_op_kind::insert, {3, 1}, 6, text));
+  in.ops.back().len = 2, in.ops.back().ref = {1, 5}, in.ops.back().text = U"\U0010FFFDz";
+
+  tree_doc d(tree_shape::xml, 9);
+  const folio::apply_result r = d.apply(in);
+  ASSERT_TRUE(r) << r.message;
+  ASSERT_EQ(r.applied, in.unit_count());
+  d.check();
+  EXPECT_EQ(d.ops_since({}), in);
+  EXPECT_EQ(folio::markup::serialize(d.fragment()), "<w:p><b/></w:p>xy\U0010FFFDz");
+
+  // From inside runs: what a replica that has seqs 0-2 of replica 1 and 0 of replica 3 lacks.
+  folio::version_vector since;
+  since.observe(1, 3), since.observe(3, 1);
+  tree_batch rest = in;
+  rest.ops.erase(rest.ops.begin());
+  rest.ops.front().id.seq = 3, rest.ops.front().len = 3, rest.ops.front().lamport = 2;
+  rest.ops.front().ref = {1, 2}, rest.ops.front().text = U"😀xy";
+  rest.ops.erase(rest.ops.end() - 2);  // replica 3's first op; its second is there whole
+  EXPECT_EQ(d.ops_since(since), rest);
+}
+
 // Random mutation of valid encodings of every type: decoding and applying never crash, and either
 // fail cleanly or leave a document that passes check().
 TEST(Document, MutatedBytesNeverCrash) {
