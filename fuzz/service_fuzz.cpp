@@ -6,9 +6,11 @@
 //     vector that follows, the rest is the update; both sent base64 in a /v2/crdt/sync body.
 // Oracles: the answer is never a 500 (an unexpected exception) and its body is JSON; after a sync
 // push is taken, the record reads as JSON and a reader with an empty cache (the state on disk)
-// answers exactly what the cached document answers. The database is recreated every 2,000 inputs
-// so that its records stay small (a sync answers with what the client lacks, which for a random
-// version is the whole record).
+// answers exactly what the cached document answers. The database is recreated every 500 inputs so
+// that its records stay small: a sync answers with what the client lacks, which for a random version
+// is the whole record, and the oracle reloads the record from disk. Every 2,000 inputs, as before,
+// `sync` ran 2.2x fewer executions in 120 s (side by side over copies of one corpus: 30,145 against
+// 65,999) for no more coverage (cov 6,982 against 7,019).
 #include <rapidjson/document.h>
 #include <unistd.h>
 
@@ -94,7 +96,7 @@ struct world {
   }
 
   void next() {
-    if (++runs % 2000 == 0) reset();
+    if (++runs % 500 == 0) reset();
   }
 };
 
