@@ -134,6 +134,7 @@ void map_replace(benchmark::State& st) {
 struct held {
   std::int64_t heap = 0;
   std::size_t ops = 0, encoded = 0;
+  std::int64_t encode_peak = 0, decode_peak = 0;  ///< the most the heap grew while encoding / decoding it
 };
 
 held xml_held() {
@@ -159,7 +160,17 @@ held map_history_held() {
     d.replace_map(e);
   }
   e.clear();
-  return {folio::bench::heap_bytes() - start, d.version().get(1), d.encode().size()};
+  held h{folio::bench::heap_bytes() - start, d.version().get(1), 0};
+  std::int64_t at = folio::bench::heap_bytes();
+  folio::bench::reset_peak();
+  const std::string bytes = d.encode();
+  h.encoded = bytes.size(), h.encode_peak = folio::bench::peak_bytes() - at;
+  at = folio::bench::heap_bytes();
+  folio::bench::reset_peak();
+  std::optional<folio::document> copy;
+  if (!folio::document::decode(bytes, 2, copy)) std::fprintf(stderr, "map decode failed\n");
+  h.decode_peak = folio::bench::peak_bytes() - at;
+  return h;
 }
 
 }  // namespace
@@ -198,5 +209,8 @@ int main(int argc, char** argv) {
   std::printf("  map, 50 keys x 1,000 %8.1f MB, %.1f B per op (%zu ops) vs its encoding %.1f kB, %.1f B per op (%.1fx)\n", double(map.heap) / 1e6,
               double(map.heap) / double(map.ops), map.ops, double(map.encoded) / 1e3, double(map.encoded) / double(map.ops),
               double(map.heap) / double(map.encoded));
+  std::printf("  while encoding it the heap grew by at most %.1f MB (%.2fx the encoding), while decoding it %.1f MB (%.2fx the record)\n",
+              double(map.encode_peak) / 1e6, double(map.encode_peak) / double(map.encoded), double(map.decode_peak) / 1e6,
+              double(map.decode_peak) / double(map.heap));
   benchmark::Shutdown();
 }

@@ -131,7 +131,14 @@ class document {
 
   /// An encoded batch of what a replica at `since` lacks (empty batch if nothing).
   std::string encode_since(const version_vector& since) const {
-    return std::visit([&](const auto& d) { return batch_bytes(d, d.ops_since(since)); }, impl_);
+    return std::visit(
+        [&](const auto& d) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(d)>, detail::tree_doc>)
+            return tree_bytes(d, detail::kind_batch, since);
+          else
+            return batch_bytes(d, d.ops_since(since));
+        },
+        impl_);
   }
   /// An encoded batch of one local change.
   std::string encode_change(const local_change& c) const {
@@ -207,11 +214,7 @@ class document {
     return std::visit(
         [&](const auto& d) -> std::string {
           if constexpr (std::is_same_v<std::decay_t<decltype(d)>, detail::tree_doc>) {
-            std::string out;
-            detail::put_header(out, detail::kind_document, static_cast<unsigned char>(type_));
-            detail::put_content_key(out, key_);
-            detail::put_tree_ops(out, d.shape(), d.ops_since(version_vector{}).ops);
-            return out;
+            return tree_bytes(d, detail::kind_document, version_vector{});
           } else {
             return d.encode(key_);
           }
@@ -238,13 +241,20 @@ class document {
     }
     if (!detail::read_content_key(r, key)) return r.result();
     const detail::tree_shape shape = type == record_type::map ? detail::tree_shape::map : detail::tree_shape::xml;
-    detail::tree_batch log;
+    // Each op is integrated as it is read (no copy of the log is held); the answer is as if the whole
+    // log had been read first: a malformed byte anywhere, then the limit, then integration.
     const std::size_t ops_at = r.offset();
-    if (!detail::read_tree_ops(r, shape, log.ops)) return r.result();
-    if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
-    if (log.unit_count() > default_max_tree_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
     document d(type, self, std::move(key));
-    const apply_result res = std::get<detail::tree_doc>(d.impl_).apply(log);
+    std::uint64_t units = 0;
+    const apply_result res = std::get<detail::tree_doc>(d.impl_).apply_each([&](auto&& integrate) {
+      detail::read_tree_ops_each(r, shape, [&](const detail::tree_op& o) {
+        units += o.len;
+        if (units <= default_max_tree_ops) integrate(o);
+      });
+    });
+    if (!r.ok()) return r.result();
+    if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
+    if (units > default_max_tree_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
     if (!res || res.pending != 0) return decode_result{decode_status::inconsistent, ops_at, "op log does not integrate"};
     out.emplace(std::move(d));
     return {};
@@ -293,6 +303,14 @@ class document {
   }
   const detail::tree_doc& tree(const char* want) const { return const_cast<document*>(this)->tree(want); }
 
+  /// A batch or document (`kind`) of what a replica at `since` lacks, written as the log is read.
+  std::string tree_bytes(const detail::tree_doc& d, unsigned char kind, const version_vector& since) const {
+    std::string out;
+    detail::put_header(out, kind, static_cast<unsigned char>(type_));
+    if (kind == detail::kind_document) detail::put_content_key(out, key_);
+    detail::put_tree_ops_each(out, d.shape(), [&](auto&& f) { d.for_each_op_since(since, nullptr, f); });
+    return out;
+  }
   std::string batch_bytes(const detail::tree_doc& d, const detail::tree_batch& b) const {
     std::string out;
     detail::put_header(out, detail::kind_batch, static_cast<unsigned char>(type_));

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -138,14 +139,26 @@ class tree_doc {
   /// Integrates a batch: duplicates skipped, ops with missing dependencies held as pending and released
   /// when they arrive. Stops at the first invalid op (earlier ones stay integrated), like rga::apply.
   apply_result apply(const tree_batch& b) {
+    return apply_each([&](auto&& integrate) {
+      for (const tree_op& o : b.ops) integrate(o);
+    });
+  }
+  /// apply() for ops that come one at a time (a decoder's): `each(integrate)` calls integrate(op) for
+  /// each, in order; after an invalid op the rest are ignored.
+  template <class Each>
+  apply_result apply_each(Each&& each) {
     apply_result res;
-    for (std::size_t i = 0; i < b.ops.size(); ++i) {
+    std::size_t i = 0;
+    bool stopped = false;
+    each([&](const tree_op& o) {
+      if (stopped) return;
       std::string why;
-      if (integrate(b.ops[i], res, why) == outcome::invalid) {
+      if (integrate(o, res, why) == outcome::invalid) {
         res.status = apply_status::invalid, res.op_index = i, res.message = std::move(why);
-        break;
+        stopped = true;
       }
-    }
+      ++i;
+    });
     if (res.applied != 0 && !parked_.empty()) release_parked(res);
     res.pending = pending();
     return res;
@@ -155,30 +168,35 @@ class tree_doc {
   /// With `upto`, only what that version holds. O(L) for L log entries.
   tree_batch ops_since(const version_vector& since, const version_vector* upto = nullptr) const {
     tree_batch b;
+    for_each_op_since(since, upto, [&](const tree_op& o) { b.ops.push_back(o); });
+    return b;
+  }
+  /// ops_since(), passed to `f` one at a time (a const tree_op&, valid during the call; one op is
+  /// reused), so that encoding a long history needs no copy of it.
+  template <class F>
+  void for_each_op_since(const version_vector& since, const version_vector* upto, F&& f) const {
     std::vector<std::uint32_t> from(reps_.size()), to(reps_.size());
     for (std::size_t r = 0; r < reps_.size(); ++r) {
       from[r] = since.get(reps_[r].id);
       to[r] = upto ? std::min(upto->get(reps_[r].id), reps_[r].next_seq) : reps_[r].next_seq;
     }
+    tree_op t;
     for (const logged& e : log_) {
       const std::uint32_t lo = from[e.rep], hi = to[e.rep];
       if (e.seq + e.len <= lo || e.seq >= hi) continue;
-      tree_op t = unpack(e);
-      if (t.id.seq >= lo && t.id.seq + t.len <= hi) {
-        b.ops.push_back(std::move(t));
-        continue;
+      unpack(e, t);
+      if (t.id.seq < lo || t.id.seq + t.len > hi) {
+        const std::uint32_t skip = lo > t.id.seq ? lo - t.id.seq : 0;
+        const std::uint32_t end = std::min(t.id.seq + t.len, hi);
+        trim_front(t, skip);
+        t.len = end - t.id.seq;
+        if (t.kind == tree_op_kind::insert) {
+          if (!t.text.empty()) t.text.resize(t.len);
+          if (!t.nodes.empty()) t.nodes.resize(t.len);
+        }
       }
-      const std::uint32_t skip = lo > t.id.seq ? lo - t.id.seq : 0;
-      const std::uint32_t end = std::min(t.id.seq + t.len, hi);
-      trim_front(t, skip);
-      t.len = end - t.id.seq;
-      if (t.kind == tree_op_kind::insert) {
-        if (!t.text.empty()) t.text.resize(t.len);
-        if (!t.nodes.empty()) t.nodes.resize(t.len);
-      }
-      b.ops.push_back(std::move(t));
+      f(std::as_const(t));
     }
-    return b;
   }
 
   /// The ops of one local change.
@@ -464,12 +482,13 @@ class tree_doc {
     const std::uint32_t rep = replica_index(in.id.replica);
     const std::uint32_t next = reps_[rep].next_seq;
     if (in.id.seq + in.len <= next) return res.duplicate += in.len, outcome::done;
-    tree_op o = in;
-    if (o.id.seq < next) res.duplicate += next - o.id.seq, trim_front(o, next - o.id.seq);
-    if (o.id.seq > next) return park(std::move(o)), outcome::parked;
+    std::optional<tree_op> trimmed;  // copied only when part of it was integrated before
+    if (in.id.seq < next) res.duplicate += next - in.id.seq, trim_front(trimmed.emplace(in), next - in.id.seq);
+    const tree_op& o = trimmed ? *trimmed : in;
+    if (o.id.seq > next) return park(o), outcome::parked;
 
     // The object.
-    if (o.object.creator != document_start && !integrated(o.object.creator)) return park(std::move(o)), outcome::parked;
+    if (o.object.creator != document_start && !integrated(o.object.creator)) return park(o), outcome::parked;
     auto oit = by_name_.find(o.object);
     if (oit == by_name_.end()) return why = "operation on an object that does not exist", outcome::invalid;
     const std::uint32_t oi = oit->second;
@@ -480,10 +499,10 @@ class tree_doc {
 
     // Dependencies.
     if (o.kind == tree_op_kind::insert && o.ref.replica == 0 && o.ref != document_start) return why = "insert origin of replica 0", outcome::invalid;
-    if (o.kind == tree_op_kind::insert && o.ref != document_start && !integrated(o.ref)) return park(std::move(o)), outcome::parked;
-    if (o.kind == tree_op_kind::remove && (!integrated(o.target(0)) || !integrated(o.target(o.len - 1)))) return park(std::move(o)), outcome::parked;
+    if (o.kind == tree_op_kind::insert && o.ref != document_start && !integrated(o.ref)) return park(o), outcome::parked;
+    if (o.kind == tree_op_kind::remove && (!integrated(o.target(0)) || !integrated(o.target(o.len - 1)))) return park(o), outcome::parked;
     for (const op_id& p : o.preds)
-      if (!integrated(p)) return park(std::move(o)), outcome::parked;
+      if (!integrated(p)) return park(o), outcome::parked;
     for (const op_id& p : o.preds)
       if (p.replica == o.id.replica && p.seq >= o.id.seq) return why = "operation observes a later operation of its own replica", outcome::invalid;
 
@@ -543,7 +562,8 @@ class tree_doc {
     }
   }
 
-  tree_op unpack(const logged& e) const {
+  /// The op of log entry `e`, into `o` (whose buffers are reused).
+  void unpack(const logged& e, tree_op& o) const {
     const char* p = log_bytes_.data() + e.at;
     auto num = [&p] {
       std::uint64_t v = 0;
@@ -555,14 +575,15 @@ class tree_doc {
     };
     auto str = [&] {
       const std::size_t n = num();
-      std::string v(p, n);
+      const std::string_view v(p, n);
       p += n;
       return v;
     };
-    tree_op o;
     const auto flags = static_cast<std::uint8_t>(*p++);
     o.kind = static_cast<tree_op_kind>(flags & 0x03), o.backward = (flags & 0x04) != 0;
     o.id = {reps_[e.rep].id, e.seq}, o.len = e.len, o.lamport = e.lamport;
+    o.ref = {};
+    o.text.clear(), o.nodes.clear(), o.key.clear(), o.value.clear(), o.preds.clear();
     const object& obj = objects_[num()];
     o.object = obj.name;
     switch (o.kind) {
@@ -571,8 +592,7 @@ class tree_doc {
         if (obj.kind == object_kind::text) {
           decode_utf8(str(), o.text);
         } else {
-          o.nodes.reserve(e.len);
-          for (std::uint32_t k = 0; k < e.len; ++k) o.nodes.push_back(str());
+          for (std::uint32_t k = 0; k < e.len; ++k) o.nodes.emplace_back(str());
         }
         break;
       case tree_op_kind::remove: {
@@ -582,10 +602,9 @@ class tree_doc {
       }
       case tree_op_kind::set:
       case tree_op_kind::unset: {
-        o.key = str();
-        if (o.kind == tree_op_kind::set) o.value = str();
+        o.key.assign(str());
+        if (o.kind == tree_op_kind::set) o.value.assign(str());
         const std::uint64_t n = num();
-        o.preds.reserve(n);
         for (std::uint64_t k = 0; k < n; ++k) {
           const std::uint64_t r = num();
           o.preds.push_back({reps_[r].id, static_cast<std::uint32_t>(num())});
@@ -593,7 +612,6 @@ class tree_doc {
         break;
       }
     }
-    return o;
   }
 
   bool valid_values(object_kind ok, const tree_op& o, std::string& why) const {
@@ -679,7 +697,7 @@ class tree_doc {
     return true;
   }
 
-  void park(tree_op&& o) { parked_.push_back(std::move(o)); }
+  void park(const tree_op& o) { parked_.push_back(o); }
 
   void release_parked(apply_result& res) {
     for (bool progress = true; progress && !parked_.empty();) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tree_doc.hpp"
@@ -61,24 +62,30 @@ inline void put_string(std::string& out, std::string_view s) {
   out += s;
 }
 
-inline void put_tree_ops(std::string& out, tree_shape shape, const std::vector<tree_op>& ops) {
+/// Writes the ops that `each(f)` passes to `f` (a const tree_op&, one at a time, the same every time
+/// it is called: `each` is called twice, for the replica table and then for the records).
+template <class Each>
+void put_tree_ops_each(std::string& out, tree_shape shape, Each&& each) {
   std::vector<replica_id> reps;
   std::unordered_map<replica_id, std::uint64_t> index;
   auto add = [&](replica_id id) {
     if (id != 0 && index.try_emplace(id, reps.size()).second) reps.push_back(id);
   };
-  for (const tree_op& o : ops) {
+  std::size_t count = 0;
+  each([&](const tree_op& o) {
     add(o.id.replica), add(o.object.creator.replica), add(o.ref.replica);
     for (const op_id& p : o.preds) add(p.replica);
-  }
+    ++count;
+  });
   put_varint(out, reps.size());
   for (replica_id id : reps) put_varint(out, id);
-  put_varint(out, ops.size());
+  put_varint(out, count);
   auto ref_index = [&](replica_id id) { return id == 0 ? 0 : index.at(id) + 1; };
   std::vector<std::uint64_t> next(reps.size(), UINT64_MAX);
   std::uint64_t prev_rep = UINT64_MAX, lamport = 0;
   object_name object = root_object;
-  for (const tree_op& o : ops) {
+  std::string utf8;
+  each([&](const tree_op& o) {
     const std::uint64_t ri = index.at(o.id.replica);
     std::uint8_t flags = static_cast<std::uint8_t>(o.kind);
     if (ri != prev_rep) flags |= tf_replica;
@@ -101,7 +108,7 @@ inline void put_tree_ops(std::string& out, tree_shape shape, const std::vector<t
         put_varint(out, ref_index(o.ref.replica));
         if (o.ref.replica != 0) put_varint(out, o.ref.seq);
         if (kind_of_role(shape, o.object.role) == tree_doc::object_kind::text) {
-          std::string utf8;
+          utf8.clear();
           for (char32_t c : o.text) append_utf8(utf8, c);
           put_string(out, utf8);
         } else {
@@ -124,11 +131,19 @@ inline void put_tree_ops(std::string& out, tree_shape shape, const std::vector<t
     next[ri] = std::uint64_t(o.id.seq) + o.len;
     lamport = std::uint64_t(o.lamport) + o.len;
     object = o.object;
-  }
+  });
 }
 
-inline bool read_tree_ops(byte_reader& r, tree_shape shape, std::vector<tree_op>& ops) {
-  ops.clear();
+inline void put_tree_ops(std::string& out, tree_shape shape, const std::vector<tree_op>& ops) {
+  put_tree_ops_each(out, shape, [&](auto&& f) {
+    for (const tree_op& o : ops) f(o);
+  });
+}
+
+/// Reads the ops of a batch or document, passing each to `sink` (a const tree_op&, valid during the
+/// call; one op is reused) as soon as it is read; stops at the first malformed byte.
+template <class Sink>
+bool read_tree_ops_each(byte_reader& r, tree_shape shape, Sink&& sink) {
   const std::uint64_t nrep = r.varint("replica count");
   if (nrep > r.remaining()) return r.fail(decode_status::too_large, "replica count");
   std::vector<replica_id> reps(nrep);
@@ -140,7 +155,6 @@ inline bool read_tree_ops(byte_reader& r, tree_shape shape, std::vector<tree_op>
   }
   const std::uint64_t nops = r.varint("op count");
   if (nops > r.remaining()) return r.fail(decode_status::too_large, "op count");
-  ops.reserve(nops);
   const std::uint64_t limit = std::uint64_t(max_counter) + 1;
   std::vector<std::uint64_t> next(nrep, UINT64_MAX);
   std::uint64_t cur = UINT64_MAX, lamport = 0;
@@ -151,13 +165,15 @@ inline bool read_tree_ops(byte_reader& r, tree_shape shape, std::vector<tree_op>
     if (i == 0 && !allow_zero) return r.fail(decode_status::bad_reference, what), 0;
     return i == 0 ? 0 : reps[i - 1];
   };
-  auto string_field = [&](const char* what) -> std::string {
+  auto string_field = [&](const char* what) -> std::string_view {
     const std::uint64_t n = r.varint(what);
-    return std::string(r.bytes(n > r.remaining() ? r.remaining() + 1 : n, what));
+    return r.bytes(n > r.remaining() ? r.remaining() + 1 : n, what);
   };
+  tree_op o;
   for (std::uint64_t i = 0; i < nops && r.ok(); ++i) {
     const std::uint8_t flags = r.byte("op flags");
-    tree_op o;
+    o.text.clear(), o.nodes.clear(), o.key.clear(), o.value.clear(), o.preds.clear();
+    o.ref = {};
     o.kind = static_cast<tree_op_kind>(flags & tf_kind);
     o.backward = (flags & tf_backward) != 0;
     if (o.backward && o.kind != tree_op_kind::remove) return r.fail(decode_status::inconsistent, "backward flag on an op that is not a remove");
@@ -199,14 +215,14 @@ inline bool read_tree_ops(byte_reader& r, tree_shape shape, std::vector<tree_op>
         if (o.ref.replica != 0) o.ref.seq = static_cast<std::uint32_t>(r.varint("origin seq", max_counter));
         if (target == tree_doc::object_kind::text) {
           const std::size_t at = r.offset();
-          const std::string utf8 = string_field("text");
+          const std::string_view utf8 = string_field("text");
           if (!r.ok()) break;
           if (!decode_utf8(utf8, o.text)) return r.fail_at(at, decode_status::inconsistent, "text is not valid UTF-8");
           if (o.text.size() != len) return r.fail_at(at, decode_status::inconsistent, "text length differs from the op's");
         } else {
           if (len > r.remaining()) return r.fail(decode_status::too_large, "node count");
           o.nodes.reserve(len);
-          for (std::uint64_t k = 0; k < len && r.ok(); ++k) o.nodes.push_back(string_field("node tag"));
+          for (std::uint64_t k = 0; k < len && r.ok(); ++k) o.nodes.emplace_back(string_field("node tag"));
         }
         break;
       }
@@ -217,8 +233,8 @@ inline bool read_tree_ops(byte_reader& r, tree_shape shape, std::vector<tree_op>
         break;
       case tree_op_kind::set:
       case tree_op_kind::unset: {
-        o.key = string_field("key");
-        if (o.kind == tree_op_kind::set) o.value = string_field("value");
+        o.key.assign(string_field("key"));
+        if (o.kind == tree_op_kind::set) o.value.assign(string_field("value"));
         const std::uint64_t np = r.varint("pred count");
         if (np > r.remaining()) return r.fail(decode_status::too_large, "pred count");
         for (std::uint64_t k = 0; k < np && r.ok(); ++k) {
@@ -232,9 +248,14 @@ inline bool read_tree_ops(byte_reader& r, tree_shape shape, std::vector<tree_op>
     }
     next[cur] = seq + len;
     lamport = std::uint64_t(lam) + len;
-    if (r.ok()) ops.push_back(std::move(o));
+    if (r.ok()) sink(std::as_const(o));
   }
   return r.ok();
+}
+
+inline bool read_tree_ops(byte_reader& r, tree_shape shape, std::vector<tree_op>& ops) {
+  ops.clear();
+  return read_tree_ops_each(r, shape, [&](const tree_op& o) { ops.push_back(o); });
 }
 
 }  // namespace folio::detail
