@@ -77,14 +77,17 @@ int check(folio::service::database& db) {
       for (const std::string& value : values)
         if (const std::string why = svc::json_value_rule(d->type(), value); !why.empty()) problem(name + ": " + why);
     }
-    for (const char* table : {"annotations", "annotation_comments"}) {
-      svc::query bodies = db.prepare(std::string("SELECT body FROM ") + table);
+    for (const bool is_comment : {false, true}) {
+      svc::query bodies = db.prepare(is_comment ? "SELECT tenant, org, doc, annotation_id, body, comment_id FROM annotation_comments"
+                                                : "SELECT tenant, org, doc, annotation_id, body FROM annotations");
       while (bodies.step()) {
-        ++(std::string_view(table) == "annotations" ? annotations : comments);
+        ++(is_comment ? comments : annotations);
+        const std::string name = (is_comment ? "comment " : "annotation ") + bodies.text(0) + " / " + bodies.text(1) + " / " + bodies.text(2) +
+                                 " / " + bodies.text(3) + (is_comment ? " / " + std::to_string(bodies.integer(5)) : "");
         try {
-          if (!svc::parse_json(bodies.text(0)).IsObject()) problem(std::string(table) + ": a body is not a JSON object");
+          if (!svc::parse_json(bodies.text(4)).IsObject()) problem(name + ": body is not a JSON object");
         } catch (const svc::api_error& e) {
-          problem(std::string(table) + ": a body does not parse: " + e.message);
+          problem(name + ": body does not parse: " + e.message);
         }
       }
     }

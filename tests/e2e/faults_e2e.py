@@ -85,6 +85,47 @@ def xml_value(n):
     return "<doc>" + "".join('<p n="%d">para %d</p>' % (i, i) for i in range(n + 1)) + "</doc>"
 
 
+class CheckFindsDamage(unittest.TestCase):
+    def test_check_names_every_damaged_record_and_body(self):
+        # folio-admin check on a copy of the database in which four things were damaged by hand
+        # (the service refuses to store any of them): a map value that is not JSON in a snapshot that
+        # still decodes, a snapshot cut short, an annotation body and a comment body that are not JSON.
+        doc = "damage"
+        ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "m", "type": "map", "data": {"k": "plantedvalue"}}),
+           "CRDT data added successfully.")
+        ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "t", "type": "text", "data": "hello"}),
+           "CRDT data added successfully.")
+        user = {"userId": "u", "name": "U", "email": "u@example.com"}
+        status, body = call("/v2/commentannotations/add", {"organizationId": ORG, "documentId": doc, "commentAnnotations": [
+            {"annotationId": "damaged", "from": user, "commentData": [{"commentText": "c", "from": user}]}]})
+        self.assertEqual(status, 200, body)
+        copy = os.path.join(STACK.dir, "damaged.db")
+        src, dst = sqlite3.connect(STACK.db), sqlite3.connect(copy)
+        src.backup(dst)
+        src.close()
+        tenant, snapshot = dst.execute("SELECT tenant, snapshot FROM crdt_records WHERE org=? AND doc=? AND editor='m'", (ORG, doc)).fetchone()
+        self.assertEqual(snapshot.count(b'"plantedvalue"'), 1)
+        dst.execute("UPDATE crdt_records SET snapshot=? WHERE org=? AND doc=? AND editor='m'",
+                    (snapshot.replace(b'"plantedvalue"', b'plantedvalue!!'), ORG, doc))  # same length: still decodes
+        dst.execute("UPDATE crdt_records SET snapshot=substr(snapshot, 1, length(snapshot) - 2) WHERE org=? AND doc=? AND editor='t'", (ORG, doc))
+        dst.execute("UPDATE annotations SET body='{\"annotationId\":' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
+        dst.execute("UPDATE annotation_comments SET body='[]' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
+        dst.commit()
+        dst.close()
+        out = subprocess.run([stack.ADMIN, "--db", copy, "check"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertTrue(out.stdout.startswith("FAILED: "), out.stdout)
+        self.assertTrue(out.stdout.endswith(", 4 problems\n"), out.stdout)
+        where = "%s / %s / %s / " % (tenant, ORG, doc)
+        self.maxDiff = None
+        self.assertEqual(out.stderr.splitlines(), [
+            "folio-admin check: record " + where + "m: map value is not valid JSON: Invalid value. (at byte 0)",
+            "folio-admin check: record " + where + "t: snapshot does not decode: truncated input at byte 31 (text content)",
+            "folio-admin check: annotation " + where + "damaged: body does not parse: Body is not valid JSON: Invalid value. (at byte 16).",
+            "folio-admin check: comment " + where + "damaged / 1: body is not a JSON object",
+        ])
+
+
 class CrashDurability(unittest.TestCase):
     def test_every_acknowledged_write_survives_sigkill_at_random_moments(self):
         kills = int(os.environ.get("FOLIO_CRASH_KILLS", "20"))
