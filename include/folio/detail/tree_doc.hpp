@@ -376,7 +376,8 @@ class tree_doc {
     std::uint32_t next_seq = 0;
   };
   /// An integrated op in the log: what ops_since filters on, inline; the rest packed at `at` in
-  /// log_bytes_ (pack / unpack). A map op costs ~25 bytes of these where a tree_op costs 224 + heap.
+  /// log_bytes_ (pack / unpack). A map set costs these 24 bytes and ~25 packed; as a tree_op it cost
+  /// 224 bytes and its heap blocks.
   struct logged {
     std::uint32_t rep;  ///< index in reps_ of the author
     std::uint32_t seq, len, lamport;
