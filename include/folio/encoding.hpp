@@ -74,14 +74,10 @@ void put_content(std::string& out, const std::vector<T>& values) {
     std::string utf8;
     utf8.reserve(values.size());
     for (char32_t c : values) append_utf8(utf8, c);
-    put_varint(out, utf8.size());
-    out += utf8;
+    put_string(out, utf8);
   } else {
     put_varint(out, values.size());
-    for (const std::string& v : values) {
-      put_varint(out, v.size());
-      out += v;
-    }
+    for (const std::string& v : values) put_string(out, v);
   }
 }
 

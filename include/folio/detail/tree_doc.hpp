@@ -376,8 +376,8 @@ class tree_doc {
     std::uint32_t next_seq = 0;
   };
   /// An integrated op in the log: what ops_since filters on, inline; the rest packed at `at` in
-  /// log_bytes_ (pack / unpack). A map set costs these 24 bytes and ~25 packed; as a tree_op it cost
-  /// 224 bytes and its heap blocks.
+  /// log_bytes_ (pack / unpack). A map set costs these 24 bytes, its key and value, and 5-9 bytes
+  /// packed around them (more with concurrent preds); as a tree_op it cost 224 bytes and heap blocks.
   struct logged {
     std::uint32_t rep;  ///< index in reps_ of the author
     std::uint32_t seq, len, lamport;
@@ -531,13 +531,13 @@ class tree_doc {
   // seq) and the values (a text's UTF-8, or per node its tag); remove, the first target (replica
   // index, seq); set, key and value; unset, key; set and unset, the preds (count, then replica index
   // and seq each). Numbers are LEB128, strings length-prefixed. Indices name replicas and objects that
-  // exist for as long as the document does. Only this class writes these bytes, so reading trusts them.
+  // exist for as long as the document does. Only this class writes these bytes; unpack reads them
+  // with byte_reader, which never reads past their end.
 
   void pack(std::uint32_t oi, const tree_op& o) {
     std::string& out = log_bytes_;
     out.push_back(static_cast<char>(static_cast<std::uint8_t>(o.kind) | (o.backward ? 0x04 : 0)));
     put_varint(out, oi);
-    auto put_str = [&](std::string_view v) { put_varint(out, v.size()), out.append(v); };
     switch (o.kind) {
       case tree_op_kind::insert:
         put_varint(out, o.ref == document_start ? 0 : std::uint64_t(rep_index_.at(o.ref.replica)) + 1);
@@ -545,9 +545,9 @@ class tree_doc {
         if (objects_[oi].kind == object_kind::text) {
           std::string utf8;
           for (char32_t c : o.text) append_utf8(utf8, c);
-          put_str(utf8);
+          put_string(out, utf8);
         } else {
-          for (const std::string& tag : o.nodes) put_str(tag);
+          for (const std::string& tag : o.nodes) put_string(out, tag);
         }
         break;
       case tree_op_kind::remove:
@@ -555,8 +555,8 @@ class tree_doc {
         break;
       case tree_op_kind::set:
       case tree_op_kind::unset:
-        put_str(o.key);
-        if (o.kind == tree_op_kind::set) put_str(o.value);
+        put_string(out, o.key);
+        if (o.kind == tree_op_kind::set) put_string(out, o.value);
         put_varint(out, o.preds.size());
         for (const op_id& p : o.preds) put_varint(out, rep_index_.at(p.replica)), put_varint(out, p.seq);
         break;
@@ -565,22 +565,10 @@ class tree_doc {
 
   /// The op of log entry `e`, into `o` (whose buffers are reused).
   void unpack(const logged& e, tree_op& o) const {
-    const char* p = log_bytes_.data() + e.at;
-    auto num = [&p] {
-      std::uint64_t v = 0;
-      for (unsigned shift = 0;; shift += 7) {
-        const auto b = static_cast<std::uint8_t>(*p++);
-        v |= std::uint64_t(b & 0x7f) << shift;
-        if (b < 0x80) return v;
-      }
-    };
-    auto str = [&] {
-      const std::size_t n = num();
-      const std::string_view v(p, n);
-      p += n;
-      return v;
-    };
-    const auto flags = static_cast<std::uint8_t>(*p++);
+    byte_reader in(std::string_view(log_bytes_).substr(e.at));
+    auto num = [&in] { return in.varint("packed log"); };
+    auto str = [&] { return in.bytes(num(), "packed log"); };
+    const std::uint8_t flags = in.byte("packed log");
     o.kind = static_cast<tree_op_kind>(flags & 0x03), o.backward = (flags & 0x04) != 0;
     o.id = {reps_[e.rep].id, e.seq}, o.len = e.len, o.lamport = e.lamport;
     o.ref = {};

@@ -57,11 +57,6 @@ inline tree_doc::object_kind kind_of_role(tree_shape shape, object_role role) {
   return tree_doc::object_kind::text;
 }
 
-inline void put_string(std::string& out, std::string_view s) {
-  put_varint(out, s.size());
-  out += s;
-}
-
 /// Writes the ops that `each(f)` passes to `f` (a const tree_op&, one at a time, the same every time
 /// it is called: `each` is called twice, for the replica table and then for the records).
 template <class Each>

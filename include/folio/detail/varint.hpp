@@ -21,6 +21,12 @@ inline void put_varint(std::string& out, std::uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
+/// A length-prefixed string: its byte count as a varint, then its bytes.
+inline void put_string(std::string& out, std::string_view s) {
+  put_varint(out, s.size());
+  out += s;
+}
+
 inline std::uint64_t zigzag(std::int64_t v) { return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63); }
 inline std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1); }
 
