@@ -31,7 +31,12 @@ new_value parse_value(folio::record_type type, const rapidjson::Value& v) {
     case folio::record_type::xml: {
       if (!v.IsString()) throw api_error(status::invalid_argument, "Data must be a string of XML markup for type xml.");
       const folio::markup::parse_result pr = folio::markup::parse({v.GetString(), v.GetStringLength()}, out.xml);
-      if (!pr) throw api_error(status::invalid_argument, "Data must be a string of XML markup for type xml. " + pr.description() + ".");
+      if (!pr) {
+        // The engine's reasons are phrases ("not well-formed: ...", "invalid UTF-8"); here one starts a sentence.
+        std::string why = pr.description();
+        if (why[0] >= 'a' && why[0] <= 'z') why[0] = static_cast<char>(why[0] - 'a' + 'A');
+        throw api_error(status::invalid_argument, "Data must be a string of XML markup for type xml. " + why + ".");
+      }
       break;
     }
   }

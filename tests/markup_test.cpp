@@ -138,6 +138,7 @@ TEST(Markup, UnbalancedOrBrokenMarkupIsMalformed) {
     EXPECT_EQ(r.status, parse_status::malformed) << s;
     EXPECT_NE(r.message.find("not well-formed"), std::string::npos);
   }
+  EXPECT_EQ(refused("<a><b></a>").description(), "not well-formed: start-end tags mismatch at byte 8");
 }
 
 TEST(Markup, CommentsAndProcessingInstructionsAreRefusedNotDropped) {

@@ -203,7 +203,11 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
   const unsigned options = pugi::parse_fragment | pugi::parse_doctype | pugi::parse_comments | pugi::parse_pi | pugi::parse_declaration |
                            pugi::parse_cdata | pugi::parse_ws_pcdata | pugi::parse_eol | pugi::parse_wconv_attribute;
   const pugi::xml_parse_result pr = doc.load_buffer_inplace(buf.data(), buf.size(), options, pugi::encoding_utf8);
-  if (!pr) return fail(parse_status::malformed, static_cast<std::size_t>(pr.offset), std::string("not well-formed: ") + pr.description());
+  if (!pr) {
+    std::string why = pr.description();  // pugixml's reasons start with a capital: "Start-end tags mismatch"
+    if (!why.empty() && why[0] >= 'A' && why[0] <= 'Z') why[0] = static_cast<char>(why[0] - 'A' + 'a');
+    return fail(parse_status::malformed, static_cast<std::size_t>(pr.offset), "not well-formed: " + why);
+  }
   // Offsets of pugixml's strings: parsing in place leaves each string where it started in the input.
   auto at = [&](const char* p) { return p >= buf.data() && p <= buf.data() + buf.size() ? static_cast<std::size_t>(p - buf.data()) : 0; };
   auto opening = [&](const char* p, std::string_view lead) {  // the "<!" or "<?" before a node's content
