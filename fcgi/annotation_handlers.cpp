@@ -284,15 +284,21 @@ std::string annotations_add(context& c) {
   // Checked before the transaction: the writer lock is held only for the writes.
   std::vector<std::optional<annotation_value>> checked;
   std::vector<item_result> results(items.Size());
+  // The ids that key a result. An id keys the first item that has it; a later item with the same id is
+  // keyed by its place, so the answer never holds a key twice.
+  std::unordered_set<std::string> keys;
   for (rapidjson::SizeType i = 0; i < items.Size(); ++i) {
     results[i].key = "commentAnnotations[" + std::to_string(i) + "]";
     try {
       checked.push_back(parse_annotation(items[i]));
     } catch (const api_error& e) {
       checked.emplace_back();
-      if (items[i].IsObject()) {  // key a failed item by its id when it has a valid one
+      if (items[i].IsObject()) {  // a failed item names its id when it has a valid one
         try {
-          if (auto id = optional_id(items[i], "annotationId")) results[i].key = *id, results[i].annotation_id = *id;
+          if (auto id = optional_id(items[i], "annotationId")) {
+            if (keys.insert(*id).second) results[i].key = *id;
+            results[i].annotation_id = *id;
+          }
         } catch (const api_error&) {
         }
       }
@@ -301,9 +307,6 @@ std::string annotations_add(context& c) {
   }
   const std::string now = now_iso();
   c.db.write([&] {
-    std::unordered_set<std::string> keys;
-    for (const item_result& r : results)
-      if (r.annotation_id) keys.insert(r.key);
     for (std::size_t i = 0; i < checked.size(); ++i) {
       if (!checked[i]) continue;
       if (checked[i]->id && !keys.insert(*checked[i]->id).second) {  // the same id twice in this call
@@ -364,16 +367,19 @@ std::string comments_add(context& c) {
   const rapidjson::Value& items = item_array(c.data, "commentData", max_comments_per_call, "comment");
   std::vector<std::optional<comment_value>> checked;
   std::vector<item_result> results(items.Size());
+  std::unordered_set<std::string> keys;  // as in annotations_add: an id keys the first item that has it
   for (rapidjson::SizeType i = 0; i < items.Size(); ++i) {
     results[i].key = "commentData[" + std::to_string(i) + "]";
     try {
       checked.push_back(parse_comment(items[i], "", true));
     } catch (const api_error& e) {
       checked.emplace_back();
-      if (items[i].IsObject())
+      if (items[i].IsObject())  // a failed item names its id when it has a valid one
         if (auto it = items[i].FindMember("commentId"); it != items[i].MemberEnd() && it->value.IsInt64() && it->value.GetInt64() >= 0 &&
-                                                        it->value.GetInt64() <= max_comment_id)
-          results[i].key = std::to_string(it->value.GetInt64()), results[i].comment_id = it->value.GetInt64();
+                                                        it->value.GetInt64() <= max_comment_id) {
+          if (keys.insert(std::to_string(it->value.GetInt64())).second) results[i].key = std::to_string(it->value.GetInt64());
+          results[i].comment_id = it->value.GetInt64();
+        }
       results[i].message = e.message;
     }
   }
@@ -381,10 +387,6 @@ std::string comments_add(context& c) {
   c.db.write([&] {
     const auto [aid, row] = target_annotation(c.db, s, c.data);
     const std::vector<std::int64_t> existing = comment_ids(c.db, s, aid);
-    std::unordered_set<std::int64_t> used(existing.begin(), existing.end());
-    std::unordered_set<std::string> keys;  // a failed item keyed by its commentId holds that key
-    for (const item_result& r : results)
-      if (r.comment_id) keys.insert(r.key);
     std::int64_t next = row.next_comment_id;  // never below an id the thread had: deleted ids are not reused
     for (const auto& v : checked)
       if (v && v->id) next = std::max(next, *v->id + 1);
@@ -402,21 +404,18 @@ std::string comments_add(context& c) {
       }
       r.comment_id = v.id;
       const std::string key = std::to_string(*v.id);
-      if (std::binary_search(existing.begin(), existing.end(), *v.id)) {
-        r.key = key;
-        r.message = "Comment already exists.";
-        continue;
-      }
-      if (used.count(*v.id) || keys.count(key)) {
+      if (!keys.insert(key).second) {
         r.message = "Comment " + key + " appears more than once in commentData.";
         continue;
       }
-      keys.insert(key);
-      used.insert(*v.id);
+      r.key = key;
+      if (std::binary_search(existing.begin(), existing.end(), *v.id)) {
+        r.message = "Comment already exists.";
+        continue;
+      }
       if (!v.created_at) v.created_at = now;
       if (!v.last_updated) v.last_updated = now;
       insert_comment(c.db, s, aid, *v.id, comment_body(v));
-      r.key = key;
       r.success = true;
       r.message = "Comment added successfully.";
       wrote = true;

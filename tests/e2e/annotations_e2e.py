@@ -123,15 +123,18 @@ class Add(unittest.TestCase):
             "not an object",                                                  # 6
             ann("m3", comments=[{"commentId": 4, "commentText": "a"}, {"commentId": 4, "commentText": "b"}]),  # 7 comment id twice
             ann("m4", location="L9", comments=[{"commentText": "y" * 65536, "commentHtml": "h" * 65536}]),     # 8 ok: at the limits
+            {"annotationId": "m5"},                                           # 9 no from
+            {"annotationId": "m5", "color": 1},                               # 10 no from, same id: keyed by place
+            ann("m5"),                                                        # 11 valid, but its id came first in 9
         ]
         status, body = add("mixed", batch)
         self.assertEqual(status, 200, body)
-        self.assertEqual(body["result"]["message"], "3 of 9 annotations added.")
+        self.assertEqual(body["result"]["message"], "3 of 12 annotations added.")
         r = body["result"]["data"]
-        generated = [k for k in r if k not in ("m1", "m2", "old", "m3", "m4") and not k.startswith("commentAnnotations[")]
+        generated = [k for k in r if k not in ("m1", "m2", "old", "m3", "m4", "m5") and not k.startswith("commentAnnotations[")]
         self.assertEqual(len(generated), 1)
-        self.assertEqual(sorted(r), sorted(["m1", generated[0], "m2", "commentAnnotations[3]", "commentAnnotations[4]", "old",
-                                            "commentAnnotations[6]", "m3", "m4"]))
+        self.assertEqual(list(r), ["m1", generated[0], "m2", "commentAnnotations[3]", "commentAnnotations[4]", "old",
+                                   "commentAnnotations[6]", "m3", "m4", "m5", "commentAnnotations[10]", "commentAnnotations[11]"])
         self.assertEqual(r["m1"], {"success": True, "annotationId": "m1", "commentIds": [1], "message": "Annotation added successfully."})
         self.assertEqual(r["m2"], {"success": False, "annotationId": "m2", "message": "from is required."})
         self.assertEqual(r["commentAnnotations[3]"], {"success": False, "message": "commentData[0].commentText must be at most 65536 bytes."})
@@ -141,6 +144,10 @@ class Add(unittest.TestCase):
         self.assertEqual(r["commentAnnotations[6]"], {"success": False, "message": "Each item must be an object."})
         self.assertEqual(r["m3"], {"success": False, "annotationId": "m3", "message": "commentData[1].commentId 4 is used twice."})
         self.assertTrue(r["m4"]["success"])
+        self.assertEqual(r["m5"], {"success": False, "annotationId": "m5", "message": "from is required."})
+        self.assertEqual(r["commentAnnotations[10]"], {"success": False, "annotationId": "m5", "message": "from is required."})
+        self.assertEqual(r["commentAnnotations[11]"], {"success": False, "annotationId": "m5",
+                                                       "message": "Annotation m5 appears more than once in commentAnnotations."})
         self.assertEqual(sorted(ids(v1("mixed"))), sorted(["old", "m1", generated[0], "m4"]))  # nothing of the failed items
 
     def test_item_errors_name_the_field(self):
@@ -321,16 +328,24 @@ class Comments(unittest.TestCase):
              "lastUpdated": "2025-01-01T00:00:00.000Z"},
             {"commentText": "no author"},
             {"commentId": 20, "commentText": "twice", "from": user("u3")},
-            {"commentText": "21", "from": user("u2")}]))
+            {"commentText": "21", "from": user("u2")},
+            {"commentId": 5, "commentText": "dup again", "from": user("u2")},
+            {"commentId": 3},
+            {"commentId": 3, "commentText": "no author either"},
+            {"commentId": 3, "commentText": "three", "from": user("u2")}]))
         self.assertEqual(status, 200, body)
-        self.assertEqual(body["result"]["message"], "3 of 6 comments added.")
+        self.assertEqual(body["result"]["message"], "3 of 10 comments added.")
         self.assertEqual(body["result"]["data"], {
             "21": {"success": True, "commentId": 21, "message": "Comment added successfully."},
             "5": {"success": False, "commentId": 5, "message": "Comment already exists."},
             "20": {"success": True, "commentId": 20, "message": "Comment added successfully."},
             "commentData[3]": {"success": False, "message": "from is required."},
             "commentData[4]": {"success": False, "commentId": 20, "message": "Comment 20 appears more than once in commentData."},
-            "22": {"success": True, "commentId": 22, "message": "Comment added successfully."}})
+            "22": {"success": True, "commentId": 22, "message": "Comment added successfully."},
+            "commentData[6]": {"success": False, "commentId": 5, "message": "Comment 5 appears more than once in commentData."},
+            "3": {"success": False, "commentId": 3, "message": "commentText or commentHtml is required."},
+            "commentData[8]": {"success": False, "commentId": 3, "message": "from is required."},
+            "commentData[9]": {"success": False, "commentId": 3, "message": "Comment 3 appears more than once in commentData."}})
         a = v1("com")[0]
         self.assertEqual([c["commentId"] for c in a["comments"]], [5, 20, 21, 22])
         self.assertEqual(a["comments"][2]["commentText"], "six")

@@ -127,6 +127,15 @@ def tearDownModule():
         shutil.rmtree(STACK.dir, ignore_errors=True)
 
 
+def unique_keys(pairs):
+    """json.loads hook: an object with a key twice is a defect (Python's json would keep the last silently)."""
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise AssertionError(f"answer has duplicate keys {dup}")
+    return dict(pairs)
+
+
 def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None):
     """Returns (http status, parsed JSON body)."""
     conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60)
@@ -145,7 +154,7 @@ def call(path, data=None, who="a", body=None, method="POST", content_type="appli
     raw = r.read()
     conn.close()
     try:
-        return r.status, json.loads(raw)
+        return r.status, json.loads(raw, object_pairs_hook=unique_keys)
     except ValueError:
         return r.status, raw
 
