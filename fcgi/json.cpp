@@ -48,7 +48,7 @@ rapidjson::Document parse_json(std::string_view body, std::string_view what) {
   // RapidJSON's streams read a NUL as the end of the text, so "1\0anything" would parse as 1. JSON
   // never holds a raw NUL (in a string it is escaped, elsewhere it is not whitespace).
   if (const std::size_t nul = body.find('\0'); nul != std::string_view::npos)
-    throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: NUL byte. (at byte " + std::to_string(nul) + ").");
+    throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: NUL byte (at byte " + std::to_string(nul) + ").");
   rapidjson::Document doc;
   rapidjson::Reader reader;
   rapidjson::MemoryStream ms(body.data(), body.size());
@@ -64,9 +64,13 @@ rapidjson::Document parse_json(std::string_view body, std::string_view what) {
   doc.Populate(generate);
   if (too_deep) throw api_error(status::invalid_argument, "JSON nesting is deeper than 64 levels (at byte " + std::to_string(pr.Offset()) + ").");
   if (!duplicate.empty()) throw api_error(status::invalid_argument, "Duplicate key \"" + duplicate + "\" in a JSON object.");
-  if (pr.IsError())
-    throw api_error(status::invalid_argument,
-                    std::string(what) + " is not valid JSON: " + rapidjson::GetParseError_En(pr.Code()) + " (at byte " + std::to_string(pr.Offset()) + ").");
+  if (pr.IsError()) {
+    // RapidJSON's reasons are sentences ("Invalid value."); inside this one they become a phrase.
+    std::string why = rapidjson::GetParseError_En(pr.Code());
+    if (why.ends_with('.')) why.pop_back();
+    if (why.size() > 1 && why[0] >= 'A' && why[0] <= 'Z' && why[1] >= 'a' && why[1] <= 'z') why[0] = static_cast<char>(why[0] - 'A' + 'a');
+    throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: " + why + " (at byte " + std::to_string(pr.Offset()) + ").");
+  }
   return doc;
 }
 

@@ -119,9 +119,9 @@ class CheckFindsDamage(unittest.TestCase):
         where = "%s / %s / %s / " % (tenant, ORG, doc)
         self.maxDiff = None
         self.assertEqual(out.stderr.splitlines(), [
-            "folio-admin check: record " + where + "m: map value is not valid JSON: Invalid value. (at byte 0)",
+            "folio-admin check: record " + where + "m: map value is not valid JSON: invalid value (at byte 0)",
             "folio-admin check: record " + where + "t: snapshot does not decode: truncated input at byte 31 (text content)",
-            "folio-admin check: annotation " + where + "damaged: body does not parse: Body is not valid JSON: Invalid value. (at byte 16).",
+            "folio-admin check: annotation " + where + "damaged: body does not parse: Body is not valid JSON: invalid value (at byte 16).",
             "folio-admin check: comment " + where + "damaged / 1: body is not a JSON object",
         ])
 

@@ -182,8 +182,11 @@ class BadInput(unittest.TestCase):
         err(self, call("/v2/crdt/get", content_type="text/plain"), 400, "INVALID_ARGUMENT", "Content-Type must be application/json.")
         err(self, call("/v2/crdt/get", content_type=None), 400, "INVALID_ARGUMENT", "Content-Type must be application/json.")
         self.assertEqual(call("/v2/crdt/get", {"organizationId": "o", "documentId": "d"}, content_type="application/json; charset=utf-8")[0], 200)
-        m = err(self, call("/v2/crdt/get", body="{not json"), 400, "INVALID_ARGUMENT")
-        self.assertTrue(m.startswith("Body is not valid JSON"), m)
+        err(self, call("/v2/crdt/get", body="{not json"), 400, "INVALID_ARGUMENT",
+            "Body is not valid JSON: missing a name for object member (at byte 1).")
+        err(self, call("/v2/crdt/get", body='{"data":{}'), 400, "INVALID_ARGUMENT",
+            "Body is not valid JSON: missing a comma or '}' after an object member (at byte 10).")
+        err(self, call("/v2/crdt/get", body='{"data":{}}\0'), 400, "INVALID_ARGUMENT", "Body is not valid JSON: NUL byte (at byte 11).")
         err(self, call("/v2/crdt/get", body="[1]"), 400, "INVALID_ARGUMENT", "Body must be a JSON object with a \"data\" object.")
         err(self, call("/v2/crdt/get", body="{}"), 400, "INVALID_ARGUMENT", "Body must have a \"data\" object.")
         err(self, call("/v2/crdt/get", body='{"data":[]}'), 400, "INVALID_ARGUMENT", "\"data\" must be an object.")
