@@ -5,7 +5,9 @@
 //   folio-admin --db var/folio.db list
 //   folio-admin --db var/folio.db revoke-key KEY_ID | revoke-token TOKEN_ID
 //   folio-admin --db var/folio.db check
-// A created key or token is printed once, on stdout; only its salted hash is stored. `check` verifies
+// A created key or token is printed once, on stdout; only its salted hash is stored. KEY_ID and
+// TOKEN_ID are the ids `list` shows; the whole credential, or its "fk_<id>" / "ft_<id>" part, works too
+// (revoking a leaked token by pasting it). `--expires` takes the API's timestamp form. `check` verifies
 // a database (after a crash, a restore, a full disk): SQLite's integrity check, every CRDT record's
 // snapshot and log decode and pass the engine's check(), its map and array values are JSON, every
 // annotation and comment body parses.
@@ -20,6 +22,7 @@
 
 #include "auth.hpp"
 #include "crdt_values.hpp"
+#include "fields.hpp"
 #include "json.hpp"
 #include "service.hpp"
 
@@ -28,11 +31,17 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: folio-admin [--db PATH] create-key NAME\n"
-               "       folio-admin [--db PATH] create-token KEY_ID SUBJECT [--read-only] [--expires ISO8601]\n"
+               "       folio-admin [--db PATH] create-token KEY_ID SUBJECT [--read-only] [--expires 2027-01-01T00:00:00.000Z]\n"
                "       folio-admin [--db PATH] list\n"
                "       folio-admin [--db PATH] revoke-key KEY_ID | revoke-token TOKEN_ID\n"
                "       folio-admin [--db PATH] check\n");
   return 2;
+}
+
+/// The id in a KEY_ID / TOKEN_ID argument: a bare id, "<prefix><id>", or a whole credential.
+std::string id_argument(const std::string& arg, std::string_view prefix) {
+  if (std::string id = folio::service::credential_id(arg, prefix); !id.empty()) return id;
+  return arg.starts_with(prefix) ? arg.substr(prefix.size()) : arg;
 }
 
 /// `check`: prints what it verified; returns the number of problems (each printed on stderr).
@@ -118,7 +127,12 @@ int main(int argc, char** argv) {
         else if (args[i] == "--expires" && i + 1 < args.size()) expires = args[++i];
         else return usage();
       }
-      std::printf("%s\n", folio::service::create_token(db, args[1], args[2], read_only, expires, now).c_str());
+      // Expiry is compared as text against the time of each request: anything but this one form could
+      // compare after every timestamp and never expire.
+      if (expires && !folio::service::is_timestamp(*expires))
+        return std::fprintf(stderr, "folio-admin: --expires must be a UTC timestamp like 2027-01-31T00:00:00.000Z, not \"%s\"\n", expires->c_str()), 2;
+      if (expires && *expires <= now) std::fprintf(stderr, "folio-admin: warning: --expires %s has passed; the token is created expired\n", expires->c_str());
+      std::printf("%s\n", folio::service::create_token(db, id_argument(args[1], "fk_"), args[2], read_only, expires, now).c_str());
     } else if (cmd == "list" && args.size() == 1) {
       for (const auto& c : folio::service::list_credentials(db))
         std::printf("%-5s %s  %s%s%s%s created %s%s\n", c.kind.c_str(), c.id.c_str(), c.name.c_str(), c.kind == "token" ? (" key " + c.key_id).c_str() : "",
@@ -127,8 +141,10 @@ int main(int argc, char** argv) {
     } else if (cmd == "check" && args.size() == 1) {
       return check(db) ? 1 : 0;
     } else if ((cmd == "revoke-key" || cmd == "revoke-token") && args.size() == 2) {
-      const bool done = cmd == "revoke-key" ? folio::service::revoke_key(db, args[1], now) : folio::service::revoke_token(db, args[1], now);
-      if (!done) return std::fprintf(stderr, "folio-admin: no live %s with id %s\n", cmd.c_str() + 7, args[1].c_str()), 1;
+      const bool key = cmd == "revoke-key";
+      const std::string id = id_argument(args[1], key ? "fk_" : "ft_");
+      const bool done = key ? folio::service::revoke_key(db, id, now) : folio::service::revoke_token(db, id, now);
+      if (!done) return std::fprintf(stderr, "folio-admin: no live %s with id %s\n", cmd.c_str() + 7, id.c_str()), 1;
     } else {
       return usage();
     }

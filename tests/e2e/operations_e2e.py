@@ -154,6 +154,37 @@ class Metrics(unittest.TestCase):
         self.assertEqual(after["folio_oplog_compactions_total"] - before.get("folio_oplog_compactions_total", 0), 1)
 
 
+class Admin(unittest.TestCase):
+    def admin(self, *args):
+        return subprocess.run([stack.ADMIN, "--db", STACK.db, *args], capture_output=True, text=True)
+
+    def test_ids_as_listed_prefixed_or_whole_credentials(self):
+        key = CREDS["a"][0]
+        for key_arg in (key[3:19], key[:19], key):  # the id `list` shows, "fk_<id>", the whole key
+            r = self.admin("create-token", key_arg, "pasted")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            CREDS["pasted"] = (key, r.stdout.strip())
+            ok(self, call("/v2/crdt/get", {"organizationId": "o", "documentId": "d"}, who="pasted"), "CRDT data retrieved successfully.")
+            r = self.admin("revoke-token", CREDS["pasted"][1])  # a leaked token, pasted whole
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # a checked credential is trusted for at most 2 s
+            self.assertTrue(wait_for(lambda: call("/v2/crdt/get", {"organizationId": "o", "documentId": "d"}, who="pasted")[0] == 401, 5))
+        r = self.admin("revoke-token", CREDS["pasted"][1])
+        self.assertEqual((r.returncode, r.stderr), (1, "folio-admin: no live token with id " + CREDS["pasted"][1][3:19] + "\n"))
+
+    def test_expiry_must_be_a_timestamp(self):
+        kid = CREDS["a"][0][3:19]
+        for bad in ("tomorrow", "2027-01-01", "2027-01-01T00:00:00Z", "2027-02-30T00:00:00.000Z"):
+            r = self.admin("create-token", kid, "x", "--expires", bad)
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertEqual(r.stdout, "")
+            self.assertEqual(r.stderr, 'folio-admin: --expires must be a UTC timestamp like 2027-01-31T00:00:00.000Z, not "%s"\n' % bad)
+        r = self.admin("create-token", kid, "x", "--expires", "2020-01-01T00:00:00.000Z")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("has passed; the token is created expired", r.stderr)
+        self.assertTrue(r.stdout.startswith("ft_"))
+
+
 class Logs(unittest.TestCase):
     def test_one_request_id_in_the_answer_the_responder_log_and_nginx_log(self):
         key, token = CREDS["a"]
