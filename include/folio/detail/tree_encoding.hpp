@@ -57,30 +57,29 @@ inline tree_doc::object_kind kind_of_role(tree_shape shape, object_role role) {
   return tree_doc::object_kind::text;
 }
 
-/// Writes the ops that `each(f)` passes to `f` (a const tree_op&, one at a time, the same every time
-/// it is called: `each` is called twice, for the replica table and then for the records).
+/// Writes the ops that `each(f)` passes to `f` (a const tree_op&, one at a time; `each` is called
+/// once). The replica table comes first in the encoding but is known only at the end: the records are
+/// written first and the table and count are then put in front of them (one move of the bytes, where a
+/// second pass would unpack every op of a packed log again).
 template <class Each>
 void put_tree_ops_each(std::string& out, tree_shape shape, Each&& each) {
   std::vector<replica_id> reps;
   std::unordered_map<replica_id, std::uint64_t> index;
+  std::vector<std::uint64_t> next;  // per replica index: the seq that follows its last op
   auto add = [&](replica_id id) {
-    if (id != 0 && index.try_emplace(id, reps.size()).second) reps.push_back(id);
+    if (id != 0 && index.try_emplace(id, reps.size()).second) reps.push_back(id), next.push_back(UINT64_MAX);
   };
-  std::size_t count = 0;
-  each([&](const tree_op& o) {
-    add(o.id.replica), add(o.object.creator.replica), add(o.ref.replica);
-    for (const op_id& p : o.preds) add(p.replica);
-    ++count;
-  });
-  put_varint(out, reps.size());
-  for (replica_id id : reps) put_varint(out, id);
-  put_varint(out, count);
   auto ref_index = [&](replica_id id) { return id == 0 ? 0 : index.at(id) + 1; };
-  std::vector<std::uint64_t> next(reps.size(), UINT64_MAX);
+  const std::size_t start = out.size();
+  std::size_t count = 0;
   std::uint64_t prev_rep = UINT64_MAX, lamport = 0;
   object_name object = root_object;
   std::string utf8;
   each([&](const tree_op& o) {
+    // Indices in order of first appearance: the op's id, its object's creator, its reference, its preds.
+    add(o.id.replica), add(o.object.creator.replica), add(o.ref.replica);
+    for (const op_id& p : o.preds) add(p.replica);
+    ++count;
     const std::uint64_t ri = index.at(o.id.replica);
     std::uint8_t flags = static_cast<std::uint8_t>(o.kind);
     if (ri != prev_rep) flags |= tf_replica;
@@ -127,6 +126,11 @@ void put_tree_ops_each(std::string& out, tree_shape shape, Each&& each) {
     lamport = std::uint64_t(o.lamport) + o.len;
     object = o.object;
   });
+  std::string head;
+  put_varint(head, reps.size());
+  for (replica_id id : reps) put_varint(head, id);
+  put_varint(head, count);
+  out.insert(start, head);
 }
 
 inline void put_tree_ops(std::string& out, tree_shape shape, const std::vector<tree_op>& ops) {
