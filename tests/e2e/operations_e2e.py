@@ -156,7 +156,7 @@ class Metrics(unittest.TestCase):
 
 class Admin(unittest.TestCase):
     def admin(self, *args):
-        return subprocess.run([stack.ADMIN, "--db", STACK.db, *args], capture_output=True, text=True)
+        return STACK.admin(*args, check=False)
 
     def test_ids_as_listed_prefixed_or_whole_credentials(self):
         key = CREDS["a"][0]

@@ -5,6 +5,7 @@ and the helpers that speak HTTP to it.
 A test module runs as:  <module>.py BUILD_DIR SOURCE_DIR  and does
     from stack import *  (setUpModule/tearDownModule included)
 """
+import collections
 import http.client
 import json
 import os
@@ -46,8 +47,10 @@ class Stack:
         self.fcgi_args = []     # extra folio-fcgi flags (e.g. --max-db-pages)
         self.fcgi_log = os.path.join(self.dir, "log", "folio-fcgi.log")
 
-    def admin(self, *args):
-        return subprocess.run([ADMIN, "--db", self.db, *args], check=True, capture_output=True, text=True).stdout.strip()
+    def admin(self, *args, check=True):
+        """folio-admin's stdout, stripped; with check=False, the whole CompletedProcess (any exit status)."""
+        r = subprocess.run([ADMIN, "--db", self.db, *args], check=check, capture_output=True, text=True)
+        return r.stdout.strip() if check else r
 
     def start_fcgi(self):
         os.makedirs(os.path.join(self.dir, "run"), exist_ok=True)
@@ -129,8 +132,7 @@ def tearDownModule():
 
 def unique_keys(pairs):
     """json.loads hook: an object with a key twice is a defect (Python's json would keep the last silently)."""
-    keys = [k for k, _ in pairs]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
+    dup = sorted(k for k, n in collections.Counter(k for k, _ in pairs).items() if n > 1)
     if dup:
         raise AssertionError(f"answer has duplicate keys {dup}")
     return dict(pairs)
