@@ -185,7 +185,7 @@ class Watcher:
             seen.append(v)
             if v == value:
                 return seen
-        raise AssertionError("watcher never showed %r; saw %r; stderr %s" % (value, seen, self.stop()))
+        raise AssertionError("watcher never showed %r; saw %r; stderr %s\n%s" % (value, seen, self.stop(), STACK.log_tails()))
 
     def stop(self):
         self.proc.terminate()

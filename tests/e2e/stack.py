@@ -62,10 +62,13 @@ class Stack:
             self.fcgi = subprocess.Popen([FCGI, "--socket", sock, "--db", self.db, "--workers", "4",
                                           "--max-body", str(RESPONDER_MAX_BODY), "--channel-secret-file", self.secret,
                                           "--publish-socket", self.publish_socket, *self.fcgi_args], stderr=log)
-        for _ in range(100):
-            if os.path.exists(sock):
-                return
-            time.sleep(0.05)
+        for _ in range(200):  # the socket's file appears at bind(), before listen(): connect to know it listens
+            with socket.socket(socket.AF_UNIX) as s:
+                try:
+                    s.connect(sock)
+                    return
+                except OSError:
+                    time.sleep(0.05)
         raise RuntimeError("folio-fcgi did not start")
 
     def start_nginx(self):
@@ -82,6 +85,17 @@ class Stack:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("nginx did not start")
+
+    def log_tails(self, lines=8):
+        """The last lines of folio-fcgi's and nginx's error logs, for a failure message."""
+        out = []
+        for path in (self.fcgi_log, os.path.join(self.dir, "log", "nginx-error.log")):
+            try:
+                with open(path, errors="replace") as f:
+                    out.append("--- %s:\n%s" % (os.path.basename(path), "".join(collections.deque(f, lines))))
+            except OSError as e:
+                out.append("--- %s: %s" % (os.path.basename(path), e))
+        return "\n".join(out)
 
     def stop(self):
         for p in (self.nginx, self.fcgi):
