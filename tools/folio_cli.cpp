@@ -188,8 +188,20 @@ struct watcher {
   std::optional<folio::sync_client>& c;
   long printed = 0;
   bool deleted = false;
-  std::string buffer, data, last_id;  // EventSource parsing state
-  folio::version_vector shown;
+  bool done = false;  // enough values printed
+  std::string buffer{}, data{};  // EventSource parsing state
+  folio::version_vector shown{};
+  // When to sync once more after the greeting. With several nginx workers, a subscription reaches the
+  // worker that owns the channel a moment after Nchan's greeting; a change committed in that moment
+  // reaches neither the catch-up sync nor the stream, so a second sync a little later closes the gap.
+  std::optional<std::chrono::steady_clock::time_point> settle_at{};
+
+  bool catch_up() {  // sync, save, show; false once enough values were printed
+    sync(o, c);
+    save_state(o, *c);
+    done = !show();
+    return !done;
+  }
 
   bool show() {  // prints when the value changed; false once enough values were printed
     if (c->doc().version() != shown || printed == 0) {
@@ -211,12 +223,9 @@ std::size_t on_event_bytes(char* p, std::size_t size, std::size_t n, void* self)
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.rfind("data:", 0) == 0) {
       w.data += line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
-    } else if (line.rfind("id:", 0) == 0) {
-      w.last_id = line.substr(line.size() > 3 && line[3] == ' ' ? 4 : 3);
-    } else if (line.rfind(": hi", 0) == 0) {  // Nchan's greeting: subscribed; now catch up
-      sync(w.o, w.c);
-      save_state(w.o, *w.c);
-      if (!w.show()) return 0;
+    } else if (line.rfind(": hi", 0) == 0) {  // Nchan's greeting: subscribed; now catch up (no Last-Event-ID: nginx/folio.conf)
+      if (!w.catch_up()) return 0;
+      w.settle_at = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     } else if (line.empty() && !w.data.empty()) {
       const std::string message = std::move(w.data);
       w.data.clear();
@@ -225,10 +234,18 @@ std::size_t on_event_bytes(char* p, std::size_t size, std::size_t n, void* self)
         return 0;
       }
       save_state(w.o, *w.c);
-      if (!w.show()) return 0;
+      if (!w.show()) return w.done = true, 0;
     }
   }
   return size * n;
+}
+
+/// libcurl calls this about once a second while the stream is idle: the time for the second sync.
+int on_progress(void* self, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  watcher& w = *static_cast<watcher*>(self);
+  if (!w.settle_at || std::chrono::steady_clock::now() < *w.settle_at) return 0;
+  w.settle_at.reset();
+  return w.catch_up() ? 0 : 1;
 }
 
 struct longpoll_state {
@@ -251,7 +268,7 @@ std::size_t on_header(char* p, std::size_t size, std::size_t n, void* self) {
 }
 
 int watch(const options& o, std::optional<folio::sync_client>& c) {
-  watcher w{o, c, 0, false, {}, {}, {}, {}};
+  watcher w{o, c};
   auto escape = [](const std::string& s) {
     char* e = curl_easy_escape(nullptr, s.c_str(), static_cast<int>(s.size()));
     std::string out(e);
@@ -273,9 +290,11 @@ int watch(const options& o, std::optional<folio::sync_client>& c) {
     std::string body;
     if (o.transport == "eventsource") {
       hs = curl_slist_append(hs, "Accept: text/event-stream");
-      if (!w.last_id.empty()) hs = curl_slist_append(hs, ("Last-Event-ID: " + w.last_id).c_str());
       curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_event_bytes);
       curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
+      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
+      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     } else {
       if (!lp.etag.empty()) hs = curl_slist_append(hs, ("If-None-Match: " + lp.etag).c_str());
       if (!lp.last_modified.empty()) hs = curl_slist_append(hs, ("If-Modified-Since: " + lp.last_modified).c_str());
@@ -286,14 +305,14 @@ int watch(const options& o, std::optional<folio::sync_client>& c) {
     }
     curl_easy_setopt(h, CURLOPT_URL, url.c_str());
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-    w.buffer.clear(), w.data.clear();
+    w.buffer.clear(), w.data.clear(), w.settle_at.reset();
     const CURLcode rc = curl_easy_perform(h);
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(hs);
     curl_easy_cleanup(h);
     if (w.deleted) return std::printf("deleted\n"), 0;
-    if (o.transport == "eventsource" && rc == CURLE_WRITE_ERROR) return 0;  // enough values printed
+    if (w.done) return 0;
     if (status >= 400 && status != 408 && status < 500) die("subscribe refused (HTTP " + std::to_string(status) + ")");
     if (o.transport == "longpoll" && status == 200) {
       if (!apply_message(o, c, body)) return std::printf("deleted\n"), 0;
@@ -304,8 +323,10 @@ int watch(const options& o, std::optional<folio::sync_client>& c) {
     }
     // The stream ended (nginx restarted, a timeout): reconnect, and catch up by syncing on the way.
     ++failures;
+    std::fprintf(stderr, "folio-cli: subscription ended (%s, HTTP %ld); reconnecting\n", rc == CURLE_OK ? "closed" : curl_easy_strerror(rc), status);
     std::this_thread::sleep_for(std::chrono::milliseconds(rc == CURLE_OK ? 50 : 200));
     if (o.transport == "longpoll" && rc != CURLE_OK) {
+      lp = {};  // nginx may have restarted, and its message ids with it: an old cursor could skip a newer message
       try {
         sync(o, c);
         if (!w.show()) return 0;
