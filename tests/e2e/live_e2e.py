@@ -289,6 +289,24 @@ class LivePush(unittest.TestCase):
         self.assertEqual(result["type"], "application/json")
         self.assertEqual(json.loads(result["body"])["editorId"], "tr")
 
+    def test_a_watcher_syncs_when_subscribed_and_once_more_a_second_later(self):
+        # With several nginx workers a subscription reaches the channel's owning worker a moment after
+        # Nchan's greeting, and a change committed in that moment would reach neither the first sync
+        # nor the stream: folio-cli syncs again a second later.
+        add("settle", "text", "s")
+        with open(STACK.fcgi_log) as f:
+            start = len(f.readlines())
+        w = Watcher("settle")
+        try:
+            w.wait_for("s")
+            time.sleep(2.5)
+            with open(STACK.fcgi_log) as f:
+                endpoints = [json.loads(line).get("endpoint") for line in f.readlines()[start:]]
+            self.assertEqual(endpoints.count("/v2/crdt/subscribe"), 1)  # the authorization
+            self.assertEqual(endpoints.count("/v2/crdt/sync"), 2)
+        finally:
+            w.stop()
+
     def test_a_reconnecting_eventsource_client_gets_no_replay_and_catches_up_by_syncing(self):
         # Nchan's message ids start over when nginx restarts, so a Last-Event-ID from before a restart
         # could skip a newer message: nginx ignores it, and a client syncs after each (re)subscribe.
