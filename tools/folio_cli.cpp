@@ -142,6 +142,12 @@ folio::version_vector decode_version(const std::string& b64) {
   return v;
 }
 
+/// The service could not be reached (nginx or the responder restarting, the network): `watch` waits
+/// and tries again; the other commands report it.
+struct unreachable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// One round trip: push what the server lacks, apply what it answers. Creates the replica from the
 /// server's copy when `c` is empty. A push the server refuses as premature is followed by a pull and
 /// a second push.
@@ -155,6 +161,7 @@ void sync(const options& o, std::optional<folio::sync_client>& c) {
       c->on_refused();
       continue;
     }
+    if (r.status == 0 || r.status == 502 || r.status == 503 || r.status == 504) throw unreachable("sync failed (HTTP " + std::to_string(r.status) + "): " + r.body);
     if (r.status != 200 || !d.IsObject() || !d.HasMember("result")) die("sync failed (HTTP " + std::to_string(r.status) + "): " + r.body);
     const rapidjson::Value& data = d["result"]["data"];
     if (!c) {
@@ -182,26 +189,24 @@ bool apply_message(const options& o, std::optional<folio::sync_client>& c, const
 }
 
 // ---- watch --------------------------------------------------------------------------------------
+//
+// Subscribe, then sync, so nothing falls between the two: an EventSource catches up when Nchan greets
+// it, a long-poll before each poll that has no cursor. Nothing is resumed from an event id (see
+// nginx/folio.conf). With several nginx workers a subscription reaches the worker that owns the
+// channel a moment after it opens, and a change committed in that moment reaches neither the sync nor
+// the stream, so the watcher syncs once more a second later.
 
 struct watcher {
   const options& o;
   std::optional<folio::sync_client>& c;
   long printed = 0;
   bool deleted = false;
-  bool done = false;  // enough values printed
+  bool done = false;     // enough values printed
+  bool lost = false;     // a sync during the transfer could not reach the service
+  bool greeted = false;  // Nchan greeted this EventSource connection
   std::string buffer{}, data{};  // EventSource parsing state
   folio::version_vector shown{};
-  // When to sync once more after the greeting. With several nginx workers, a subscription reaches the
-  // worker that owns the channel a moment after Nchan's greeting; a change committed in that moment
-  // reaches neither the catch-up sync nor the stream, so a second sync a little later closes the gap.
-  std::optional<std::chrono::steady_clock::time_point> settle_at{};
-
-  bool catch_up() {  // sync, save, show; false once enough values were printed
-    sync(o, c);
-    save_state(o, *c);
-    done = !show();
-    return !done;
-  }
+  std::optional<std::chrono::steady_clock::time_point> settle_at{};  // when to sync once more
 
   bool show() {  // prints when the value changed; false once enough values were printed
     if (c->doc().version() != shown || printed == 0) {
@@ -210,6 +215,35 @@ struct watcher {
       ++printed;
     }
     return o.count < 0 || printed < o.count;
+  }
+
+  /// Syncs, saves and shows. False once enough values were printed.
+  bool catch_up() {
+    sync(o, c);
+    save_state(o, *c);
+    done = !show();
+    return !done;
+  }
+
+  /// Applies a pushed message, saves and shows. False when the record was deleted or enough values
+  /// were printed.
+  bool apply(const std::string& message) {
+    if (!apply_message(o, c, message)) return !(deleted = true);
+    save_state(o, *c);
+    done = !show();
+    return !done;
+  }
+
+  /// Runs `f` where nothing may throw (libcurl's callbacks, the reconnect loop). False stops the
+  /// transfer: `f` said so, or the service was unreachable, which `lost` then tells.
+  template <class F>
+  bool guarded(F f) {
+    try {
+      return f();
+    } catch (const unreachable&) {
+      lost = true;
+      return false;
+    }
   }
 };
 
@@ -223,29 +257,25 @@ std::size_t on_event_bytes(char* p, std::size_t size, std::size_t n, void* self)
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.rfind("data:", 0) == 0) {
       w.data += line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
-    } else if (line.rfind(": hi", 0) == 0) {  // Nchan's greeting: subscribed; now catch up (no Last-Event-ID: nginx/folio.conf)
-      if (!w.catch_up()) return 0;
+    } else if (line.rfind(": hi", 0) == 0) {  // Nchan's greeting: subscribed; now catch up
+      w.greeted = true;
+      if (!w.guarded([&] { return w.catch_up(); })) return 0;
       w.settle_at = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     } else if (line.empty() && !w.data.empty()) {
       const std::string message = std::move(w.data);
       w.data.clear();
-      if (!apply_message(w.o, w.c, message)) {
-        w.deleted = true;
-        return 0;
-      }
-      save_state(w.o, *w.c);
-      if (!w.show()) return w.done = true, 0;
+      if (!w.guarded([&] { return w.apply(message); })) return 0;
     }
   }
   return size * n;
 }
 
-/// libcurl calls this about once a second while the stream is idle: the time for the second sync.
+/// libcurl calls this about once a second while a transfer waits: the time for the second sync.
 int on_progress(void* self, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   watcher& w = *static_cast<watcher*>(self);
   if (!w.settle_at || std::chrono::steady_clock::now() < *w.settle_at) return 0;
   w.settle_at.reset();
-  return w.catch_up() ? 0 : 1;
+  return w.guarded([&] { return w.catch_up(); }) ? 0 : 1;
 }
 
 struct longpoll_state {
@@ -276,25 +306,29 @@ int watch(const options& o, std::optional<folio::sync_client>& c) {
     return out;
   };
   const std::string url = o.url + "/v2/crdt/subscribe?organizationId=" + escape(o.org) + "&documentId=" + escape(o.doc) + "&editorId=" + escape(o.editor);
+  const bool longpoll = o.transport == "longpoll";
   longpoll_state lp;
-  if (o.transport == "longpoll") {
-    sync(o, c);
-    save_state(o, *c);
-    if (!w.show()) return 0;
-  }
+  auto wait = [](int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
   for (int failures = 0; failures < 600;) {
+    w.buffer.clear(), w.data.clear(), w.lost = false, w.greeted = false, w.settle_at.reset();
+    if (longpoll && lp.etag.empty() && lp.last_modified.empty()) {
+      // A poll without a cursor waits for the next change: catch up before it, and again a second in.
+      if (!w.guarded([&] { return w.catch_up(); })) {
+        if (w.done) return 0;
+        ++failures, wait(200);
+        continue;
+      }
+      w.settle_at = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    }
     CURL* h = curl_easy_init();
     curl_slist* hs = nullptr;
     hs = curl_slist_append(hs, ("x-folio-api-key: " + o.key).c_str());
     hs = curl_slist_append(hs, ("x-folio-auth-token: " + o.token).c_str());
     std::string body;
-    if (o.transport == "eventsource") {
+    if (!longpoll) {
       hs = curl_slist_append(hs, "Accept: text/event-stream");
       curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_event_bytes);
       curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
-      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
-      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     } else {
       if (!lp.etag.empty()) hs = curl_slist_append(hs, ("If-None-Match: " + lp.etag).c_str());
       if (!lp.last_modified.empty()) hs = curl_slist_append(hs, ("If-Modified-Since: " + lp.last_modified).c_str());
@@ -303,9 +337,11 @@ int watch(const options& o, std::optional<folio::sync_client>& c) {
       curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
       curl_easy_setopt(h, CURLOPT_HEADERDATA, &lp);
     }
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_URL, url.c_str());
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-    w.buffer.clear(), w.data.clear(), w.settle_at.reset();
     const CURLcode rc = curl_easy_perform(h);
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -313,26 +349,26 @@ int watch(const options& o, std::optional<folio::sync_client>& c) {
     curl_easy_cleanup(h);
     if (w.deleted) return std::printf("deleted\n"), 0;
     if (w.done) return 0;
-    if (status >= 400 && status != 408 && status < 500) die("subscribe refused (HTTP " + std::to_string(status) + ")");
-    if (o.transport == "longpoll" && status == 200) {
-      if (!apply_message(o, c, body)) return std::printf("deleted\n"), 0;
-      save_state(o, *c);
-      if (!w.show()) return 0;
-      failures = 0;
-      continue;
-    }
-    // The stream ended (nginx restarted, a timeout): reconnect, and catch up by syncing on the way.
-    ++failures;
-    std::fprintf(stderr, "folio-cli: subscription ended (%s, HTTP %ld); reconnecting\n", rc == CURLE_OK ? "closed" : curl_easy_strerror(rc), status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(rc == CURLE_OK ? 50 : 200));
-    if (o.transport == "longpoll" && rc != CURLE_OK) {
-      lp = {};  // nginx may have restarted, and its message ids with it: an old cursor could skip a newer message
-      try {
-        sync(o, c);
-        if (!w.show()) return 0;
-      } catch (...) {
+    // Nchan answers 408 to a long-poll that timed out and 410 to its subscribers when nginx stops.
+    if (status >= 400 && status < 500 && status != 408 && status != 410) die("subscribe refused (HTTP " + std::to_string(status) + ")");
+    if (longpoll && rc == CURLE_OK && status == 200 && !w.lost) {
+      if (w.guarded([&] { return w.apply(body); })) {
+        failures = 0;
+        continue;
       }
+      if (w.deleted) return std::printf("deleted\n"), 0;
+      if (w.done) return 0;
     }
+    // The subscription ended (nginx restarted, a timeout, the service unreachable): reconnect, and
+    // catch up on the way.
+    if (w.greeted) failures = 0;
+    ++failures;
+    std::fprintf(stderr, "folio-cli: subscription ended (%s, HTTP %ld); reconnecting\n",
+                 w.lost ? "the service is unreachable" : rc == CURLE_OK ? "closed" : curl_easy_strerror(rc), status);
+    // nginx may have restarted, and Nchan's message ids with it: an old cursor could skip a newer
+    // message. Keep it only when the poll merely timed out.
+    if (longpoll && !(rc == CURLE_OK && (status == 304 || status == 408))) lp = {};
+    wait(rc == CURLE_OK && !w.lost ? 50 : 200);
   }
   die("gave up reconnecting");
 }

@@ -539,27 +539,33 @@ class Restarts(unittest.TestCase):
         add("rs", "text", "v1")
         st = state_path("rs")
         cli("sync", state=st, editor="rs")
-        w = Watcher("rs")
+        watchers = [Watcher("rs"), Watcher("rs", transport="longpoll")]
         try:
-            w.wait_for("v1")
+            for w in watchers:
+                w.wait_for("v1")
             # The responder restarts: subscribers stay connected to nginx; the next change arrives.
             STACK.fcgi.terminate()
             STACK.fcgi.wait(10)
             STACK.start_fcgi()
             update("rs", "v2")
-            w.wait_for("v2")
-            # A client's acknowledged edit, then nginx restarts (Nchan's buffers are gone).
+            for w in watchers:
+                w.wait_for("v2")
+            # A client's acknowledged edit, then nginx restarts (Nchan's buffers and ids start over;
+            # subscribers are answered 410 or cut off).
             cli("edit", "--insert", "2", "+client", state=st, editor="rs")
-            w.wait_for("v2+client")
+            for w in watchers:
+                w.wait_for("v2+client")
             STACK.nginx.terminate()
             STACK.nginx.wait(10)
             STACK.start_nginx()
             update("rs", "v3 after restarts")
-            w.wait_for("v3 after restarts")
+            for w in watchers:
+                w.wait_for("v3 after restarts")
             self.assertEqual(rest_value("rs"), "v3 after restarts")
             self.assertEqual(value_of(cli("sync", state=st, editor="rs")), "v3 after restarts")
         finally:
-            w.stop()
+            for w in watchers:
+                w.stop()
 
     def test_nothing_acknowledged_is_lost_when_the_responder_is_killed(self):
         add("kill", "map", {})
