@@ -217,21 +217,24 @@ struct watcher {
     return o.count < 0 || printed < o.count;
   }
 
-  /// Syncs, saves and shows. False once enough values were printed.
-  bool catch_up() {
-    sync(o, c);
+  /// Saves the replica and shows its value. False once enough values were printed.
+  bool save_and_show() {
     save_state(o, *c);
     done = !show();
     return !done;
+  }
+
+  /// Syncs, saves and shows. False once enough values were printed.
+  bool catch_up() {
+    sync(o, c);
+    return save_and_show();
   }
 
   /// Applies a pushed message, saves and shows. False when the record was deleted or enough values
   /// were printed.
   bool apply(const std::string& message) {
     if (!apply_message(o, c, message)) return !(deleted = true);
-    save_state(o, *c);
-    done = !show();
-    return !done;
+    return save_and_show();
   }
 
   /// Runs `f` where nothing may throw (libcurl's callbacks, the reconnect loop). False stops the

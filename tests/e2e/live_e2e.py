@@ -294,12 +294,10 @@ class LivePush(unittest.TestCase):
         # Nchan's greeting, and a change committed in that moment would reach neither the first sync
         # nor the stream: folio-cli syncs again a second later.
         add("settle", "text", "s")
-        with open(STACK.fcgi_log) as f:
-            start = len(f.readlines())
+        start = len(log_lines(STACK.fcgi_log))
 
         def requests():  # the endpoints folio-fcgi answered since `start`
-            with open(STACK.fcgi_log) as f:
-                return [json.loads(line).get("endpoint") for line in f.readlines()[start:]]
+            return [json.loads(line).get("endpoint") for line in log_lines(STACK.fcgi_log)[start:]]
 
         w = Watcher("settle")
         try:
@@ -546,27 +544,28 @@ class Restarts(unittest.TestCase):
         st = state_path("rs")
         cli("sync", state=st, editor="rs")
         watchers = [Watcher("rs"), Watcher("rs", transport="longpoll")]
-        try:
+
+        def all_show(value):
             for w in watchers:
-                w.wait_for("v1")
+                w.wait_for(value)
+
+        try:
+            all_show("v1")
             # The responder restarts: subscribers stay connected to nginx; the next change arrives.
             STACK.fcgi.terminate()
             STACK.fcgi.wait(10)
             STACK.start_fcgi()
             update("rs", "v2")
-            for w in watchers:
-                w.wait_for("v2")
+            all_show("v2")
             # A client's acknowledged edit, then nginx restarts (Nchan's buffers and ids start over;
             # subscribers are answered 410 or cut off).
             cli("edit", "--insert", "2", "+client", state=st, editor="rs")
-            for w in watchers:
-                w.wait_for("v2+client")
+            all_show("v2+client")
             STACK.nginx.terminate()
             STACK.nginx.wait(10)
             STACK.start_nginx()
             update("rs", "v3 after restarts")
-            for w in watchers:
-                w.wait_for("v3 after restarts")
+            all_show("v3 after restarts")
             self.assertEqual(rest_value("rs"), "v3 after restarts")
             self.assertEqual(value_of(cli("sync", state=st, editor="rs")), "v3 after restarts")
         finally:

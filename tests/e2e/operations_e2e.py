@@ -33,11 +33,6 @@ def get_from(path, source="127.0.0.1", method="GET", headers=None, body=None):
     return r.status, r, raw
 
 
-def log_lines(path):
-    with open(path) as f:
-        return [line for line in f.read().splitlines() if line.strip()]
-
-
 def wait_for(predicate, seconds=5):
     deadline = time.time() + seconds
     while time.time() < deadline:

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-__all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "RESPONDER_MAX_BODY"]
+__all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 FCGI = os.path.join(BUILD, "fcgi", "folio-fcgi")
@@ -142,6 +142,12 @@ def tearDownModule():
         print("e2e files kept in", STACK.dir)
     else:
         shutil.rmtree(STACK.dir, ignore_errors=True)
+
+
+def log_lines(path):
+    """A log file's non-empty lines."""
+    with open(path) as f:
+        return [line for line in f.read().splitlines() if line.strip()]
 
 
 def unique_keys(pairs):
