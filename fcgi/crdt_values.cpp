@@ -51,7 +51,7 @@ std::string json_value_rule(folio::record_type type, std::string_view value) {
     return {};
   } catch (const api_error& e) {
     std::string why = e.message.ends_with('.') ? e.message.substr(0, e.message.size() - 1) : e.message;
-    return why.starts_with(what) ? why : std::string(what) + ": " + why;
+    return why.find(what) != std::string::npos ? why : std::string(what) + ": " + why;
   }
 }
 

@@ -4,6 +4,10 @@
 #include <rapidjson/reader.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -12,33 +16,156 @@ namespace folio::service {
 
 namespace {
 
-constexpr unsigned parse_flags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+// Numbers reach the builder as their text (kParseNumbersAsStringsFlag) and are converted here:
+// RapidJSON 1.1.0's own double parsing is either approximate (its default) or, with
+// kParseFullPrecisionFlag, asserts on some inputs near the subnormal range.
+constexpr unsigned parse_flags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;
 
-/// SAX handler in front of the DOM builder: checks depth and duplicate keys (which RapidJSON's DOM
-/// parser does not) while the document is built, in one pass.
+/// SAX handler in front of the DOM builder. In one pass it checks what RapidJSON's DOM parser does
+/// not: nesting depth, duplicate keys, strings that are valid UTF-8 but not Unicode (a lone low
+/// surrogate escape such as \udc00, which RapidJSON 1.1.0 encodes as the bytes ED B0 80), and it
+/// converts numbers exactly. It keeps the path to the value being read, so a refusal names the field.
 struct checked_builder {
+  struct frame {
+    bool object = false;
+    bool expect_key = true;            ///< objects: the next string is a key
+    const std::string* key = nullptr;  ///< objects: the member being read (owned by `keys`)
+    std::size_t items = 0;             ///< arrays: values begun
+    std::unordered_set<std::string> keys{};  ///< objects: the keys seen, for duplicates
+  };
+
   rapidjson::Document& doc;
-  std::vector<std::unordered_set<std::string>> keys;  // one per open object
-  int depth = 0;
-  bool too_deep = false;
-  std::string duplicate;
-  bool open() { return ++depth <= max_json_depth || (too_deep = true, false); }
-  bool Null() { return doc.Null(); }
-  bool Bool(bool b) { return doc.Bool(b); }
-  bool Int(int i) { return doc.Int(i); }
-  bool Uint(unsigned u) { return doc.Uint(u); }
-  bool Int64(int64_t i) { return doc.Int64(i); }
-  bool Uint64(uint64_t u) { return doc.Uint64(u); }
-  bool Double(double d) { return doc.Double(d); }
-  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) { return doc.RawNumber(s, n, copy); }
-  bool String(const char* s, rapidjson::SizeType n, bool copy) { return doc.String(s, n, copy); }
-  bool StartObject() { return open() && (keys.emplace_back(), doc.StartObject()); }
-  bool EndObject(rapidjson::SizeType n) { return --depth, keys.pop_back(), doc.EndObject(n); }
-  bool StartArray() { return open() && doc.StartArray(); }
-  bool EndArray(rapidjson::SizeType n) { return --depth, doc.EndArray(n); }
+  std::vector<frame> frames{};
+  std::string failure{};  ///< why a handler stopped the parse (the message without its offset)
+  std::string_view what;  ///< names the whole text: "Body", "map value", ...
+
+  /// Where the value being read is: "commentAnnotations[0].from.userId" (relative to the body's
+  /// "data"), or `what` for the whole text. `begun`: the value's handler has run (arrays count it).
+  std::string where(bool begun = true) const {
+    std::string p;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      const frame& f = frames[i];
+      const bool last = i + 1 == frames.size();
+      if (f.object) {
+        if (!f.key || (last && f.expect_key)) break;
+        if (!p.empty()) p += '.';
+        p += shortened(*f.key);
+      } else {
+        const std::size_t index = last && !begun ? f.items : f.items - 1;
+        p += '[' + std::to_string(index) + ']';
+      }
+    }
+    if (what == "Body") {  // fields are named as in every other message: relative to "data"
+      if (p.starts_with("data.")) return p.substr(5);
+      if (p.starts_with("data[")) return p.substr(4);
+      return p.empty() ? "Body" : p;
+    }
+    return p.empty() ? std::string(what) : std::string(what) + " at " + p;
+  }
+  /// For a key: "A key in commentAnnotations[0]", "A key of the body", "A key in map value at a.b".
+  std::string key_where() const {
+    const std::string w = where();
+    if (what == "Body") return w == "Body" ? "A key of the body" : "A key in " + w;
+    return "A key in " + w;
+  }
+  static std::string shortened(const std::string& key) {
+    if (key.size() <= 64) return key;
+    std::size_t cut = 64;
+    while (cut > 0 && (static_cast<unsigned char>(key[cut]) & 0xC0) == 0x80) --cut;  // on a character boundary
+    return key.substr(0, cut) + "...";
+  }
+
+  /// The first code point of a surrogate (U+D800-DFFF, UTF-8 ED A0-BF xx) in valid UTF-8, or 0.
+  static unsigned surrogate_in(const char* s, rapidjson::SizeType n) {
+    for (const char* p = s; (p = static_cast<const char*>(std::memchr(p, '\xED', n - static_cast<std::size_t>(p - s)))) && p + 2 < s + n; ++p)
+      if (static_cast<unsigned char>(p[1]) >= 0xA0)
+        return 0xD000u | (static_cast<unsigned>(p[1] & 0x3F) << 6) | static_cast<unsigned>(p[2] & 0x3F);
+    return 0;
+  }
+  static std::string escape_of(unsigned cp) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string e = "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) e += hex[(cp >> shift) & 0xF];
+    return e;
+  }
+
+  void begin_value() {
+    if (!frames.empty() && !frames.back().object) ++frames.back().items;
+  }
+  bool end_value(bool ok) {
+    if (!frames.empty() && frames.back().object) frames.back().expect_key = true;
+    return ok;
+  }
+  bool open(bool object) {
+    begin_value();
+    if (frames.size() >= static_cast<std::size_t>(max_json_depth)) return failure = "JSON nesting is deeper than 64 levels", false;
+    frames.push_back({});
+    frames.back().object = object;
+    return true;
+  }
+  bool close(bool ok) {
+    frames.pop_back();
+    return end_value(ok);
+  }
+
+  bool Null() { return begin_value(), end_value(doc.Null()); }
+  bool Bool(bool b) { return begin_value(), end_value(doc.Bool(b)); }
+  bool Int(int i) { return begin_value(), end_value(doc.Int(i)); }
+  bool Uint(unsigned u) { return begin_value(), end_value(doc.Uint(u)); }
+  bool Int64(int64_t i) { return begin_value(), end_value(doc.Int64(i)); }
+  bool Uint64(uint64_t u) { return begin_value(), end_value(doc.Uint64(u)); }
+  bool Double(double d) { return begin_value(), end_value(doc.Double(d)); }
+  /// A number's text (RapidJSON has checked its syntax). Integers that fit 64 bits are kept exactly;
+  /// everything else becomes the nearest double, as JavaScript's JSON.parse reads it (a value that
+  /// rounds to zero is zero; one beyond the largest double is refused, as JavaScript would make it
+  /// Infinity, which JSON cannot hold). "-0" is the double -0.
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    begin_value();
+    const std::string_view text(s, n);
+    if (text.find_first_of(".eE") == std::string_view::npos && text != "-0") {
+      std::int64_t i = 0;
+      if (const auto r = std::from_chars(s, s + n, i); r.ec == std::errc() && r.ptr == s + n) return end_value(doc.Int64(i));
+      std::uint64_t u = 0;
+      if (const auto r = std::from_chars(s, s + n, u); r.ec == std::errc() && r.ptr == s + n) return end_value(doc.Uint64(u));
+    }
+    double d = 0;
+    const auto r = std::from_chars(s, s + n, d);
+    if (r.ec == std::errc::result_out_of_range) {
+      // Overflow or underflow: strtod tells which (the service never changes the "C" locale).
+      const double huge_or_tiny = std::strtod(std::string(text).c_str(), nullptr);
+      if (std::isinf(huge_or_tiny)) return failure = "Body is not valid JSON: number too big to be stored in double", false;
+      d = text.starts_with('-') ? -0.0 : 0.0;
+    } else if (r.ec != std::errc() || r.ptr != s + n) {
+      return failure = "Body is not valid JSON: invalid number", false;
+    }
+    return end_value(doc.Double(d));
+  }
+  bool String(const char* s, rapidjson::SizeType n, bool copy) {
+    begin_value();
+    if (const unsigned cp = surrogate_in(s, n))
+      return failure = where() + " is not valid Unicode: it holds a lone surrogate " + escape_of(cp) + " (the string ends", false;
+    return end_value(doc.String(s, n, copy));
+  }
+  bool StartObject() { return open(true) && doc.StartObject(); }
+  bool EndObject(rapidjson::SizeType n) { return close(doc.EndObject(n)); }
+  bool StartArray() { return open(false) && doc.StartArray(); }
+  bool EndArray(rapidjson::SizeType n) { return close(doc.EndArray(n)); }
   bool Key(const char* s, rapidjson::SizeType n, bool copy) {
-    if (!keys.back().emplace(s, n).second) return duplicate.assign(s, n), false;
+    frame& f = frames.back();
+    if (const unsigned cp = surrogate_in(s, n))
+      return failure = key_where() + " is not valid Unicode: it holds a lone surrogate " + escape_of(cp) + " (the key ends", false;
+    const auto [it, fresh] = f.keys.emplace(s, n);
+    if (!fresh) return failure = "Duplicate key \"" + std::string(s, n) + "\" in a JSON object.", false;
+    f.key = &*it, f.expect_key = false;
     return doc.Key(s, n, copy);
+  }
+
+  /// RapidJSON's own refusal of a string's bytes or escapes, named by the string's place.
+  std::string string_error(rapidjson::ParseErrorCode code) const {
+    const char* why = code == rapidjson::kParseErrorStringInvalidEncoding ? "it holds bytes that are not UTF-8"
+                                                                           : "it holds a high surrogate escape (\\ud800-\\udbff) not followed by a low one";
+    const bool key = !frames.empty() && frames.back().object && frames.back().expect_key;
+    return (key ? key_where() : where(false)) + " is not valid Unicode: " + why;
   }
 };
 
@@ -53,23 +180,31 @@ rapidjson::Document parse_json(std::string_view body, std::string_view what) {
   rapidjson::Reader reader;
   rapidjson::MemoryStream ms(body.data(), body.size());
   rapidjson::ParseResult pr;
-  bool too_deep = false;
-  std::string duplicate;
+  std::string failure, unicode;
   auto generate = [&](rapidjson::Document& d) {
-    checked_builder b{d, {}, 0, false, {}};
+    checked_builder b{d, {}, {}, what};
     pr = reader.Parse<parse_flags>(ms, b);
-    too_deep = b.too_deep, duplicate = std::move(b.duplicate);
+    failure = std::move(b.failure);
+    if (pr.Code() == rapidjson::kParseErrorStringInvalidEncoding || pr.Code() == rapidjson::kParseErrorStringUnicodeSurrogateInvalid)
+      unicode = b.string_error(pr.Code());
     return !pr.IsError();
   };
   doc.Populate(generate);
-  if (too_deep) throw api_error(status::invalid_argument, "JSON nesting is deeper than 64 levels (at byte " + std::to_string(pr.Offset()) + ").");
-  if (!duplicate.empty()) throw api_error(status::invalid_argument, "Duplicate key \"" + duplicate + "\" in a JSON object.");
+  const std::string at = " (at byte " + std::to_string(pr.Offset()) + ").";
+  if (!failure.empty()) {
+    if (failure.ends_with('.')) throw api_error(status::invalid_argument, failure);
+    if (failure.ends_with("ends"))  // RapidJSON stops just past the closing quote
+      throw api_error(status::invalid_argument, failure + " at byte " + std::to_string(pr.Offset() - 1) + ").");
+    if (failure.starts_with("Body is not valid JSON: ")) failure.replace(0, 4, what);
+    throw api_error(status::invalid_argument, failure + at);
+  }
+  if (!unicode.empty()) throw api_error(status::invalid_argument, unicode + at);
   if (pr.IsError()) {
     // RapidJSON's reasons are sentences ("Invalid value."); inside this one they become a phrase.
     std::string why = rapidjson::GetParseError_En(pr.Code());
     if (why.ends_with('.')) why.pop_back();
     if (why.size() > 1 && why[0] >= 'A' && why[0] <= 'Z' && why[1] >= 'a' && why[1] <= 'z') why[0] = static_cast<char>(why[0] - 'A' + 'a');
-    throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: " + why + " (at byte " + std::to_string(pr.Offset()) + ").");
+    throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: " + why + at);
   }
   return doc;
 }
@@ -91,7 +226,7 @@ std::string canonical_json(const rapidjson::Value& root) {
       default:
         if (v.IsInt64()) w.Int64(v.GetInt64());
         else if (v.IsUint64()) w.Uint64(v.GetUint64());
-        else w.Double(v.GetDouble());
+        else write_double(w, v.GetDouble());
     }
   };
   std::vector<frame> stack;
@@ -133,6 +268,12 @@ std::string canonical_json(const rapidjson::Value& root) {
     }
   }
   return std::string(sb.GetString(), sb.GetSize());
+}
+
+void write_double(json_writer& w, double d) {
+  char text[32];  // the longest shortest form is 24 characters ("-2.2250738585072014e-308")
+  const std::to_chars_result r = std::to_chars(text, text + sizeof text, d);
+  w.RawValue(text, static_cast<std::size_t>(r.ptr - text), rapidjson::kNumberType);
 }
 
 std::string success_body_array(std::string_view message, const std::vector<const std::string*>& items, std::string_view more_members) {

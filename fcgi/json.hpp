@@ -1,9 +1,12 @@
 // fcgi/json.hpp — request bodies in, response bodies out (RapidJSON).
 //
-// Parsing is iterative (no recursion on input depth), validates UTF-8, refuses nesting deeper than
-// 64 levels and duplicate keys, and reports failures as api_error with the byte offset. Values stored
-// by the service (map values, array elements) are kept as canonical JSON: object keys sorted, no
-// whitespace, so equal values have equal bytes. Thread-safety: free functions over values.
+// Parsing is iterative (no recursion on input depth), validates UTF-8, refuses strings that are not
+// Unicode (a lone surrogate escape), nesting deeper than 64 levels and duplicate keys, and reports
+// failures as api_error naming the field and the byte offset. Numbers (DESIGN.md §2) read as
+// JavaScript reads them: integers that fit 64 bits exactly, every other number as the nearest double
+// (correctly rounded), and are written back as the shortest text that reads as the same double. Values
+// stored by the service (map values, array elements) are kept as canonical JSON: object keys sorted,
+// no whitespace, so equal values have equal bytes. Thread-safety: free functions over values.
 #pragma once
 
 #include <rapidjson/document.h>
@@ -27,8 +30,13 @@ using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
 /// names the text in the message for invalid JSON: "Body is not valid JSON: ...").
 rapidjson::Document parse_json(std::string_view body, std::string_view what = "Body");
 
-/// Canonical bytes of a value: keys sorted (byte order), numbers as RapidJSON writes them. Iterative.
+/// Canonical bytes of a value: keys sorted (byte order), integers as they are, other numbers as
+/// write_double writes them. Iterative.
 std::string canonical_json(const rapidjson::Value& v);
+
+/// A finite double as the shortest text that reads back as the same double (std::to_chars: "0.1",
+/// "1e+300", "-0", "100" for 100.0), which is also what JavaScript prints for it.
+void write_double(json_writer& w, double d);
 
 /// {"result":{"status":"success","message":...}} with `data` written by `write_data` when given.
 template <class F>
