@@ -166,20 +166,25 @@ item_result add_annotation(database& db, const annotation_scope& s, annotation_v
   return r;
 }
 
-/// The annotations an update or delete acts on: the requested ids (each reported, found or not) or
-/// every match of the filters. With no filter at all, `everything` decides: all (delete) or an error.
+/// The annotations an update or delete acts on: the requested ids (each reported, found or not) and
+/// the matches of the filters, AND'ed. A list that is present but empty selects nothing. With no list
+/// at all, `everything` decides: every annotation of the document (delete) or an error (update).
 struct targets {
   std::vector<std::string> ids;           ///< act on these
   std::vector<item_result> not_acted_on;  ///< requested ids that do not exist or do not match
 };
 
 targets select_targets(database& db, const annotation_scope& s, const rapidjson::Value& data, bool everything) {
-  annotation_filter f;
-  f.locations = id_list(data, "locationIds");
-  f.users = id_list(data, "userIds");
-  f.ids = distinct(id_list(data, "annotationIds"));
-  if (f.empty() && !everything) throw api_error(status::invalid_argument, "annotationIds, locationIds or userIds is required.");
+  const std::optional<std::vector<std::string>> locations = selected_ids(data, "locationIds"), users = selected_ids(data, "userIds"),
+                                                ids = selected_ids(data, "annotationIds");
+  if (!locations && !users && !ids && !everything) throw api_error(status::invalid_argument, "annotationIds, locationIds or userIds is required.");
   targets t;
+  for (const auto* list : {&locations, &users, &ids})
+    if (*list && (*list)->empty()) return t;
+  annotation_filter f;
+  if (locations) f.locations = *locations;
+  if (users) f.users = *users;
+  if (ids) f.ids = distinct(*ids);
   t.ids = match_annotations(db, s, f);
   if (f.ids.empty()) return t;
   const std::unordered_set<std::string> matched(t.ids.begin(), t.ids.end());
@@ -207,7 +212,8 @@ void touch(database& db, const annotation_scope& s, const annotation_row& row, c
   touch_annotation(db, s, row.id, annotation_body(a), now, next_comment_id);
 }
 
-/// `commentIds`: up to 100 distinct comment ids; absent or null gives nullopt.
+/// `commentIds`: up to 100 distinct comment ids; absent or null gives nullopt, and an empty list
+/// selects no comment.
 std::optional<std::vector<std::int64_t>> comment_id_list(const rapidjson::Value& data) {
   const rapidjson::Value* v = field_value(data, "commentIds");
   if (!v) return std::nullopt;
@@ -386,7 +392,8 @@ std::string comments_add(context& c) {
   const std::string now = now_iso();
   c.db.write([&] {
     const auto [aid, row] = target_annotation(c.db, s, c.data);
-    const std::vector<std::int64_t> existing = comment_ids(c.db, s, aid);
+    std::vector<std::int64_t> existing = comment_ids(c.db, s, aid);
+    std::sort(existing.begin(), existing.end());
     std::int64_t next = row.next_comment_id;  // never below an id the thread had: deleted ids are not reused
     for (const auto& v : checked)
       if (v && v->id) next = std::max(next, *v->id + 1);
@@ -428,7 +435,7 @@ std::string comments_add(context& c) {
 std::string comments_update(context& c) {
   const annotation_scope s = scope_of(c);
   const std::optional<std::vector<std::int64_t>> ids = comment_id_list(c.data);
-  if (!ids || ids->empty()) throw api_error(status::invalid_argument, "commentIds is required.");
+  if (!ids) throw api_error(status::invalid_argument, "commentIds is required.");
   const rapidjson::Value* data = field_value(c.data, "updatedData");
   if (!data) throw api_error(status::invalid_argument, "updatedData is required.");
   if (!data->IsObject()) throw api_error(status::invalid_argument, "updatedData must be an object.");

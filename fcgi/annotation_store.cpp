@@ -46,7 +46,7 @@ int bind_scope(query& q, const annotation_scope& s, int i = 1) {
 
 std::vector<found_annotation> find_annotations(database& db, const annotation_scope& s, const annotation_filter& f) {
   // The matching annotations through the index that fits the filter, then each one's comments through
-  // the comments' primary key (a range seek per thread, already in commentId order).
+  // annotation_comments_in_order (a range seek per thread, in the order they were added).
   const where_clause w = conditions(f);
   query q = db.prepare("SELECT annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(f));
   int i = bind_scope(q, s);
@@ -58,7 +58,7 @@ std::vector<found_annotation> find_annotations(database& db, const annotation_sc
     std::string& j = a.json;
     j.pop_back();  // the body's closing brace
     j += j.size() > 1 ? ",\"comments\":[" : "\"comments\":[";
-    query c = db.sql("SELECT body FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? ORDER BY comment_id");
+    query c = db.sql("SELECT body FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? ORDER BY position");
     c.bind(bind_scope(c, s), a.id);
     for (bool first = true; c.step(); first = false) {
       if (!first) j += ',';
@@ -134,7 +134,7 @@ bool delete_annotation(database& db, const annotation_scope& s, const std::strin
 }
 
 std::vector<std::int64_t> comment_ids(database& db, const annotation_scope& s, const std::string& annotation) {
-  query q = db.sql("SELECT comment_id FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? ORDER BY comment_id");
+  query q = db.sql("SELECT comment_id FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? ORDER BY position");
   q.bind(bind_scope(q, s), annotation);
   std::vector<std::int64_t> out;
   while (q.step()) out.push_back(q.integer(0));
@@ -149,7 +149,10 @@ std::optional<std::string> load_comment(database& db, const annotation_scope& s,
 }
 
 bool insert_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body) {
-  query q = db.sql("INSERT OR IGNORE INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body) VALUES (?,?,?,?,?,?)");
+  // After the thread's last comment (one seek in annotation_comments_in_order; writers are serialised).
+  query q = db.sql(
+      "INSERT OR IGNORE INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) "
+      "SELECT ?1, ?2, ?3, ?4, ?5, ?6, 1 + coalesce(max(position), 0) FROM annotation_comments WHERE tenant=?1 AND org=?2 AND doc=?3 AND annotation_id=?4");
   q.bind(bind_scope(q, s), annotation).bind(5, id).bind(6, body).step();
   return db.changes() > 0;
 }

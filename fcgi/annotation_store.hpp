@@ -1,7 +1,8 @@
 // fcgi/annotation_store.hpp — comment annotations in SQLite (schema in store.cpp, DESIGN.md §4).
 //
 // An annotation is a row of `annotations` (its filter columns + its JSON body without comments) and
-// rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id). Readers put a
+// rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id, with its position
+// in the thread: comments are listed in the order they were added, whatever their ids). Readers put a
 // thread together from both: the annotations through the index that fits the filter, then each one's
 // comments by primary key. Every statement is keyed by (tenant, org, doc) first: no query
 // can reach another tenant's or another document's annotations.
@@ -49,7 +50,7 @@ struct annotation_row {
 /// A matching annotation as the API returns it.
 struct found_annotation {
   std::string id, created_at;
-  std::string json;  ///< the body with "comments" (ordered by commentId) appended
+  std::string json;  ///< the body with "comments" (in the order they were added) appended
 };
 
 /// Matching annotations with their comments, oldest first, ties by id.
@@ -70,10 +71,10 @@ void touch_annotation(database& db, const annotation_scope& s, const std::string
 /// Deletes an annotation and its comments; false if it did not exist.
 bool delete_annotation(database& db, const annotation_scope& s, const std::string& id);
 
-/// The annotation's comment ids, ascending.
+/// The annotation's comment ids, in the order the comments were added.
 std::vector<std::int64_t> comment_ids(database& db, const annotation_scope& s, const std::string& annotation);
 std::optional<std::string> load_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id);
-/// Inserts a comment; false (nothing written) if the id exists in the annotation.
+/// Inserts a comment after the thread's last; false (nothing written) if the id exists in the annotation.
 bool insert_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body);
 void update_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body);
 bool delete_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id);

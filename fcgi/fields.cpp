@@ -70,9 +70,14 @@ std::optional<std::string> optional_id(const rapidjson::Value& data, const char*
 }
 
 std::vector<std::string> id_list(const rapidjson::Value& data, const char* field) {
-  std::vector<std::string> out;
+  std::optional<std::vector<std::string>> ids = selected_ids(data, field);
+  return ids ? std::move(*ids) : std::vector<std::string>();
+}
+
+std::optional<std::vector<std::string>> selected_ids(const rapidjson::Value& data, const char* field) {
   const rapidjson::Value* v = field_value(data, field);
-  if (!v) return out;
+  if (!v) return std::nullopt;
+  std::vector<std::string> out;
   if (!v->IsArray()) throw api_error(status::invalid_argument, std::string(field) + " must be an array of strings.");
   if (v->Size() > max_filter_ids) throw api_error(status::invalid_argument, std::string(field) + " may hold at most 1000 ids.");
   for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {

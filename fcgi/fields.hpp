@@ -30,7 +30,11 @@ void check_id(const std::string& value, const std::string& what);
 std::string required_id(const rapidjson::Value& data, const char* field, const char* missing_message);
 /// An optional id (absent or null: nullopt).
 std::optional<std::string> optional_id(const rapidjson::Value& data, const char* field);
-/// An optional array of ids, at most 1000; absent, null or empty: an empty list.
+/// An optional array of ids, at most 1000, as reads take it: absent, null or empty is no filter (an
+/// empty list).
 std::vector<std::string> id_list(const rapidjson::Value& data, const char* field);
+/// The same as writes and deletes take it: absent or null is nullopt, and a list that is present
+/// selects exactly its members, so an empty one selects nothing (never everything; DESIGN.md §4).
+std::optional<std::vector<std::string>> selected_ids(const rapidjson::Value& data, const char* field);
 
 }  // namespace folio::service

@@ -63,6 +63,13 @@ UPDATE annotations SET status_id = coalesce(json_extract(body, '$.status.id'), '
   last_updated = coalesce(json_extract(body, '$.lastUpdated'), created_at), body = json_remove(body, '$.comments');
 CREATE INDEX annotations_by_status ON annotations (tenant, org, doc, status_id, created_at, annotation_id);
 )sql",
+    // 3: a thread lists its comments in the order they were added, whatever their ids. Comments stored
+    // before keep the commentId order they were listed in; later ones follow them.
+    R"sql(
+ALTER TABLE annotation_comments ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+UPDATE annotation_comments SET position = comment_id + 1;
+CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, doc, annotation_id, position);
+)sql",
 };
 
 }  // namespace

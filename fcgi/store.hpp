@@ -61,7 +61,7 @@ struct store_error : std::runtime_error {
   store_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
 };
 
-inline constexpr int schema_version = 2;
+inline constexpr int schema_version = 3;
 
 class database {
  public:

@@ -317,6 +317,32 @@ class Delete(unittest.TestCase):
         err(self, call("/v2/commentannotations/delete", req("del"), who="a_ro"), 403, "PERMISSION_DENIED")
 
 
+class EmptyLists(unittest.TestCase):
+    """One rule for every write and delete: a list that is present selects exactly its members, so an
+    empty one selects nothing — never everything. On reads an empty list is no filter."""
+
+    def test_an_empty_list_selects_nothing_on_every_write(self):
+        added(self, "empty", [ann("e1", "u1", location="L1", comments=[{"commentId": 1, "commentText": "one"}]),
+                              ann("e2", "u2", location="L1")])
+        before = v1("empty")
+        for fields in ({"annotationIds": []}, {"locationIds": []}, {"userIds": []}, {"annotationIds": ["e1"], "userIds": []},
+                       {"locationIds": ["L1"], "annotationIds": []}):
+            status, body = call("/v2/commentannotations/delete", req("empty", **fields))
+            self.assertEqual((status, body["result"]["message"], body["result"]["data"]), (200, "0 of 0 annotations deleted.", {}), fields)
+            status, body = call("/v2/commentannotations/update", req("empty", updatedData={"color": "red"}, **fields))
+            self.assertEqual((status, body["result"]["message"], body["result"]["data"]), (200, "0 of 0 annotations updated.", {}), fields)
+        for path, fields in (("update", {"updatedData": {"commentText": "changed"}}), ("delete", {})):
+            status, body = call("/v2/commentannotations/comments/" + path, req("empty", annotationId="e1", commentIds=[], **fields))
+            self.assertEqual((status, body["result"]["message"], body["result"]["data"]), (200, "0 of 0 comments %sd." % path, {}))
+        self.assertEqual(v1("empty"), before)  # nothing changed, not even lastUpdated
+        # Reads: an empty list is no filter.
+        self.assertEqual(ids(v1("empty", annotationIds=[], locationIds=[], userIds=[])), ["e1", "e2"])
+        self.assertEqual(ids(v2("empty", annotationIds=[], statusIds=[])[0]), ["e1", "e2"])
+        # Without any list, delete still takes the whole document (documented), and update asks for one.
+        err(self, call("/v2/commentannotations/update", req("empty", updatedData={"color": "red"})), 400, "INVALID_ARGUMENT",
+            "annotationIds, locationIds or userIds is required.")
+
+
 class Comments(unittest.TestCase):
     def test_add_update_delete(self):
         added(self, "com", [ann("t", comments=[{"commentId": 5, "commentText": "five"}], created="2025-01-01T00:00:00.000Z",
@@ -347,8 +373,8 @@ class Comments(unittest.TestCase):
             "commentData[8]": {"success": False, "commentId": 3, "message": "from is required."},
             "commentData[9]": {"success": False, "commentId": 3, "message": "Comment 3 appears more than once in commentData."}})
         a = v1("com")[0]
-        self.assertEqual([c["commentId"] for c in a["comments"]], [5, 20, 21, 22])
-        self.assertEqual(a["comments"][2]["commentText"], "six")
+        self.assertEqual([c["commentId"] for c in a["comments"]], [5, 21, 20, 22])  # in the order they were added
+        self.assertEqual(a["comments"][1]["commentText"], "six")
         self.assertGreater(a["lastUpdated"], "2025-01-01T00:00:00.000Z")
         last = a["lastUpdated"]
 
@@ -375,6 +401,31 @@ class Comments(unittest.TestCase):
         self.assertEqual(a["comments"], [])
         status, body = call("/v2/commentannotations/comments/add", req("com", annotationId="t", commentData=[{"commentText": "again", "from": user("u1")}]))
         self.assertEqual(list(body["result"]["data"]), ["23"])  # ids of deleted comments are never handed out again
+
+    def test_a_thread_lists_its_comments_in_the_order_they_were_written(self):
+        added(self, "order", [ann("t", comments=[{"commentId": 900, "commentText": "first"}, {"commentId": 5, "commentText": "second"},
+                                                 {"commentId": 1, "commentText": "third"}])])
+
+        def texts():
+            orders = [[c["commentText"] for c in v1("order")[0]["comments"]],
+                      [c["commentText"] for c in v1("order", annotationIds=["t"])[0]["comments"]],
+                      [c["commentText"] for c in v2("order")[0][0]["comments"]]]
+            self.assertEqual(orders[1:], orders[:1] * 2)  # every read agrees
+            return orders[0]
+
+        self.assertEqual(texts(), ["first", "second", "third"])
+        status, body = call("/v2/commentannotations/comments/add", req("order", annotationId="t", commentData=[
+            {"commentId": 2, "commentText": "fourth", "from": user("u2")}, {"commentText": "fifth", "from": user("u2")}]))
+        self.assertEqual(body["result"]["message"], "2 of 2 comments added.", body)
+        self.assertEqual(body["result"]["data"]["901"]["commentId"], 901)
+        self.assertEqual(texts(), ["first", "second", "third", "fourth", "fifth"])
+        # A comment deleted and added again under its id is a new comment: it comes last.
+        call("/v2/commentannotations/comments/delete", req("order", annotationId="t", commentIds=[5]))
+        call("/v2/commentannotations/comments/add", req("order", annotationId="t", commentData=[{"commentId": 5, "commentText": "again", "from": user("u2")}]))
+        self.assertEqual(texts(), ["first", "third", "fourth", "fifth", "again"])
+        # Editing a comment keeps its place.
+        call("/v2/commentannotations/comments/update", req("order", annotationId="t", commentIds=[900], updatedData={"commentText": "first!"}))
+        self.assertEqual(texts(), ["first!", "third", "fourth", "fifth", "again"])
 
     def test_request_errors(self):
         added(self, "come", [ann("t")])
