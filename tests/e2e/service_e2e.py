@@ -7,9 +7,11 @@ Run by ctest (tests/CMakeLists.txt) as:  service_e2e.py BUILD_DIR SOURCE_DIR
 import concurrent.futures
 import json
 import os
+import re
 import signal
 import sqlite3
 import sys
+import struct
 import threading
 import time
 import unittest
@@ -201,8 +203,8 @@ class BadInput(unittest.TestCase):
         deep = "[" * 100000 + "]" * 100000
         m = err(self, call("/v2/crdt/get", body='{"data":{"x":' + deep + '}}'), 400, "INVALID_ARGUMENT")
         self.assertIn("deeper than 64", m)
-        m = err(self, call("/v2/crdt/get", body=b'{"data":{"organizationId":"\xff\xfe"}}'), 400, "INVALID_ARGUMENT")
-        self.assertIn("not valid JSON", m)
+        err(self, call("/v2/crdt/get", body=b'{"data":{"organizationId":"\xff\xfe"}}'), 400, "INVALID_ARGUMENT",
+            "organizationId is not valid Unicode: it holds bytes that are not UTF-8 (at byte 27).")
         err(self, call("/v2/crdt/get", body='{"data":{"n":1e999}}'), 400, "INVALID_ARGUMENT")
         err(self, call("/v2/crdt/get", body='{"data":{"n":NaN}}'), 400, "INVALID_ARGUMENT")
         err(self, call("/v2/crdt/add", rec("a\u0000b", "text", "x", doc="bad")), 400, "INVALID_ARGUMENT", "editorId must not contain control characters.")
@@ -212,6 +214,73 @@ class BadInput(unittest.TestCase):
         err(self, call("/v2/crdt/add", rec("big", "map", {"n": 10 ** 400}, doc="bad")), 400, "INVALID_ARGUMENT")
         ok(self, call("/v2/crdt/add", rec("big", "map", {"n": 2 ** 70}, doc="bad")), "CRDT data added successfully.")
         self.assertEqual(get(doc="bad")[1]["result"]["data"][0]["data"]["n"], float(2 ** 70))
+        self.assert_alive()
+
+    def test_numbers_read_back_as_the_double_javascript_parses(self):
+        # Each number as sent and as read back, compared as JavaScript's JSON.parse reads them: the same
+        # double (bit for bit: -0 stays -0), and an integer that fits 64 bits exactly as sent.
+        texts = ["2.2250738585072011e-308", "123456789.123456789", "0.1", "1e-400", "-1e-400", "5e-324", "1.7976931348623157e308",
+                 "9007199254740993", "-9223372036854775808", "18446744073709551615", "18446744073709551616", "-0", "1.0", "1E2"]
+        body = '{"data":{"organizationId":"org","documentId":"num","editorId":"%s","type":"%s","data":%s}}'
+        members = ",".join('"k%d":%s' % (i, t) for i, t in enumerate(texts))
+        ok(self, call("/v2/crdt/add", body=body % ("m", "map", "{" + members + "}")), "CRDT data added successfully.")
+        ok(self, call("/v2/crdt/add", body=body % ("a", "array", "[" + ",".join('{"v":%s}' % t for t in texts) + "]")), "CRDT data added successfully.")
+        status, raw = call("/v2/crdt/get", {"organizationId": "org", "documentId": "num"}, raw=True)
+        self.assertEqual(status, 200, raw)
+        as_text = json.loads(raw, parse_int=str, parse_float=str)  # every number as the text it was written as
+        by_id = {r["id"]: r["data"] for r in as_text["result"]["data"]}
+        for i, sent in enumerate(texts):
+            for got in (by_id["m"]["k%d" % i], by_id["a"][i]["v"]):
+                self.assertEqual(struct.pack("<d", float(got)), struct.pack("<d", float(sent)), (sent, got))
+                if re.fullmatch(r"-?[1-9][0-9]*", sent) and -2 ** 63 <= int(sent) < 2 ** 64:
+                    self.assertEqual(got, sent)
+        self.assertEqual(by_id["m"]["k0"], "2.225073858507201e-308")  # shortest form, as JavaScript prints it
+        self.assertEqual(by_id["m"]["k1"], "123456789.12345679")
+        # The same numbers sent again are the same values: the update stores no operation.
+        status, before = call("/v2/crdt/sync", {"organizationId": "org", "documentId": "num", "editorId": "m", "version": "AA=="})
+        ok(self, call("/v2/crdt/update", body=body.replace(',"type":"%s"', "") % ("m", "{" + members + "}")), "CRDT data updated successfully.")
+        status, after = call("/v2/crdt/sync", {"organizationId": "org", "documentId": "num", "editorId": "m", "version": "AA=="})
+        self.assertEqual(after["result"]["data"]["version"], before["result"]["data"]["version"])
+        too_big = body % ("big", "map", '{"n":1.7976931348623159e308}')
+        err(self, call("/v2/crdt/add", body=too_big), 400, "INVALID_ARGUMENT",
+            "Body is not valid JSON: number too big to be stored in double (at byte %d)." % too_big.index("1.79"))
+
+    def test_every_string_must_be_unicode_and_the_refusal_names_the_field(self):
+        ids = '"organizationId":"org","documentId":"uni"'
+
+        def end_of_string(body):  # the closing quote of the string that holds the first escape
+            return body.index('"', body.index("\\u"))
+
+        lone = "is not valid Unicode: it holds a lone surrogate \\u%s (the %s ends at byte %d)."
+        bodies = {
+            "map value": '{"data":{%s,"editorId":"m","type":"map","data":{"k":"a\\udc00b"}}}' % ids,
+            "map key": '{"data":{%s,"editorId":"m","type":"map","data":{"a\\udc00b":1}}}' % ids,
+            "editorId": '{"data":{%s,"editorId":"a\\udc00b","type":"text","data":"x"}}' % ids,
+            "text": '{"data":{%s,"editorId":"t","type":"text","data":"a\\udc00b"}}' % ids,
+            "xml": '{"data":{%s,"editorId":"x","type":"xml","data":"<p t=\\"\\udfff\\"/>"}}' % ids,
+            "array": '{"data":{%s,"editorId":"l","type":"array","data":[{"v":1},{"v":["\\udc00"]}]}}' % ids,
+            "comment": '{"data":{%s,"commentAnnotations":[{"from":{"userId":"u","name":"U","email":"u@e"},"commentData":[{"commentText":"a\\udc00"}]}]}}' % ids,
+            "high": '{"data":{%s,"editorId":"h","type":"text","data":"a\\ud800b"}}' % ids,
+        }
+        cases = [
+            ("/v2/crdt/add", bodies["map value"], "data.k " + lone % ("dc00", "string", end_of_string(bodies["map value"]))),
+            ("/v2/crdt/add", bodies["map key"], "A key in data " + lone % ("dc00", "key", end_of_string(bodies["map key"]))),
+            ("/v2/crdt/add", bodies["editorId"], "editorId " + lone % ("dc00", "string", end_of_string(bodies["editorId"]))),
+            ("/v2/crdt/add", bodies["text"], "data " + lone % ("dc00", "string", end_of_string(bodies["text"]))),
+            ("/v2/crdt/add", bodies["xml"], "data " + lone % ("dfff", "string", bodies["xml"].index('/>"') + 2)),
+            ("/v2/crdt/add", bodies["array"], "data[1].v[0] " + lone % ("dc00", "string", end_of_string(bodies["array"]))),
+            ("/v2/commentannotations/add", bodies["comment"],
+             "commentAnnotations[0].commentData[0].commentText " + lone % ("dc00", "string", end_of_string(bodies["comment"]))),
+            ("/v2/crdt/add", bodies["high"], "data is not valid Unicode: it holds a high surrogate escape (\\ud800-\\udbff) not followed by a low one "
+             "(at byte %d)." % bodies["high"].index("\\ud800")),  # the escape
+        ]
+        for path, body, message in cases:
+            err(self, call(path, body=body), 400, "INVALID_ARGUMENT", message)
+        self.assertEqual(get(doc="uni")[1]["result"]["data"], [])
+        self.assertEqual(call("/v1/commentannotations/get", {"organizationId": "org", "documentId": "uni"})[1]["result"]["data"], [])
+        # A surrogate pair is one character, stored and returned as such.
+        ok(self, call("/v2/crdt/add", body='{"data":{%s,"editorId":"ok","type":"text","data":"a\\ud83d\\ude00b"}}' % ids), "CRDT data added successfully.")
+        self.assertEqual(get("ok", doc="uni")[1]["result"]["data"][0]["data"], "a\U0001F600b")
         self.assert_alive()
 
     def test_hostile_xml(self):

@@ -158,8 +158,8 @@ def unique_keys(pairs):
     return dict(pairs)
 
 
-def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None):
-    """Returns (http status, parsed JSON body)."""
+def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None, raw=False):
+    """Returns (http status, parsed JSON body), or (http status, the body's bytes) with raw=True."""
     conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60)
     h = {"Content-Type": content_type} if content_type else {}
     if who:
@@ -173,12 +173,14 @@ def call(path, data=None, who="a", body=None, method="POST", content_type="appli
         body = body.encode()
     conn.request(method, path, body=body, headers=h)
     r = conn.getresponse()
-    raw = r.read()
+    answer = r.read()
     conn.close()
+    if raw:
+        return r.status, answer
     try:
-        return r.status, json.loads(raw, object_pairs_hook=unique_keys)
+        return r.status, json.loads(answer, object_pairs_hook=unique_keys)
     except ValueError:
-        return r.status, raw
+        return r.status, answer
 
 
 def ok(test, res, message):
