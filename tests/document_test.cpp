@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <folio/document.hpp>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -347,6 +348,89 @@ TEST(Document, TheOpLogGivesBackEveryOpAsItWasIntegrated) {
 
 // Random mutation of valid encodings of every type: decoding and applying never crash, and either
 // fail cleanly or leave a document that passes check().
+// ---- one op id, one operation -----------------------------------------------------------------
+
+/// A replica that lost its state after sending `first` makes `second` from the state before it: the
+/// same op ids with other content. The peer that has `first` refuses `second` and changes nothing;
+/// `first` sent again is a duplicate.
+void expect_reused_ids_refused(record_type t, const std::function<void(document&)>& first, const std::function<void(document&)>& second,
+                               const char* what) {
+  SCOPED_TRACE(std::string(folio::to_string(t)) + ": another " + what);
+  document base(t, 1);
+  if (t == record_type::xml) base.replace_xml("<p>hello</p><q a=\"1\"/>");
+  if (t == record_type::map) base.set("k", "1");
+  if (t == record_type::text) base.replace_text("hello");
+  if (t == record_type::array) base.replace_array({"{\"a\":1}", "{\"b\":2}"});
+  document peer(t, 9);
+  ASSERT_TRUE(peer.apply(base.encode_since({})));
+  document sender(t, 2), lost(t, 2);  // `lost` is `sender` before its edit: the state a crash left
+  ASSERT_TRUE(sender.apply(base.encode_since({})));
+  ASSERT_TRUE(lost.apply(base.encode_since({})));
+  const folio::version_vector before = sender.version();
+  first(sender);
+  ASSERT_TRUE(peer.apply(sender.encode_since(before)));
+  const std::string value = t == record_type::text ? peer.text() : t == record_type::xml ? peer.xml() : "";
+  const folio::version_vector version = peer.version();
+  second(lost);
+  const folio::apply_result r = peer.apply(lost.encode_since(before));
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.message.find("operation id (2, "), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find(") is taken by an operation with another " + std::string(what) + "; a replica must never reuse an operation id"),
+            std::string::npos)
+      << r.message;
+  EXPECT_EQ(peer.version(), version);
+  if (t == record_type::text) {
+    EXPECT_EQ(peer.text(), value);
+  } else if (t == record_type::xml) {
+    EXPECT_EQ(peer.xml(), value);
+  }
+  const folio::apply_result again = peer.apply(sender.encode_since(before));
+  EXPECT_TRUE(again) << again.message;
+  EXPECT_EQ(again.applied, 0u);
+  peer.check();
+}
+
+TEST(Document, AnOpIdKnownWithOtherContentIsRefusedNotSkipped) {
+  using folio::record_type;
+  expect_reused_ids_refused(record_type::text, [](document& d) { d.as_text().insert_utf8(5, " world"); },
+                            [](document& d) { d.as_text().insert_utf8(5, " there"); }, "value");
+  expect_reused_ids_refused(record_type::text, [](document& d) { d.as_text().insert_utf8(5, "!"); },
+                            [](document& d) { d.as_text().insert_utf8(0, "!"); }, "origin");
+  expect_reused_ids_refused(record_type::text, [](document& d) { d.as_text().insert_utf8(5, "!"); },
+                            [](document& d) { d.as_text().erase(0, 1); }, "kind");
+  expect_reused_ids_refused(record_type::text, [](document& d) { d.as_text().erase(0, 1); },
+                            [](document& d) { d.as_text().erase(1, 1); }, "target");
+  expect_reused_ids_refused(record_type::array, [](document& d) { d.as_array().insert(0, "{\"c\":3}"); },
+                            [](document& d) { d.as_array().insert(0, "{\"d\":4}"); }, "value");
+  expect_reused_ids_refused(record_type::map, [](document& d) { d.set("k", "2"); }, [](document& d) { d.set("k", "3"); }, "value");
+  expect_reused_ids_refused(record_type::map, [](document& d) { d.set("k", "2"); }, [](document& d) { d.set("j", "2"); }, "key");
+  expect_reused_ids_refused(record_type::map, [](document& d) { d.set("k", "2"); }, [](document& d) { d.remove("k"); }, "kind");
+  expect_reused_ids_refused(record_type::xml, [](document& d) { d.replace_xml("<p>hello you</p><q a=\"1\"/>"); },
+                            [](document& d) { d.replace_xml("<p>hello all</p><q a=\"1\"/>"); }, "value");
+  expect_reused_ids_refused(record_type::xml, [](document& d) { d.replace_xml("<p>hello</p><q a=\"2\"/>"); },
+                            [](document& d) { d.replace_xml("<p>hello</p><q a=\"1\" b=\"2\"/>"); }, "key");
+}
+
+TEST(Document, AResentInsertOfAnItemDeletedSinceIsStillADuplicate) {
+  // A document decoded from its encoding keeps no values of deleted items: the comparison skips them
+  // rather than refuse the genuine op sent again.
+  document a(record_type::text, 1);
+  const folio::local_change c = a.as_text().insert_utf8(0, "abc");
+  const std::string insert = a.encode_change(c);
+  a.as_text().erase(1, 1);
+  std::optional<document> decoded;
+  ASSERT_TRUE(document::decode(a.encode(), 3, decoded));
+  const folio::apply_result r = decoded->apply(insert);
+  EXPECT_TRUE(r) << r.message;
+  EXPECT_EQ(r.duplicate, 3u);
+  EXPECT_EQ(decoded->text(), "ac");
+  // ... and so does a batch made from it, sent to a replica that still knows the value.
+  document b(record_type::text, 4);
+  ASSERT_TRUE(b.apply(insert));
+  EXPECT_TRUE(b.apply(decoded->encode_since({})));
+  EXPECT_EQ(b.text(), "ac");
+}
+
 TEST(Document, MutatedBytesNeverCrash) {
   document t(record_type::text, 1), r(record_type::array, 1), m(record_type::map, 1), x(record_type::xml, 1);
   t.replace_text("Hello, world");

@@ -928,6 +928,7 @@ class rga {
     if (in.kind == op_kind::insert && in.backward) return why = "insert marked backward", outcome::invalid;
     const std::uint32_t rep = replica_index(in.id.replica);
     replica_state& rs = reps_[rep];
+    if (in.id.seq < rs.next_seq && !same_as_integrated(rep, in, vals, why)) return outcome::invalid;
     if (in.id.seq + in.len <= rs.next_seq) return res.duplicate += in.len, outcome::done;
     op o = in;
     if (o.id.seq < rs.next_seq) {  // partly known: drop the known prefix
@@ -962,6 +963,48 @@ class rga {
     version_dirty_ = true;
     res.applied += o.len;
     return outcome::done;
+  }
+
+  /// True if the units of `in` already integrated (seqs below its replica's next_seq) are the ops
+  /// integrated under those ids: same kind, Lamport values, origin or targets, and values. An op id
+  /// names one operation forever; a replica that lost its state and made other ops under the same ids
+  /// would otherwise be skipped as a duplicate and differ from everyone for good. Values are compared
+  /// where both sides know them: a document decoded from its encoding keeps no values of deleted items
+  /// (a placeholder, T{}), nor does a batch made from it. O(known units + log entries they span).
+  bool same_as_integrated(std::uint32_t rep, const op& in, const T* vals, std::string& why) const {
+    const replica_state& rs = reps_[rep];
+    const std::uint32_t known = std::min(in.len, rs.next_seq - in.id.seq);
+    auto differs = [&](std::uint32_t k, const char* what) {
+      why = "operation id (" + std::to_string(in.id.replica) + ", " + std::to_string(in.id.seq + k) + ") is taken by an operation with another " +
+            what + "; a replica must never reuse an operation id";
+      return false;
+    };
+    auto id_of = [&](std::uint32_t r, std::uint32_t seq) { return r == no_replica ? document_start : op_id{reps_[r].id, seq}; };
+    const auto& lp = rs.log_pos;
+    auto it = std::upper_bound(lp.begin(), lp.end(), in.id.seq, [&](std::uint32_t s, std::uint32_t pos) { return s < log_[pos].seq; }) - 1;
+    for (std::uint32_t k = 0; k < known; ++it) {
+      const log_entry& e = log_[*it];
+      const std::uint32_t j = in.id.seq + k - e.seq, n = std::min(known - k, e.len - j);  // units j.. of entry e
+      if (e.kind != in.kind) return differs(k, "kind");
+      if (e.lamport + j != in.lamport + k) return differs(k, "Lamport value");
+      if (in.kind == op_kind::insert) {
+        // Within a run each item's origin is the item before it; only a run's first item names one.
+        const op_id mine = k == 0 ? in.ref : op_id{in.id.replica, in.id.seq + k - 1};
+        const op_id theirs = j == 0 ? id_of(e.ref_replica, e.ref_seq) : op_id{in.id.replica, in.id.seq + k - 1};
+        if (mine != theirs) return differs(k, "origin");
+        if (vals)
+          for (std::uint32_t u = 0; u < n; ++u) {
+            const T& a = vals[k + u];
+            const T& b = rs.content[in.id.seq + k + u];
+            if (a != b && a != T{} && b != T{}) return differs(k + u, "value");
+          }
+      } else {
+        for (std::uint32_t u = 0; u < n; ++u)
+          if (in.target(k + u) != id_of(e.ref_replica, e.backward ? e.ref_seq - (j + u) : e.ref_seq + (j + u))) return differs(k + u, "target");
+      }
+      k += n;
+    }
+    return true;
   }
 
   void park(const op& o, const T* vals, bool placeholders) {

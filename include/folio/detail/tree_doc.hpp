@@ -335,19 +335,25 @@ class tree_doc {
           if (segs[i].doc < segs[i - 1].doc + segs[i - 1].len || segs[i].local != segs[i - 1].local + segs[i - 1].len)
             fail("folio.invariant", "object id translation out of order");
     }
-    std::vector<std::uint32_t> seen(reps_.size(), 0);
-    for (const logged& e : log_) {
+    std::vector<std::uint32_t> seen(reps_.size(), 0), entries(reps_.size(), 0);
+    for (std::uint32_t i = 0; i < log_.size(); ++i) {
+      const logged& e = log_[i];
       if (e.seq != seen[e.rep]) fail("folio.invariant", "log out of seq order for a replica");
+      const auto& lp = reps_[e.rep].log_pos;
+      if (entries[e.rep] >= lp.size() || lp[entries[e.rep]++] != i) fail("folio.invariant", "a replica's log positions miss an entry");
       if (e.at > log_bytes_.size()) fail("folio.invariant", "log entry past the end of the log's bytes");
       seen[e.rep] += e.len;
     }
-    for (std::size_t r = 0; r < reps_.size(); ++r)
+    for (std::size_t r = 0; r < reps_.size(); ++r) {
       if (seen[r] != reps_[r].next_seq) fail("folio.invariant", "log does not cover a replica's ops");
+      if (entries[r] != reps_[r].log_pos.size()) fail("folio.invariant", "a replica's log positions name entries it does not have");
+    }
   }
 
   /// Heap bytes, approximately (objects, their engines, the log).
   std::size_t memory_usage() const {
     std::size_t bytes = objects_.capacity() * sizeof(object) + log_.capacity() * sizeof(logged) + log_bytes_.capacity() + by_name_.size() * 64;
+    for (const replica_state& r : reps_) bytes += sizeof(replica_state) + r.log_pos.capacity() * sizeof(std::uint32_t);
     for (const object& o : objects_) {
       if (o.kids) bytes += o.kids->memory_usage();
       if (o.chars) bytes += o.chars->memory_usage();
@@ -374,6 +380,7 @@ class tree_doc {
   struct replica_state {
     replica_id id;
     std::uint32_t next_seq = 0;
+    std::vector<std::uint32_t> log_pos{};  ///< log_ indices of this replica's ops, by seq (finding an op by id)
   };
   /// An integrated op in the log: what ops_since filters on, inline; the rest packed at `at` in
   /// log_bytes_ (pack / unpack). A map set costs these 24 bytes, its key and value, and 5-9 bytes
@@ -387,7 +394,7 @@ class tree_doc {
 
   std::uint32_t replica_index(replica_id id) {
     auto [it, added] = rep_index_.try_emplace(id, static_cast<std::uint32_t>(reps_.size()));
-    if (added) reps_.push_back({id, 0});
+    if (added) reps_.push_back({id, 0, {}});
     return it->second;
   }
   bool integrated(const op_id& id) const {
@@ -482,6 +489,7 @@ class tree_doc {
       return why = "remove target range out of bounds", outcome::invalid;
     const std::uint32_t rep = replica_index(in.id.replica);
     const std::uint32_t next = reps_[rep].next_seq;
+    if (in.id.seq < next && !same_as_integrated(rep, in, why)) return outcome::invalid;
     if (in.id.seq + in.len <= next) return res.duplicate += in.len, outcome::done;
     std::optional<tree_op> trimmed;  // copied only when part of it was integrated before
     if (in.id.seq < next) res.duplicate += next - in.id.seq, trim_front(trimmed.emplace(in), next - in.id.seq);
@@ -520,6 +528,7 @@ class tree_doc {
     reps_[rep].next_seq += o.len;
     version_dirty_ = true;
     res.applied += o.len;
+    reps_[rep].log_pos.push_back(static_cast<std::uint32_t>(log_.size()));
     log_.push_back({rep, o.id.seq, o.len, o.lamport, log_bytes_.size()});
     pack(oi, o);
     return outcome::done;
@@ -683,6 +692,54 @@ class tree_doc {
     else
       obj.map->remove(o.key, o.preds);
     obj.map_clock = std::max(obj.map_clock, o.lamport);
+    return true;
+  }
+
+  /// True if the units of `in` already integrated (seqs below its replica's next_seq) are the ops
+  /// logged under those ids: same kind, object, Lamport values, origin or targets, values, key and
+  /// preds. An op id names one operation forever (see rga::same_as_integrated); the log keeps every
+  /// value, so the comparison is exact. O(known units + the logged ops they span).
+  bool same_as_integrated(std::uint32_t rep, const tree_op& in, std::string& why) const {
+    const replica_state& rs = reps_[rep];
+    const std::uint32_t known = std::min(in.len, rs.next_seq - in.id.seq);
+    auto differs = [&](std::uint32_t k, const char* what) {
+      why = "operation id (" + std::to_string(in.id.replica) + ", " + std::to_string(in.id.seq + k) + ") is taken by an operation with another " +
+            what + "; a replica must never reuse an operation id";
+      return false;
+    };
+    auto it = std::upper_bound(rs.log_pos.begin(), rs.log_pos.end(), in.id.seq, [&](std::uint32_t s, std::uint32_t pos) { return s < log_[pos].seq; }) - 1;
+    tree_op t;
+    for (std::uint32_t k = 0; k < known; ++it) {
+      const logged& e = log_[*it];
+      unpack(e, t);
+      const std::uint32_t j = in.id.seq + k - e.seq, n = std::min(known - k, e.len - j);  // units j.. of the logged op
+      if (t.kind != in.kind) return differs(k, "kind");
+      if (t.object != in.object) return differs(k, "object");
+      if (t.lamport + j != in.lamport + k) return differs(k, "Lamport value");
+      switch (in.kind) {
+        case tree_op_kind::insert: {
+          const op_id mine = k == 0 ? in.ref : op_id{in.id.replica, in.id.seq + k - 1};
+          const op_id theirs = j == 0 ? t.ref : op_id{in.id.replica, in.id.seq + k - 1};
+          if (mine != theirs) return differs(k, "origin");
+          const bool text = !t.text.empty();  // the logged op's object holds text (else nodes)
+          if ((text ? in.text.size() : in.nodes.size()) < k + n) return differs(k, "value");
+          for (std::uint32_t u = 0; u < n; ++u)
+            if (text ? in.text[k + u] != t.text[j + u] : in.nodes[k + u] != t.nodes[j + u]) return differs(k + u, "value");
+          break;
+        }
+        case tree_op_kind::remove:
+          for (std::uint32_t u = 0; u < n; ++u)
+            if (in.target(k + u) != t.target(j + u)) return differs(k + u, "target");
+          break;
+        case tree_op_kind::set:
+        case tree_op_kind::unset:
+          if (in.key != t.key) return differs(k, "key");
+          if (in.value != t.value) return differs(k, "value");
+          if (in.preds != t.preds) return differs(k, "set of observed entries");
+          break;
+      }
+      k += n;
+    }
     return true;
   }
 
