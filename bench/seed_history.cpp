@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   namespace svc = folio::service;
   svc::database db(argv[1]);
   const folio::testing::trace t = folio::testing::load_trace(argv[5]);
-  folio::document history(folio::record_type::text, db.server_replica());
+  const std::uint64_t history_incarnation = svc::new_incarnation(), fresh_incarnation = svc::new_incarnation();
+  folio::document history(folio::record_type::text, history_incarnation);
   folio::text& text = history.as_text();
   for (const auto& tx : t.txns)
     for (const auto& p : tx.patches) {
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
       if (!p.ins.empty()) text.insert(p.pos, p.ins);
     }
   const std::string final_text = history.text();
-  folio::document fresh(folio::record_type::text, db.server_replica());
+  folio::document fresh(folio::record_type::text, fresh_incarnation);
   fresh.replace_text(final_text);
   db.write([&] {
     for (auto [editor, doc] : {std::pair<const char*, folio::document*>{"history", &history}, {"fresh", &fresh}}) {
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
       svc::delete_record(db, k);
       svc::record_row row;
       row.editor = editor, row.type = "text", row.content_key = "content", row.snapshot = doc->encode(), row.revision = 1;
-      row.last_update = svc::now_iso(), row.last_updated_by = "seed";
+      row.last_update = svc::now_iso(), row.last_updated_by = "seed", row.incarnation = doc->replica();
       svc::insert_record(db, k, row);
     }
   });

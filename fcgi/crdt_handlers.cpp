@@ -4,6 +4,11 @@
 // document); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
 // Every committed change is then published to the record's channel (publish.hpp), still under the
 // record's lock so that subscribers see changes in commit order.
+//
+// Incarnations (DESIGN.md §5): `add` draws a random incarnation, the replica id the server edits the
+// record as, so a record deleted and added again never repeats an op id of the old one. Sync answers
+// and published changes carry it; a client that has state sends it back, and one holding another
+// incarnation's state is refused with ABORTED, never merged.
 #include <folio/document.hpp>
 #include <map>
 #include <string>
@@ -32,10 +37,14 @@ std::string content_key_of(const rapidjson::Value& data) {
   return k ? *k : std::string("content");
 }
 
+/// A record's incarnation as the API writes it: a decimal string (a JavaScript number could not hold
+/// its 63 bits).
+std::string incarnation_text(const record_row& row) { return std::to_string(row.incarnation); }
+
 /// The stored record as a document: the snapshot with the log folded in.
 folio::document rebuild(database& db, const record_key& k, const record_row& row) {
   std::optional<folio::document> d;
-  if (const folio::decode_result r = folio::document::decode(row.snapshot, db.server_replica(), d); !r)
+  if (const folio::decode_result r = folio::document::decode(row.snapshot, row.incarnation, d); !r)
     throw std::runtime_error("stored snapshot does not decode: " + r.description());
   if (row.log_len > 0)
     for (const std::string& batch : load_log(db, k)) {
@@ -45,10 +54,13 @@ folio::document rebuild(database& db, const record_key& k, const record_row& row
   return std::move(*d);
 }
 
+/// True when `e` holds the record of `row`: the same incarnation at the same revision.
+bool holds(const cached_doc& e, const record_row& row) { return e.doc && e.revision == row.revision && e.doc->replica() == row.incarnation; }
+
 /// Makes `e` hold the record at `row.revision` (the caller holds e.lock and a transaction).
 folio::document& current(context& c, const record_key& k, const record_row& row, cached_doc& e) {
   database& db = c.db;
-  const bool hit = e.doc && e.revision == row.revision;
+  const bool hit = holds(e, row);
   c.svc.cache().note(hit);
   if (!hit) {
     e.doc.reset();
@@ -83,9 +95,9 @@ void write_record(json_writer& w, const record_row& row, const folio::document& 
 constexpr std::size_t max_pushed_ops = 256 * 1024;
 
 /// Publishes one committed change of `k` (DESIGN.md §6): its ops, the server's version after it, and
-/// its metadata. `ops` null: the record was deleted.
-void publish_change(context& c, const record_key& k, const std::string* ops, const folio::version_vector* version, const std::string& last_update,
-                    const std::string& by, const std::optional<std::string>& session) {
+/// its metadata, all under the record's `incarnation`. `ops` null: the record was deleted.
+void publish_change(context& c, const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
+                    const std::string& last_update, const std::string& by, const std::optional<std::string>& session) {
   const live_config& live = c.svc.live().settings();
   if (live.channel_secret.empty() || live.publish_socket.empty()) return;
   rapidjson::StringBuffer sb;
@@ -93,6 +105,8 @@ void publish_change(context& c, const record_key& k, const std::string* ops, con
   w.StartObject();
   w.Key("editorId");
   write_string(w, k.editor);
+  w.Key("incarnation");
+  write_string(w, incarnation);
   if (!ops) {
     w.Key("deleted");
     w.Bool(true);
@@ -127,6 +141,17 @@ std::optional<std::string> binary_field(const rapidjson::Value& data, const char
   return bytes;
 }
 
+/// The sync request's `incarnation`: absent or null is nullopt; else the decimal string a sync answer
+/// gave (1-19 digits).
+std::optional<std::string> incarnation_field(const rapidjson::Value& data) {
+  const rapidjson::Value* v = field_value(data, "incarnation");
+  if (!v) return std::nullopt;
+  const std::string_view s = v->IsString() ? std::string_view(v->GetString(), v->GetStringLength()) : std::string_view();
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string_view::npos)
+    throw api_error(status::invalid_argument, "incarnation must be the string a sync answer gave (decimal digits).");
+  return std::string(s);
+}
+
 record_key key_of(context& c, bool editor_required = true) {
   record_key k;
   k.tenant = c.who.tenant;
@@ -153,9 +178,10 @@ std::string crdt_add(context& c) {
   std::optional<folio::document> d;
   c.db.write([&] {
     if (load_record(c.db, k)) throw api_error(status::already_exists, "CRDT data already exists for this editor ID.");
-    d.emplace(type, c.db.server_replica(), content_key);
-    replace(*d, value);
     record_row row;
+    row.incarnation = new_incarnation();
+    d.emplace(type, row.incarnation, content_key);
+    replace(*d, value);
     row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d->encode();
     row.revision = 1, row.last_update = now_iso(), row.last_updated_by = user ? *user : c.who.subject, row.session_id = session;
     insert_record(c.db, k, row);
@@ -179,11 +205,12 @@ std::string crdt_update(context& c) {
   std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
   std::lock_guard<std::mutex> g(e->lock);
   const std::string when = now_iso(), by = user ? *user : c.who.subject;
-  std::string batch;
+  std::string batch, incarnation;
   bool compacted = false;
   const std::int64_t revision = c.db.write([&] {
     const std::optional<record_row> row = load_record(c.db, k);
     if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+    incarnation = incarnation_text(*row);
     if (type && folio::to_string(*type) != row->type)
       throw api_error(status::invalid_argument, "Type " + std::string(folio::to_string(*type)) + " does not match the record's type " + row->type + ".");
     if (content_key && *content_key != row->content_key)
@@ -203,7 +230,7 @@ std::string crdt_update(context& c) {
   if (compacted) c.svc.stats().compaction();
   e->revision = revision;  // only once committed: a failed commit leaves the entry matching nothing
   c.svc.cache().account(ck, e->doc ? e->doc->memory_usage() : 0);
-  if (!batch.empty()) publish_change(c, k, &batch, &e->doc->version(), when, by, session);
+  if (!batch.empty()) publish_change(c, k, incarnation, &batch, &e->doc->version(), when, by, session);
   return success_body("CRDT data updated successfully.", nullptr);
 }
 
@@ -216,7 +243,7 @@ std::string crdt_get(context& c) {
     if (!row) return success_body("CRDT data retrieved successfully.", [](json_writer& w) { w.StartArray(), w.EndArray(); });
     std::shared_ptr<cached_doc> e = c.svc.cache().get(k.cache_key());
     std::lock_guard<std::mutex> g(e->lock);
-    if (e->doc && e->revision == row->revision) {
+    if (holds(*e, *row)) {
       c.svc.cache().note(true);
       return success_body("CRDT data retrieved successfully.", [&](json_writer& w) {
         w.StartArray();
@@ -241,10 +268,12 @@ std::string crdt_get(context& c) {
         const std::string ck = rk.cache_key();
         std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
         std::lock_guard<std::mutex> g(e->lock);
-        if (e->doc && e->revision == row.revision) {
+        if (holds(*e, row)) {
           c.svc.cache().note(true);
           write_record(w, row, *e->doc);
-        } else if (e->revision > row.revision) {  // a newer write landed after this read began
+        } else if (e->doc && (e->doc->replica() != row.incarnation || e->revision > row.revision)) {
+          // A newer write landed after this read began (or the record was added again): read this
+          // snapshot's state without replacing the newer one in the cache.
           c.svc.cache().note(false);
           write_record(w, row, rebuild(c.db, rk, row));
         } else {
@@ -262,12 +291,16 @@ std::string crdt_delete(context& c) {
   const std::string ck = k.cache_key();
   std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
   std::lock_guard<std::mutex> g(e->lock);
-  const bool existed = c.db.write([&] { return delete_record(c.db, k); });
+  const std::optional<record_row> gone = c.db.write([&] {
+    std::optional<record_row> row = load_record(c.db, k, false);
+    if (row) delete_record(c.db, k);
+    return row;
+  });
   e->doc.reset();
   e->revision = -1;
   c.svc.cache().erase(ck);
-  if (!existed) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
-  publish_change(c, k, nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
+  if (!gone) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+  publish_change(c, k, incarnation_text(*gone), nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
   return success_body("CRDT data deleted successfully.", nullptr);
 }
 
@@ -279,6 +312,11 @@ std::string crdt_sync(context& c) {
     throw api_error(status::invalid_argument, "version is not a valid version vector: " + r.description() + ".");
   const std::optional<std::string> update = binary_field(c.data, "update", false);
   const bool push = update && !update->empty();
+  const std::optional<std::string> incarnation = incarnation_field(c.data);
+  if (!incarnation && (push || !client_version.empty()))
+    throw api_error(status::invalid_argument,
+                    "incarnation is required with a version that is not empty or an update: send the incarnation of the record's last sync "
+                    "answer (a client that has nothing syncs with the empty version and no update).");
   if (push && c.who.read_only) throw api_error(status::permission_denied, "This token is read-only; sync without an update to only receive changes.");
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
 
@@ -286,11 +324,16 @@ std::string crdt_sync(context& c) {
   std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
   std::lock_guard<std::mutex> g(e->lock);
   const std::string when = now_iso(), by = user ? *user : c.who.subject;
-  std::string answer, ops, type, content_key;
+  std::string answer, ops, type, content_key, record_incarnation;
   bool compacted = false;
   auto integrate = [&] {
     const std::optional<record_row> row = load_record(c.db, k);
     if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+    record_incarnation = incarnation_text(*row);
+    if (incarnation && *incarnation != record_incarnation)
+      throw api_error(status::aborted,
+                      "This record was deleted and added again since the client's state was synced (incarnation " + *incarnation + ", now " +
+                          record_incarnation + "): drop the local state and sync again from the empty version.");
     type = row->type, content_key = row->content_key;
     folio::document& d = current(c, k, *row, *e);
     answer = d.encode_since(client_version);  // before the push: the client has its own ops
@@ -322,9 +365,11 @@ std::string crdt_sync(context& c) {
   e->revision = revision;
   c.svc.cache().account(ck, e->doc->memory_usage());
   const folio::version_vector& server_version = e->doc->version();
-  if (!ops.empty()) publish_change(c, k, &ops, &server_version, when, by, session);
+  if (!ops.empty()) publish_change(c, k, record_incarnation, &ops, &server_version, when, by, session);
   return success_body("CRDT data synced successfully.", [&](json_writer& w) {
     w.StartObject();
+    w.Key("incarnation");
+    write_string(w, record_incarnation);
     w.Key("update");
     write_string(w, base64_encode(answer));
     w.Key("version");

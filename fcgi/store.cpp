@@ -70,6 +70,14 @@ ALTER TABLE annotation_comments ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
 UPDATE annotation_comments SET position = comment_id + 1;
 CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, doc, annotation_id, position);
 )sql",
+    // 4: a CRDT record has an incarnation, the replica id its server edits it as, drawn at random when
+    // the record is added: a record deleted and added again never repeats the old one's op ids, and a
+    // client holding the old one's state is told. Records stored before were edited as the database's
+    // one server replica (kept in meta by schema 1-3), which stays their incarnation.
+    R"sql(
+ALTER TABLE crdt_records ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 0;
+UPDATE crdt_records SET incarnation = (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'server_replica');
+)sql",
 };
 
 }  // namespace
@@ -223,22 +231,17 @@ void database::migrate() {
     for (int v = have; v < schema_version; ++v) exec(migrations[v]);
     if (have != schema_version) exec(("PRAGMA user_version=" + std::to_string(schema_version)).c_str());
     version_ = schema_version;
-    query q = sql("SELECT value FROM meta WHERE key='server_replica'");
-    if (q.step()) {
-      replica_ = std::stoull(q.text(0));
-    } else {
-      std::uint64_t r = 0;
-      while (r == 0) {
-        if (RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r) != 1) throw store_error(SQLITE_ERROR, "no randomness for the server replica id");
-        r >>= 1;  // below 2^63: fits SQLite's signed integers when clients store it
-      }
-      replica_ = r;
-      sql("INSERT INTO meta (key, value) VALUES ('server_replica', ?)").bind(1, std::to_string(r)).step();
-    }
   });
 }
 
-std::uint64_t database::server_replica() { return replica_; }
+std::uint64_t new_incarnation() {
+  std::uint64_t r = 0;
+  while (r == 0) {
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r) != 1) throw store_error(SQLITE_ERROR, "no randomness for a record's incarnation");
+    r >>= 1;  // below 2^63: fits SQLite's signed integers
+  }
+  return r;
+}
 
 // ---- CRDT records ---------------------------------------------------------------------------------------
 
@@ -248,14 +251,15 @@ record_row row_of(query& q) {
   r.editor = q.text(0), r.type = q.text(1), r.content_key = q.text(2), r.snapshot = q.blob(3);
   r.log_len = q.integer(4), r.revision = q.integer(5);
   r.last_update = q.text(6), r.last_updated_by = q.text(7), r.session_id = q.text_opt(8);
+  r.incarnation = static_cast<std::uint64_t>(q.integer(9));
   return r;
 }
 }  // namespace
 
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot) {
-  query q = db.sql(with_snapshot ? "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id "
+  query q = db.sql(with_snapshot ? "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, incarnation "
                                    "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?"
-                                 : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id "
+                                 : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id, incarnation "
                                    "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
   q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
   if (!q.step()) return std::nullopt;
@@ -264,7 +268,7 @@ std::optional<record_row> load_record(database& db, const record_key& k, bool wi
 
 std::vector<record_row> load_document_records(database& db, const std::string& tenant, const std::string& org, const std::string& doc) {
   query q = db.sql(
-      "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id FROM crdt_records "
+      "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, incarnation FROM crdt_records "
       "WHERE tenant=? AND org=? AND doc=? ORDER BY editor");
   q.bind(1, tenant).bind(2, org).bind(3, doc);
   std::vector<record_row> out;
@@ -281,10 +285,10 @@ std::vector<std::string> load_log(database& db, const record_key& k) {
 }
 
 void insert_record(database& db, const record_key& k, const record_row& r) {
-  db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id) "
-         "VALUES (?,?,?,?,?,?,?,0,?,?,?,?)")
+  db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, "
+         "incarnation) VALUES (?,?,?,?,?,?,?,0,?,?,?,?,?)")
       .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, r.type).bind(6, r.content_key).bind_blob(7, r.snapshot)
-      .bind(8, r.revision).bind(9, r.last_update).bind(10, r.last_updated_by).bind_opt(11, r.session_id)
+      .bind(8, r.revision).bind(9, r.last_update).bind(10, r.last_updated_by).bind_opt(11, r.session_id).bind(12, static_cast<std::int64_t>(r.incarnation))
       .step();
 }
 

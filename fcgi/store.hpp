@@ -3,7 +3,7 @@
 // busy timeout. The schema lives here with a version number and forward migrations.
 //
 // A CRDT record is a row (type, root name, snapshot = encoded document, metadata, a revision that
-// every write bumps) plus an append-only log of encoded change batches since the snapshot; readers
+// every write bumps, the incarnation that `add` draws) plus an append-only log of encoded change batches since the snapshot; readers
 // fold the log into the snapshot, and a write compacts the log into a new snapshot once it passes
 // `compact_after` batches. Every row is keyed by the tenant (the API key's id) first, so no query
 // can reach another tenant's data.
@@ -61,7 +61,7 @@ struct store_error : std::runtime_error {
   store_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
 };
 
-inline constexpr int schema_version = 3;
+inline constexpr int schema_version = 4;
 
 class database {
  public:
@@ -113,8 +113,6 @@ class database {
     static std::mutex m;
     return m;
   }
-  /// The replica id this database's server edits records as (random, made once, kept in `meta`).
-  std::uint64_t server_replica();
 
  private:
   void migrate();
@@ -143,7 +141,6 @@ class database {
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
   std::unordered_map<std::string, sqlite3_stmt*> built_;  ///< prepare()'s statements, by text
   int version_ = 0;
-  std::uint64_t replica_ = 0;
 };
 
 // ---- CRDT records ---------------------------------------------------------------------------------
@@ -158,7 +155,13 @@ struct record_row {
   std::int64_t log_len = 0, revision = 0;
   std::string last_update, last_updated_by;
   std::optional<std::string> session_id;
+  /// The record's incarnation: the replica id the server edits this record as, random per `add`
+  /// (new_incarnation), so a record deleted and added again never reuses an op id of the old one.
+  std::uint64_t incarnation = 0;
 };
+
+/// A fresh incarnation: 63 random bits, never 0 (a valid replica id that fits a signed column).
+std::uint64_t new_incarnation();
 
 inline constexpr std::int64_t compact_after = 64;
 

@@ -2,8 +2,9 @@
 // temporary SQLite database holding a record of each type and a comment thread. FOLIO_FUZZ_TARGET:
 //   1 request: byte 0 picks the path (every endpoint, /healthz, /metrics, an unknown one), the rest
 //     is the body, sent with valid credentials.
-//   2 sync: byte 0 picks the record (text, map, xml, array), byte 1 is the length of the version
-//     vector that follows, the rest is the update; both sent base64 in a /v2/crdt/sync body.
+//   2 sync: byte 0 picks the record (text, map, xml, array; bit 4 set: no incarnation is sent), byte 1
+//     is the length of the version vector that follows, the rest is the update; both sent base64 in a
+//     /v2/crdt/sync body with the record's incarnation.
 // Oracles: the answer is never a 500 (an unexpected exception) and its body is JSON; after a sync
 // push is taken, the record reads as JSON and a reader with an empty cache (the state on disk)
 // answers exactly what the cached document answers. The database is recreated every 500 inputs so
@@ -46,6 +47,7 @@ struct world {
   std::unique_ptr<svc::database> db;
   std::unique_ptr<svc::service> service;
   std::string key, token;
+  std::string incarnations[std::size(editors)];  ///< each record's, as a first sync answers it
   std::size_t runs = 0;
 
   world() {
@@ -81,6 +83,13 @@ struct world {
          R"({"data":{"organizationId":"o","documentId":"d","commentAnnotations":[{"annotationId":"n","from":{"userId":"u","name":"U","email":"u@example.com"},"commentData":[{"commentText":"c"}]}]}})"},
     };
     for (const auto& [path, body] : seeds) call(path, body);
+    for (std::size_t i = 0; i < std::size(editors); ++i) {
+      const svc::response first = call("/v2/crdt/sync", std::string(R"({"data":{"organizationId":"o","documentId":"d","editorId":")") + editors[i] +
+                                                           R"(","version":"AA=="}})");
+      rapidjson::Document answer;
+      answer.Parse(first.body.data(), first.body.size());
+      incarnations[i] = answer["result"]["data"]["incarnation"].GetString();
+    }
   }
 
   svc::response call(std::string_view path, const std::string& body, svc::service* with = nullptr) {
@@ -120,11 +129,14 @@ void request(world& w, std::string_view bytes) {
 
 void sync(world& w, std::string_view bytes) {
   if (bytes.size() < 2) return;
-  const char* editor = editors[static_cast<unsigned char>(bytes[0]) % std::size(editors)];
+  const std::size_t record = static_cast<unsigned char>(bytes[0]) % std::size(editors);
+  const char* editor = editors[record];
   const std::size_t version_len = std::min<std::size_t>(static_cast<unsigned char>(bytes[1]), bytes.size() - 2);
   const std::string version(bytes.substr(2, version_len)), update(bytes.substr(2 + version_len));
   const std::string ids = std::string(R"({"data":{"organizationId":"o","documentId":"d","editorId":")") + editor + "\"";
-  const svc::response res = w.call("/v2/crdt/sync", ids + R"(,"version":")" + svc::base64_encode(version) + R"(","update":")" + svc::base64_encode(update) + "\"}}");
+  const std::string incarnation = bytes[0] & 0x10 ? std::string() : R"(,"incarnation":")" + w.incarnations[record] + "\"";
+  const svc::response res = w.call("/v2/crdt/sync", ids + R"(,"version":")" + svc::base64_encode(version) + R"(","update":")" +
+                                                        svc::base64_encode(update) + "\"" + incarnation + "}}");
   check_answer(res);
   if (res.http != 200 || update.empty()) return;
   // What the cache answers and what the database holds must be the same record.

@@ -11,6 +11,7 @@
 #include <thread>
 #include <string>
 
+#include <folio/document.hpp>
 #include <sqlite3.h>
 
 #include "annotation_store.hpp"
@@ -44,6 +45,14 @@ struct fixture : ::testing::Test {
   svc::response call(const std::string& path, const std::string& body) {
     svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
     return service.handle(db, r);
+  }
+  /// A push of `update` to the record of `ids` (`{"data":{...ids...`), under the incarnation a first
+  /// sync (from the empty version) answers.
+  svc::response push(const std::string& ids, const std::string& update) {
+    const svc::response first = call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})");
+    const rapidjson::Document answer = svc::parse_json(first.body);
+    const std::string incarnation = answer.HasMember("result") ? answer["result"]["data"]["incarnation"].GetString() : "1";
+    return call("/v2/crdt/sync", ids + R"(,"version":"AA==","incarnation":")" + incarnation + R"(","update":")" + svc::base64_encode(update) + "\"}}");
   }
 };
 
@@ -189,7 +198,7 @@ TEST_F(fixture, AFailedPublishNeverFailsTheWrite) {
 TEST_F(fixture, ARefusedPushKeepsTheCachedDocumentUnlessItChangedIt) {
   const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e")";
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"Hello"}})").http, 200);
-  const auto push = [&](const std::string& update) { return call("/v2/crdt/sync", ids + R"(,"version":"AA==","update":")" + svc::base64_encode(update) + "\"}}"); };
+  const auto push = [&](const std::string& update) { return fixture::push(ids, update); };
   const auto get = [&] { return call("/v2/crdt/get", ids + "}}"); };
   ASSERT_EQ(get().http, 200);
   const std::uint64_t misses = service.cache().misses();
@@ -213,7 +222,7 @@ TEST_F(fixture, PushedMapAndArrayValuesMustBeJson) {
   ASSERT_EQ(call("/v2/crdt/add", ids("m") + R"(,"type":"map","data":{"a":1}}})").http, 200);
   ASSERT_EQ(call("/v2/crdt/add", ids("l") + R"(,"type":"array","data":[{"a":1}]}})").http, 200);
   const auto push = [&](const char* editor, const std::string& update) {
-    return call("/v2/crdt/sync", ids(editor) + R"(,"version":"AA==","update":")" + svc::base64_encode(update) + "\"}}");
+    return fixture::push(ids(editor), update);
   };
   const auto refused = [](const std::string& message) {
     return R"({"error":{"message":")" + message + R"(","status":"INVALID_ARGUMENT"}})";
@@ -383,27 +392,50 @@ TEST_F(fixture, MetricsCountRequestsWithoutCredentialsOrTenantData) {
 
 namespace {
 
-TEST(Store, MigratesVersion1AnnotationsCommentsIntoTheirOwnTable) {
+TEST(Store, MigratesASchema1DatabaseToTheCurrentOne) {
   temp_db tmp;
+  folio::document record(folio::record_type::text, 777);  // edited as the database's one server replica, as schema 1-3 did
+  record.replace_text("kept");
   {
-    // Schema 1 as shipped (the tables migration 2 reads), with one annotation whose comments sit in its body.
+    // Schema 1 as shipped, with one annotation whose comments sit in its body and one text record.
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(tmp.path().c_str(), &raw), SQLITE_OK);
     const char* v1 = R"sql(
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE crdt_records (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot BLOB NOT NULL,
+  log_len INTEGER NOT NULL, revision INTEGER NOT NULL,
+  last_update TEXT NOT NULL, last_updated_by TEXT NOT NULL, session_id TEXT,
+  PRIMARY KEY (tenant, org, doc, editor)) WITHOUT ROWID;
+CREATE TABLE crdt_log (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  seq INTEGER NOT NULL, batch BLOB NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor, seq)) WITHOUT ROWID;
 CREATE TABLE annotations (
   tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
   location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
   PRIMARY KEY (tenant, org, doc, annotation_id)) WITHOUT ROWID;
+INSERT INTO meta VALUES ('server_replica', '777');
 INSERT INTO annotations VALUES ('t', 'o', 'd', 'a1', 'L1', 'u1', '2025-01-01T00:00:00.000Z',
   '{"annotationId":"a1","color":"#f00","comments":[{"commentId":2,"commentText":"two"},{"commentId":1,"commentText":"one"}],"createdAt":"2025-01-01T00:00:00.000Z","lastUpdated":"2025-01-02T00:00:00.000Z","status":{"id":"RESOLVED"}}');
 PRAGMA user_version = 1;
 )sql";
     ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(raw, "INSERT INTO crdt_records VALUES ('t', 'o', 'd', 'e', 'text', 'content', ?, 0, 1, '2025-01-01T00:00:00.000Z', 'u', NULL)",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
+    const std::string snapshot = record.encode();
+    sqlite3_bind_blob(st, 1, snapshot.data(), static_cast<int>(snapshot.size()), SQLITE_TRANSIENT);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
     sqlite3_close(raw);
   }
   svc::database db(tmp.path());
   EXPECT_EQ(db.version(), svc::schema_version);
+  // 2: comments in their own table; 3: listed in the order they were before (commentId), and a comment
+  // added now comes after them, whatever its id.
   const svc::annotation_scope s{"t", "o", "d"};
   const auto found = svc::find_annotations(db, s, {});
   ASSERT_EQ(found.size(), 1u);
@@ -414,8 +446,14 @@ PRAGMA user_version = 1;
   by_status.statuses = {"RESOLVED"};
   by_status.updated_after = "2025-01-01T12:00:00.000Z";
   EXPECT_EQ(svc::match_annotations(db, s, by_status), std::vector<std::string>{"a1"});
-  EXPECT_EQ(svc::comment_ids(db, s, "a1"), (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(svc::load_annotation(db, s, "a1")->next_comment_id, 3);
+  db.write([&] { svc::insert_comment(db, s, "a1", 0, R"({"commentId":0,"commentText":"zero"})"); });
+  EXPECT_EQ(svc::comment_ids(db, s, "a1"), (std::vector<std::int64_t>{1, 2, 0}));
+  // 4: the record's incarnation is the replica it was edited as, so the service goes on editing it as
+  // that replica.
+  const std::optional<svc::record_row> row = svc::load_record(db, {"t", "o", "d", "e"});
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->incarnation, 777u);
 }
 
 TEST(Annotations, TimestampsAreIso8601UtcWithMillisecondsOnRealDates) {

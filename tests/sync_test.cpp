@@ -19,7 +19,7 @@ struct pushed {
   folio::version_vector version;
 };
 
-enum class outcome { ok, invalid, refused };
+enum class outcome { ok, invalid, refused, aborted };
 
 folio::document clone(const folio::document& d) {  // documents are move-only; copy through the encoding
   std::optional<folio::document> out;
@@ -28,14 +28,25 @@ folio::document clone(const folio::document& d) {  // documents are move-only; c
 }
 
 /// The server: one document, a sync step that never half-applies, and the messages it would publish.
+/// The record's incarnation is its server replica's id, as in the service.
 struct server_model {
   folio::document d;
+  std::string incarnation = "1000";
   std::vector<pushed> channel;
 
   explicit server_model(record_type t) : d(t, 1000) {}
 
+  /// The record deleted and added again with `value` (text): a new server replica, a new incarnation.
+  void add_again(const std::string& value) {
+    d = folio::document(d.type(), d.replica() + 1);
+    incarnation = std::to_string(d.replica());
+    rest_text(value);
+  }
+
   outcome sync(sync_client& c) {
     const folio::sync_request q = c.request();
+    if (q.incarnation.empty() && (!q.update.empty() || !q.version.empty())) return outcome::invalid;  // incarnation is required
+    if (!q.incarnation.empty() && q.incarnation != incarnation) return outcome::aborted;
     const std::string answer = d.encode_since(q.version);  // before integrating: the client has its own ops
     if (!q.update.empty()) {
       folio::document next = clone(d);
@@ -49,7 +60,7 @@ struct server_model {
       d = std::move(next);
       if (d.version() != before) channel.push_back({d.encode_since(before), d.version()});
     }
-    EXPECT_TRUE(c.on_answer(answer, d.version()));
+    EXPECT_TRUE(c.on_answer(answer, d.version(), incarnation));
     return outcome::ok;
   }
   /// A change made on the server itself (a REST update), published.
@@ -130,9 +141,9 @@ TEST(SyncClient, EveryTypeConvergesThroughSyncAndPushes) {
       const std::size_t seen = s.channel.size();
       ASSERT_EQ(s.sync(round % 2 ? b : a), outcome::ok);
       // The other client hears about it by push, then pushes its own edit.
-      for (std::size_t i = seen; i < s.channel.size(); ++i) (round % 2 ? a : b).on_push(s.channel[i].update, s.channel[i].version);
+      for (std::size_t i = seen; i < s.channel.size(); ++i) (round % 2 ? a : b).on_push(s.channel[i].update, s.channel[i].version, s.incarnation);
       ASSERT_EQ(s.sync(round % 2 ? a : b), outcome::ok);
-      for (std::size_t i = seen; i < s.channel.size(); ++i) (round % 2 ? b : a).on_push(s.channel[i].update, s.channel[i].version);
+      for (std::size_t i = seen; i < s.channel.size(); ++i) (round % 2 ? b : a).on_push(s.channel[i].update, s.channel[i].version, s.incarnation);
       expect_same(a.doc(), s.d);
       expect_same(b.doc(), s.d);
       EXPECT_FALSE(a.needs_sync());
@@ -150,7 +161,7 @@ TEST(SyncClient, AMissedPushIsAGapEvenWhenTheNextChangeDoesNotDependOnIt) {
   b.doc().set("y", "2");
   s.sync(b);  // independent of a's change
   ASSERT_EQ(s.channel.size(), 2u);
-  EXPECT_EQ(watcher.on_push(s.channel[1].update, s.channel[1].version), push_status::gap);
+  EXPECT_EQ(watcher.on_push(s.channel[1].update, s.channel[1].version, s.incarnation), push_status::gap);
   EXPECT_TRUE(watcher.needs_sync());
   ASSERT_EQ(s.sync(watcher), outcome::ok);
   EXPECT_FALSE(watcher.needs_sync());
@@ -164,12 +175,12 @@ TEST(SyncClient, OutOfOrderPushesArePendingUntilTheGapIsFilled) {
   s.rest_text("one");
   s.rest_text("one two");
   s.rest_text("one two three");
-  EXPECT_EQ(w.on_push(s.channel[2].update, s.channel[2].version), push_status::gap);
+  EXPECT_EQ(w.on_push(s.channel[2].update, s.channel[2].version, s.incarnation), push_status::gap);
   EXPECT_GT(w.doc().pending(), 0u);
   EXPECT_EQ(w.doc().text(), "");
-  EXPECT_EQ(w.on_push(s.channel[0].update, s.channel[0].version), push_status::applied);  // covers its own version
+  EXPECT_EQ(w.on_push(s.channel[0].update, s.channel[0].version, s.incarnation), push_status::applied);  // covers its own version
   EXPECT_EQ(w.doc().text(), "one");
-  EXPECT_EQ(w.on_push(s.channel[1].update, s.channel[1].version), push_status::applied);  // releases #2
+  EXPECT_EQ(w.on_push(s.channel[1].update, s.channel[1].version, s.incarnation), push_status::applied);  // releases #2
   EXPECT_EQ(w.doc().text(), "one two three");
   EXPECT_EQ(w.doc().pending(), 0u);
   // Still flagged: a gap was seen, and only a sync clears it.
@@ -177,7 +188,7 @@ TEST(SyncClient, OutOfOrderPushesArePendingUntilTheGapIsFilled) {
   s.sync(w);
   EXPECT_FALSE(w.needs_sync());
   // Delivered twice (a reconnect replaying the buffer): duplicates, nothing changes.
-  EXPECT_EQ(w.on_push(s.channel[1].update, s.channel[1].version), push_status::applied);
+  EXPECT_EQ(w.on_push(s.channel[1].update, s.channel[1].version, s.incarnation), push_status::applied);
   expect_same(w.doc(), s.d);
 }
 
@@ -186,12 +197,12 @@ TEST(SyncClient, AnInvalidPushChangesNothingAndAsksForASync) {
   sync_client w(record_type::text, 1);
   s.rest_text("abc");
   s.sync(w);
-  EXPECT_EQ(w.on_push("not a batch", s.d.version()), push_status::invalid);
+  EXPECT_EQ(w.on_push("not a batch", s.d.version(), s.incarnation), push_status::invalid);
   EXPECT_EQ(w.doc().text(), "abc");
   EXPECT_TRUE(w.needs_sync());
   folio::document map_doc(record_type::map, 9);
   map_doc.set("k", "1");
-  EXPECT_EQ(w.on_push(map_doc.encode_since({}), s.d.version()), push_status::invalid);
+  EXPECT_EQ(w.on_push(map_doc.encode_since({}), s.d.version(), s.incarnation), push_status::invalid);
 }
 
 TEST(SyncClient, APushTheServerCannotIntegrateIsRefusedThenResentAfterAPull) {
@@ -239,6 +250,7 @@ TEST(SyncClient, SavedStateRestoresTheReplicaAndItsServerVersion) {
   EXPECT_EQ(back->doc().content_key(), "default");
   EXPECT_EQ(back->doc().xml(), "<p>hi</p>");
   EXPECT_EQ(back->server_version(), c.server_version());
+  EXPECT_EQ(back->incarnation(), c.incarnation());
   EXPECT_FALSE(back->request().update.empty());
   ASSERT_EQ(s.sync(*back), outcome::ok);
   expect_same(back->doc(), s.d);
@@ -248,6 +260,84 @@ TEST(SyncClient, SavedStateRestoresTheReplicaAndItsServerVersion) {
     EXPECT_FALSE(sync_client::load(saved.substr(0, n), bad)) << n;
     EXPECT_FALSE(bad);
   }
+}
+
+TEST(SyncClient, ANewClientPullsFromTheEmptyVersionBeforeItPushesItsOfflineEdits) {
+  server_model s(record_type::text);
+  s.rest_text("server");
+  sync_client c(record_type::text, 5);
+  c.doc().as_text().insert_utf8(0, "offline ");  // before the client ever synced
+  const folio::sync_request first = c.request();
+  EXPECT_TRUE(first.version.empty());
+  EXPECT_TRUE(first.update.empty());
+  EXPECT_TRUE(first.incarnation.empty());
+  ASSERT_EQ(s.sync(c), outcome::ok);
+  EXPECT_EQ(c.incarnation(), "1000");
+  EXPECT_TRUE(c.needs_sync());  // its own ops are still to be pushed
+  EXPECT_EQ(c.request().incarnation, "1000");
+  ASSERT_EQ(s.sync(c), outcome::ok);
+  EXPECT_FALSE(c.needs_sync());
+  expect_same(c.doc(), s.d);
+  // A push before the first answer cannot be told apart from another incarnation's: a gap.
+  sync_client fresh(record_type::text, 6);
+  EXPECT_EQ(fresh.on_push(s.channel.back().update, s.channel.back().version, s.incarnation), push_status::gap);
+  EXPECT_EQ(fresh.doc().text(), "");
+}
+
+TEST(SyncClient, AClientOfARecordAddedAgainIsToldAndNeverMerged) {
+  server_model s(record_type::text);
+  s.rest_text("old record");
+  sync_client c(record_type::text, 5);
+  ASSERT_EQ(s.sync(c), outcome::ok);
+  c.doc().as_text().insert_utf8(0, "edit ");
+  s.add_again("new record");
+  // The new record's change, pushed: another incarnation; nothing applied.
+  EXPECT_EQ(c.on_push(s.channel.back().update, s.channel.back().version, s.incarnation), push_status::recreated);
+  EXPECT_EQ(c.doc().text(), "edit old record");
+  // Its sync names the old incarnation, which the server refuses; an answer of another incarnation
+  // changes nothing either.
+  EXPECT_EQ(c.request().incarnation, "1000");
+  EXPECT_EQ(s.sync(c), outcome::aborted);
+  EXPECT_FALSE(c.on_answer(s.d.encode_since({}), s.d.version(), s.incarnation));
+  EXPECT_EQ(c.doc().text(), "edit old record");
+  EXPECT_EQ(s.d.text(), "new record");
+  // A new client joins the new record.
+  sync_client again(record_type::text, 6);
+  ASSERT_EQ(s.sync(again), outcome::ok);
+  EXPECT_EQ(again.doc().text(), "new record");
+  EXPECT_EQ(again.incarnation(), s.incarnation);
+}
+
+TEST(SyncClient, SavedStateKeepsUnacknowledgedOpsSoNoOpIdIsUsedTwice) {
+  // The client edits, saves, sends; the answer is lost (the process dies). Restarted from its state,
+  // it edits again: the new op gets a new id, and the old op is sent again with its own content.
+  server_model s(record_type::text);
+  s.rest_text("base");
+  sync_client c(record_type::text, 5);
+  ASSERT_EQ(s.sync(c), outcome::ok);
+  c.doc().as_text().insert_utf8(4, " one");
+  const std::string saved = c.save();
+  {
+    const folio::sync_request q = c.request();  // reaches the server; the answer never comes back
+    ASSERT_TRUE(s.d.apply(q.update));
+  }
+  std::optional<sync_client> back;
+  ASSERT_TRUE(sync_client::load(saved, back));
+  EXPECT_EQ(back->incarnation(), "1000");
+  back->doc().as_text().insert_utf8(8, " two");
+  ASSERT_EQ(s.sync(*back), outcome::ok);
+  EXPECT_EQ(s.d.text(), "base one two");
+  expect_same(back->doc(), s.d);
+}
+
+TEST(SyncClient, AStateOfFormat1IsRefusedForItNamesNoIncarnation) {
+  std::string v1 = "FoC";
+  v1.push_back(1);
+  std::optional<sync_client> out;
+  const folio::decode_result r = sync_client::load(v1 + "\x05\x00", out);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.description(), "not a Folio encoding at byte 3 (client state of format 1, which names no incarnation: start a new client)");
+  EXPECT_FALSE(out);
 }
 
 TEST(SyncClient, RandomReplicaIdsAreNonZeroAndFitSigned64) {

@@ -65,8 +65,12 @@ int check(folio::service::database& db) {
       const std::string name = "record " + k.tenant + " / " + k.org + " / " + k.doc + " / " + k.editor;
       ++records;
       const std::optional<svc::record_row> row = svc::load_record(db, k);
+      if (row->incarnation == 0) {  // the server could not edit it: replica 0 is no replica
+        problem(name + ": incarnation 0");
+        continue;
+      }
       std::optional<folio::document> d;
-      if (const folio::decode_result r = folio::document::decode(row->snapshot, db.server_replica(), d); !r) {
+      if (const folio::decode_result r = folio::document::decode(row->snapshot, row->incarnation, d); !r) {
         problem(name + ": snapshot does not decode: " + r.description());
         continue;
       }

@@ -9,12 +9,16 @@
 //     show                                                     print the local value
 //     apply MESSAGE_JSON                                       apply one pushed message (from any transport)
 //   --state FILE keeps the replica between runs (edit, sync, show, apply need it; without one, a
-//   new replica starts from the server's copy). Credentials: --key/--token or FOLIO_API_KEY and
-//   FOLIO_AUTH_TOKEN (scripts/run writes them to var/dev-credentials). Exit status 1 with the
-//   server's JSON error on stderr when a call fails.
+//   new replica starts from the server's copy). An edit is saved to FILE (written, fsynced, renamed)
+//   before it is sent, so an edit whose answer was lost is sent again by the next run, never made
+//   again under the same op ids (folio/sync.hpp: the client contract). Credentials: --key/--token or
+//   FOLIO_API_KEY and FOLIO_AUTH_TOKEN (scripts/run writes them to var/dev-credentials). Exit status 1
+//   with the server's JSON error on stderr when a call fails; the local edit stays in FILE.
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <rapidjson/document.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -86,7 +90,7 @@ http_reply post(const options& o, const std::string& path, const std::string& bo
   return r;
 }
 
-/// {"data":{organizationId, documentId, editorId, version[, update]}} for /v2/crdt/sync.
+/// {"data":{organizationId, documentId, editorId, version[, update][, incarnation]}} for /v2/crdt/sync.
 std::string sync_body(const options& o, const folio::sync_request& q) {
   rapidjson::StringBuffer sb;
   svc::json_writer w(sb);
@@ -98,6 +102,7 @@ std::string sync_body(const options& o, const folio::sync_request& q) {
   w.Key("editorId"), svc::write_string(w, o.editor);
   w.Key("version"), svc::write_string(w, svc::base64_encode(q.version.encode()));
   if (!q.update.empty()) w.Key("update"), svc::write_string(w, svc::base64_encode(q.update));
+  if (!q.incarnation.empty()) w.Key("incarnation"), svc::write_string(w, q.incarnation);
   w.EndObject();
   w.EndObject();
   return std::string(sb.GetString(), sb.GetSize());
@@ -123,11 +128,24 @@ std::optional<folio::sync_client> load_state(const options& o) {
   return c;
 }
 
+/// Replaces the state file durably: the new state is written to a temporary file and fsynced, renamed
+/// over the old one, and the directory fsynced, so after a crash the file holds the old state or the
+/// new one, whole.
 void save_state(const options& o, const folio::sync_client& c) {
   if (o.state.empty()) return;
-  const std::string tmp = o.state + ".tmp";
-  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << c.save();
+  const std::string tmp = o.state + ".tmp", bytes = c.save();
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) die("cannot write " + tmp);
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) ::close(fd), die("cannot write " + tmp);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) die("cannot write " + tmp);
   if (std::rename(tmp.c_str(), o.state.c_str()) != 0) die("cannot write " + o.state);
+  const std::size_t slash = o.state.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : o.state.substr(0, slash);
+  if (const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) ::fsync(d), ::close(d);
 }
 
 std::string field(const rapidjson::Value& v, const char* name) {
@@ -148,6 +166,18 @@ struct unreachable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The record was deleted and added again since this replica synced (the server answered ABORTED, or
+/// a pushed change is of another incarnation): the local state is of a record that is gone. `watch`
+/// follows the new record; the other commands report it, leaving the state file as it is.
+struct recreated : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string recreated_message(const options& o) {
+  return "the record was deleted and added again since this replica last synced; its state" + (o.state.empty() ? std::string() : " (" + o.state + ")") +
+         " is of the old record: delete it and sync again (edits the server does not have are lost)";
+}
+
 /// One round trip: push what the server lacks, apply what it answers. Creates the replica from the
 /// server's copy when `c` is empty. A push the server refuses as premature is followed by a pull and
 /// a second push.
@@ -157,10 +187,12 @@ void sync(const options& o, std::optional<folio::sync_client>& c) {
     const http_reply r = post(o, "/v2/crdt/sync", sync_body(o, q));
     rapidjson::Document d;
     d.Parse(r.body.c_str(), r.body.size());
-    if (r.status == 400 && d.IsObject() && d.HasMember("error") && field(d["error"], "status") == "FAILED_PRECONDITION" && c) {
+    const std::string error = d.IsObject() && d.HasMember("error") ? field(d["error"], "status") : std::string();
+    if (r.status == 400 && error == "FAILED_PRECONDITION" && c) {
       c->on_refused();
       continue;
     }
+    if (r.status == 409 && error == "ABORTED") throw recreated(recreated_message(o));
     if (r.status == 0 || r.status == 502 || r.status == 503 || r.status == 504) throw unreachable("sync failed (HTTP " + std::to_string(r.status) + "): " + r.body);
     if (r.status != 200 || !d.IsObject() || !d.HasMember("result")) die("sync failed (HTTP " + std::to_string(r.status) + "): " + r.body);
     const rapidjson::Value& data = d["result"]["data"];
@@ -170,7 +202,7 @@ void sync(const options& o, std::optional<folio::sync_client>& c) {
       c.emplace(*t, folio::random_replica_id(), field(data, "contentKey"));
     }
     const std::optional<std::string> update = svc::base64_decode(field(data, "update"));
-    if (!update || !c->on_answer(*update, decode_version(field(data, "version")))) die("the server sent a malformed update");
+    if (!update || !c->on_answer(*update, decode_version(field(data, "version")), field(data, "incarnation"))) die("the server sent a malformed update");
     if (!c->needs_sync()) return;
   }
   if (c->needs_sync()) die("still out of step with the server after three syncs");
@@ -183,7 +215,8 @@ bool apply_message(const options& o, std::optional<folio::sync_client>& c, const
   if (!m.IsObject()) return true;  // not ours (a keep-alive); ignore
   if (m.HasMember("deleted")) return false;
   const std::optional<std::string> update = svc::base64_decode(field(m, "update"));
-  const folio::push_status s = c->on_push(update ? *update : std::string(), decode_version(field(m, "version")));
+  const folio::push_status s = c->on_push(update ? *update : std::string(), decode_version(field(m, "version")), field(m, "incarnation"));
+  if (s == folio::push_status::recreated) throw recreated(recreated_message(o));
   if (s != folio::push_status::applied) sync(o, c);  // a gap (missed messages) or a change too large to push
   return true;
 }
@@ -238,7 +271,8 @@ struct watcher {
   }
 
   /// Runs `f` where nothing may throw (libcurl's callbacks, the reconnect loop). False stops the
-  /// transfer: `f` said so, or the service was unreachable, which `lost` then tells.
+  /// transfer: `f` said so, or the service was unreachable, which `lost` then tells. A record deleted
+  /// and added again is followed: the old replica is dropped and a new one joins the new record.
   template <class F>
   bool guarded(F f) {
     try {
@@ -246,6 +280,16 @@ struct watcher {
     } catch (const unreachable&) {
       lost = true;
       return false;
+    } catch (const recreated&) {
+      std::fprintf(stderr, "folio-cli: the record was deleted and added again; following the new one\n");
+      c.reset();
+      shown = {};
+      try {
+        return catch_up();
+      } catch (const std::runtime_error&) {  // unreachable, or added again once more: reconnect and catch up
+        lost = true;
+        return false;
+      }
     }
   }
 };
@@ -454,6 +498,7 @@ int main(int argc, char** argv) {
     } else if (o.command == "edit") {
       if (!c) sync(o, c);
       edit(o, c->doc());
+      save_state(o, *c);  // before sending: the edit's op ids are taken for good
       if (!o.offline) sync(o, c);
     } else if (o.command == "show") {
       if (!c) die("no local copy: give --state FILE of an earlier sync");

@@ -150,7 +150,7 @@ replica, i = varint(v, i)
 count, i = varint(v, i)
 assert n_entries == 1
 behind = put_varint(1) + put_varint(replica) + put_varint(count - 10000)
-_, raw = post(conn, "/v2/crdt/sync", dict(hist, version=base64.b64encode(behind).decode()))
+_, raw = post(conn, "/v2/crdt/sync", dict(hist, version=base64.b64encode(behind).decode(), incarnation=full["incarnation"]))
 answer = json.loads(raw)["result"]["data"]
 ops_bytes = len(base64.b64decode(answer["update"]))
 _, got = post(conn, "/v2/crdt/get", hist)

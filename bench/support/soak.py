@@ -131,12 +131,13 @@ def updater(seed):
 
 def syncer(seed):
     c, rng = Client(), random.Random(seed)
-    versions = {}
+    versions = {}  # editor -> (incarnation, version) of the last answer
     while not stop.is_set():
         editor = "t%d" % rng.randrange(8)
-        status, body = c.post("/v2/crdt/sync", dict(ids(editor), version=versions.get(editor, "AA==")))
+        incarnation, version = versions.get(editor, (None, "AA=="))
+        status, body = c.post("/v2/crdt/sync", dict(ids(editor), version=version, **({"incarnation": incarnation} if incarnation else {})))
         if status == 200:
-            versions[editor] = body["result"]["data"]["version"]
+            versions[editor] = (body["result"]["data"]["incarnation"], body["result"]["data"]["version"])
             with lock:
                 totals["syncs"] += 1
         time.sleep(0.02)

@@ -3,9 +3,10 @@
 //
 //   folio::sync_client c(folio::record_type::text, folio::random_replica_id());
 //   c.doc().replace_text("Hello");                 // local edits, online or offline
-//   folio::sync_request q = c.request();           // -> POST /v2/crdt/sync {version, update}
-//   c.on_answer(answer_update, answer_version);    // <- the ops it lacked, the server's version
-//   c.on_push(pushed_update, pushed_version);      // <- each change the server publishes
+//   keep(c.save());                                // persist BEFORE sending (below)
+//   folio::sync_request q = c.request();           // -> POST /v2/crdt/sync {version, update, incarnation}
+//   c.on_answer(answer_update, answer_version, answer_incarnation);  // <- the ops it lacked, the server's version
+//   c.on_push(pushed_update, pushed_version, pushed_incarnation);    // <- each change the server publishes
 //   if (c.needs_sync()) { /* send c.request() again */ }
 //
 // What the server lacks is computed, not remembered: everything beyond the last server version the
@@ -14,6 +15,18 @@
 // client that does not hold all of that version once the change is applied has missed something — a
 // dropped message, a reconnect — and `needs_sync()` says so. Ops that arrive before their dependencies
 // are held as pending by the document until the sync brings what they need.
+//
+// The contract every client keeps (DESIGN.md §5, docs/API.md):
+//  * Persist before sending. An op id names one op forever: the server refuses an op whose id it
+//    knows with other content. A client that sent an op and lost the answer (a crash, a timeout, the
+//    server killed mid-request) must not make another op with that id, so the state holding its
+//    unacknowledged ops is saved (save()) before request() goes out, and a restarted client resumes
+//    from it and sends them again.
+//  * Incarnations. A record deleted and added again is a new record (its incarnation, an opaque
+//    string from the server). The client learns it from its first answer, sends it with every
+//    request, and a server holding another incarnation refuses (ABORTED): the client's state is of a
+//    record that no longer exists and is never merged into the new one. A client that has not synced
+//    yet pulls first, from the empty version; a push of another incarnation is `recreated`.
 // Thread-safety: none; one thread at a time per client.
 #pragma once
 
@@ -44,17 +57,22 @@ inline bool covers(const version_vector& have, const version_vector& want) noexc
   return o == version_order::equal || o == version_order::after;
 }
 
-/// What to send: the client's version, and an encoded batch of the ops the server may lack (empty when
-/// there is nothing to push — the request is then a pure pull).
+/// What to send: the client's version, an encoded batch of the ops the server may lack (empty when
+/// there is nothing to push — the request is then a pure pull), and the record's incarnation the
+/// client's state belongs to ("" before the first answer: the request is then a pull from the empty
+/// version, since the client cannot yet name the record its ops are for).
 struct sync_request {
   version_vector version;
   std::string update;
+  std::string incarnation;
 };
 
 enum class push_status {
-  applied,  ///< integrated; the client holds everything the server had after this change
-  gap,      ///< integrated as far as possible, but something is missing: sync
-  invalid   ///< malformed or not for this record; nothing changed; sync
+  applied,   ///< integrated; the client holds everything the server had after this change
+  gap,       ///< integrated as far as possible, but something is missing: sync
+  invalid,   ///< malformed or not for this record; nothing changed; sync
+  recreated  ///< of another incarnation: the record was deleted and added again; nothing changed.
+             ///< This client's state is of a record that is gone: drop it and start a new client.
 };
 
 class sync_client {
@@ -62,7 +80,9 @@ class sync_client {
   /// A new, empty replica of a record of `type` (join an existing record by syncing from empty).
   /// Throws "[folio.replica]" for replica 0.
   sync_client(record_type type, replica_id self, std::string content_key = "content") : doc_(type, self, std::move(content_key)) {}
-  explicit sync_client(document d) : doc_(std::move(d)) {}
+  /// A replica of an existing document of the record's `incarnation` ("" if unknown: the first
+  /// request is then a pull from the empty version).
+  sync_client(document d, std::string incarnation) : doc_(std::move(d)), incarnation_(std::move(incarnation)) {}
 
   /// The local copy: read values, make local edits (replace_*, set, as_text()...) at any time.
   document& doc() noexcept { return doc_; }
@@ -70,6 +90,8 @@ class sync_client {
 
   /// The last server version this client learned. A default-constructed (empty) one before any sync.
   const version_vector& server_version() const noexcept { return server_; }
+  /// The incarnation of the record this client's state belongs to; "" before the first answer.
+  const std::string& incarnation() const noexcept { return incarnation_; }
   /// True when the client knows it is behind the server, or has local ops the server lacks.
   bool needs_sync() const { return behind_ || !covers(server_, doc_.version()); }
 
@@ -78,17 +100,26 @@ class sync_client {
   /// the server's real version, and the request after it pushes everything beyond that. Allocates the
   /// update bytes; O(ops to send).
   sync_request request() const {
-    sync_request q{doc_.version(), {}};
+    if (incarnation_.empty()) return {};
+    sync_request q{doc_.version(), {}, incarnation_};
     if (!refused_ && !covers(server_, doc_.version())) q.update = doc_.encode_since(server_);
     return q;
   }
 
-  /// Applies a sync answer: the ops the client lacked and the server's version. A malformed answer
-  /// is `invalid` and changes nothing.
-  apply_result on_answer(std::string_view update, const version_vector& server_version) {
+  /// Applies a sync answer: the ops the client lacked, the server's version and the record's
+  /// incarnation. A malformed answer, or one of another incarnation than the client's, is `invalid`
+  /// and changes nothing.
+  apply_result on_answer(std::string_view update, const version_vector& server_version, std::string_view incarnation) {
+    if (incarnation.empty() || (!incarnation_.empty() && incarnation != incarnation_)) {
+      apply_result bad;
+      bad.status = apply_status::invalid;
+      bad.message = "answer of another incarnation of the record";
+      return bad;
+    }
     apply_result r = doc_.apply(update);
     if (!r) return r;
     server_ = server_version;  // assigned, not merged: a server restored from a backup went back
+    incarnation_ = incarnation;
     refused_ = false;
     behind_ = !covers(doc_.version(), server_version);
     return r;
@@ -98,8 +129,14 @@ class sync_client {
   void on_refused() noexcept { refused_ = true, behind_ = true; }
 
   /// Applies one pushed change: its ops (possibly empty: a change too large to push, fetch it by
-  /// syncing) and the server's version after it.
-  push_status on_push(std::string_view update, const version_vector& server_version) {
+  /// syncing), the server's version after it and the record's incarnation. Before the first answer
+  /// the client cannot tell whose change it is: it applies nothing and reports a gap (sync).
+  push_status on_push(std::string_view update, const version_vector& server_version, std::string_view incarnation) {
+    if (incarnation_.empty()) {
+      behind_ = true;
+      return push_status::gap;
+    }
+    if (incarnation != incarnation_) return push_status::recreated;
     if (!update.empty() && !doc_.apply(update)) {
       behind_ = true;
       return push_status::invalid;
@@ -114,32 +151,39 @@ class sync_client {
 
   // ---- keeping a client across runs -------------------------------------------------------------
 
-  /// The client's state: "FoC" 1, varint replica, the server version, then the whole document.
-  /// Pending ops are not kept (the next sync brings them again).
+  /// The client's state: "FoC" 2, varint replica, the incarnation (length + bytes), the server
+  /// version, then the whole document — its own ops not yet acknowledged included, which is what
+  /// makes saving before sending enough to never reuse an op id. Pending ops are not kept (the next
+  /// sync brings them again). docs/FORMAT.md has the table.
   std::string save() const {
     std::string out = "FoC";
-    out.push_back(1);
+    out.push_back(2);
     detail::put_varint(out, doc_.replica());
+    detail::put_string(out, incarnation_);
     server_.encode(out);
     out += doc_.encode();
     return out;
   }
 
   /// Restores a saved client; `out` is unchanged on failure. The restored client syncs before trusting
-  /// its copy (`needs_sync()` is true).
+  /// its copy (`needs_sync()` is true). A state of format 1 (before incarnations) is refused: it cannot
+  /// say which incarnation of its record it holds, so it could be merged into a record added again.
   static decode_result load(std::string_view bytes, std::optional<sync_client>& out) {
     detail::byte_reader r(bytes);
-    if (bytes.substr(0, 4) != std::string_view("FoC\1", 4)) return decode_result{decode_status::bad_magic, 0, "client state"};
+    if (bytes.substr(0, 4) == std::string_view("FoC\1", 4))
+      return decode_result{decode_status::bad_magic, 3, "client state of format 1, which names no incarnation: start a new client"};
+    if (bytes.substr(0, 4) != std::string_view("FoC\2", 4)) return decode_result{decode_status::bad_magic, 0, "client state"};
     r.byte("magic"), r.byte("magic"), r.byte("magic"), r.byte("version");
     const replica_id self = r.varint("client replica");
+    const std::string incarnation(r.bytes(r.varint("incarnation length", 64), "incarnation"));
     version_vector server;
-    if (!version_vector::read(r, server)) return r.result();
+    if (!r.ok() || !version_vector::read(r, server)) return r.result();
     if (self == 0) return decode_result{decode_status::inconsistent, 4, "client replica 0"};
     std::optional<document> d;
     const std::size_t at = r.offset();
     decode_result dr = document::decode(bytes.substr(at), self, d);
     if (!dr) return dr.offset += at, dr;
-    sync_client c(std::move(*d));
+    sync_client c(std::move(*d), incarnation);
     c.server_ = std::move(server);
     c.behind_ = true;
     out.emplace(std::move(c));
@@ -149,6 +193,7 @@ class sync_client {
  private:
   document doc_;
   version_vector server_;  ///< everything the server is known to hold
+  std::string incarnation_;  ///< the record's incarnation this state belongs to ("" until the first answer)
   bool behind_ = true;     ///< the client may lack ops the server has (never synced, a gap, a bad push)
   bool refused_ = false;   ///< the last push was refused; pull before pushing again
 };

@@ -162,10 +162,11 @@ class WebSocket:
 class Watcher:
     """`folio-cli watch` in the background; its printed values arrive on a queue."""
 
-    def __init__(self, editor, transport="eventsource"):
+    def __init__(self, editor, transport="eventsource", state=None):
         key, token = CREDS["a"]
         env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % STACK.port)
-        self.proc = subprocess.Popen([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--transport", transport, "watch"],
+        self.proc = subprocess.Popen([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--transport", transport]
+                                     + (["--state", state] if state else []) + ["watch"],
                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.values = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -196,10 +197,23 @@ class Watcher:
             return ""
 
 
-def sync_call(editor, version=b"\x00", update=None, who="a", **extra):
+def incarnation_of(editor, who="a"):
+    """The record's incarnation, as a first sync (the empty version, no update) answers it."""
+    status, body = call("/v2/crdt/sync", dict(ids(editor), version="AA=="), who=who)
+    assert status == 200, body
+    return body["result"]["data"]["incarnation"]
+
+
+def sync_call(editor, version=b"\x00", update=None, who="a", incarnation=None, **extra):
+    """A sync; one with state (a version or an update) names the record's current incarnation unless
+    `incarnation` is given ("" sends none)."""
     data = dict(ids(editor), version=base64.b64encode(version).decode(), **extra)
     if update is not None:
         data["update"] = base64.b64encode(update).decode()
+    if incarnation is None and (version != b"\x00" or update is not None):
+        incarnation = incarnation_of(editor) if who in ("a", "a_ro") else "1"
+    if incarnation:
+        data["incarnation"] = incarnation
     return call("/v2/crdt/sync", data, who=who)
 
 
@@ -435,16 +449,28 @@ class Sync(unittest.TestCase):
         add("bad", "text", "keep")
         hi_from_5 = bytes.fromhex("466f01420101" + "05" + "01" + "3e0000020200" + "026869")
         missing_deps = bytes.fromhex("466f01420101" + "05" + "01" + "3e0003020200" + "026869")  # seq 3: 0..2 missing
+        inc = incarnation_of("bad")
         cases = [
             (dict(ids("bad")), 400, "INVALID_ARGUMENT", "version is required."),
             (dict(ids("bad"), version=7), 400, "INVALID_ARGUMENT", "version must be a base64 string."),
             (dict(ids("bad"), version="!!"), 400, "INVALID_ARGUMENT", "version is not valid base64."),
             (dict(ids("bad"), version=base64.b64encode(b"\x01\x00\x01").decode()), 400, "INVALID_ARGUMENT", None),
             (dict(ids("bad"), version="AA==", update="%%%"), 400, "INVALID_ARGUMENT", "update is not valid base64."),
-            (dict(ids("bad"), version="AA==", update=base64.b64encode(hi_from_5[:9]).decode()), 400, "INVALID_ARGUMENT", None),
-            (dict(ids("bad"), version="AA==", update=base64.b64encode(b"Fo\x01B\x03\x00\x00").decode()), 400, "INVALID_ARGUMENT",
+            (dict(ids("bad"), version="AA==", incarnation=inc, update=base64.b64encode(hi_from_5[:9]).decode()), 400, "INVALID_ARGUMENT", None),
+            (dict(ids("bad"), version="AA==", incarnation=inc, update=base64.b64encode(b"Fo\x01B\x03\x00\x00").decode()), 400, "INVALID_ARGUMENT",
              "update is invalid: batch holds map operations; this record is text."),
-            (dict(ids("bad"), version="AA==", update=base64.b64encode(missing_deps).decode()), 400, "FAILED_PRECONDITION", None),
+            (dict(ids("bad"), version="AA==", incarnation=inc, update=base64.b64encode(missing_deps).decode()), 400, "FAILED_PRECONDITION", None),
+            (dict(ids("bad"), version="AA==", update=base64.b64encode(hi_from_5).decode()), 400, "INVALID_ARGUMENT",
+             "incarnation is required with a version that is not empty or an update: send the incarnation of the record's last sync answer "
+             "(a client that has nothing syncs with the empty version and no update)."),
+            (dict(ids("bad"), version=base64.b64encode(b"\x01\x05\x01").decode()), 400, "INVALID_ARGUMENT",
+             "incarnation is required with a version that is not empty or an update: send the incarnation of the record's last sync answer "
+             "(a client that has nothing syncs with the empty version and no update)."),
+            (dict(ids("bad"), version="AA==", incarnation=7), 400, "INVALID_ARGUMENT", "incarnation must be the string a sync answer gave (decimal digits)."),
+            (dict(ids("bad"), version="AA==", incarnation="x1"), 400, "INVALID_ARGUMENT", "incarnation must be the string a sync answer gave (decimal digits)."),
+            (dict(ids("bad"), version="AA==", incarnation="12"), 409, "ABORTED",
+             "This record was deleted and added again since the client's state was synced (incarnation 12, now %s): drop the local state "
+             "and sync again from the empty version." % inc),
             (dict(ids("bad"), editorId="nope", version="AA=="), 404, "NOT_FOUND", "No CRDT data found for this editor ID."),
         ]
         for data, http, status, message in cases:
@@ -463,6 +489,134 @@ class Sync(unittest.TestCase):
         err(self, sync_call("bad", update=hi_from_5, who="a_ro"), 403, "PERMISSION_DENIED")
         err(self, sync_call("bad", who="b"), 404, "NOT_FOUND", "No CRDT data found for this editor ID.")
         err(self, sync_call("bad", who=None), 401, "UNAUTHENTICATED")
+
+
+def version_replicas(version_b64):
+    """The replica ids a base64 version vector names (varint count, then varint replica and count each)."""
+    data, at = base64.b64decode(version_b64), 0
+
+    def varint():
+        nonlocal at
+        value = shift = 0
+        while True:
+            b = data[at]
+            at += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return value
+
+    replicas = []
+    for _ in range(varint()):
+        replicas.append(varint())
+        varint()
+    return replicas
+
+
+class AnswerDropper:
+    """A loopback proxy that forwards one HTTP request to nginx and drops the answer once it begins:
+    the server has committed, the client never hears — as when a connection dies mid-request."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = "http://127.0.0.1:%d" % self.server.getsockname()[1]
+        self.forwarded = threading.Event()
+        threading.Thread(target=self._one, daemon=True).start()
+
+    def _one(self):
+        client, _ = self.server.accept()
+        with client, socket.create_connection(("127.0.0.1", STACK.port)) as upstream:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += client.recv(65536)
+            head, body = request.split(b"\r\n\r\n", 1)
+            length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")))
+            while len(body) < length:
+                body += client.recv(65536)
+            upstream.sendall(head + b"\r\n\r\n" + body)
+            upstream.recv(1)  # the answer began: the change is committed
+            self.forwarded.set()
+        self.server.close()
+
+
+class RecordIdentity(unittest.TestCase):
+    """DESIGN.md §5: a record deleted and added again is a new record whose op ids never repeat the
+    old one's, and its old clients are told; an op id names one op forever."""
+
+    def test_a_record_added_again_never_repeats_op_ids_and_its_old_clients_are_told(self):
+        add("again", "text", "old text")
+        st = state_path("again")
+        cli("sync", state=st, editor="again")
+        cli("edit", "--insert", "0", "my ", "--offline", state=st, editor="again")
+        old_inc, old_version = incarnation_of("again"), sync_call("again")[1]["result"]["data"]["version"]
+        es = EventSource("again")
+        try:
+            self.assertEqual(call("/v2/crdt/delete", ids("again"))[0], 200)
+            _, m = es.next()
+            self.assertEqual((m["deleted"], m["incarnation"]), (True, old_inc))
+        finally:
+            es.close()
+        add("again", "text", "new text")
+        new_inc, new_version = incarnation_of("again"), sync_call("again")[1]["result"]["data"]["version"]
+        self.assertNotEqual(new_inc, old_inc)
+        self.assertEqual(set(version_replicas(old_version)) & set(version_replicas(new_version)), set())  # no op id repeats
+        # The old client is told, and nothing of its state reaches the new record.
+        told = ("folio-cli: the record was deleted and added again since this replica last synced; its state (%s) is of the old "
+                "record: delete it and sync again (edits the server does not have are lost)" % st)
+        r = cli("sync", state=st, editor="again", check=False)
+        self.assertEqual((r.returncode, r.stderr.strip()), (1, told))
+        r = cli("edit", "--insert", "0", "x", state=st, editor="again", check=False)
+        self.assertEqual((r.returncode, r.stderr.strip()), (1, told))
+        err(self, sync_call("again", version=base64.b64decode(old_version), incarnation=old_inc), 409, "ABORTED",
+            "This record was deleted and added again since the client's state was synced (incarnation %s, now %s): drop the local state "
+            "and sync again from the empty version." % (old_inc, new_inc))
+        self.assertEqual(rest_value("again"), "new text")
+        # A pushed change of the new record is of another incarnation for the old client's state.
+        es = EventSource("again")
+        try:
+            update("again", "new text!")
+            _, m = es.next()
+        finally:
+            es.close()
+        self.assertEqual(m["incarnation"], new_inc)
+        r = cli("apply", json.dumps(m), state=st, editor="again", check=False)
+        self.assertEqual((r.returncode, r.stderr.strip()), (1, told))
+        # A watcher started from the old state follows the new record; a new replica joins it.
+        w = Watcher("again", state=st)
+        try:
+            w.wait_for("new text!")
+        finally:
+            self.assertIn("the record was deleted and added again; following the new one", w.stop())
+        os.remove(st)
+        self.assertEqual(value_of(cli("sync", state=st, editor="again")), "new text!")
+
+    def test_an_op_id_known_with_other_content_is_refused_and_nothing_is_applied(self):
+        add("reuse", "text", "")
+        hi_from_5 = bytes.fromhex("466f01420101" + "05" + "01" + "3e0000020200" + "026869")  # replica 5 types "hi"
+        yo_from_5 = bytes.fromhex("466f01420101" + "05" + "01" + "3e0000020200" + "02796f")  # the same ids, "yo"
+        ok(self, sync_call("reuse", update=hi_from_5), "CRDT data synced successfully.")
+        err(self, sync_call("reuse", update=yo_from_5), 400, "INVALID_ARGUMENT",
+            "update is invalid: operation id (5, 0) is taken by an operation with another value; a replica must never reuse an operation "
+            "id (operation 0).")
+        self.assertEqual(rest_value("reuse"), "hi")
+        ok(self, sync_call("reuse", update=hi_from_5), "CRDT data synced successfully.")  # the same op again: a duplicate
+        self.assertEqual(rest_value("reuse"), "hi")
+
+    def test_folio_cli_saves_an_edit_before_sending_it_so_a_lost_answer_never_reuses_its_op_ids(self):
+        add("lost", "text", "base")
+        st = state_path("lost")
+        cli("sync", state=st, editor="lost")
+        dropper = AnswerDropper()
+        key, token = CREDS["a"]
+        env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL=dropper.url)
+        r = subprocess.run([CLI, "--org", ORG, "--doc", DOC, "--editor", "lost", "--state", st, "edit", "--insert", "4", " one"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertTrue(dropper.forwarded.is_set())
+        self.assertEqual(r.returncode, 1, r.stderr)  # the answer never came ...
+        self.assertEqual(rest_value("lost"), "base one")  # ... but the edit was committed
+        # The next edit gets new op ids; the first is sent again with its own content (a duplicate).
+        self.assertEqual(value_of(cli("edit", "--insert", "8", " two", state=st, editor="lost")), "base one two")
+        self.assertEqual(rest_value("lost"), "base one two")
 
 
 class Access(unittest.TestCase):
