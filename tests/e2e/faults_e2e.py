@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""End-to-end fault tests: the responder SIGKILLed at random moments under concurrent writes (every
-acknowledged write survives, every record decodes and passes check()), and a full database (writes
-refused with RESOURCE_EXHAUSTED, reads served, nothing corrupted, writes back once space returns).
+"""End-to-end fault tests: the responder SIGKILLed at random moments under concurrent writes — REST
+updates, comments and folio-cli client replicas editing and syncing — (every acknowledged write
+survives, every client ends equal to the server, every record decodes and passes check()), and a full
+database (writes refused with RESOURCE_EXHAUSTED, reads served, nothing corrupted, writes back once
+space returns).
 
 Run by ctest (tests/CMakeLists.txt) as:  faults_e2e.py BUILD_DIR SOURCE_DIR
 FOLIO_CRASH_KILLS sets the number of kills (default 20); FOLIO_CRASH_SEED the random seed.
 """
+import json
 import os
 import random
 import signal
@@ -35,6 +38,18 @@ def record_value(test, doc, editor):
     data = ok(test, call("/v2/crdt/get", {"organizationId": ORG, "documentId": doc, "editorId": editor}), "CRDT data retrieved successfully.")
     test.assertEqual(len(data), 1, data)
     return data[0]["data"]
+
+
+CLI = os.path.join(stack.BUILD, "tools", "folio-cli")
+
+
+def folio_cli(state, editor, *args, doc="crash"):
+    """folio-cli as a client replica with its state in `state`: (exit status, stdout, stderr)."""
+    key, token = CREDS["a"]
+    env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % STACK.port)
+    r = subprocess.run([CLI, "--org", ORG, "--doc", doc, "--editor", editor, "--state", state, *args], env=env, capture_output=True,
+                       text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
 
 
 def kill_responder():
@@ -146,8 +161,24 @@ class CrashDurability(unittest.TestCase):
             return call("/v2/commentannotations/comments/add", {"organizationId": ORG, "documentId": doc, "annotationId": "thread",
                                                                  "commentData": [{"commentText": "c%d" % n, "from": user}]})
 
+        # Client replicas: folio-cli edits its local copy, saves it, then syncs; an edit whose answer a
+        # kill cut off is sent again by the client's next run (never made again under the same op ids).
+        ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "cli", "type": "text", "data": ""}),
+           "CRDT data added successfully.")
+        states = [os.path.join(STACK.dir, "crash-client-%d.state" % i) for i in range(2)]
+        for st in states:
+            code, _, stderr = folio_cli(st, "cli", "sync")
+            self.assertEqual(code, 0, stderr)
+
+        def client_edit(i):
+            def send(n):
+                code, _, _ = folio_cli(states[i], "cli", "edit", "--insert", "0", "[c%d.%d]" % (i, n))
+                return (200, {"result": {"status": "success"}}) if code == 0 else (None, None)
+            return send
+
         writers = {"t": Writer("text", update("t", text_value)), "m": Writer("map", update("m", map_value)),
-                   "x": Writer("xml", update("x", xml_value)), "c": Writer("comments", comment)}
+                   "x": Writer("xml", update("x", xml_value)), "c": Writer("comments", comment),
+                   "c0": Writer("client 0", client_edit(0)), "c1": Writer("client 1", client_edit(1))}
         for w in writers.values():
             w.start()
         try:
@@ -191,6 +222,17 @@ class CrashDurability(unittest.TestCase):
         self.assertEqual(len(texts), len(set(texts)))  # no comment stored twice
         ids = [c["commentId"] for c in thread["comments"]]
         self.assertEqual(len(ids), len(set(ids)))
+        # Every client, synced once more, equals the server; the server holds every edit a client made
+        # (acknowledged or not: each was saved before it was sent), each once.
+        final_cli = record_value(self, doc, "cli")
+        for i, st in enumerate(states):
+            code, out, stderr = folio_cli(st, "cli", "sync")
+            self.assertEqual(code, 0, stderr)
+            self.assertEqual(json.loads(out.strip().splitlines()[-1]), final_cli, "client %d" % i)
+        for i in range(len(states)):
+            w = writers["c%d" % i]
+            for n in range(w.attempts):
+                self.assertEqual(final_cli.count("[c%d.%d]" % (i, n)), 1, "client %d edit %d (acknowledged: %s)" % (i, n, n in w.acked))
         # Every record decodes from snapshot + log and passes check(); SQLite's integrity check holds.
         print("\n%d kills; acknowledged %s; unanswered or refused %s; %s" % (
             kills, {w.name: len(w.acked) for w in writers.values()}, {w.name: w.failed for w in writers.values()}, admin_check(self).strip()),
