@@ -411,6 +411,39 @@ TEST(Document, AnOpIdKnownWithOtherContentIsRefusedNotSkipped) {
                             [](document& d) { d.replace_xml("<p>hello</p><q a=\"1\" b=\"2\"/>"); }, "key");
 }
 
+TEST(Document, ABatchNamesEachOpIdOnceInSeqOrder) {
+  // Every encoder lists a replica's ops in seq order, each once. A batch of many copies of one long run
+  // would otherwise make each copy compare the whole run with the log again (and cost the batch's size
+  // times the record's), so such a batch is invalid.
+  folio::text a(1);
+  a.insert_utf8(0, "hello");
+  a.erase(1, 3);
+  folio::op_batch<char32_t> twice = a.ops_since({});
+  const folio::op_batch<char32_t> once = twice;
+  twice.ops.insert(twice.ops.end(), once.ops.begin(), once.ops.end());
+  twice.content.insert(twice.content.end(), once.content.begin(), once.content.end());
+  folio::text b(2);
+  const folio::apply_result r = b.apply(twice);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.op_index, once.ops.size());
+  EXPECT_EQ(r.message, "operations of replica 1 are not in seq order in the batch (0 after 7)");
+  folio::text c(3);
+  EXPECT_TRUE(c.apply(once));
+  EXPECT_EQ(c.to_string(), "ho");
+  // The same for map and xml records.
+  folio::detail::tree_doc m(folio::detail::tree_shape::map, 1);
+  m.set("k", "1");
+  m.set("k", "2");
+  folio::detail::tree_batch tb = m.ops_since({});
+  const std::size_t n = tb.ops.size();
+  for (std::size_t i = 0; i < n; ++i) tb.ops.push_back(tb.ops[i]);
+  folio::detail::tree_doc other(folio::detail::tree_shape::map, 2);
+  const folio::apply_result tr = other.apply(tb);
+  EXPECT_FALSE(tr);
+  EXPECT_EQ(tr.op_index, n);
+  EXPECT_EQ(tr.message, "operations of replica 1 are not in seq order in the batch (0 after 1)");
+}
+
 TEST(Document, AResentInsertOfAnItemDeletedSinceIsStillADuplicate) {
   // A document decoded from its encoding keeps no values of deleted items: the comparison skips them
   // rather than refuse the genuine op sent again.

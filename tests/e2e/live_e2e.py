@@ -637,6 +637,8 @@ class Access(unittest.TestCase):
         self.assertEqual(self.subscribe_status("acc", who="b"), (404, missing))  # b's view: no such record
         self.assertEqual(self.subscribe_status("nope"), (404, missing))
         self.assertEqual(self.subscribe_status("acc", org="")[1]["error"]["message"], "Organization ID is required")
+        self.assertEqual(self.subscribe_status("acc", org=b"a\xed\xb0\x80"),  # a surrogate, URL-encoded: not UTF-8
+                         (400, {"error": {"message": "organizationId must be valid UTF-8.", "status": "INVALID_ARGUMENT"}}))
         # Read-only tokens may listen.
         es = EventSource("acc", who="a_ro")
         self.assertEqual(es.status, 200)

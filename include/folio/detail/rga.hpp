@@ -98,6 +98,28 @@ struct log_entry {
   std::uint32_t last_target() const noexcept { return backward ? ref_seq - (len - 1) : ref_seq + (len - 1); }
 };
 
+/// Checks that a batch lists each replica's ops in seq order, each id once — what every encoder writes
+/// (ops_since emits the log in integration order). It bounds the work of comparing ops with the ones
+/// already integrated (same_as_integrated) to the log once per batch: without it a batch of many
+/// copies of one long run would compare the whole run once per copy. Shared by rga and tree_doc.
+class batch_order {
+ public:
+  /// False, with `why`, if ops [id.seq, id.seq + len) of id.replica come at or below an earlier op's.
+  bool next(op_id id, std::uint32_t len, std::string& why) {
+    auto [it, fresh] = end_.try_emplace(id.replica, 0);
+    if (!fresh && id.seq < it->second) {
+      why = "operations of replica " + std::to_string(id.replica) + " are not in seq order in the batch (" + std::to_string(id.seq) + " after " +
+            std::to_string(it->second - 1) + ")";
+      return false;
+    }
+    it->second = std::uint64_t(id.seq) + len;
+    return true;
+  }
+
+ private:
+  std::unordered_map<replica_id, std::uint64_t> end_;  ///< per replica: one past the last seq listed
+};
+
 template <class T>
 class rga {
  public:
@@ -213,7 +235,8 @@ class rga {
   enum class content_mode { from_batch, placeholders };
 
   /// Integrates a batch: duplicates are skipped, ops with missing dependencies are held as pending and
-  /// released when they arrive (in this or a later call). Each op is atomic; on the first invalid op
+  /// released when they arrive (in this or a later call). A batch lists each replica's ops in seq order,
+  /// each id once (batch_order), as every encoder writes them. Each op is atomic; on the first invalid op
   /// (a reference to something that is not an item, a Lamport value not above its origin's, a counter
   /// overflow, content of the wrong size) it stops and reports it. Callers needing all-or-nothing
   /// apply to a fresh copy or reload on `invalid`.
@@ -238,12 +261,13 @@ class rga {
           }
     }
     std::size_t coff = 0;
+    batch_order order;
     for (std::size_t i = 0; i < b.ops.size(); ++i) {
       const op& o = b.ops[i];
       const T* vals = nullptr;
       if (o.kind == op_kind::insert && mode == content_mode::from_batch) vals = b.content.data() + coff, coff += o.len;
       std::string why;
-      const outcome oc = integrate(o, vals, mode == content_mode::placeholders, res, why);
+      const outcome oc = order.next(o.id, o.len, why) ? integrate(o, vals, mode == content_mode::placeholders, res, why) : outcome::invalid;
       if (oc == outcome::invalid) {
         res.status = apply_status::invalid, res.op_index = i, res.message = std::move(why);
         break;
@@ -970,7 +994,9 @@ class rga {
   /// names one operation forever; a replica that lost its state and made other ops under the same ids
   /// would otherwise be skipped as a duplicate and differ from everyone for good. Values are compared
   /// where both sides know them: a document decoded from its encoding keeps no values of deleted items
-  /// (a placeholder, T{}), nor does a batch made from it. O(known units + log entries they span).
+  /// (a placeholder, T{}), nor does a batch made from it. O(log entries spanned + values compared);
+  /// the ops of one batch name distinct ids (batch_order), so a batch costs at most the log once plus
+  /// its own size.
   bool same_as_integrated(std::uint32_t rep, const op& in, const T* vals, std::string& why) const {
     const replica_state& rs = reps_[rep];
     const std::uint32_t known = std::min(in.len, rs.next_seq - in.id.seq);
@@ -999,8 +1025,9 @@ class rga {
             if (a != b && a != T{} && b != T{}) return differs(k + u, "value");
           }
       } else {
-        for (std::uint32_t u = 0; u < n; ++u)
-          if (in.target(k + u) != id_of(e.ref_replica, e.backward ? e.ref_seq - (j + u) : e.ref_seq + (j + u))) return differs(k + u, "target");
+        // Both are runs of consecutive targets: the same first target and, past one unit, the same direction.
+        if (in.target(k) != id_of(e.ref_replica, e.backward ? e.ref_seq - j : e.ref_seq + j)) return differs(k, "target");
+        if (n > 1 && in.backward != e.backward) return differs(k + 1, "target");
       }
       k += n;
     }

@@ -137,7 +137,8 @@ class tree_doc {
   // ---- remote operations ----------------------------------------------------------------------
 
   /// Integrates a batch: duplicates skipped, ops with missing dependencies held as pending and released
-  /// when they arrive. Stops at the first invalid op (earlier ones stay integrated), like rga::apply.
+  /// when they arrive. A batch lists each replica's ops in seq order, each id once (batch_order). Stops
+  /// at the first invalid op (earlier ones stay integrated), like rga::apply.
   apply_result apply(const tree_batch& b) {
     return apply_each([&](auto&& integrate) {
       for (const tree_op& o : b.ops) integrate(o);
@@ -150,10 +151,11 @@ class tree_doc {
     apply_result res;
     std::size_t i = 0;
     bool stopped = false;
+    batch_order order;
     each([&](const tree_op& o) {
       if (stopped) return;
       std::string why;
-      if (integrate(o, res, why) == outcome::invalid) {
+      if (!order.next(o.id, o.len, why) || integrate(o, res, why) == outcome::invalid) {
         res.status = apply_status::invalid, res.op_index = i, res.message = std::move(why);
         stopped = true;
       }
@@ -698,7 +700,8 @@ class tree_doc {
   /// True if the units of `in` already integrated (seqs below its replica's next_seq) are the ops
   /// logged under those ids: same kind, object, Lamport values, origin or targets, values, key and
   /// preds. An op id names one operation forever (see rga::same_as_integrated); the log keeps every
-  /// value, so the comparison is exact. O(known units + the logged ops they span).
+  /// value, so the comparison is exact. O(the logged ops spanned, unpacked, + values compared); a
+  /// batch names each id once (batch_order), so it costs at most the log once plus its own size.
   bool same_as_integrated(std::uint32_t rep, const tree_op& in, std::string& why) const {
     const replica_state& rs = reps_[rep];
     const std::uint32_t known = std::min(in.len, rs.next_seq - in.id.seq);
@@ -727,9 +730,9 @@ class tree_doc {
             if (text ? in.text[k + u] != t.text[j + u] : in.nodes[k + u] != t.nodes[j + u]) return differs(k + u, "value");
           break;
         }
-        case tree_op_kind::remove:
-          for (std::uint32_t u = 0; u < n; ++u)
-            if (in.target(k + u) != t.target(j + u)) return differs(k + u, "target");
+        case tree_op_kind::remove:  // runs of consecutive targets: the same first one and, past one unit, the same direction
+          if (in.target(k) != t.target(j)) return differs(k, "target");
+          if (n > 1 && in.backward != t.backward) return differs(k + 1, "target");
           break;
         case tree_op_kind::set:
         case tree_op_kind::unset:
