@@ -1,6 +1,6 @@
 #include "fields.hpp"
 
-#include <rapidjson/stringbuffer.h>
+#include "json.hpp"
 
 
 namespace folio::service {
@@ -47,12 +47,9 @@ void check_id(const std::string& value, const std::string& what) {
   if (value.size() > max_id_bytes) throw api_error(status::invalid_argument, what + " must be at most 256 bytes.");
   for (unsigned char c : value)
     if (c < 0x20 || c == 0x7f) throw api_error(status::invalid_argument, what + " must not contain control characters.");
-  // Ids from a JSON body are valid UTF-8 already (parse_json); ids from a query string (subscribe) are
-  // not, until checked here. Surrogates (ED A0-BF ..) are not UTF-8 to RapidJSON's validator either.
-  rapidjson::StringStream in(value.c_str());
-  rapidjson::GenericStringBuffer<rapidjson::UTF8<>> sink;
-  while (in.Tell() < value.size())
-    if (!rapidjson::UTF8<>::Validate(in, sink)) throw api_error(status::invalid_argument, what + " must be valid UTF-8.");
+  // Ids from a JSON body are Unicode already (parse_json); ids from a query string (subscribe) are not,
+  // until checked here.
+  if (unicode_problem(value) != 0) throw api_error(status::invalid_argument, what + " must be valid UTF-8.");
   // C1 controls U+0080-U+009F:
   for (std::size_t i = 0; i + 1 < value.size(); ++i)
     if (static_cast<unsigned char>(value[i]) == 0xC2 && static_cast<unsigned char>(value[i + 1]) < 0xA0)

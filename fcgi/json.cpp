@@ -4,6 +4,7 @@
 #include <rapidjson/reader.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -18,13 +19,15 @@ namespace {
 
 // Numbers reach the builder as their text (kParseNumbersAsStringsFlag) and are converted here:
 // RapidJSON 1.1.0's own double parsing is either approximate (its default) or, with
-// kParseFullPrecisionFlag, asserts on some inputs near the subnormal range.
-constexpr unsigned parse_flags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;
+// kParseFullPrecisionFlag, asserts on some inputs near the subnormal range. Strings are checked here
+// too (unicode_problem), once each, rather than by kParseValidateEncodingFlag: RapidJSON's check runs
+// per character and lets lone surrogate escapes through anyway.
+constexpr unsigned parse_flags = rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
 
 /// SAX handler in front of the DOM builder. In one pass it checks what RapidJSON's DOM parser does
-/// not: nesting depth, duplicate keys, strings that are valid UTF-8 but not Unicode (a lone low
-/// surrogate escape such as \udc00, which RapidJSON 1.1.0 encodes as the bytes ED B0 80), and it
-/// converts numbers exactly. It keeps the path to the value being read, so a refusal names the field.
+/// not: nesting depth, duplicate keys, strings that are not Unicode (bytes that are not UTF-8, or a
+/// lone low surrogate escape such as \udc00, which RapidJSON 1.1.0 writes as the bytes ED B0 80), and
+/// it converts numbers exactly. It keeps the path to the value being read, so a refusal names the field.
 struct checked_builder {
   struct frame {
     bool object = false;
@@ -75,13 +78,6 @@ struct checked_builder {
     return key.substr(0, cut) + "...";
   }
 
-  /// The first code point of a surrogate (U+D800-DFFF, UTF-8 ED A0-BF xx) in valid UTF-8, or 0.
-  static unsigned surrogate_in(const char* s, rapidjson::SizeType n) {
-    for (const char* p = s; (p = static_cast<const char*>(std::memchr(p, '\xED', n - static_cast<std::size_t>(p - s)))) && p + 2 < s + n; ++p)
-      if (static_cast<unsigned char>(p[1]) >= 0xA0)
-        return 0xD000u | (static_cast<unsigned>(p[1] & 0x3F) << 6) | static_cast<unsigned>(p[2] & 0x3F);
-    return 0;
-  }
   static std::string escape_of(unsigned cp) {
     static constexpr char hex[] = "0123456789abcdef";
     std::string e = "\\u";
@@ -98,7 +94,7 @@ struct checked_builder {
   }
   bool open(bool object) {
     begin_value();
-    if (frames.size() >= static_cast<std::size_t>(max_json_depth)) return failure = "JSON nesting is deeper than 64 levels", false;
+    if (frames.size() >= static_cast<std::size_t>(max_json_depth)) return refuse_depth();
     frames.push_back({});
     frames.back().object = object;
     return true;
@@ -133,17 +129,16 @@ struct checked_builder {
     if (r.ec == std::errc::result_out_of_range) {
       // Overflow or underflow: strtod tells which (the service never changes the "C" locale).
       const double huge_or_tiny = std::strtod(std::string(text).c_str(), nullptr);
-      if (std::isinf(huge_or_tiny)) return failure = "Body is not valid JSON: number too big to be stored in double", false;
+      if (std::isinf(huge_or_tiny)) return refuse_number("number too big to be stored in double");
       d = text.starts_with('-') ? -0.0 : 0.0;
     } else if (r.ec != std::errc() || r.ptr != s + n) {
-      return failure = "Body is not valid JSON: invalid number", false;
+      return refuse_number("invalid number");
     }
     return end_value(doc.Double(d));
   }
   bool String(const char* s, rapidjson::SizeType n, bool copy) {
     begin_value();
-    if (const unsigned cp = surrogate_in(s, n))
-      return failure = where() + " is not valid Unicode: it holds a lone surrogate " + escape_of(cp) + " (the string ends", false;
+    if (const unsigned problem = unicode_problem({s, n})) return refuse_unicode(problem, false);
     return end_value(doc.String(s, n, copy));
   }
   bool StartObject() { return open(true) && doc.StartObject(); }
@@ -152,24 +147,82 @@ struct checked_builder {
   bool EndArray(rapidjson::SizeType n) { return close(doc.EndArray(n)); }
   bool Key(const char* s, rapidjson::SizeType n, bool copy) {
     frame& f = frames.back();
-    if (const unsigned cp = surrogate_in(s, n))
-      return failure = key_where() + " is not valid Unicode: it holds a lone surrogate " + escape_of(cp) + " (the key ends", false;
+    if (const unsigned problem = unicode_problem({s, n})) return refuse_unicode(problem, true);
     const auto [it, fresh] = f.keys.emplace(s, n);
-    if (!fresh) return failure = "Duplicate key \"" + std::string(s, n) + "\" in a JSON object.", false;
+    if (!fresh) return refuse_duplicate(*it);
     f.key = &*it, f.expect_key = false;
     return doc.Key(s, n, copy);
   }
 
-  /// RapidJSON's own refusal of a string's bytes or escapes, named by the string's place.
-  std::string string_error(rapidjson::ParseErrorCode code) const {
-    const char* why = code == rapidjson::kParseErrorStringInvalidEncoding ? "it holds bytes that are not UTF-8"
-                                                                           : "it holds a high surrogate escape (\\ud800-\\udbff) not followed by a low one";
+  // The refusals are out of line: RapidJSON's string parsing, which calls the handler, stays small.
+  [[gnu::cold, gnu::noinline]] bool refuse_unicode(unsigned problem, bool key) {
+    failure = (key ? key_where() : where()) + " is not valid Unicode: " +
+              (problem == 1 ? std::string("it holds bytes that are not UTF-8") : "it holds a lone surrogate " + escape_of(problem)) +
+              (key ? " (the key ends" : " (the string ends");
+    return false;
+  }
+  [[gnu::cold, gnu::noinline]] bool refuse_duplicate(const std::string& key) {
+    failure = "Duplicate key \"" + key + "\" in a JSON object.";
+    return false;
+  }
+  [[gnu::cold, gnu::noinline]] bool refuse_depth() {
+    failure = "JSON nesting is deeper than 64 levels";
+    return false;
+  }
+  [[gnu::cold, gnu::noinline]] bool refuse_number(const char* why) {
+    failure = std::string("Body is not valid JSON: ") + why;
+    return false;
+  }
+
+  /// RapidJSON's own refusal of a high surrogate escape without its low half, named by its place.
+  std::string surrogate_pair_error() const {
     const bool key = !frames.empty() && frames.back().object && frames.back().expect_key;
-    return (key ? key_where() : where(false)) + " is not valid Unicode: " + why;
+    return (key ? key_where() : where(false)) + " is not valid Unicode: it holds a high surrogate escape (\\ud800-\\udbff) not followed by a low one";
   }
 };
 
 }  // namespace
+
+unsigned unicode_problem(std::string_view text) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* const end = p + text.size();
+  while (p < end) {
+    if (end - p >= 8) {  // eight bytes at a time: past the ASCII ones, to the first that is not
+      std::uint64_t w;
+      std::memcpy(&w, p, sizeof w);
+      const std::uint64_t high = w & 0x8080808080808080ull;
+      if (high == 0) {
+        p += 8;
+        continue;
+      }
+      if constexpr (std::endian::native == std::endian::little) p += std::countr_zero(high) / 8;
+    }
+    const unsigned c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    int len;
+    unsigned cp;
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+      len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+      len = 4, cp = c & 0x07;
+    else
+      return 1;
+    if (end - p < len) return 1;
+    for (int i = 1; i < len; ++i) {
+      if ((p[i] & 0xC0) != 0x80) return 1;
+      cp = (cp << 6) | (p[i] & 0x3Fu);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 1;  // overlong, or beyond Unicode
+    if (cp >= 0xD800 && cp <= 0xDFFF) return cp;
+    p += len;
+  }
+  return 0;
+}
 
 rapidjson::Document parse_json(std::string_view body, std::string_view what) {
   // RapidJSON's streams read a NUL as the end of the text, so "1\0anything" would parse as 1. JSON
@@ -185,8 +238,7 @@ rapidjson::Document parse_json(std::string_view body, std::string_view what) {
     checked_builder b{d, {}, {}, what};
     pr = reader.Parse<parse_flags>(ms, b);
     failure = std::move(b.failure);
-    if (pr.Code() == rapidjson::kParseErrorStringInvalidEncoding || pr.Code() == rapidjson::kParseErrorStringUnicodeSurrogateInvalid)
-      unicode = b.string_error(pr.Code());
+    if (pr.Code() == rapidjson::kParseErrorStringUnicodeSurrogateInvalid) unicode = b.surrogate_pair_error();
     return !pr.IsError();
   };
   doc.Populate(generate);

@@ -26,6 +26,11 @@ inline constexpr int max_json_depth = 64;
 
 using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
+/// 0 when `text` is Unicode as UTF-8: well-formed, no overlong forms, nothing beyond U+10FFFF, no
+/// surrogate code points (U+D800-DFFF, which RapidJSON writes for a lone surrogate escape); 1 for
+/// bytes that are not UTF-8; else the first surrogate's code point. O(n), eight ASCII bytes a step.
+unsigned unicode_problem(std::string_view text) noexcept;
+
 /// Parses an untrusted body; throws api_error(INVALID_ARGUMENT) naming the rule it broke (`what`
 /// names the text in the message for invalid JSON: "Body is not valid JSON: ...").
 rapidjson::Document parse_json(std::string_view body, std::string_view what = "Body");

@@ -139,8 +139,10 @@ TEST(Json, EveryStringMustBeUnicodeAndARefusalNamesTheField) {
        R"(commentAnnotations[0].commentData[0].commentText is not valid Unicode: it holds a lone surrogate \udc00 (the string ends at byte 69).)"},
       {R"({"data":{"list":["ok","\udc00"]}})", R"(list[1] is not valid Unicode: it holds a lone surrogate \udc00 (the string ends at byte 29).)"},
       {R"({"data":{"x":"\ud800z"}})", R"(x is not valid Unicode: it holds a high surrogate escape (\ud800-\udbff) not followed by a low one (at byte 14).)"},
-      {"{\"data\":{\"x\":\"\xff\"}}", "x is not valid Unicode: it holds bytes that are not UTF-8 (at byte 14)."},
-      {"{\"data\":{\"\xed\xa0\x80\":1}}", "A key in data is not valid Unicode: it holds bytes that are not UTF-8 (at byte 10)."},
+      {"{\"data\":{\"x\":\"\xff\"}}", "x is not valid Unicode: it holds bytes that are not UTF-8 (the string ends at byte 15)."},
+      {"{\"data\":{\"x\":\"\xc0\xaf\"}}", "x is not valid Unicode: it holds bytes that are not UTF-8 (the string ends at byte 16)."},  // overlong '/'
+      {"{\"data\":{\"x\":\"\xf4\x90\x80\x80\"}}", "x is not valid Unicode: it holds bytes that are not UTF-8 (the string ends at byte 18)."},  // U+110000
+      {"{\"data\":{\"\xed\xa0\x80\":1}}", "A key in data is not valid Unicode: it holds a lone surrogate \\ud800 (the key ends at byte 13)."},  // raw, as escaped
       {R"({"\udc00":1})", R"(A key of the body is not valid Unicode: it holds a lone surrogate \udc00 (the key ends at byte 8).)"},
   };
   for (const auto& [body, message] : cases) {
@@ -156,6 +158,14 @@ TEST(Json, EveryStringMustBeUnicodeAndARefusalNamesTheField) {
     FAIL();
   } catch (const svc::api_error& e) {
     EXPECT_EQ(e.message, R"(map value at a[0] is not valid Unicode: it holds a lone surrogate \udc00 (the string ends at byte 13).)");
+  }
+  // The check on its own, at every length around its eight-byte steps.
+  for (std::size_t pad = 0; pad < 17; ++pad) {
+    const std::string ascii(pad, 'a');
+    EXPECT_EQ(svc::unicode_problem(ascii + "\xC3\xA9\xF0\x9F\x98\x80" + ascii), 0u) << pad;
+    EXPECT_EQ(svc::unicode_problem(ascii + "\xE2\x82"), 1u) << pad;  // cut short
+    EXPECT_EQ(svc::unicode_problem(ascii + "\xED\xB0\x80" + ascii), 0xDC00u) << pad;
+    EXPECT_EQ(svc::unicode_problem(ascii + "\x80" + ascii), 1u) << pad;
   }
   // A surrogate pair is one character, and stays one.
   EXPECT_EQ(svc::canonical_json(svc::parse_json(R"(["\ud83d\ude00"])")), "[\"\xF0\x9F\x98\x80\"]");

@@ -204,7 +204,7 @@ class BadInput(unittest.TestCase):
         m = err(self, call("/v2/crdt/get", body='{"data":{"x":' + deep + '}}'), 400, "INVALID_ARGUMENT")
         self.assertIn("deeper than 64", m)
         err(self, call("/v2/crdt/get", body=b'{"data":{"organizationId":"\xff\xfe"}}'), 400, "INVALID_ARGUMENT",
-            "organizationId is not valid Unicode: it holds bytes that are not UTF-8 (at byte 27).")
+            "organizationId is not valid Unicode: it holds bytes that are not UTF-8 (the string ends at byte 29).")
         err(self, call("/v2/crdt/get", body='{"data":{"n":1e999}}'), 400, "INVALID_ARGUMENT")
         err(self, call("/v2/crdt/get", body='{"data":{"n":NaN}}'), 400, "INVALID_ARGUMENT")
         err(self, call("/v2/crdt/add", rec("a\u0000b", "text", "x", doc="bad")), 400, "INVALID_ARGUMENT", "editorId must not contain control characters.")
