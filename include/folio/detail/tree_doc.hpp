@@ -385,8 +385,9 @@ class tree_doc {
     std::vector<std::uint32_t> log_pos{};  ///< log_ indices of this replica's ops, by seq (finding an op by id)
   };
   /// An integrated op in the log: what ops_since filters on, inline; the rest packed at `at` in
-  /// log_bytes_ (pack / unpack). A map set costs these 24 bytes, its key and value, and 5-9 bytes
-  /// packed around them (more with concurrent preds); as a tree_op it cost 224 bytes and heap blocks.
+  /// log_bytes_ (pack / unpack). A map set costs these 24 bytes, 4 in its replica's log_pos, its key
+  /// and value, and 5-9 bytes packed around them (more with concurrent preds); as a tree_op it cost
+  /// 224 bytes and heap blocks.
   struct logged {
     std::uint32_t rep;  ///< index in reps_ of the author
     std::uint32_t seq, len, lamport;
