@@ -267,6 +267,26 @@ TEST(Channel, IdsAreKeyedHmacsOfTheTenantAndIds) {
   EXPECT_EQ(svc::channel_id("secretsecret", "abc123", "o r g", "d", "\xe2\x82\xac"), "c4bb69fed0713ecbf42a95fe7b3bdad8d9d9df0013b21aa383afee85b69759a9");
 }
 
+TEST_F(fixture, AnEmptyListSelectsNothingOnEveryWriteAndDelete) {
+  const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
+  ASSERT_EQ(call("/v2/commentannotations/add", doc + R"(,"commentAnnotations":[{"annotationId":"a","from":{"userId":"u","name":"U","email":"u@e"},)"
+                                                     R"("commentData":[{"commentId":1,"commentText":"one"}]}]}})")
+                .http,
+            200);
+  const std::string before = call("/v1/commentannotations/get", doc + "}}").body;
+  const auto answers = [&](const char* path, const std::string& fields, const char* message) {
+    const svc::response r = call(path, doc + fields + "}}");
+    EXPECT_EQ(r.http, 200) << path << fields << r.body;
+    EXPECT_NE(r.body.find(std::string(R"("message":")") + message + R"(","data":{}})"), std::string::npos) << path << fields << r.body;
+  };
+  answers("/v2/commentannotations/delete", R"(,"annotationIds":[])", "0 of 0 annotations deleted.");
+  answers("/v2/commentannotations/delete", R"(,"locationIds":[],"userIds":["u"])", "0 of 0 annotations deleted.");
+  answers("/v2/commentannotations/update", R"(,"userIds":[],"updatedData":{"color":"red"})", "0 of 0 annotations updated.");
+  answers("/v2/commentannotations/comments/update", R"(,"annotationId":"a","commentIds":[],"updatedData":{"commentText":"x"})", "0 of 0 comments updated.");
+  answers("/v2/commentannotations/comments/delete", R"(,"annotationId":"a","commentIds":[])", "0 of 0 comments deleted.");
+  EXPECT_EQ(call("/v1/commentannotations/get", doc + "}}").body, before);
+}
+
 TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
   svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}, {}};
   EXPECT_EQ(service.handle(db, r).http, 404);  // path first
