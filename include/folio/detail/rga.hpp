@@ -120,6 +120,21 @@ class batch_order {
   std::unordered_map<replica_id, std::uint64_t> end_;  ///< per replica: one past the last seq listed
 };
 
+/// Refuses an op whose id (replica, seq) is integrated with another `what` (same_as_integrated of
+/// rga and tree_doc): sets `why` and returns false.
+inline bool reused_op_id(replica_id replica, std::uint32_t seq, const char* what, std::string& why) {
+  why = "operation id (" + std::to_string(replica) + ", " + std::to_string(seq) + ") is taken by an operation with another " + what +
+        "; a replica must never reuse an operation id";
+  return false;
+}
+
+/// In `log_pos`, one replica's log entries in seq order (indices into `log`), the one holding `seq`
+/// (which the replica has integrated). O(log n).
+template <class Log>
+std::vector<std::uint32_t>::const_iterator entry_holding(const std::vector<std::uint32_t>& log_pos, std::uint32_t seq, const Log& log) {
+  return std::upper_bound(log_pos.begin(), log_pos.end(), seq, [&](std::uint32_t s, std::uint32_t pos) { return s < log[pos].seq; }) - 1;
+}
+
 template <class T>
 class rga {
  public:
@@ -567,9 +582,7 @@ class rga {
 
   /// The origin (local replica, seq) of item (rep, seq), read from the log.
   std::pair<std::uint32_t, std::uint32_t> origin_of(std::uint32_t rep, std::uint32_t seq) const {
-    const auto& lp = reps_[rep].log_pos;
-    auto it = std::upper_bound(lp.begin(), lp.end(), seq, [&](std::uint32_t s, std::uint32_t pos) { return s < log_[pos].seq; });
-    const log_entry& e = log_[*(it - 1)];
+    const log_entry& e = log_[*entry_holding(reps_[rep].log_pos, seq, log_)];
     if (e.kind != op_kind::insert) bad("item id belongs to a remove");
     if (seq == e.seq) return {e.ref_replica, e.ref_seq};
     return {rep, seq - 1};
@@ -1000,14 +1013,9 @@ class rga {
   bool same_as_integrated(std::uint32_t rep, const op& in, const T* vals, std::string& why) const {
     const replica_state& rs = reps_[rep];
     const std::uint32_t known = std::min(in.len, rs.next_seq - in.id.seq);
-    auto differs = [&](std::uint32_t k, const char* what) {
-      why = "operation id (" + std::to_string(in.id.replica) + ", " + std::to_string(in.id.seq + k) + ") is taken by an operation with another " +
-            what + "; a replica must never reuse an operation id";
-      return false;
-    };
+    auto differs = [&](std::uint32_t k, const char* what) { return reused_op_id(in.id.replica, in.id.seq + k, what, why); };
     auto id_of = [&](std::uint32_t r, std::uint32_t seq) { return r == no_replica ? document_start : op_id{reps_[r].id, seq}; };
-    const auto& lp = rs.log_pos;
-    auto it = std::upper_bound(lp.begin(), lp.end(), in.id.seq, [&](std::uint32_t s, std::uint32_t pos) { return s < log_[pos].seq; }) - 1;
+    auto it = entry_holding(rs.log_pos, in.id.seq, log_);
     for (std::uint32_t k = 0; k < known; ++it) {
       const log_entry& e = log_[*it];
       const std::uint32_t j = in.id.seq + k - e.seq, n = std::min(known - k, e.len - j);  // units j.. of entry e

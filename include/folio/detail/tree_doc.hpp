@@ -706,12 +706,8 @@ class tree_doc {
   bool same_as_integrated(std::uint32_t rep, const tree_op& in, std::string& why) const {
     const replica_state& rs = reps_[rep];
     const std::uint32_t known = std::min(in.len, rs.next_seq - in.id.seq);
-    auto differs = [&](std::uint32_t k, const char* what) {
-      why = "operation id (" + std::to_string(in.id.replica) + ", " + std::to_string(in.id.seq + k) + ") is taken by an operation with another " +
-            what + "; a replica must never reuse an operation id";
-      return false;
-    };
-    auto it = std::upper_bound(rs.log_pos.begin(), rs.log_pos.end(), in.id.seq, [&](std::uint32_t s, std::uint32_t pos) { return s < log_[pos].seq; }) - 1;
+    auto differs = [&](std::uint32_t k, const char* what) { return reused_op_id(in.id.replica, in.id.seq + k, what, why); };
+    auto it = entry_holding(rs.log_pos, in.id.seq, log_);
     tree_op t;
     for (std::uint32_t k = 0; k < known; ++it) {
       const logged& e = log_[*it];
