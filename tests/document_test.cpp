@@ -444,6 +444,38 @@ TEST(Document, ABatchNamesEachOpIdOnceInSeqOrder) {
   EXPECT_EQ(tr.message, "operations of replica 1 are not in seq order in the batch (0 after 1)");
 }
 
+TEST(Document, ALongInsertResentAsOneOpPerUnitIsADuplicateAndOneChangedUnitIsRefused) {
+  // Each unit is compared with the one logged op that holds it (unpacked once for the batch, not once
+  // per unit: a 4 MiB batch of such ops would otherwise take minutes).
+  folio::detail::tree_doc a(folio::detail::tree_shape::xml, 1);
+  folio::markup::fragment f;
+  ASSERT_TRUE(folio::markup::parse("<p>" + std::string(2000, 'x') + "</p><q>" + std::string(2000, 'y') + "</q>", f));
+  a.replace_xml(f);
+  folio::detail::tree_batch split;
+  for (const folio::detail::tree_op& o : a.ops_since({}).ops) {
+    if (o.kind != folio::detail::tree_op_kind::insert || o.text.size() < 2) {
+      split.ops.push_back(o);
+      continue;
+    }
+    for (std::uint32_t k = 0; k < o.len; ++k) {
+      folio::detail::tree_op u = o;
+      u.id.seq = o.id.seq + k, u.lamport = o.lamport + k, u.len = 1, u.text = std::u32string(1, o.text[k]);
+      u.ref = k == 0 ? o.ref : folio::op_id{o.id.replica, o.id.seq + k - 1};
+      split.ops.push_back(u);
+    }
+  }
+  ASSERT_GT(split.ops.size(), 4000u);
+  const folio::apply_result same = a.apply(split);
+  EXPECT_TRUE(same) << same.message;
+  EXPECT_EQ(same.duplicate, split.unit_count());
+  split.ops[3000].text = U"z";
+  const folio::apply_result changed = a.apply(split);
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(changed.op_index, 3000u);
+  EXPECT_NE(changed.message.find("is taken by an operation with another value"), std::string::npos) << changed.message;
+  a.check();
+}
+
 TEST(Document, AResentInsertOfAnItemDeletedSinceIsStillADuplicate) {
   // A document decoded from its encoding keeps no values of deleted items: the comparison skips them
   // rather than refuse the genuine op sent again.

@@ -163,6 +163,7 @@ class tree_doc {
     });
     if (res.applied != 0 && !parked_.empty()) release_parked(res);
     res.pending = pending();
+    compared_.clear();
     return res;
   }
 
@@ -701,17 +702,20 @@ class tree_doc {
   /// True if the units of `in` already integrated (seqs below its replica's next_seq) are the ops
   /// logged under those ids: same kind, object, Lamport values, origin or targets, values, key and
   /// preds. An op id names one operation forever (see rga::same_as_integrated); the log keeps every
-  /// value, so the comparison is exact. O(the logged ops spanned, unpacked, + values compared); a
-  /// batch names each id once (batch_order), so it costs at most the log once plus its own size.
+  /// value, so the comparison is exact. A logged op is unpacked once per batch and replica
+  /// (compared_): a batch names each id once, in seq order (batch_order), so many short ops inside one
+  /// long logged insert do not unpack it each. O(the logged ops spanned, unpacked once + values
+  /// compared): a batch costs at most the log once plus its own size.
   bool same_as_integrated(std::uint32_t rep, const tree_op& in, std::string& why) const {
     const replica_state& rs = reps_[rep];
     const std::uint32_t known = std::min(in.len, rs.next_seq - in.id.seq);
     auto differs = [&](std::uint32_t k, const char* what) { return reused_op_id(in.id.replica, in.id.seq + k, what, why); };
     auto it = entry_holding(rs.log_pos, in.id.seq, log_);
-    tree_op t;
+    unpacked& cached = compared_[rep];
+    const tree_op& t = cached.op;
     for (std::uint32_t k = 0; k < known; ++it) {
       const logged& e = log_[*it];
-      unpack(e, t);
+      if (cached.entry != *it) unpack(e, cached.op), cached.entry = *it;
       const std::uint32_t j = in.id.seq + k - e.seq, n = std::min(known - k, e.len - j);  // units j.. of the logged op
       if (t.kind != in.kind) return differs(k, "kind");
       if (t.object != in.object) return differs(k, "object");
@@ -891,6 +895,13 @@ class tree_doc {
   std::vector<logged> log_;  ///< every integrated op, in integration order
   std::string log_bytes_;    ///< their packed parts
   std::vector<tree_op> parked_;
+  /// The logged op same_as_integrated last unpacked, per replica index: kept for one batch (apply_each
+  /// clears it), so the ops of a batch that fall in one logged op unpack it once.
+  struct unpacked {
+    std::uint32_t entry = UINT32_MAX;  ///< index in log_ (UINT32_MAX: none)
+    tree_op op;
+  };
+  mutable std::unordered_map<std::uint32_t, unpacked> compared_;
   mutable version_vector version_;
   mutable bool version_dirty_ = false;
   std::size_t rejected_ = 0;
