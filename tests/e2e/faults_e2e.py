@@ -225,13 +225,19 @@ class CrashDurability(unittest.TestCase):
         self.assertEqual(len(texts), len(set(texts)))  # no comment stored twice
         ids = [c["commentId"] for c in thread["comments"]]
         self.assertEqual(len(ids), len(set(ids)))
-        # Every client, synced once more, equals the server; the server holds every edit a client made
-        # (acknowledged or not: each was saved before it was sent), each once.
+        # Every client syncs twice (the first round pushes what each still holds unsent, the second
+        # brings each the others'); then each equals the server, and the server holds every edit a
+        # client made (acknowledged or not: each was saved before it was sent), each once.
+        values = []
+        for _ in range(2):
+            values = []
+            for st in states:
+                code, out, stderr = folio_cli(st, "cli", "sync")
+                self.assertEqual(code, 0, stderr)
+                values.append(json.loads(out.strip().splitlines()[-1]))
         final_cli = record_value(self, doc, "cli")
-        for i, st in enumerate(states):
-            code, out, stderr = folio_cli(st, "cli", "sync")
-            self.assertEqual(code, 0, stderr)
-            self.assertEqual(json.loads(out.strip().splitlines()[-1]), final_cli, "client %d" % i)
+        for i, value in enumerate(values):
+            self.assertEqual(value, final_cli, "client %d" % i)
         for i in range(len(states)):
             w = writers["client%d" % i]
             for n in range(w.attempts):
