@@ -259,8 +259,8 @@ std::string comment_body(const comment_value& c) {
   });
 }
 
-annotation_value stored_annotation(const std::string& body) { return parse_annotation(parse_json(body), false); }
+annotation_value stored_annotation(const std::string& body) { return parse_annotation(parse_stored_json(body), false); }
 
-comment_value stored_comment(const std::string& body) { return parse_comment(parse_json(body), "", true); }
+comment_value stored_comment(const std::string& body) { return parse_comment(parse_stored_json(body), "", true); }
 
 }  // namespace folio::service

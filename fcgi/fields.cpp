@@ -1,7 +1,5 @@
 #include "fields.hpp"
 
-#include "json.hpp"
-
 
 namespace folio::service {
 
@@ -47,10 +45,8 @@ void check_id(const std::string& value, const std::string& what) {
   if (value.size() > max_id_bytes) throw api_error(status::invalid_argument, what + " must be at most 256 bytes.");
   for (unsigned char c : value)
     if (c < 0x20 || c == 0x7f) throw api_error(status::invalid_argument, what + " must not contain control characters.");
-  // Ids from a JSON body are Unicode already (parse_json); ids from a query string (subscribe) are not,
-  // until checked here.
-  if (unicode_problem(value) != 0) throw api_error(status::invalid_argument, what + " must be valid UTF-8.");
-  // C1 controls U+0080-U+009F:
+  // UTF-8 validity: ids from a JSON body are Unicode already (parse_json); a query string's are checked
+  // where it is decoded (router.cpp). C1 controls U+0080-U+009F:
   for (std::size_t i = 0; i + 1 < value.size(); ++i)
     if (static_cast<unsigned char>(value[i]) == 0xC2 && static_cast<unsigned char>(value[i + 1]) < 0xA0)
       throw api_error(status::invalid_argument, what + " must not contain control characters.");

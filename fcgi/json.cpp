@@ -38,6 +38,7 @@ struct checked_builder {
   };
 
   rapidjson::Document& doc;
+  bool surrogates_allowed = false;  ///< stored JSON from before the Unicode rule (parse_stored_json)
   std::vector<frame> frames{};
   std::string failure{};  ///< why a handler stopped the parse (the message without its offset)
   std::string_view what;  ///< names the whole text: "Body", "map value", ...
@@ -138,7 +139,7 @@ struct checked_builder {
   }
   bool String(const char* s, rapidjson::SizeType n, bool copy) {
     begin_value();
-    if (const unsigned problem = unicode_problem({s, n})) return refuse_unicode(problem, false);
+    if (const unsigned problem = unicode_problem({s, n}); problem == 1 || (problem && !surrogates_allowed)) return refuse_unicode(problem, false);
     return end_value(doc.String(s, n, copy));
   }
   bool StartObject() { return open(true) && doc.StartObject(); }
@@ -147,7 +148,7 @@ struct checked_builder {
   bool EndArray(rapidjson::SizeType n) { return close(doc.EndArray(n)); }
   bool Key(const char* s, rapidjson::SizeType n, bool copy) {
     frame& f = frames.back();
-    if (const unsigned problem = unicode_problem({s, n})) return refuse_unicode(problem, true);
+    if (const unsigned problem = unicode_problem({s, n}); problem == 1 || (problem && !surrogates_allowed)) return refuse_unicode(problem, true);
     const auto [it, fresh] = f.keys.emplace(s, n);
     if (!fresh) return refuse_duplicate(*it);
     f.key = &*it, f.expect_key = false;
@@ -224,7 +225,9 @@ unsigned unicode_problem(std::string_view text) noexcept {
   return 0;
 }
 
-rapidjson::Document parse_json(std::string_view body, std::string_view what) {
+namespace {
+
+rapidjson::Document parse(std::string_view body, std::string_view what, bool surrogates_allowed) {
   // RapidJSON's streams read a NUL as the end of the text, so "1\0anything" would parse as 1. JSON
   // never holds a raw NUL (in a string it is escaped, elsewhere it is not whitespace).
   if (const std::size_t nul = body.find('\0'); nul != std::string_view::npos)
@@ -235,7 +238,7 @@ rapidjson::Document parse_json(std::string_view body, std::string_view what) {
   rapidjson::ParseResult pr;
   std::string failure, unicode;
   auto generate = [&](rapidjson::Document& d) {
-    checked_builder b{d, {}, {}, what};
+    checked_builder b{d, surrogates_allowed, {}, {}, what};
     pr = reader.Parse<parse_flags>(ms, b);
     failure = std::move(b.failure);
     if (pr.Code() == rapidjson::kParseErrorStringUnicodeSurrogateInvalid) unicode = b.surrogate_pair_error();
@@ -260,6 +263,12 @@ rapidjson::Document parse_json(std::string_view body, std::string_view what) {
   }
   return doc;
 }
+
+}  // namespace
+
+rapidjson::Document parse_json(std::string_view body, std::string_view what) { return parse(body, what, false); }
+
+rapidjson::Document parse_stored_json(std::string_view body) { return parse(body, "Stored JSON", true); }
 
 std::string canonical_json(const rapidjson::Value& root) {
   rapidjson::StringBuffer sb;

@@ -118,6 +118,7 @@ std::string query_param(std::string_view query, std::string_view name, const cha
       const std::optional<std::string> v = form_decode(pair.substr(name.size() + 1));
       if (!v) throw api_error(status::invalid_argument, std::string(name) + " is not correctly URL-encoded.");
       if (v->empty()) throw api_error(status::invalid_argument, missing_message);
+      if (unicode_problem(*v) != 0) throw api_error(status::invalid_argument, std::string(name) + " must be valid UTF-8.");
       check_id(*v, std::string(name));
       return *v;
     }

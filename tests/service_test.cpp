@@ -287,6 +287,24 @@ TEST_F(fixture, AnEmptyListSelectsNothingOnEveryWriteAndDelete) {
   EXPECT_EQ(call("/v1/commentannotations/get", doc + "}}").body, before);
 }
 
+TEST_F(fixture, AThreadStoredWithALoneSurrogateByAnEarlierBuildStaysWritable) {
+  // Before the Unicode rule a lone surrogate escape was stored as the bytes ED B0 80. Such a body is
+  // read back with parse_stored_json, so writes to the thread keep working.
+  const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
+  ASSERT_EQ(call("/v2/commentannotations/add", doc + R"(,"commentAnnotations":[{"annotationId":"a","from":{"userId":"u","name":"U","email":"u@e"},)"
+                                                     R"("commentData":[{"commentId":1,"commentText":"one"}]}]}})")
+                .http,
+            200);
+  db.exec(R"sql(UPDATE annotations SET body = replace(body, '"name":"U"', '"name":"U' || char(56320) || '"');
+                UPDATE annotation_comments SET body = replace(body, '"one"', '"one' || char(56320) || '"');)sql");
+  const svc::response added = call("/v2/commentannotations/comments/add", doc + R"(,"annotationId":"a","commentData":[{"commentText":"two","from":{"userId":"u","name":"U","email":"u@e"}}]}})");
+  EXPECT_EQ(added.http, 200) << added.body;
+  const svc::response edited = call("/v2/commentannotations/comments/update", doc + R"(,"annotationId":"a","commentIds":[1],"updatedData":{"commentHtml":"<p>1</p>"}}})");
+  EXPECT_EQ(edited.http, 200) << edited.body;
+  EXPECT_NE(edited.body.find("1 of 1 comments updated."), std::string::npos) << edited.body;
+  EXPECT_THROW(svc::parse_json(svc::load_comment(db, {key.substr(3, 16), "o", "d"}, "a", 1).value()), svc::api_error);  // what folio-admin check reports
+}
+
 TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
   svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}, {}};
   EXPECT_EQ(service.handle(db, r).http, 404);  // path first
