@@ -114,8 +114,25 @@ std::string query_digest(const annotation_scope& s, const annotation_filter& f) 
   return std::string(reinterpret_cast<const char*>(md), 12);
 }
 
-std::string page_token(const annotation_scope& s, const annotation_filter& f, const found_annotation& last) {
-  return base64url_encode(query_digest(s, f) + last.created_at + last.id);
+std::string page_token(const annotation_scope& s, const annotation_filter& f, const std::string& created_at, const std::string& id) {
+  return base64url_encode(query_digest(s, f) + created_at + id);
+}
+
+/// Streams one thread as the API returns it: the stored annotation with "comments" (in the order they
+/// were added) appended, a comment at a time.
+void write_thread(context& c, const annotation_scope& s, const std::string& id, std::string_view body) {
+  body.remove_suffix(1);  // the stored object's closing brace
+  c.out.append(body);
+  c.out.append(body.size() > 1 ? ",\"comments\":[" : "\"comments\":[");
+  bool first = true;
+  scan_comments(c.db, s, id, [&](std::string_view comment) {
+    if (!first) c.out.append(",");
+    first = false;
+    c.out.append(comment);
+    c.out.flush_if_full();
+  });
+  c.out.append("]}");
+  c.out.flush_if_full();
 }
 
 std::pair<std::string, std::string> read_page_token(const rapidjson::Value& v, const annotation_scope& s, const annotation_filter& f) {
@@ -235,24 +252,38 @@ std::string annotations_get(context& c) {
   f.locations = id_list(c.data, "locationIds");
   f.users = id_list(c.data, "userIds");
   f.ids = distinct(id_list(c.data, "annotationIds"));
+  // Streamed (body_output.hpp): an answer of any size holds one comment at a time in memory.
   return c.db.read([&] {
-    const std::vector<found_annotation> found = find_annotations(c.db, s, f);
-    std::vector<const std::string*> slots;
-    if (f.ids.empty()) {
-      for (const found_annotation& a : found) slots.push_back(&a.json);
-    } else {
-      // One slot per requested id in request order: the annotation, null where the id does not exist,
-      // nothing where it exists but fails another filter.
-      std::unordered_map<std::string, const found_annotation*> by_id;
-      for (const found_annotation& a : found) by_id.emplace(a.id, &a);
-      std::unordered_set<std::string> exist;
-      for (std::string& id : existing_annotations(c.db, s, f.ids)) exist.insert(std::move(id));
-      for (const std::string& id : f.ids) {
-        if (auto it = by_id.find(id); it != by_id.end()) slots.push_back(&it->second->json);
-        else if (!exist.count(id)) slots.push_back(nullptr);
+    return success_body(c.out, "Annotations fetched successfully.", [&](json_writer& w) {
+      w.RawValue("[", 1, rapidjson::kArrayType);  // the items are stored JSON, appended as they are
+      bool first = true;
+      const auto separate = [&] {
+        if (!first) c.out.append(",");
+        first = false;
+      };
+      if (f.ids.empty()) {
+        scan_annotations(c.db, s, f, [&](const annotation_head& a) {
+          separate();
+          write_thread(c, s, a.id, a.body);
+          return true;
+        });
+      } else {
+        // One slot per requested id in request order: the annotation, null where the id does not exist,
+        // nothing where it exists but fails another filter.
+        const std::unordered_set<std::string> locations(f.locations.begin(), f.locations.end()), users(f.users.begin(), f.users.end());
+        for (const std::string& id : f.ids) {
+          const std::optional<annotation_row> a = load_annotation(c.db, s, id);
+          if (!a) {
+            separate();
+            c.out.append("null");
+          } else if ((locations.empty() || (a->location && locations.count(*a->location))) && (users.empty() || users.count(a->user))) {
+            separate();
+            write_thread(c, s, id, a->body);
+          }
+        }
       }
-    }
-    return success_body_array("Annotations fetched successfully.", slots);
+      c.out.append("]");
+    });
   });
 }
 
@@ -274,13 +305,24 @@ std::string annotations_get_page(context& c) {
   if (const rapidjson::Value* v = field_value(c.data, "pageToken")) f.after = read_page_token(*v, s, f);
   f.limit = page_size + 1;  // one more tells whether another page follows
   return c.db.read([&] {
-    const std::vector<found_annotation> found = find_annotations(c.db, s, f);
-    const std::size_t n = std::min(found.size(), static_cast<std::size_t>(page_size));
-    std::vector<const std::string*> page;
-    for (std::size_t i = 0; i < n; ++i) page.push_back(&found[i].json);
-    // The token is URL-safe base64: nothing in it needs escaping.
-    return success_body_array("Annotations fetched successfully.", page,
-                              found.size() > n ? ",\"nextPageToken\":\"" + page_token(s, f, found[n - 1]) + "\"" : std::string());
+    return success_body(c.out, "Annotations fetched successfully.", [&](json_writer& w) {
+      w.RawValue("[", 1, rapidjson::kArrayType);
+      std::int64_t n = 0;
+      bool more = false;
+      std::string last_created, last_id;
+      scan_annotations(c.db, s, f, [&](const annotation_head& a) {
+        if (n == page_size) return !(more = true);
+        if (n++) c.out.append(",");
+        write_thread(c, s, a.id, a.body);
+        last_created = a.created_at, last_id = a.id;
+        return true;
+      });
+      c.out.append("]");
+      if (more) {
+        w.Key("nextPageToken");  // URL-safe base64: nothing in it needs escaping
+        write_string(w, page_token(s, f, last_created, last_id));
+      }
+    });
   });
 }
 

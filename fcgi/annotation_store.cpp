@@ -44,29 +44,24 @@ int bind_scope(query& q, const annotation_scope& s, int i = 1) {
 
 }  // namespace
 
-std::vector<found_annotation> find_annotations(database& db, const annotation_scope& s, const annotation_filter& f) {
-  // The matching annotations through the index that fits the filter, then each one's comments through
-  // annotation_comments_in_order (a range seek per thread, in the order they were added).
+void scan_annotations(database& db, const annotation_scope& s, const annotation_filter& f, const std::function<bool(const annotation_head&)>& each) {
   const where_clause w = conditions(f);
   query q = db.prepare("SELECT annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(f));
   int i = bind_scope(q, s);
   for (const std::string& v : w.values) q.bind(i++, v);
   q.bind(i, f.limit);
-  std::vector<found_annotation> out;
-  while (q.step()) out.push_back({q.text(0), q.text(1), q.text(2)});
-  for (found_annotation& a : out) {
-    std::string& j = a.json;
-    j.pop_back();  // the body's closing brace
-    j += j.size() > 1 ? ",\"comments\":[" : "\"comments\":[";
-    query c = db.sql("SELECT body FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? ORDER BY position");
-    c.bind(bind_scope(c, s), a.id);
-    for (bool first = true; c.step(); first = false) {
-      if (!first) j += ',';
-      j += c.text(0);
-    }
-    j += "]}";
+  annotation_head h;
+  while (q.step()) {
+    h.id = q.text(0), h.created_at = q.text(1), h.body = q.text(2);
+    if (!each(h)) return;
   }
-  return out;
+}
+
+void scan_comments(database& db, const annotation_scope& s, const std::string& annotation, const std::function<void(std::string_view)>& each) {
+  // annotation_comments_in_order: a range seek per thread, in the order the comments were added.
+  query c = db.sql("SELECT body FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? ORDER BY position");
+  c.bind(bind_scope(c, s), annotation);
+  while (c.step()) each(c.text_view(0));
 }
 
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f) {

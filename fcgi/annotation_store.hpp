@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -47,14 +49,17 @@ struct annotation_row {
   std::int64_t next_comment_id = 1;     ///< above every comment id the thread ever had: ids are never reused
 };
 
-/// A matching annotation as the API returns it.
-struct found_annotation {
+/// A matching annotation as the store holds it: its JSON body without "comments".
+struct annotation_head {
   std::string id, created_at;
-  std::string json;  ///< the body with "comments" (in the order they were added) appended
+  std::string body;
 };
 
-/// Matching annotations with their comments, oldest first, ties by id.
-std::vector<found_annotation> find_annotations(database& db, const annotation_scope& s, const annotation_filter& f);
+/// Calls `each` for the matching annotations, oldest first, ties by id, until it answers false. One
+/// row in memory at a time.
+void scan_annotations(database& db, const annotation_scope& s, const annotation_filter& f, const std::function<bool(const annotation_head&)>& each);
+/// Calls `each` with the JSON body of every comment of the thread, in the order they were added.
+void scan_comments(database& db, const annotation_scope& s, const std::string& annotation, const std::function<void(std::string_view)>& each);
 /// Ids of the matching annotations (no bodies), oldest first.
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f);
 /// Which of `ids` exist in the document.

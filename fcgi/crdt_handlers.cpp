@@ -2,6 +2,9 @@
 // builds a record by replace-by-value from empty, `update` diffs the new value into ops on the stored
 // state and persists only those ops; `get` folds the log into the snapshot (or uses the cached
 // document); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
+// Each goes through a record_session (record_session.hpp): everything that depends only on the request
+// and the record — parsing the value, decoding a batch, the diff, encoding, a compaction's snapshot —
+// happens before the process-wide writer section, which holds only the statements and the commit.
 // Every committed change is then published to the record's channel (publish.hpp), still under the
 // record's lock so that subscribers see changes in commit order.
 //
@@ -20,6 +23,7 @@
 #include "fields.hpp"
 #include "handlers.hpp"
 #include "json.hpp"
+#include "record_session.hpp"
 
 namespace folio::service {
 
@@ -41,34 +45,17 @@ std::string content_key_of(const rapidjson::Value& data) {
 /// its 63 bits).
 std::string incarnation_text(const record_row& row) { return std::to_string(row.incarnation); }
 
-/// The stored record as a document: the snapshot with the log folded in.
-folio::document rebuild(database& db, const record_key& k, const record_row& row) {
-  std::optional<folio::document> d;
-  if (const folio::decode_result r = folio::document::decode(row.snapshot, row.incarnation, d); !r)
-    throw std::runtime_error("stored snapshot does not decode: " + r.description());
-  if (row.log_len > 0)
-    for (const std::string& batch : load_log(db, k)) {
-      const folio::apply_result r = d->apply(batch);
-      if (!r || r.pending) throw std::runtime_error("stored change does not apply: " + r.message);
-    }
-  return std::move(*d);
-}
-
-/// True when `e` holds the record of `row`: the same incarnation at the same revision.
-bool holds(const cached_doc& e, const record_row& row) { return e.doc && e.revision == row.revision && e.doc->replica() == row.incarnation; }
-
-/// Makes `e` hold the record at `row.revision` (the caller holds e.lock and a transaction).
-folio::document& current(context& c, const record_key& k, const record_row& row, cached_doc& e) {
-  database& db = c.db;
-  const bool hit = holds(e, row);
-  c.svc.cache().note(hit);
-  if (!hit) {
-    e.doc.reset();
-    e.revision = -1;
-    e.doc.emplace(rebuild(db, k, row));
-    e.revision = row.revision;
+/// replace() through the engine, with a record whose op counter is spent answered as a client error:
+/// nothing can be added to it (its ids are capped at 2^31), and every later update would fail alike.
+folio::local_change replace_value(folio::document& d, const new_value& v) {
+  try {
+    return replace(d, v);
+  } catch (const folio::error& e) {
+    if (std::string_view(e.what()).starts_with("[folio.overflow]"))
+      throw api_error(status::failed_precondition,
+                      "This record has used all the operation ids a record can hold (2^31); add its value as a new record under another editorId.");
+    throw;
   }
-  return *e.doc;
 }
 
 void write_record(json_writer& w, const record_row& row, const folio::document& d) {
@@ -172,23 +159,21 @@ std::string crdt_add(context& c) {
   const new_value value = value_of(type, c.data);
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
 
-  const std::string ck = k.cache_key();
-  std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
-  std::lock_guard<std::mutex> g(e->lock);
-  std::optional<folio::document> d;
-  c.db.write([&] {
-    if (load_record(c.db, k)) throw api_error(status::already_exists, "CRDT data already exists for this editor ID.");
+  with_retries([&] {
+    record_session s(c.svc, c.db, k);
+    if (s.open()) throw api_error(status::already_exists, "CRDT data already exists for this editor ID.");
     record_row row;
     row.incarnation = new_incarnation();
-    d.emplace(type, row.incarnation, content_key);
-    replace(*d, value);
-    row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d->encode();
+    folio::document d(type, row.incarnation, content_key);
+    replace(d, value);
+    row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d.encode();
     row.revision = 1, row.last_update = now_iso(), row.last_updated_by = user ? *user : c.who.subject, row.session_id = session;
-    insert_record(c.db, k, row);
+    s.commit([&] {
+      insert_record(c.db, k, row);
+      return row.revision;
+    });
+    s.hold(std::move(d), row.revision);
   });
-  e->doc = std::move(d);
-  e->revision = 1;
-  c.svc.cache().account(ck, e->doc->memory_usage());
   return success_body("CRDT data added successfully.", nullptr);
 }
 
@@ -198,109 +183,72 @@ std::string crdt_update(context& c) {
   if (const rapidjson::Value* t = field_value(c.data, "type")) type = parse_type(*t);
   const std::optional<std::string> content_key = optional_id(c.data, "contentKey");
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
-  std::optional<new_value> early;
-  if (type) early = value_of(*type, c.data);  // parse outside the write lock when the type is known
+  std::optional<new_value> value;
+  if (type) value = value_of(*type, c.data);  // else once the record's type is known
 
-  const std::string ck = k.cache_key();
-  std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
-  std::lock_guard<std::mutex> g(e->lock);
-  const std::string when = now_iso(), by = user ? *user : c.who.subject;
-  std::string batch, incarnation;
-  bool compacted = false;
-  const std::int64_t revision = c.db.write([&] {
-    const std::optional<record_row> row = load_record(c.db, k);
+  with_retries([&] {
+    record_session s(c.svc, c.db, k);
+    const std::optional<record_row>& row = s.open();
     if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
-    incarnation = incarnation_text(*row);
     if (type && folio::to_string(*type) != row->type)
       throw api_error(status::invalid_argument, "Type " + std::string(folio::to_string(*type)) + " does not match the record's type " + row->type + ".");
     if (content_key && *content_key != row->content_key)
       throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row->content_key + "\".");
-    const new_value value = early ? std::move(*early) : value_of(*folio::parse_record_type(row->type), c.data);
-    folio::document& d = current(c, k, *row, *e);
-    e->revision = -1;  // the document changes below; until the commit it matches no stored revision
-    const folio::local_change change = replace(d, value);
-    batch = change.count ? d.encode_change(change) : std::string();
-    const std::int64_t rev = append_change(c.db, k, *row, change.count ? &batch : nullptr, when, by, session);
-    if (change.count && row->log_len + 1 >= compact_after) {
-      compact(c.db, k, d.encode());
-      compacted = true;
-    }
-    return rev;
+    if (const folio::record_type stored = *folio::parse_record_type(row->type); !value || value->type != stored) value = value_of(stored, c.data);
+    const std::string when = now_iso(), by = user ? *user : c.who.subject, incarnation = incarnation_text(*row);
+    // Diff, encode and (every compact_after changes) the new snapshot, all before the writer section.
+    folio::document& d = s.change();
+    const folio::local_change change = replace_value(d, *value);
+    const std::string batch = change.count ? d.encode_change(change) : std::string();
+    const bool compacting = change.count && row->log_len + 1 >= compact_after;
+    const std::string snapshot = compacting ? d.encode() : std::string();
+    s.commit([&] {
+      const std::int64_t revision = append_change(c.db, k, *row, change.count ? &batch : nullptr, when, by, session);
+      if (compacting) compact(c.db, k, snapshot);
+      return revision;
+    });
+    if (compacting) c.svc.stats().compaction();
+    if (!batch.empty()) publish_change(c, k, incarnation, &batch, &d.version(), when, by, session);
   });
-  if (compacted) c.svc.stats().compaction();
-  e->revision = revision;  // only once committed: a failed commit leaves the entry matching nothing
-  c.svc.cache().account(ck, e->doc ? e->doc->memory_usage() : 0);
-  if (!batch.empty()) publish_change(c, k, incarnation, &batch, &e->doc->version(), when, by, session);
   return success_body("CRDT data updated successfully.", nullptr);
 }
 
 std::string crdt_get(context& c) {
-  record_key k = key_of(c, false);
+  const record_key k = key_of(c, false);
   const std::optional<std::string> editor = optional_id(c.data, "editorId");
-  if (editor) {  // fast path: one row read (atomic on its own) and the cached document at that revision
-    k.editor = *editor;
-    std::optional<record_row> row = load_record(c.db, k, false);
-    if (!row) return success_body("CRDT data retrieved successfully.", [](json_writer& w) { w.StartArray(), w.EndArray(); });
-    std::shared_ptr<cached_doc> e = c.svc.cache().get(k.cache_key());
-    std::lock_guard<std::mutex> g(e->lock);
-    if (holds(*e, *row)) {
-      c.svc.cache().note(true);
-      return success_body("CRDT data retrieved successfully.", [&](json_writer& w) {
-        w.StartArray();
-        write_record(w, *row, *e->doc);
-        w.EndArray();
-      });
+  std::vector<std::string> editors;
+  if (editor)
+    editors.push_back(*editor);
+  else
+    editors = document_editors(c.db, k.tenant, k.org, k.doc);
+  // Streamed (body_output.hpp): a document of many records is held one record at a time.
+  return success_body(c.out, "CRDT data retrieved successfully.", [&](json_writer& w) {
+    w.StartArray();
+    for (const std::string& id : editors) {
+      record_key rk = k;
+      rk.editor = id;
+      // Each record as its latest committed state; one at a time, under its own lock.
+      record_session s(c.svc, c.db, std::move(rk));
+      if (const std::optional<record_row>& row = s.open()) write_record(w, *row, s.doc());
+      c.out.flush_if_full();
     }
-  }
-  return c.db.read([&] {
-    std::vector<record_row> rows;
-    if (editor) {
-      k.editor = *editor;
-      if (auto row = load_record(c.db, k)) rows.push_back(std::move(*row));
-    } else {
-      rows = load_document_records(c.db, k.tenant, k.org, k.doc);
-    }
-    return success_body("CRDT data retrieved successfully.", [&](json_writer& w) {
-      w.StartArray();
-      for (const record_row& row : rows) {
-        record_key rk = k;
-        rk.editor = row.editor;
-        const std::string ck = rk.cache_key();
-        std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
-        std::lock_guard<std::mutex> g(e->lock);
-        if (holds(*e, row)) {
-          c.svc.cache().note(true);
-          write_record(w, row, *e->doc);
-        } else if (e->doc && (e->doc->replica() != row.incarnation || e->revision > row.revision)) {
-          // A newer write landed after this read began (or the record was added again): read this
-          // snapshot's state without replacing the newer one in the cache.
-          c.svc.cache().note(false);
-          write_record(w, row, rebuild(c.db, rk, row));
-        } else {
-          write_record(w, row, current(c, rk, row, *e));
-          c.svc.cache().account(ck, e->doc->memory_usage());
-        }
-      }
-      w.EndArray();
-    });
+    w.EndArray();
   });
 }
 
 std::string crdt_delete(context& c) {
   const record_key k = key_of(c);
-  const std::string ck = k.cache_key();
-  std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
-  std::lock_guard<std::mutex> g(e->lock);
-  const std::optional<record_row> gone = c.db.write([&] {
-    std::optional<record_row> row = load_record(c.db, k, false);
-    if (row) delete_record(c.db, k);
-    return row;
+  with_retries([&] {
+    record_session s(c.svc, c.db, k);
+    const std::optional<record_row>& row = s.open(false);
+    if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+    s.commit([&] {
+      delete_record(c.db, k);
+      return std::int64_t(-1);
+    });
+    s.forget();
+    publish_change(c, k, incarnation_text(*row), nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
   });
-  e->doc.reset();
-  e->revision = -1;
-  c.svc.cache().erase(ck);
-  if (!gone) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
-  publish_change(c, k, incarnation_text(*gone), nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
   return success_body("CRDT data deleted successfully.", nullptr);
 }
 
@@ -320,65 +268,61 @@ std::string crdt_sync(context& c) {
   if (push && c.who.read_only) throw api_error(status::permission_denied, "This token is read-only; sync without an update to only receive changes.");
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
 
-  const std::string ck = k.cache_key();
-  std::shared_ptr<cached_doc> e = c.svc.cache().get(ck);
-  std::lock_guard<std::mutex> g(e->lock);
-  const std::string when = now_iso(), by = user ? *user : c.who.subject;
-  std::string answer, ops, type, content_key, record_incarnation;
-  bool compacted = false;
-  auto integrate = [&] {
-    const std::optional<record_row> row = load_record(c.db, k);
+  return with_retries([&] {
+    record_session s(c.svc, c.db, k);
+    const std::optional<record_row>& row = s.open();
     if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
-    record_incarnation = incarnation_text(*row);
+    const std::string record_incarnation = incarnation_text(*row);
     if (incarnation && *incarnation != record_incarnation)
       throw api_error(status::aborted,
                       "This record was deleted and added again since the client's state was synced (incarnation " + *incarnation + ", now " +
                           record_incarnation + "): drop the local state and sync again from the empty version.");
-    type = row->type, content_key = row->content_key;
-    folio::document& d = current(c, k, *row, *e);
-    answer = d.encode_since(client_version);  // before the push: the client has its own ops
-    if (!push) return row->revision;
-    const folio::version_vector before = d.version();
-    e->revision = -1;  // the document changes below; until the commit it matches no stored revision
-    const folio::record_type record_type = d.type();
-    const folio::apply_result r = d.apply(*update, [&](std::string_view value) { return json_value_rule(record_type, value); });
-    if (!r || d.pending() != 0) {
-      if (d.version() == before && d.pending() == 0)
-        e->revision = row->revision;  // nothing integrated (a malformed batch, a first op invalid): still the stored record
-      else
-        e->doc.reset();  // partly integrated: rebuilt from storage by the next request
-      if (!r) throw api_error(status::invalid_argument, "update is invalid: " + r.message + (r.message.starts_with("batch") ? "." : " (operation " + std::to_string(r.op_index) + ")."));
-      throw api_error(status::failed_precondition,
-                      "update depends on operations the server does not have; sync without an update first, then send the operations the server's version lacks.");
+    const std::string answer = s.doc().encode_since(client_version);  // before the push: the client has its own ops
+    if (push) {
+      // Decode and integrate before the writer section; only the append is written inside it.
+      folio::document& d = s.change();
+      const folio::version_vector before = d.version();
+      const folio::record_type record_type = d.type();
+      const folio::apply_result r = d.apply(*update, [&](std::string_view value) { return json_value_rule(record_type, value); });
+      if (!r || d.pending() != 0) {
+        if (d.version() == before && d.pending() == 0) s.unchanged();  // nothing integrated (a malformed batch, a first op invalid)
+        // else: partly integrated; the session leaves the entry empty, rebuilt by the next request
+        if (!r)
+          throw api_error(status::invalid_argument,
+                          "update is invalid: " + r.message + (r.message.starts_with("batch") ? "." : " (operation " + std::to_string(r.op_index) + ")."));
+        throw api_error(status::failed_precondition,
+                        "update depends on operations the server does not have; sync without an update first, then send the operations the server's version lacks.");
+      }
+      if (d.version() == before) {
+        s.unchanged();  // all duplicates: nothing to store
+      } else {
+        const std::string ops = d.encode_since(before);
+        const bool compacting = row->log_len + 1 >= compact_after;
+        const std::string snapshot = compacting ? d.encode() : std::string();
+        const std::string when = now_iso(), by = user ? *user : c.who.subject;
+        s.commit([&] {
+          const std::int64_t revision = append_change(c.db, k, *row, &ops, when, by, session);
+          if (compacting) compact(c.db, k, snapshot);
+          return revision;
+        });
+        if (compacting) c.svc.stats().compaction();
+        publish_change(c, k, record_incarnation, &ops, &d.version(), when, by, session);
+      }
     }
-    if (d.version() == before) return e->revision = row->revision;  // all duplicates: nothing to store
-    ops = d.encode_since(before);
-    const std::int64_t rev = append_change(c.db, k, *row, &ops, when, by, session);
-    if (row->log_len + 1 >= compact_after) {
-      compact(c.db, k, d.encode());
-      compacted = true;
-    }
-    return rev;
-  };
-  const std::int64_t revision = push ? c.db.write(integrate) : c.db.read(integrate);
-  if (compacted) c.svc.stats().compaction();
-  e->revision = revision;
-  c.svc.cache().account(ck, e->doc->memory_usage());
-  const folio::version_vector& server_version = e->doc->version();
-  if (!ops.empty()) publish_change(c, k, record_incarnation, &ops, &server_version, when, by, session);
-  return success_body("CRDT data synced successfully.", [&](json_writer& w) {
-    w.StartObject();
-    w.Key("incarnation");
-    write_string(w, record_incarnation);
-    w.Key("update");
-    write_string(w, base64_encode(answer));
-    w.Key("version");
-    write_string(w, base64_encode(server_version.encode()));
-    w.Key("type");
-    write_string(w, type);
-    w.Key("contentKey");
-    write_string(w, content_key);
-    w.EndObject();
+    return success_body("CRDT data synced successfully.", [&](json_writer& w) {
+      w.StartObject();
+      w.Key("incarnation");
+      write_string(w, record_incarnation);
+      w.Key("update");
+      write_string(w, base64_encode(answer));
+      w.Key("version");
+      write_string(w, base64_encode(s.doc().version().encode()));
+      w.Key("type");
+      write_string(w, row->type);
+      w.Key("contentKey");
+      write_string(w, row->content_key);
+      w.EndObject();
+    });
   });
 }
 

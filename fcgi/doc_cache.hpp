@@ -20,7 +20,7 @@
 namespace folio::service {
 
 struct cached_doc {
-  std::mutex lock;                   ///< held while the record is read or written through this entry
+  std::timed_mutex lock;             ///< held while the record is read or written through this entry
   std::optional<folio::document> doc;
   std::int64_t revision = -1;        ///< record revision `doc` reflects (-1: none)
   std::size_t bytes = 0;             ///< memory_usage() when last stored
@@ -29,6 +29,15 @@ struct cached_doc {
 class doc_cache {
  public:
   explicit doc_cache(std::size_t max_bytes, std::size_t max_entries = 65536) : max_bytes_(max_bytes), max_entries_(max_entries) {}
+
+  /// The entry of `key` if there is one (marked most recently used), else null.
+  std::shared_ptr<cached_doc> find(const std::string& key) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second.pos);
+    return it->second.entry;
+  }
 
   /// The entry of `key`, created empty if absent; marks it most recently used.
   std::shared_ptr<cached_doc> get(const std::string& key) {

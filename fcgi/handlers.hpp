@@ -1,5 +1,6 @@
 // fcgi/handlers.hpp — the endpoints, each a function of (context) -> response body. The router
 // (router.cpp) has already checked the path, method, credentials, content type, size and envelope.
+// A handler answers its body, or streams it through c.out and answers the rest (c.out.take()).
 #pragma once
 
 #include <rapidjson/document.h>
@@ -16,6 +17,7 @@ struct context {
   service& svc;
   const principal& who;
   const rapidjson::Value& data;  ///< the request's `data` object
+  body_output& out;              ///< where a large answer is streamed (body_output.hpp)
 };
 
 std::string crdt_add(context& c);

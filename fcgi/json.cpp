@@ -337,23 +337,6 @@ void write_double(json_writer& w, double d) {
   w.RawValue(text, static_cast<std::size_t>(r.ptr - text), rapidjson::kNumberType);
 }
 
-std::string success_body_array(std::string_view message, const std::vector<const std::string*>& items, std::string_view more_members) {
-  std::string out = success_body(message, [](json_writer& w) { w.Null(); });
-  out.resize(out.size() - 6);  // "null}}"
-  std::size_t size = out.size() + 2 + items.size() + more_members.size() + 2;
-  for (const std::string* item : items) size += item ? item->size() : 4;
-  out.reserve(size);
-  out += '[';
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    out += items[i] ? std::string_view(*items[i]) : std::string_view("null");
-  }
-  out += ']';
-  out += more_members;
-  out += "}}";
-  return out;
-}
-
 std::string error_body(std::string_view message, std::string_view status) {
   rapidjson::StringBuffer sb;
   json_writer w(sb);

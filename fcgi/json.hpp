@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "body_output.hpp"
 #include "status.hpp"
 
 namespace folio::service {
@@ -48,11 +49,11 @@ std::string canonical_json(const rapidjson::Value& v);
 /// "1e+300", "-0", "100" for 100.0), which is also what JavaScript prints for it.
 void write_double(json_writer& w, double d);
 
-/// {"result":{"status":"success","message":...}} with `data` written by `write_data` when given.
+/// {"result":{"status":"success","message":...}} with `data` written by `write_data` when given,
+/// into `out` (which `write_data` may flush between items); answers what `out` has not sent.
 template <class F>
-std::string success_body(std::string_view message, F&& write_data) {
-  rapidjson::StringBuffer sb;
-  json_writer w(sb);
+std::string success_body(body_output& out, std::string_view message, F&& write_data) {
+  json_writer w(out.buffer());
   w.StartObject();
   w.Key("result");
   w.StartObject();
@@ -66,13 +67,15 @@ std::string success_body(std::string_view message, F&& write_data) {
   }
   w.EndObject();
   w.EndObject();
-  return std::string(sb.GetString(), sb.GetSize());
+  return out.take();
 }
 
-/// success_body whose `data` is an array of JSON texts taken as they are (stored bodies; nullptr gives
-/// null), appended after `data` are `more_members` (",\"key\":value..." or empty). Built by appending
-/// into one reserved string: responses of many megabytes are not copied byte by byte through a writer.
-std::string success_body_array(std::string_view message, const std::vector<const std::string*>& items, std::string_view more_members = {});
+/// The same, as a whole string.
+template <class F>
+std::string success_body(std::string_view message, F&& write_data) {
+  body_output out;
+  return success_body(out, message, std::forward<F>(write_data));
+}
 
 /// {"error":{"message":...,"status":...}}
 std::string error_body(std::string_view message, std::string_view status);

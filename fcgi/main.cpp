@@ -7,7 +7,7 @@
 //
 //   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
 //              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
-//              [--max-db-pages N] [--access-log on|off]
+//              [--max-db-pages N] [--access-log on|off] [--request-timeout 50]
 #include <fcgiapp.h>
 #include <malloc.h>
 #include <signal.h>
@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,12 +41,14 @@ struct options {
   std::string channel_secret_file, publish_socket;
   long long max_db_pages = 0;
   bool access_log = true;
+  unsigned request_timeout_s = 50;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH] [--workers N] [--max-body BYTES] [--cache-mb MB]\n"
-               "                  [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n",
+               "                  [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
+               "                  [--request-timeout SECONDS]\n",
                why);
   std::exit(2);
 }
@@ -76,6 +80,7 @@ options parse(int argc, char** argv) {
       if (v != "on" && v != "off") usage("--access-log takes on or off");
       o.access_log = v == "on";
     }
+    else if (a == "--request-timeout") o.request_timeout_s = static_cast<unsigned>(number(value()));
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
@@ -102,16 +107,52 @@ const char* reason(int code) {
   }
 }
 
+void put(FCGX_Request& req, std::string_view bytes) {
+  while (!bytes.empty()) {  // FCGX_PutStr takes an int
+    const int n = static_cast<int>(std::min<std::size_t>(bytes.size(), 1 << 30));
+    if (FCGX_PutStr(bytes.data(), n, req.out) != n) return;  // the peer went away; FCGX_Finish_r ends it
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 void respond(FCGX_Request& req, const folio::service::response& res) {
-  // FCGX_FPrintF knows no %zu: the head is built here.
-  const std::string head = "Status: " + std::to_string(res.http) + " " + reason(res.http) + "\r\nContent-Type: " + std::string(res.content_type) +
-                           "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n\r\n";
-  FCGX_PutStr(head.data(), static_cast<int>(head.size()), req.out);
-  FCGX_PutStr(res.body.data(), static_cast<int>(res.body.size()), req.out);
+  if (res.cut_short) {  // part of a 200 was sent: end the connection without ending the response
+    shutdown(req.ipcFd, SHUT_RDWR);
+    return;
+  }
+  if (!res.streamed) {
+    // FCGX_FPrintF knows no %zu: the head is built here.
+    const std::string head = "Status: " + std::to_string(res.http) + " " + reason(res.http) + "\r\nContent-Type: " + std::string(res.content_type) +
+                             "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n\r\n";
+    put(req, head);
+  }
+  put(req, res.body);
+}
+
+/// A streamed answer (body_output.hpp): a 200 whose length is not known in advance (nginx sends it
+/// to the client chunked), its head before the first bytes.
+folio::service::body_output::sink stream_to(FCGX_Request& req) {
+  return [&req, head_sent = false](std::string_view bytes) mutable {
+    if (!head_sent) put(req, "Status: 200 OK\r\nContent-Type: application/json\r\n\r\n"), head_sent = true;
+    put(req, bytes);
+  };
+}
+
+/// When the request's time budget ends: `timeout` after nginx sent it (FOLIO_REQUEST_START, nginx's
+/// $msec: seconds since the epoch with milliseconds), or after now when nginx did not say.
+folio::service::deadline_clock::time_point deadline_of(const std::string& start, std::chrono::milliseconds timeout) {
+  using namespace std::chrono;
+  const auto now = folio::service::deadline_clock::now();
+  char* end = nullptr;
+  const double sent = std::strtod(start.c_str(), &end);
+  if (start.empty() || *end != '\0' || !(sent > 0)) return now + timeout;
+  const double waited = duration<double>(system_clock::now().time_since_epoch()).count() - sent;  // in nginx's and our queues
+  return now + timeout - duration_cast<milliseconds>(duration<double>(std::clamp(waited, 0.0, 3600.0)));
 }
 
 void serve(FCGX_Request& req, folio::service::service& svc, folio::service::database& db) {
   folio::service::request r;
+  r.deadline = deadline_of(param(req, "FOLIO_REQUEST_START"), svc.settings().request_timeout);
   r.method = param(req, "REQUEST_METHOD");
   r.path = param(req, "DOCUMENT_URI");
   if (r.path.empty()) r.path = param(req, "SCRIPT_NAME");
@@ -121,6 +162,7 @@ void serve(FCGX_Request& req, folio::service::service& svc, folio::service::data
   r.content_length = std::strtoull(param(req, "CONTENT_LENGTH").c_str(), nullptr, 10);
   r.query = param(req, "QUERY_STRING");
   r.request_id = param(req, "FOLIO_REQUEST_ID");
+  r.stream = stream_to(req);
   if (r.path == "/_folio/authorize") {  // nginx's nchan_authorize_request for /v2/crdt/subscribe
     r.channel = param(req, "FOLIO_CHANNEL");
     return respond(req, svc.authorize_subscriber(db, r));
@@ -189,6 +231,7 @@ int main(int argc, char** argv) {
   folio::service::config cfg;
   cfg.max_body = o.max_body;
   cfg.cache_bytes = o.cache_mb << 20;
+  cfg.request_timeout = std::chrono::seconds(o.request_timeout_s);
   if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
   cfg.live.publish_socket = o.publish_socket;
   folio::service::service svc(cfg);

@@ -56,6 +56,12 @@ response storage_failure(const store_error& e) {
   return error(api_error(status::internal, "Internal error."));
 }
 
+/// A request past its deadline: nginx has answered, or is about to answer, that it failed.
+response deadline_failure() {
+  log::write("warn", "deadline_exceeded", "the request's deadline passed before it committed; nothing was changed");
+  return error(api_error(status::unavailable, "The request did not finish in time; nothing was changed. Retry it."));
+}
+
 const route* find_route(std::string_view path) {
   for (const route& x : routes)
     if (x.path == path) return &x;
@@ -180,7 +186,10 @@ response service::observed(std::string_view endpoint, const request& r, F&& f) {
 
 response service::handle(database& db, const request& r) {
   const route* rt = find_route(r.path);
-  return observed(endpoint_of(rt, r.path), r, [&](std::string& key_id) { return answer(db, r, rt, key_id); });
+  db.set_deadline(r.deadline);
+  response res = observed(endpoint_of(rt, r.path), r, [&](std::string& key_id) { return answer(db, r, rt, key_id); });
+  db.set_deadline(deadline_clock::time_point::max());
+  return res;
 }
 
 response service::authorize_subscriber(database& db, const request& r) {
@@ -210,6 +219,15 @@ response service::metrics_page(database& db) {
 }
 
 response service::answer(database& db, const request& r, const route* rt, std::string& key_id) {
+  body_output out(r.stream);
+  // A failure after part of the answer was streamed cannot become an error answer any more.
+  const auto failed = [&](response res) {
+    if (!out.started()) return res;
+    log::write("error", "answer_cut_short", "a streamed answer failed after it had started; the connection is dropped");
+    res.cut_short = true;
+    res.body.clear();
+    return res;
+  };
   try {
     if (r.path == "/healthz" || r.path == "/metrics") {
       if (r.method != "GET") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; " + r.path + " takes GET.");
@@ -234,15 +252,19 @@ response service::answer(database& db, const request& r, const route* rt, std::s
     auto data = body.FindMember("data");
     if (data == body.MemberEnd()) throw api_error(status::invalid_argument, "Body must have a \"data\" object.");
     if (!data->value.IsObject()) throw api_error(status::invalid_argument, "\"data\" must be an object.");
-    context c{db, *this, *who, data->value};
-    return {200, rt->handler(c)};
+    context c{db, *this, *who, data->value, out};
+    response res{200, rt->handler(c)};
+    res.streamed = out.started();
+    return res;
   } catch (const api_error& e) {
-    return error(e);
+    return failed(error(e));
+  } catch (const deadline_exceeded&) {
+    return failed(deadline_failure());
   } catch (const store_error& e) {
-    return storage_failure(e);
+    return failed(storage_failure(e));
   } catch (const std::exception& e) {
     log::write("error", "internal_error", e.what());
-    return error(api_error(status::internal, "Internal error."));
+    return failed(error(api_error(status::internal, "Internal error.")));
   }
 }
 

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "auth.hpp"
+#include "body_output.hpp"
 
 #include "doc_cache.hpp"
 #include "metrics.hpp"
@@ -32,6 +33,11 @@ struct request {
   std::string query;    ///< authorize and /healthz: the query string
   std::string channel;  ///< authorize only: the channel id nginx computed for it
   std::string request_id;  ///< nginx's $request_id, for the log lines of this request
+  /// Nothing is committed after this (database::set_deadline): the client has been told the request
+  /// failed by then (nginx's fastcgi_read_timeout). folio-fcgi sets it from when nginx sent the request.
+  deadline_clock::time_point deadline = deadline_clock::time_point::max();
+  /// Where a large answer is sent as it is produced (body_output.hpp); none: answers are whole.
+  body_output::sink stream{};
 };
 
 struct route;  ///< an endpoint of the router (router.cpp)
@@ -44,12 +50,17 @@ struct response {
   std::string_view content_type = "application/json";
   std::string_view code = "OK";  ///< the error status name, for the access log
   std::string key_id;             ///< the authenticated caller's key id, for the access log
+  bool streamed = false;   ///< part of the body went through request::stream already; `body` is the rest
+  bool cut_short = false;  ///< failed after part of a 200 was streamed: drop the connection, send nothing more
 };
 
 struct config {
   std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
   std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
   std::chrono::milliseconds auth_ttl{2000};  ///< how long a checked key + token pair is trusted without the database
+  /// A request's time budget from when nginx sent it; below nginx's fastcgi_read_timeout (60 s), so a
+  /// request nginx gave up on never commits afterwards (folio-fcgi sets request::deadline with it).
+  std::chrono::milliseconds request_timeout{50000};
   live_config live;  ///< channel secret and nginx's publisher socket (DESIGN.md §6)
 };
 

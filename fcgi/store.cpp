@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 
 #include <string>
+#include <thread>
 
 namespace folio::service {
 
@@ -110,6 +111,10 @@ std::string query::text(int col) const {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, col));
   return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string();
 }
+std::string_view query::text_view(int col) const {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, col));
+  return p ? std::string_view(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string_view();
+}
 std::optional<std::string> query::text_opt(int col) const {
   if (sqlite3_column_type(st_, col) == SQLITE_NULL) return std::nullopt;
   return text(col);
@@ -128,7 +133,7 @@ database::database(const std::string& path, std::int64_t max_pages) : path_(path
     db_ = nullptr;
     throw store_error(rc, "open " + path + ": " + why);
   }
-  sqlite3_busy_timeout(db_, 10000);
+  sqlite3_busy_handler(db_, busy_wait, this);
   exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA synchronous=FULL");
   // Reads of the database file map it instead of copying each page into the cache (writes still go
@@ -137,6 +142,21 @@ database::database(const std::string& path, std::int64_t max_pages) : path_(path
   exec("PRAGMA foreign_keys=ON");
   if (max_pages > 0) exec(("PRAGMA max_page_count=" + std::to_string(max_pages)).c_str());
   migrate();
+}
+
+int database::busy_wait(void* self, int attempt) {
+  using namespace std::chrono;
+  // SQLite's own steps (sqliteDefaultBusyCallback), then 100 ms a turn.
+  static constexpr int steps_ms[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
+  constexpr int steps = sizeof steps_ms / sizeof steps_ms[0];
+  int waited = 0;
+  for (int i = 0; i < attempt; ++i) waited += i < steps ? steps_ms[i] : 100;
+  const milliseconds next(attempt < steps ? steps_ms[attempt] : 100);
+  database& db = *static_cast<database*>(self);
+  if (waited + next.count() > 10000) return 0;
+  if (deadline_clock::now() + next > db.deadline_) return db.busy_past_deadline_ = true, 0;
+  std::this_thread::sleep_for(next);
+  return 1;
 }
 
 std::int64_t database::pragma(const char* text) {
@@ -266,13 +286,11 @@ std::optional<record_row> load_record(database& db, const record_key& k, bool wi
   return row_of(q);
 }
 
-std::vector<record_row> load_document_records(database& db, const std::string& tenant, const std::string& org, const std::string& doc) {
-  query q = db.sql(
-      "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, incarnation FROM crdt_records "
-      "WHERE tenant=? AND org=? AND doc=? ORDER BY editor");
+std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc) {
+  query q = db.sql("SELECT editor FROM crdt_records WHERE tenant=? AND org=? AND doc=? ORDER BY editor");
   q.bind(1, tenant).bind(2, org).bind(3, doc);
-  std::vector<record_row> out;
-  while (q.step()) out.push_back(row_of(q));
+  std::vector<std::string> out;
+  while (q.step()) out.push_back(q.text(0));
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -46,6 +47,8 @@ class query {
   /// Steps once: true for a row, false when done. Throws store_error on failure.
   bool step();
   std::string text(int col) const;
+  /// The column's text, valid until the next step() or the end of the query.
+  std::string_view text_view(int col) const;
   std::optional<std::string> text_opt(int col) const;
   std::string blob(int col) const;
   std::int64_t integer(int col) const { return sqlite3_column_int64(st_, col); }
@@ -60,6 +63,14 @@ struct store_error : std::runtime_error {
   int code;
   store_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
 };
+
+/// The request's deadline passed before it could take a lock or commit (database::set_deadline):
+/// nothing it did was committed. Its client has been told, or is about to be, that it failed.
+struct deadline_exceeded : std::runtime_error {
+  deadline_exceeded() : std::runtime_error("the request's deadline passed") {}
+};
+
+using deadline_clock = std::chrono::steady_clock;
 
 inline constexpr int schema_version = 4;
 
@@ -85,18 +96,33 @@ class database {
 
   /// Runs f() inside BEGIN IMMEDIATE ... COMMIT; rolls back if it throws. Writers of this process
   /// queue on a mutex first: SQLite admits one writer at a time anyway, and its busy handler waits by
-  /// sleeping (up to 100 ms a turn), which would put long stalls in the latency tail. The busy timeout
-  /// still covers writers in other processes.
+  /// sleeping, which would put long stalls in the latency tail. The busy handler still covers writers
+  /// in other processes. Nothing is committed after the deadline: waiting for the mutex or for another
+  /// process's lock ends there, and a transaction whose f() ran past it is rolled back; both throw
+  /// deadline_exceeded. Keep f() to the statements: work that depends only on the request belongs
+  /// before write(), so that one request's CPU never holds other records' writes.
   template <class F>
   auto write(F&& f) {
-    std::lock_guard<std::mutex> one_writer(writer_mutex());
-    return transaction("BEGIN IMMEDIATE", std::forward<F>(f));
+    std::unique_lock<std::timed_mutex> one_writer(writer_mutex(), std::defer_lock);
+    if (!one_writer.try_lock_until(deadline_)) throw deadline_exceeded();
+    busy_past_deadline_ = false;
+    try {
+      return transaction("BEGIN IMMEDIATE", std::forward<F>(f), true);
+    } catch (const store_error& e) {
+      if ((e.code & 0xff) == SQLITE_BUSY && busy_past_deadline_) throw deadline_exceeded();  // another process held the lock
+      throw;
+    }
   }
   /// Runs f() inside a read transaction (a consistent snapshot across statements).
   template <class F>
   auto read(F&& f) {
-    return transaction("BEGIN", std::forward<F>(f));
+    return transaction("BEGIN", std::forward<F>(f), false);
   }
+
+  /// The deadline of the request this connection serves (none by default): write() commits nothing
+  /// after it, and waits for locks no longer than until it.
+  void set_deadline(deadline_clock::time_point t) noexcept { deadline_ = t; }
+  deadline_clock::time_point deadline() const noexcept { return deadline_; }
 
   int version() const { return version_; }
   const std::string& path() const { return path_; }
@@ -109,23 +135,23 @@ class database {
     std::uint64_t file_bytes = 0, wal_bytes = 0, pages = 0, free_pages = 0, max_pages = 0, page_size = 0;
   };
   space usage();
-  static std::mutex& writer_mutex() {
-    static std::mutex m;
+  static std::timed_mutex& writer_mutex() {
+    static std::timed_mutex m;
     return m;
   }
 
  private:
   void migrate();
   template <class F>
-  auto transaction(const char* begin, F&& f) {
+  auto transaction(const char* begin, F&& f, bool writes) {
     sql(begin).step();
     try {
       if constexpr (std::is_void_v<decltype(f())>) {
         f();
-        sql("COMMIT").step();
+        commit(writes);
       } else {
         auto r = f();
-        sql("COMMIT").step();
+        commit(writes);
         return r;
       }
     } catch (...) {
@@ -134,6 +160,14 @@ class database {
     }
   }
 
+  void commit(bool writes) {
+    if (writes && deadline_clock::now() > deadline_) throw deadline_exceeded();  // rolled back by the caller
+    sql("COMMIT").step();
+  }
+  /// SQLite's busy handler: waits for another process's lock with growing sleeps, for at most 10 s
+  /// and never past the deadline.
+  static int busy_wait(void* self, int attempt);
+
   std::int64_t pragma(const char* text);
 
   sqlite3* db_ = nullptr;
@@ -141,6 +175,8 @@ class database {
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
   std::unordered_map<std::string, sqlite3_stmt*> built_;  ///< prepare()'s statements, by text
   int version_ = 0;
+  deadline_clock::time_point deadline_ = deadline_clock::time_point::max();
+  bool busy_past_deadline_ = false;  ///< busy_wait stopped waiting because of the deadline
 };
 
 // ---- CRDT records ---------------------------------------------------------------------------------
@@ -168,7 +204,8 @@ inline constexpr std::int64_t compact_after = 64;
 /// The record's row; without its snapshot when `with_snapshot` is false (enough when the cached
 /// document is at the row's revision).
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot = true);
-std::vector<record_row> load_document_records(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
+/// The editorIds of a document's records, in order.
+std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
 std::vector<std::string> load_log(database& db, const record_key& k);
 void insert_record(database& db, const record_key& k, const record_row& r);
 /// Appends one encoded change (or none), bumps the revision, writes the metadata. Returns the revision.

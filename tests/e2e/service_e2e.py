@@ -135,6 +135,14 @@ class Crdt(unittest.TestCase):
         self.assertEqual(get("z", doc="del")[1]["result"]["data"], [])
         ok(self, call("/v2/crdt/add", rec("z", "map", {"again": 1}, doc="del")), "CRDT data added successfully.")
 
+    def test_a_document_of_many_large_records_is_read_whole(self):
+        # Larger than the responder's streaming chunk (64 KiB): sent as it is produced, chunked by nginx.
+        values = {"e%02d" % i: ("%02d" % i) * 60000 for i in range(20)}
+        for editor, text in values.items():
+            ok(self, call("/v2/crdt/add", rec(editor, "text", text, doc="large-records")), "CRDT data added successfully.")
+        records = ok(self, get(doc="large-records"), "CRDT data retrieved successfully.")
+        self.assertEqual([(r["id"], r["data"]) for r in records], sorted(values.items()))
+
     def test_many_updates_compact_and_stay_correct(self):
         ok(self, call("/v2/crdt/add", rec("c", "text", "", doc="compact")), "CRDT data added successfully.")
         text = ""
@@ -368,6 +376,36 @@ class Durability(unittest.TestCase):
         self.assertGreaterEqual(len(value), len(acked[-1]))  # every acknowledged update is there
         for r in get(doc="rt")[1]["result"]["data"] + get(doc="upd2")[1]["result"]["data"]:
             self.assertIn("data", r)  # every record still decodes
+
+
+class Deadlines(unittest.TestCase):
+    def test_a_write_past_its_deadline_commits_nothing(self):
+        # The responder's budget runs from when nginx handed the request over (FOLIO_REQUEST_START);
+        # here 2 s, while another process holds the database's write lock for 4 s. The update gives
+        # up at its deadline with nothing stored (it used to wait, and commit, once the lock was free).
+        ok(self, call("/v2/crdt/add", rec("late", "text", "before", doc="deadline")), "CRDT data added successfully.")
+        STACK.fcgi.terminate()
+        STACK.fcgi.wait(20)
+        STACK.fcgi_args = ["--request-timeout", "2"]
+        try:
+            STACK.start_fcgi()
+            holder = sqlite3.connect(STACK.db, timeout=30, isolation_level=None, check_same_thread=False)
+            holder.execute("BEGIN IMMEDIATE")
+            released = threading.Timer(4.0, holder.execute, ("ROLLBACK",))
+            released.start()
+            start = time.monotonic()
+            err(self, call("/v2/crdt/update", rec("late", "text", "after", doc="deadline")), 503, "UNAVAILABLE",
+                "The request did not finish in time; nothing was changed. Retry it.")
+            self.assertLess(time.monotonic() - start, 3.9)  # answered at its deadline, before the lock was released
+            released.join()
+            holder.close()
+            self.assertEqual(get("late", doc="deadline")[1]["result"]["data"][0]["data"], "before")
+            ok(self, call("/v2/crdt/update", rec("late", "text", "after", doc="deadline")), "CRDT data updated successfully.")
+        finally:
+            STACK.fcgi.terminate()
+            STACK.fcgi.wait(20)
+            STACK.fcgi_args = []
+            STACK.start_fcgi()
 
 
 class Lifecycle(unittest.TestCase):
