@@ -145,6 +145,26 @@ std::pair<std::string, std::string> read_page_token(const rapidjson::Value& v, c
 
 // ---- writes -------------------------------------------------------------------------------------------
 
+/// Hands out the ids of comments sent without one: one more than the largest id the thread has ever
+/// had (deleted ids are not given again) — until that would pass 2^53 - 1, which a client can reach by
+/// giving the largest id itself; from then on the smallest ids the thread does not use now, so a thread
+/// never runs out. `in_use(id)` tells whether a comment of the thread (or of this call) has `id`.
+class comment_ids_for_new {
+ public:
+  explicit comment_ids_for_new(std::int64_t next) : next_(next) {}
+  void saw(std::int64_t id) { next_ = std::max(next_, id + 1); }
+  template <class InUse>
+  std::int64_t take(InUse&& in_use) {
+    if (next_ <= max_comment_id) return next_++;
+    while (in_use(free_)) ++free_;  // ids taken are never below free_: linear over one call
+    return free_++;
+  }
+  std::int64_t next() const { return std::min(next_, max_comment_id + 1); }
+
+ private:
+  std::int64_t next_, free_ = 1;
+};
+
 /// Writes one checked annotation with its comments; the result says why not if it was not written.
 item_result add_annotation(database& db, const annotation_scope& s, annotation_value a, const std::string& now) {
   item_result r;
@@ -154,18 +174,15 @@ item_result add_annotation(database& db, const annotation_scope& s, annotation_v
   r.annotation_id = a.id;
   if (!a.created_at) a.created_at = now;
   if (!a.last_updated) a.last_updated = now;
-  std::int64_t next = 1;
-  std::unordered_set<std::int64_t> used;
+  comment_ids_for_new fresh(1);
+  std::unordered_set<std::int64_t> given, used;
   for (const comment_value& c : a.comments)
-    if (c.id) next = std::max(next, *c.id + 1);
+    if (c.id) fresh.saw(*c.id), given.insert(*c.id);
   std::vector<std::int64_t> ids;
   std::vector<std::string> bodies;
   for (std::size_t i = 0; i < a.comments.size(); ++i) {
     comment_value& c = a.comments[i];
-    if (!c.id) {
-      if (next > max_comment_id) return r.message = "No comment id is left after the largest one given.", r;
-      c.id = next++;
-    }
+    if (!c.id) c.id = fresh.take([&](std::int64_t id) { return given.count(id) || used.count(id); });
     if (!used.insert(*c.id).second) return r.message = "commentData[" + std::to_string(i) + "].commentId " + std::to_string(*c.id) + " is used twice.", r;
     if (!c.from) c.from = a.from;
     if (!c.created_at) c.created_at = now;
@@ -174,7 +191,7 @@ item_result add_annotation(database& db, const annotation_scope& s, annotation_v
     bodies.push_back(comment_body(c));
   }
   const annotation_row row{*a.id, a.location ? std::optional(a.location->id) : std::nullopt, a.from.id, a.status.id, *a.created_at, *a.last_updated,
-                           annotation_body(a), next};
+                           annotation_body(a), fresh.next()};
   if (!insert_annotation(db, s, row)) return r.message = "Annotation already exists.", r;
   for (std::size_t i = 0; i < ids.size(); ++i) insert_comment(db, s, *a.id, ids[i], bodies[i]);
   r.success = true;
@@ -436,21 +453,16 @@ std::string comments_add(context& c) {
     const auto [aid, row] = target_annotation(c.db, s, c.data);
     std::vector<std::int64_t> existing = comment_ids(c.db, s, aid);
     std::sort(existing.begin(), existing.end());
-    std::int64_t next = row.next_comment_id;  // never below an id the thread had: deleted ids are not reused
+    comment_ids_for_new fresh(row.next_comment_id);  // never below an id the thread had: deleted ids are not reused
+    std::unordered_set<std::int64_t> given;
     for (const auto& v : checked)
-      if (v && v->id) next = std::max(next, *v->id + 1);
+      if (v && v->id) fresh.saw(*v->id), given.insert(*v->id);
     bool wrote = false;
     for (std::size_t i = 0; i < checked.size(); ++i) {
       if (!checked[i]) continue;
       comment_value& v = *checked[i];
       item_result& r = results[i];
-      if (!v.id) {
-        if (next > max_comment_id) {
-          r.message = "No comment id is left after the largest one in use.";
-          continue;
-        }
-        v.id = next++;
-      }
+      if (!v.id) v.id = fresh.take([&](std::int64_t id) { return given.count(id) || std::binary_search(existing.begin(), existing.end(), id); });
       r.comment_id = v.id;
       const std::string key = std::to_string(*v.id);
       if (!keys.insert(key).second) {
@@ -469,7 +481,7 @@ std::string comments_add(context& c) {
       r.message = "Comment added successfully.";
       wrote = true;
     }
-    if (wrote) touch(c.db, s, row, now, next);
+    if (wrote) touch(c.db, s, row, now, fresh.next());
   });
   return results_body(count_message(results, "comments", "added"), results);
 }

@@ -3,7 +3,7 @@
 // connection, accepts on one unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
-// a stop signal, and pets the watchdog while its main loop runs (deploy/systemd/folio-fcgi.service).
+// a stop signal, and pets the watchdog while a worker can answer (deploy/systemd/folio-fcgi.service).
 //
 //   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
 //              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
@@ -182,6 +182,17 @@ void serve(FCGX_Request& req, folio::service::service& svc, folio::service::data
   respond(req, svc.handle(db, r));
 }
 
+/// What the watchdog knows of a worker: when it took its current request (steady clock, ms), or idle
+/// (waiting for one) or gone (its thread ended).
+struct worker_state {
+  static constexpr std::int64_t idle = 0, gone = -1;
+  std::atomic<std::int64_t> busy_since_ms{idle};
+};
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() + 1;  // never idle's 0
+}
+
 /// The channel secret: the file's first line (hex from `openssl rand -hex 32`, as scripts/run makes it).
 std::string read_secret(const std::string& path) {
   std::ifstream in(path);
@@ -237,21 +248,27 @@ int main(int argc, char** argv) {
   folio::service::service svc(cfg);
   std::atomic<bool> stopping{false};
   std::vector<std::thread> workers;
+  std::vector<worker_state> states(o.workers);
   for (unsigned i = 0; i < o.workers; ++i)
-    workers.emplace_back([&] {
+    workers.emplace_back([&, &state = states[i]] {
       std::unique_ptr<folio::service::database> db;
       try {
         db = std::make_unique<folio::service::database>(o.db, o.max_db_pages);
       } catch (const std::exception& e) {
         folio::service::log::write("error", "worker_failed", std::string("worker cannot open the database: ") + e.what());
+        state.busy_since_ms = worker_state::gone;
         return;
       }
       FCGX_Request req;
       FCGX_InitRequest(&req, fd, 0);
+      state.busy_since_ms = worker_state::idle;
       while (!stopping.load() && FCGX_Accept_r(&req) >= 0) {
+        state.busy_since_ms = steady_ms();
         serve(req, svc, *db);
         FCGX_Finish_r(&req);
+        state.busy_since_ms = worker_state::idle;
       }
+      state.busy_since_ms = worker_state::gone;
       FCGX_Free(&req, 1);
     });
   folio::service::log::write("info", "started",
@@ -259,14 +276,29 @@ int main(int argc, char** argv) {
                                  (cfg.live.channel_secret.empty() ? "off" : cfg.live.publish_socket.empty() ? "subscribe only" : "via " + cfg.live.publish_socket) +
                                  ")");
   sd_notify(0, "READY=1");
-  // The main thread waits for a stop signal, petting systemd's watchdog (if one is set) meanwhile.
+  // The main thread waits for a stop signal, petting systemd's watchdog (if one is set) meanwhile —
+  // but only while the workers can answer: when every one of them has been on one request for more
+  // than twice the request timeout (a request past its deadline commits nothing, so a worker still on
+  // it is stuck) or has gone, the watchdog is left to fire and systemd restarts the responder.
   std::uint64_t watchdog_us = 0;
   if (sd_watchdog_enabled(0, &watchdog_us) <= 0) watchdog_us = 0;
+  const std::int64_t stuck_ms = 2 * static_cast<std::int64_t>(o.request_timeout_s) * 1000;
   int sig = -1;
+  bool stuck = false;
   const timespec half{static_cast<time_t>(watchdog_us / 2000000), static_cast<long>(watchdog_us / 2 % 1000000) * 1000};
   while (sig < 0) {
     sig = watchdog_us ? sigtimedwait(&stop, nullptr, &half) : sigwaitinfo(&stop, nullptr);
-    if (sig < 0 && watchdog_us) sd_notify(0, "WATCHDOG=1");
+    if (sig >= 0 || !watchdog_us) continue;
+    const std::int64_t now = steady_ms();
+    const bool able = std::any_of(states.begin(), states.end(), [&](const worker_state& w) {
+      const std::int64_t since = w.busy_since_ms.load();
+      return since == worker_state::idle || (since != worker_state::gone && now - since < stuck_ms);
+    });
+    if (!able && !stuck)
+      folio::service::log::write("error", "workers_stuck", "every worker has been on one request for more than " + std::to_string(stuck_ms / 1000) +
+                                                               " s (or has stopped); the systemd watchdog is no longer petted");
+    stuck = !able;
+    if (able) sd_notify(0, "WATCHDOG=1");
   }
   sd_notify(0, "STOPPING=1");
   folio::service::log::write("info", "stopping", std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", finishing in-flight requests");

@@ -361,6 +361,24 @@ TEST_F(fixture, AWriteWhoseDeadlinePassedCommitsNothing) {
   EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"after")"), std::string::npos);
 }
 
+TEST_F(fixture, TheLargestCommentIdGivenByAClientNeverBlocksGeneratedIds) {
+  // Ids are handed out after the largest the thread has had; a client giving 2^53 - 1 used to leave no
+  // id for any comment sent without one ("No comment id is left ..."). Now the smallest free ids follow.
+  const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
+  const std::string from = R"("from":{"userId":"u","name":"U","email":"u@e"})";
+  const svc::response added = call("/v2/commentannotations/add", doc + R"(,"commentAnnotations":[{"annotationId":"a",)" + from +
+                                                                    R"(,"commentData":[{"commentId":9007199254740991,"commentText":"max"},{"commentText":"next"}]}]}})");
+  EXPECT_NE(added.body.find(R"("commentIds":[9007199254740991,1])"), std::string::npos) << added.body;
+  const std::string more = R"(,"annotationId":"a","commentData":[{"commentText":"x",)" + from + R"(},{"commentId":2,"commentText":"y",)" + from + R"(}]}})";
+  const svc::response a2 = call("/v2/commentannotations/comments/add", doc + more);
+  EXPECT_NE(a2.body.find(R"("3":{"success":true,"commentId":3)"), std::string::npos) << a2.body;
+  EXPECT_NE(a2.body.find(R"("2":{"success":true,"commentId":2)"), std::string::npos) << a2.body;
+  const std::string thread = call("/v1/commentannotations/get", doc + "}}").body;
+  for (const char* c : {R"("commentId":9007199254740991,"commentText":"max")", R"("commentId":1,"commentText":"next")", R"("commentId":3,"commentText":"x")",
+                        R"("commentId":2,"commentText":"y")"})
+    EXPECT_NE(thread.find(c), std::string::npos) << c << "\n" << thread;
+}
+
 TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
   svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}, {}};
   EXPECT_EQ(service.handle(db, r).http, 404);  // path first

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -96,6 +97,59 @@ class Systemd(unittest.TestCase):
             finally:
                 if p.poll() is None:
                     p.kill()
+
+
+    def test_watchdog_is_not_petted_while_every_worker_is_stuck(self):
+        """A responder whose every worker hangs on one request is restarted by systemd's watchdog: it
+        stops petting once each worker has been on its request for twice the request timeout (here 1 s),
+        and starts again once a worker is free. The stuck request: a client speaking FastCGI to the
+        socket itself, which sends half its body and stops (nginx never does; it reads bodies whole)."""
+        notify = os.path.join(STACK.dir, "run", "notify-stuck.sock")
+        sock = os.path.join(STACK.dir, "run", "stuck.sock")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
+            listener.bind(notify)
+            env = dict(os.environ, NOTIFY_SOCKET=notify, WATCHDOG_USEC="400000")
+            p = subprocess.Popen([stack.FCGI, "--socket", sock, "--db", STACK.db, "--workers", "1", "--request-timeout", "1"], env=env,
+                                 stderr=subprocess.DEVNULL)
+            try:
+                listener.settimeout(10)
+                self.assertEqual(listener.recv(4096), b"READY=1")
+                self.assertEqual(listener.recv(4096), b"WATCHDOG=1")
+                client = socket.socket(socket.AF_UNIX)
+                client.connect(sock)
+                client.sendall(fcgi_record(1, b"\x00\x01\x00\x00\x00\x00\x00\x00")  # BEGIN_REQUEST, responder
+                               + fcgi_record(4, fcgi_params({"REQUEST_METHOD": "POST", "DOCUMENT_URI": "/v2/crdt/get", "CONTENT_LENGTH": "100",
+                                                             "CONTENT_TYPE": "application/json"}))
+                               + fcgi_record(4, b"") + fcgi_record(5, b'{"data":'))  # 8 of 100 bytes, then nothing
+                # Petted while the worker has been on it for less than 2 s; then silence.
+                listener.settimeout(2.5)
+                start = last = time.monotonic()
+                silent = False
+                while not silent and time.monotonic() - start < 10:
+                    try:
+                        self.assertEqual(listener.recv(4096), b"WATCHDOG=1")
+                        last = time.monotonic()
+                    except socket.timeout:
+                        silent = True
+                self.assertTrue(silent, "still petted %.1f s after every worker got stuck" % (time.monotonic() - start))
+                self.assertGreater(time.monotonic() - last, 2.4)
+                client.close()  # the worker is free again
+                listener.settimeout(10)
+                self.assertEqual(listener.recv(4096), b"WATCHDOG=1")
+            finally:
+                p.kill()
+                p.wait()
+
+
+def fcgi_record(kind, content):
+    return struct.pack(">BBHHBx", 1, kind, 1, len(content), 0) + content
+
+
+def fcgi_params(params):
+    out = b""
+    for name, value in params.items():
+        out += bytes([len(name), len(value)]) + name.encode() + value.encode()
+    return out
 
 
 class Metrics(unittest.TestCase):
