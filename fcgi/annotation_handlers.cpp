@@ -213,13 +213,14 @@ targets select_targets(database& db, const annotation_scope& s, const rapidjson:
                                                 ids = selected_ids(data, "annotationIds");
   if (!locations && !users && !ids && !everything) throw api_error(status::invalid_argument, "annotationIds, locationIds or userIds is required.");
   targets t;
-  for (const auto* list : {&locations, &users, &ids})
-    if (*list && (*list)->empty()) return t;
   annotation_filter f;
   if (locations) f.locations = *locations;
   if (users) f.users = *users;
   if (ids) f.ids = distinct(*ids);
-  t.ids = match_annotations(db, s, f);
+  if (ids && ids->empty()) return t;
+  // Another list present but empty selects nothing; the requested ids are still each reported.
+  const bool none = (locations && locations->empty()) || (users && users->empty());
+  if (!none) t.ids = match_annotations(db, s, f);
   if (f.ids.empty()) return t;
   const std::unordered_set<std::string> matched(t.ids.begin(), t.ids.end());
   std::unordered_set<std::string> exist;
@@ -249,7 +250,7 @@ void touch(database& db, const annotation_scope& s, const annotation_row& row, c
 /// `commentIds`: up to 100 distinct comment ids; absent or null gives nullopt, and an empty list
 /// selects no comment.
 std::optional<std::vector<std::int64_t>> comment_id_list(const rapidjson::Value& data) {
-  const rapidjson::Value* v = field_value(data, "commentIds");
+  const rapidjson::Value* v = selection(data, "commentIds");
   if (!v) return std::nullopt;
   if (!v->IsArray()) throw api_error(status::invalid_argument, "commentIds must be an array of numbers.");
   if (v->Size() > max_comments_per_call) throw api_error(status::invalid_argument, "commentIds may hold at most 100 ids.");

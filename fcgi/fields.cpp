@@ -70,25 +70,41 @@ std::optional<std::string> optional_id(const rapidjson::Value& data, const char*
   return s;
 }
 
-std::vector<std::string> id_list(const rapidjson::Value& data, const char* field) {
-  std::optional<std::vector<std::string>> ids = selected_ids(data, field);
-  return ids ? std::move(*ids) : std::vector<std::string>();
-}
+namespace {
 
-std::optional<std::vector<std::string>> selected_ids(const rapidjson::Value& data, const char* field) {
-  const rapidjson::Value* v = field_value(data, field);
-  if (!v) return std::nullopt;
+std::vector<std::string> ids_of(const rapidjson::Value& v, const char* field) {
   std::vector<std::string> out;
-  if (!v->IsArray()) throw api_error(status::invalid_argument, std::string(field) + " must be an array of strings.");
-  if (v->Size() > max_filter_ids) throw api_error(status::invalid_argument, std::string(field) + " may hold at most 1000 ids.");
-  for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
-    const rapidjson::Value& e = (*v)[i];
+  if (!v.IsArray()) throw api_error(status::invalid_argument, std::string(field) + " must be an array of strings.");
+  if (v.Size() > max_filter_ids) throw api_error(status::invalid_argument, std::string(field) + " may hold at most 1000 ids.");
+  for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+    const rapidjson::Value& e = v[i];
     const std::string what = std::string(field) + "[" + std::to_string(i) + "]";
     if (!e.IsString()) throw api_error(status::invalid_argument, what + " must be a string.");
     out.push_back(as_string(e));
     check_id(out.back(), what);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::string> id_list(const rapidjson::Value& data, const char* field) {
+  const rapidjson::Value* v = field_value(data, field);
+  return v ? ids_of(*v, field) : std::vector<std::string>();
+}
+
+std::optional<std::vector<std::string>> selected_ids(const rapidjson::Value& data, const char* field) {
+  const rapidjson::Value* v = selection(data, field);
+  if (!v) return std::nullopt;
+  return ids_of(*v, field);
+}
+
+const rapidjson::Value* selection(const rapidjson::Value& data, const char* field) {
+  const auto m = data.FindMember(field);
+  if (m == data.MemberEnd()) return nullptr;
+  if (m->value.IsNull())
+    throw api_error(status::invalid_argument, std::string(field) + " is null; send a list (an empty one selects nothing), or leave the field out.");
+  return &m->value;
 }
 
 }  // namespace folio::service

@@ -33,8 +33,12 @@ std::optional<std::string> optional_id(const rapidjson::Value& data, const char*
 /// An optional array of ids, at most 1000, as reads take it: absent, null or empty is no filter (an
 /// empty list).
 std::vector<std::string> id_list(const rapidjson::Value& data, const char* field);
-/// The same as writes and deletes take it: absent or null is nullopt, and a list that is present
-/// selects exactly its members, so an empty one selects nothing (never everything; DESIGN.md §4).
+/// The same as writes and deletes take it: absent is nullopt, and a list that is present selects
+/// exactly its members, so an empty one selects nothing (never everything; docs/API.md). null is
+/// refused: a client that sends null for "no ids" must not select by the other fields, or all.
 std::optional<std::vector<std::string>> selected_ids(const rapidjson::Value& data, const char* field);
+/// The member `field` of a write's or delete's selection: nullptr when absent; null is refused (as in
+/// selected_ids).
+const rapidjson::Value* selection(const rapidjson::Value& data, const char* field);
 
 }  // namespace folio::service

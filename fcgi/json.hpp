@@ -46,7 +46,8 @@ rapidjson::Document parse_stored_json(std::string_view body);
 std::string canonical_json(const rapidjson::Value& v);
 
 /// A finite double as the shortest text that reads back as the same double (std::to_chars: "0.1",
-/// "1e+300", "-0", "100" for 100.0), which is also what JavaScript prints for it.
+/// "1e+300", "-0", "100" for 100.0); JSON.parse reads the same double from it (its text may differ from
+/// JavaScript's own: "1.5e-07", "1e+20").
 void write_double(json_writer& w, double d);
 
 /// {"result":{"status":"success","message":...}} with `data` written by `write_data` when given,

@@ -285,6 +285,22 @@ TEST_F(fixture, AnEmptyListSelectsNothingOnEveryWriteAndDelete) {
   answers("/v2/commentannotations/update", R"(,"userIds":[],"updatedData":{"color":"red"})", "0 of 0 annotations updated.");
   answers("/v2/commentannotations/comments/update", R"(,"annotationId":"a","commentIds":[],"updatedData":{"commentText":"x"})", "0 of 0 comments updated.");
   answers("/v2/commentannotations/comments/delete", R"(,"annotationId":"a","commentIds":[])", "0 of 0 comments deleted.");
+  // A requested id is still reported when another list selects nothing.
+  const svc::response reported = call("/v2/commentannotations/delete", doc + R"(,"annotationIds":["a","nope"],"userIds":[]}})");
+  EXPECT_NE(reported.body.find(R"("message":"0 of 2 annotations deleted.","data":{"a":{"success":false,"annotationId":"a","message":"Annotation does not match locationIds or userIds."},)"
+                               R"("nope":{"success":false,"annotationId":"nope","message":"Annotation not found."}})"),
+            std::string::npos)
+      << reported.body;
+  // null is not "no list": a client sending null for "no ids" must not select everything.
+  for (const auto& [path, fields, field] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"/v2/commentannotations/delete", R"(,"annotationIds":null)", "annotationIds"},
+           {"/v2/commentannotations/update", R"(,"locationIds":null,"updatedData":{"color":"red"})", "locationIds"},
+           {"/v2/commentannotations/comments/delete", R"(,"annotationId":"a","commentIds":null)", "commentIds"}}) {
+    const svc::response r = call(path, doc + fields + "}}");
+    EXPECT_EQ(r.http, 400) << path << r.body;
+    EXPECT_EQ(r.body, R"({"error":{"message":")" + field + R"( is null; send a list (an empty one selects nothing), or leave the field out.","status":"INVALID_ARGUMENT"}})")
+        << path;
+  }
   EXPECT_EQ(call("/v1/commentannotations/get", doc + "}}").body, before);
 }
 
@@ -377,6 +393,33 @@ TEST_F(fixture, TheLargestCommentIdGivenByAClientNeverBlocksGeneratedIds) {
   for (const char* c : {R"("commentId":9007199254740991,"commentText":"max")", R"("commentId":1,"commentText":"next")", R"("commentId":3,"commentText":"x")",
                         R"("commentId":2,"commentText":"y")"})
     EXPECT_NE(thread.find(c), std::string::npos) << c << "\n" << thread;
+}
+
+TEST_F(fixture, AClientOfARecordAddedAgainIsRefusedAndTheCacheNeverServesTheOldOne) {
+  // delete then add under the same ids: a new incarnation. A client that synced the old record is told
+  // (409 ABORTED), pushing or pulling, and a reader never gets the old record from the cache.
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"r")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"old"}})").http, 200);
+  const rapidjson::Document first = svc::parse_json(call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})").body);
+  const std::string old_incarnation = first["result"]["data"]["incarnation"].GetString();
+  const std::string old_version = first["result"]["data"]["version"].GetString();
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"old")"), std::string::npos);  // cached now
+  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"new"}})").http, 200);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"new")"), std::string::npos);
+  const rapidjson::Document second = svc::parse_json(call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})").body);
+  const std::string new_incarnation = second["result"]["data"]["incarnation"].GetString();
+  EXPECT_NE(new_incarnation, old_incarnation);
+  const svc::response pull = call("/v2/crdt/sync", ids + R"(,"version":")" + old_version + R"(","incarnation":")" + old_incarnation + "\"}}");
+  EXPECT_EQ(pull.http, 409);
+  EXPECT_EQ(pull.body, R"({"error":{"message":"This record was deleted and added again since the client's state was synced (incarnation )" + old_incarnation +
+                           ", now " + new_incarnation + R"(): drop the local state and sync again from the empty version.","status":"ABORTED"}})");
+  folio::document client(folio::record_type::text, 99);
+  client.replace_text("mine");
+  const svc::response push = call("/v2/crdt/sync", ids + R"(,"version":")" + old_version + R"(","incarnation":")" + old_incarnation + R"(","update":")" +
+                                                      svc::base64_encode(client.encode_since({})) + "\"}}");
+  EXPECT_EQ(push.http, 409);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"new")"), std::string::npos);  // nothing merged
 }
 
 TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
