@@ -326,12 +326,23 @@ class EmptyLists(unittest.TestCase):
         added(self, "empty", [ann("e1", "u1", location="L1", comments=[{"commentId": 1, "commentText": "one"}]),
                               ann("e2", "u2", location="L1")])
         before = v1("empty")
-        for fields in ({"annotationIds": []}, {"locationIds": []}, {"userIds": []}, {"annotationIds": ["e1"], "userIds": []},
-                       {"locationIds": ["L1"], "annotationIds": []}):
+        for fields in ({"annotationIds": []}, {"locationIds": []}, {"userIds": []}, {"locationIds": ["L1"], "annotationIds": []}):
             status, body = call("/v2/commentannotations/delete", req("empty", **fields))
             self.assertEqual((status, body["result"]["message"], body["result"]["data"]), (200, "0 of 0 annotations deleted.", {}), fields)
             status, body = call("/v2/commentannotations/update", req("empty", updatedData={"color": "red"}, **fields))
             self.assertEqual((status, body["result"]["message"], body["result"]["data"]), (200, "0 of 0 annotations updated.", {}), fields)
+        # A requested id is reported, and not acted on, when another list selects nothing.
+        unmatched = {"e1": {"success": False, "annotationId": "e1", "message": "Annotation does not match locationIds or userIds."}}
+        for path, verb in (("delete", "deleted"), ("update", "updated")):
+            extra = {"updatedData": {"color": "red"}} if path == "update" else {}
+            status, body = call("/v2/commentannotations/" + path, req("empty", annotationIds=["e1"], userIds=[], **extra))
+            self.assertEqual((status, body["result"]["message"], body["result"]["data"]), (200, "0 of 1 annotations %s." % verb, unmatched))
+        # null is refused, never read as "no list" (which would select the whole document).
+        for path, fields in (("delete", {"annotationIds": None}), ("update", {"userIds": None, "updatedData": {"color": "red"}}),
+                             ("comments/delete", {"annotationId": "e1", "commentIds": None})):
+            name = [k for k, v in fields.items() if v is None][0]
+            err(self, call("/v2/commentannotations/" + path, req("empty", **fields)), 400, "INVALID_ARGUMENT",
+                name + " is null; send a list (an empty one selects nothing), or leave the field out.")
         for path, fields in (("update", {"updatedData": {"commentText": "changed"}}), ("delete", {})):
             status, body = call("/v2/commentannotations/comments/" + path, req("empty", annotationId="e1", commentIds=[], **fields))
             self.assertEqual((status, body["result"]["message"], body["result"]["data"]), (200, "0 of 0 comments %sd." % path, {}))
