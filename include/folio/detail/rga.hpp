@@ -588,11 +588,7 @@ class rga {
     return {rep, seq - 1};
   }
 
-  void reserve_counters(std::size_t n) const {
-    const replica_state& me = reps_[0];
-    if (n > max_counter || me.next_seq + n > std::size_t(max_counter) + 1 || clock_ + n > max_counter)
-      fail("folio.overflow", "operation counter would exceed 2^31");
-  }
+  void reserve_counters(std::size_t n) const { detail::reserve_counters(reps_[0].next_seq, clock_, n); }
   void finish_local(std::uint32_t n) {
     replica_state& me = reps_[0];
     me.next_seq += n;

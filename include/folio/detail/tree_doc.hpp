@@ -131,6 +131,8 @@ class tree_doc {
     return n;
   }
   std::size_t rejected() const noexcept { return rejected_; }
+  /// Largest Lamport value integrated in any object (0 for an empty document). O(1).
+  std::uint32_t clock() const noexcept { return clock_; }
   std::size_t object_count() const noexcept { return objects_.size(); }
   std::size_t log_size() const noexcept { return log_.size(); }
 
@@ -276,7 +278,9 @@ class tree_doc {
   /// Makes the root map hold exactly `entries`: sets for new or changed keys, removes for vanished ones.
   local_change replace_map(const std::map<std::string, std::string>& entries) {
     const std::uint32_t first = reps_[0].next_seq;
-    for (auto& [k, v] : diff_map(*objects_[0].map, entries))
+    auto changes = diff_map(*objects_[0].map, entries);
+    reserve_counters(first, clock_, changes.size());  // all or nothing
+    for (auto& [k, v] : changes)
       if (v)
         local_set(0, k, std::move(*v));
       else
@@ -290,6 +294,7 @@ class tree_doc {
     const std::uint32_t first = reps_[0].next_seq;
     const markup::fragment from = fragment();
     const xml_children_edit script = diff_xml(from, to);
+    reserve_counters(first, clock_, script_units(script));  // all or nothing
     std::vector<std::pair<std::uint32_t, const xml_children_edit*>> stack{{0, &script}};
     while (!stack.empty()) {
       auto [obj, edit] = stack.back();
@@ -323,6 +328,33 @@ class tree_doc {
       }
     }
     return change_since(first);
+  }
+
+  /// The unit operations replace_xml makes for `script`, at most: xml_edit_size's count, plus what
+  /// the subtrees it inserts hold (their attributes, code points and nodes). Iterative.
+  static std::uint64_t script_units(const xml_children_edit& script) {
+    std::uint64_t n = xml_edit_size(script);
+    std::vector<const xml_children_edit*> edits{&script};
+    std::vector<const markup::node*> inserted;
+    while (!edits.empty()) {
+      const xml_children_edit* e = edits.back();
+      edits.pop_back();
+      for (const xml_child_op& op : e->ops) {
+        for (const markup::node& x : op.nodes) inserted.push_back(&x);
+        if (op.children) edits.push_back(op.children.get());
+      }
+    }
+    while (!inserted.empty()) {
+      const markup::node* x = inserted.back();
+      inserted.pop_back();
+      if (x->type == markup::node::kind::text) {
+        for (char c : x->text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points
+        continue;
+      }
+      n += x->attributes.size() + x->children.size();
+      for (const markup::node& c : x->children) inserted.push_back(&c);
+    }
+    return n;
   }
 
   // ---- checking and size ----------------------------------------------------------------------
@@ -530,6 +562,7 @@ class tree_doc {
         break;
     }
     reps_[rep].next_seq += o.len;
+    clock_ = std::max(clock_, o.lamport + o.len - 1);
     version_dirty_ = true;
     res.applied += o.len;
     reps_[rep].log_pos.push_back(static_cast<std::uint32_t>(log_.size()));
@@ -771,8 +804,7 @@ class tree_doc {
 
   /// Integrates an op made here; it is ready by construction.
   void local(tree_op&& o) {
-    if (std::uint64_t(reps_[0].next_seq) + o.len > max_counter || std::uint64_t(o.lamport) + o.len > max_counter)
-      fail("folio.overflow", "operation counter would exceed 2^31");
+    reserve_counters(reps_[0].next_seq, o.lamport - 1, o.len);
     o.id = {self(), reps_[0].next_seq};
     apply_result res;
     std::string why;
@@ -904,6 +936,7 @@ class tree_doc {
   mutable std::unordered_map<std::uint32_t, unpacked> compared_;
   mutable version_vector version_;
   mutable bool version_dirty_ = false;
+  std::uint32_t clock_ = 0;  ///< largest Lamport value integrated (objects keep their own for new ops)
   std::size_t rejected_ = 0;
 };
 
