@@ -704,4 +704,75 @@ TEST(Document, ARecordWhoseClockReachedTheLimitRefusesLocalEditsAndStaysUsable) 
   }
 }
 
+// Pending ops are tried again when what they wait for arrives (release_parked_ops), not in passes over
+// all of them: a batch listing each op before the one it needs integrates whole, in text and in xml,
+// and what still waits stays pending until its dependency comes.
+TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
+  // Text: author 100+i inserts after author 100+i+1's item; the last inserts at the start.
+  constexpr std::uint32_t n = 300;
+  folio::op_batch<char32_t> b;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    folio::op o;
+    o.id = {100 + i, 0}, o.lamport = n - i, o.len = 1;
+    o.ref = i + 1 == n ? folio::document_start : folio::op_id{100 + i + 1, 0};
+    b.ops.push_back(o);
+    b.content.push_back(U'a' + char32_t(i % 26));
+  }
+  std::string want;
+  for (std::uint32_t i = n; i-- > 0;) want += char('a' + i % 26);
+  document d(record_type::text, 1);
+  const folio::apply_result r = d.apply(folio::encode_batch(b));
+  EXPECT_TRUE(r) << r.message;
+  EXPECT_EQ(r.applied, n);
+  EXPECT_EQ(d.pending(), 0u);
+  EXPECT_EQ(d.text(), want);
+  d.check();
+  // Without the last op everything waits, and comes in when it arrives.
+  document e(record_type::text, 1);
+  folio::op_batch<char32_t> head{{b.ops.begin(), b.ops.end() - 1}, {b.content.begin(), b.content.end() - 1}};
+  EXPECT_TRUE(e.apply(folio::encode_batch(head)));
+  EXPECT_EQ(e.pending(), n - 1);
+  folio::op_batch<char32_t> last{{b.ops.back()}, {b.content.back()}};
+  const folio::apply_result r2 = e.apply(folio::encode_batch(last));
+  EXPECT_EQ(r2.applied, n);
+  EXPECT_EQ(e.pending(), 0u);
+  EXPECT_EQ(e.text(), want);
+
+  // Xml: many authors insert into one text node (past the id translation's scan limit), each after
+  // the next author's character, listed in reverse.
+  document x(record_type::xml, 1);
+  ASSERT_TRUE(x.replace_xml("<p>x</p>").first);
+  document peer = round_trip(x, 2);
+  const std::string all = x.encode_since({});
+  folio::detail::byte_reader br(all);
+  std::vector<folio::detail::tree_op> base;
+  unsigned char vt = 0;
+  ASSERT_TRUE(folio::detail::read_header_any(br, folio::detail::kind_batch, vt) && folio::detail::read_tree_ops(br, folio::detail::tree_shape::xml, base));
+  const folio::detail::tree_op& text_insert = base.back();  // the "x" of the text node
+  ASSERT_EQ(text_insert.text, U"x");
+  std::vector<folio::detail::tree_op> ops;
+  constexpr std::uint32_t m = 40;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    folio::detail::tree_op o;
+    o.kind = folio::detail::tree_op_kind::insert, o.id = {500 + i, 0}, o.len = 1, o.object = text_insert.object;
+    o.lamport = text_insert.lamport + m - i;
+    o.ref = i + 1 == m ? text_insert.id : folio::op_id{500 + i + 1, 0};
+    o.text = std::u32string(1, U'a' + char32_t(i % 26));
+    ops.push_back(o);
+  }
+  std::string bytes;
+  folio::detail::put_header(bytes, folio::detail::kind_batch, vt);
+  folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, ops);
+  const folio::apply_result rx = x.apply(bytes);
+  EXPECT_TRUE(rx) << rx.message;
+  EXPECT_EQ(rx.applied, m);
+  std::string chars = "x";
+  for (std::uint32_t i = m; i-- > 0;) chars += char('a' + i % 26);
+  EXPECT_EQ(x.xml(), "<p>" + chars + "</p>");
+  x.check();
+  EXPECT_EQ(round_trip(x, 3).xml(), x.xml());
+  EXPECT_TRUE(peer.apply(x.encode_since(peer.version())));
+  EXPECT_EQ(peer.xml(), x.xml());
+}
+
 }  // namespace

@@ -39,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "detail/hash.hpp"
 #include "detail/utf8.hpp"
 #include "detail/varint.hpp"
 #include "error.hpp"
@@ -149,7 +150,7 @@ inline void put_ops(std::string& out, const std::vector<op>& ops) {
   // Replica table in first-appearance order. A document gains a replica per editing session, so the
   // lookup is hashed rather than a scan of the table per op.
   std::vector<replica_id> reps;
-  std::unordered_map<replica_id, std::uint64_t> index;
+  std::unordered_map<replica_id, std::uint64_t, id_hash> index;
   auto add = [&](replica_id id) {
     if (index.try_emplace(id, reps.size()).second) reps.push_back(id);
   };

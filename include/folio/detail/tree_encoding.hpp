@@ -65,7 +65,7 @@ inline tree_doc::object_kind kind_of_role(tree_shape shape, object_role role) {
 template <class Each>
 void put_tree_ops_each(std::string& out, tree_shape shape, Each&& each) {
   std::vector<replica_id> reps;
-  std::unordered_map<replica_id, std::uint64_t> index;
+  std::unordered_map<replica_id, std::uint64_t, id_hash> index;
   std::vector<std::uint64_t> next;  // per replica index: the seq that follows its last op
   auto add = [&](replica_id id) {
     if (id != 0 && index.try_emplace(id, reps.size()).second) reps.push_back(id), next.push_back(UINT64_MAX);
