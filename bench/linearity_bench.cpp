@@ -217,7 +217,7 @@ job apply_tree(record_type t, std::vector<tree_op> ops) { return apply_job<void>
 std::vector<shape> shapes() {
   std::vector<shape> s;
   // Decoders.
-  s.push_back({"version_vector::decode, n entries", 200000, [](std::size_t n) -> job {
+  s.push_back({"version_vector::decode, n entries", 1000000, [](std::size_t n) -> job {
                  folio::version_vector v;
                  for (std::size_t i = 0; i < n; ++i) v.observe(i + 1, 1);
                  return [bytes = v.encode()] {
@@ -225,23 +225,23 @@ std::vector<shape> shapes() {
                    must(static_cast<bool>(folio::version_vector::decode(bytes, out)), "decode");
                  };
                }});
-  s.push_back({"decode_batch text, replica table of n ids", 20000, [](std::size_t n) -> job {
+  s.push_back({"decode_batch text, replica table of n ids", 200000, [](std::size_t n) -> job {
                  return [bytes = replica_table_batch(1, n)] {
                    op_batch<char32_t> b;
                    must(static_cast<bool>(folio::decode_batch(bytes, b)), "decode");
                  };
                }});
-  s.push_back({"decode_batch array, replica table of n ids", 20000, [](std::size_t n) -> job {
+  s.push_back({"decode_batch array, replica table of n ids", 200000, [](std::size_t n) -> job {
                  return [bytes = replica_table_batch(2, n)] {
                    op_batch<std::string> b;
                    must(static_cast<bool>(folio::decode_batch(bytes, b)), "decode");
                  };
                }});
-  s.push_back({"apply map batch, replica table of n ids", 20000,
+  s.push_back({"apply map batch, replica table of n ids", 200000,
                [](std::size_t n) -> job { return apply_job<void>(record_type::map, replica_table_batch(3, n)); }});
-  s.push_back({"apply xml batch, replica table of n ids", 20000,
+  s.push_back({"apply xml batch, replica table of n ids", 200000,
                [](std::size_t n) -> job { return apply_job<void>(record_type::xml, replica_table_batch(4, n)); }});
-  s.push_back({"document::decode text, n runs", 50000, [](std::size_t n) -> job {
+  s.push_back({"document::decode text, n runs", 200000, [](std::size_t n) -> job {
                  document d(record_type::text, 1);
                  for (std::size_t i = 0; i < n; ++i) d.as_text().insert(i % 2 ? 0 : d.as_text().size(), std::u32string(U"ab"));
                  return [bytes = d.encode()] {
@@ -266,21 +266,21 @@ std::vector<shape> shapes() {
                [](std::size_t n) { return apply_job<std::string>(record_type::array, array_batch(concurrent_at_one_origin<std::string>(n))); }});
   s.push_back({"apply text: a run of n split by n single inserts", 50000,
                [](std::size_t n) { return apply_job<char32_t>(record_type::text, text_batch(run_split_by_small_ops<char32_t>(n))); }});
-  s.push_back({"apply text: n removes of one range split into n runs", 2000,
+  s.push_back({"apply text: n removes of one range split into n runs", 1000,
                [](std::size_t n) { return apply_job<char32_t>(record_type::text, text_batch(removes_of_one_range<char32_t>(n, n))); }});
-  s.push_back({"apply array: n removes of one range split into n runs", 500,
+  s.push_back({"apply array: n removes of one range split into n runs", 300,
                [](std::size_t n) { return apply_job<std::string>(record_type::array, array_batch(removes_of_one_range<std::string>(n, n))); }});
-  s.push_back({"apply text: n authors with colliding hash buckets", 5000,
+  s.push_back({"apply text: n authors with colliding hash buckets", 40000,
                [](std::size_t n) { return apply_job<char32_t>(record_type::text, text_batch(colliding_replicas<char32_t>(n))); }});
-  s.push_back({"apply text: n ops listed before what they depend on", 2000,
+  s.push_back({"apply text: n ops listed before what they depend on", 20000,
                [](std::size_t n) { return apply_job<char32_t>(record_type::text, text_batch(reverse_dependency_chain<char32_t>(n))); }});
   // Map records.
-  s.push_back({"apply map: n sets of one key, none observing another", 2000, [](std::size_t n) -> job {
+  s.push_back({"apply map: n sets of one key, none observing another", 1000, [](std::size_t n) -> job {
                  std::vector<tree_op> ops;
                  for (std::size_t i = 0; i < n; ++i) ops.push_back(tset(2, static_cast<std::uint32_t>(i), 1, root, "k", "1", {}));
                  return apply_tree(record_type::map, ops);
                }});
-  s.push_back({"apply map: n concurrent sets of one key, then n sets observing all", 1000, [](std::size_t n) -> job {
+  s.push_back({"apply map: n concurrent sets of one key, then n sets observing all", 300, [](std::size_t n) -> job {
                  std::vector<tree_op> ops;
                  std::vector<op_id> all;
                  for (std::size_t i = 0; i < n; ++i) ops.push_back(tset(2, static_cast<std::uint32_t>(i), 1, root, "k", "1", {})), all.push_back({2, std::uint32_t(i)});
@@ -299,7 +299,7 @@ std::vector<shape> shapes() {
                    ops.push_back(tins(2, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(n - i), root, folio::document_start, {"p"}));
                  return apply_tree(record_type::xml, ops);
                }});
-  s.push_back({"apply xml: n authors editing one text node", 5000, [](std::size_t n) -> job {
+  s.push_back({"apply xml: n authors editing one text node", 20000, [](std::size_t n) -> job {
                  std::vector<tree_op> ops{tins(2, 0, 1, root, folio::document_start, {""}), tins(2, 1, 1, {{2, 0}, folio::detail::object_role::text}, folio::document_start, {}, U"x")};
                  for (std::size_t i = 0; i < n; ++i)
                    ops.push_back(tins(100 + i, 0, 2, {{2, 0}, folio::detail::object_role::text}, op_id{2, 1}, {}, U"y"));
