@@ -529,4 +529,250 @@ TEST(Document, MutatedBytesNeverCrash) {
   }
 }
 
+// ---- Lamport headroom (issue 19) --------------------------------------------------------------------
+
+/// A local edit of each record type; `k` picks one of several values.
+void edit(document& d, int k) {
+  const std::string n = std::to_string(k);
+  switch (d.type()) {
+    case record_type::text:
+      d.replace_text("text " + n + " with words " + n);
+      break;
+    case record_type::array:
+      d.replace_array({"1", "\"" + n + "\"", "[" + n + "]"});
+      break;
+    case record_type::map:
+      d.set("a", n), d.set("k" + n, "true");
+      break;
+    case record_type::xml:
+      ASSERT_TRUE(d.replace_xml("<p a=\"" + n + "\">text " + n + "</p><q" + n + "/>").first);
+      break;
+  }
+}
+
+std::string value_of(const document& d) {
+  switch (d.type()) {
+    case record_type::text:
+      return d.text();
+    case record_type::array: {
+      std::string s;
+      for (const std::string& v : d.array()) s += v + ",";
+      return s;
+    }
+    case record_type::map: {
+      std::string s;
+      for (const auto& [k, v] : d.map()) s += k + "=" + v + ",";
+      return s;
+    }
+    case record_type::xml:
+      break;
+  }
+  return d.xml();
+}
+
+/// The unit count of `batch` and the Lamport value of its last unit with the highest one.
+std::pair<std::uint64_t, std::uint64_t> units_and_top(record_type t, const std::string& batch) {
+  std::uint64_t units = 0, top = 0;
+  auto add = [&](const auto& o) { units += o.len, top = std::max<std::uint64_t>(top, std::uint64_t(o.lamport) + o.len - 1); };
+  if (t == record_type::text) {
+    folio::op_batch<char32_t> b;
+    EXPECT_TRUE(folio::decode_batch(batch, b));
+    for (const auto& o : b.ops) add(o);
+  } else if (t == record_type::array) {
+    folio::op_batch<std::string> b;
+    EXPECT_TRUE(folio::decode_batch(batch, b));
+    for (const auto& o : b.ops) add(o);
+  } else {
+    folio::detail::byte_reader r(batch);
+    std::vector<folio::detail::tree_op> ops;
+    unsigned char vt = 0;
+    EXPECT_TRUE(folio::detail::read_header_any(r, folio::detail::kind_batch, vt));
+    EXPECT_TRUE(folio::detail::read_tree_ops(r, t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml, ops));
+    for (const auto& o : ops) add(o);
+  }
+  return {units, top};
+}
+
+/// `batch` with every op's Lamport value raised by the same amount, so that its highest unit has `top`.
+std::string raised_to(record_type t, const std::string& batch, std::uint64_t top) {
+  const std::uint32_t by = static_cast<std::uint32_t>(top - units_and_top(t, batch).second);
+  if (t == record_type::text || t == record_type::array) {
+    auto raise = [&](auto b) {
+      EXPECT_TRUE(folio::decode_batch(batch, b));
+      for (auto& o : b.ops) o.lamport += by;
+      return folio::encode_batch(b);
+    };
+    return t == record_type::text ? raise(folio::op_batch<char32_t>{}) : raise(folio::op_batch<std::string>{});
+  }
+  const auto shape = t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml;
+  folio::detail::byte_reader r(batch);
+  std::vector<folio::detail::tree_op> ops;
+  unsigned char vt = 0;
+  EXPECT_TRUE(folio::detail::read_header_any(r, folio::detail::kind_batch, vt) && folio::detail::read_tree_ops(r, shape, ops));
+  for (auto& o : ops) o.lamport += by;
+  std::string out;
+  folio::detail::put_header(out, folio::detail::kind_batch, vt);
+  folio::detail::put_tree_ops(out, shape, ops);
+  return out;
+}
+
+const record_type all_types[] = {record_type::text, record_type::array, record_type::map, record_type::xml};
+
+TEST(Document, TheLamportHeadroomRuleRefusesABatchAboveTheClockPlusItsUnits) {
+  const folio::apply_options bounded{.bounded_lamport = true};
+  for (record_type t : all_types) {
+    SCOPED_TRACE(std::string(folio::to_string(t)));
+    document d(t, 1);
+    edit(d, 1);
+    edit(d, 2);
+    document peer = round_trip(d, 2);
+    edit(peer, 3);
+    const std::string batch = peer.encode_since(d.version());
+    const auto [units, top] = units_and_top(t, batch);
+    ASSERT_GT(units, 1u);
+    const std::uint64_t bound = d.clock() + units;
+    EXPECT_LE(top, bound);  // an honest batch keeps the rule
+
+    document honest = round_trip(d, 1);
+    EXPECT_TRUE(honest.apply(batch, bounded));
+    EXPECT_EQ(value_of(honest), value_of(peer));
+    document at_bound = round_trip(d, 1);
+    EXPECT_TRUE(at_bound.apply(raised_to(t, batch, bound), bounded));
+    EXPECT_EQ(at_bound.clock(), bound);
+
+    // One above: refused whole, nothing integrated, the rule named.
+    const std::string above = raised_to(t, batch, bound + 1);
+    const std::string before = value_of(d);
+    const folio::version_vector version = d.version();
+    const folio::apply_result r = d.apply(above, bounded);
+    EXPECT_FALSE(r);
+    EXPECT_NE(r.message.find("the Lamport headroom rule"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("above the record's clock (" + std::to_string(d.clock()) + ") plus the " + std::to_string(units) + " unit operations"),
+              std::string::npos)
+        << r.message;
+    EXPECT_EQ(d.version(), version);
+    EXPECT_EQ(value_of(d), before);
+    EXPECT_EQ(d.pending(), 0u);
+    // The value check and the rule together: the rule is checked too (map and array values pass).
+    EXPECT_FALSE(d.apply(above, [](std::string_view) { return std::string(); }, bounded));
+    // Off by default: a peer receiving batches out of order cannot know what it lacks.
+    document open = round_trip(d, 1);
+    EXPECT_TRUE(open.apply(above));
+    EXPECT_EQ(open.clock(), bound + 1);
+  }
+}
+
+TEST(Document, ARecordWhoseClockReachedTheLimitRefusesLocalEditsAndStaysUsable) {
+  for (record_type t : all_types) {
+    SCOPED_TRACE(std::string(folio::to_string(t)));
+    document d(t, 1);
+    edit(d, 1);
+    document peer = round_trip(d, 2);
+    edit(peer, 2);
+    const std::string top = raised_to(t, peer.encode_since(d.version()), folio::max_counter);
+    ASSERT_TRUE(d.apply(top));  // what an old build accepted
+    ASSERT_EQ(d.clock(), folio::max_counter);
+    d.check();
+    const std::string value = value_of(d);
+    EXPECT_EQ(value, value_of(peer));
+    // Local edits of what holds the top Lamport value fail with [folio.overflow] and change nothing.
+    try {
+      edit(d, 3);
+      EXPECT_EQ(t, record_type::xml) << "an edit past the limit was made";  // xml objects keep their own clocks
+    } catch (const folio::error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("[folio.overflow]", 0), 0u) << e.what();
+      EXPECT_EQ(value_of(d), value);
+    }
+    if (t == record_type::text) {
+      EXPECT_THROW(d.as_text().insert(0, std::u32string(U"x")), folio::error);
+    }
+    if (t == record_type::map) {
+      EXPECT_THROW(d.set("b", "1"), folio::error);
+    }
+    // Everything else goes on: encoding, decoding, answering peers, integrating their duplicates.
+    d.check();
+    const document back = round_trip(d, 3);
+    EXPECT_EQ(value_of(back), value_of(d));
+    document fresh(t, 4);
+    EXPECT_TRUE(fresh.apply(d.encode_since({})));
+    EXPECT_EQ(value_of(fresh), value_of(d));
+    const folio::apply_result again = d.apply(top);
+    EXPECT_TRUE(again);
+    EXPECT_EQ(again.applied, 0u);
+    // The rule cannot be broken any more: the decoder refuses Lamport values past the limit.
+    EXPECT_TRUE(d.apply(top, folio::apply_options{.bounded_lamport = true}));
+  }
+}
+
+// Pending ops are tried again when what they wait for arrives (release_parked_ops), not in passes over
+// all of them: a batch listing each op before the one it needs integrates whole, in text and in xml,
+// and what still waits stays pending until its dependency comes.
+TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
+  // Text: author 100+i inserts after author 100+i+1's item; the last inserts at the start.
+  constexpr std::uint32_t n = 300;
+  folio::op_batch<char32_t> b;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    folio::op o;
+    o.id = {100 + i, 0}, o.lamport = n - i, o.len = 1;
+    o.ref = i + 1 == n ? folio::document_start : folio::op_id{100 + i + 1, 0};
+    b.ops.push_back(o);
+    b.content.push_back(U'a' + char32_t(i % 26));
+  }
+  std::string want;
+  for (std::uint32_t i = n; i-- > 0;) want += char('a' + i % 26);
+  document d(record_type::text, 1);
+  const folio::apply_result r = d.apply(folio::encode_batch(b));
+  EXPECT_TRUE(r) << r.message;
+  EXPECT_EQ(r.applied, n);
+  EXPECT_EQ(d.pending(), 0u);
+  EXPECT_EQ(d.text(), want);
+  d.check();
+  // Without the last op everything waits, and comes in when it arrives.
+  document e(record_type::text, 1);
+  folio::op_batch<char32_t> head{{b.ops.begin(), b.ops.end() - 1}, {b.content.begin(), b.content.end() - 1}};
+  EXPECT_TRUE(e.apply(folio::encode_batch(head)));
+  EXPECT_EQ(e.pending(), n - 1);
+  folio::op_batch<char32_t> last{{b.ops.back()}, {b.content.back()}};
+  const folio::apply_result r2 = e.apply(folio::encode_batch(last));
+  EXPECT_EQ(r2.applied, n);
+  EXPECT_EQ(e.pending(), 0u);
+  EXPECT_EQ(e.text(), want);
+
+  // Xml: many authors insert into one text node (past the id translation's scan limit), each after
+  // the next author's character, listed in reverse.
+  document x(record_type::xml, 1);
+  ASSERT_TRUE(x.replace_xml("<p>x</p>").first);
+  document peer = round_trip(x, 2);
+  const std::string all = x.encode_since({});
+  folio::detail::byte_reader br(all);
+  std::vector<folio::detail::tree_op> base;
+  unsigned char vt = 0;
+  ASSERT_TRUE(folio::detail::read_header_any(br, folio::detail::kind_batch, vt) && folio::detail::read_tree_ops(br, folio::detail::tree_shape::xml, base));
+  const folio::detail::tree_op& text_insert = base.back();  // the "x" of the text node
+  ASSERT_EQ(text_insert.text, U"x");
+  std::vector<folio::detail::tree_op> ops;
+  constexpr std::uint32_t m = 40;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    folio::detail::tree_op o;
+    o.kind = folio::detail::tree_op_kind::insert, o.id = {500 + i, 0}, o.len = 1, o.object = text_insert.object;
+    o.lamport = text_insert.lamport + m - i;
+    o.ref = i + 1 == m ? text_insert.id : folio::op_id{500 + i + 1, 0};
+    o.text = std::u32string(1, U'a' + char32_t(i % 26));
+    ops.push_back(o);
+  }
+  std::string bytes;
+  folio::detail::put_header(bytes, folio::detail::kind_batch, vt);
+  folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, ops);
+  const folio::apply_result rx = x.apply(bytes);
+  EXPECT_TRUE(rx) << rx.message;
+  EXPECT_EQ(rx.applied, m);
+  std::string chars = "x";
+  for (std::uint32_t i = m; i-- > 0;) chars += char('a' + i % 26);
+  EXPECT_EQ(x.xml(), "<p>" + chars + "</p>");
+  x.check();
+  EXPECT_EQ(round_trip(x, 3).xml(), x.xml());
+  EXPECT_TRUE(peer.apply(x.encode_since(peer.version())));
+  EXPECT_EQ(peer.xml(), x.xml());
+}
+
 }  // namespace

@@ -2,6 +2,7 @@
 // input (truncations at every byte, random mutations of real encodings) rejected cleanly.
 #include <gtest/gtest.h>
 
+#include <folio/detail/tree_encoding.hpp>
 #include <folio/folio.hpp>
 #include <random>
 
@@ -185,6 +186,73 @@ TEST(Encoding, VarintsHaveOneSpellingOnly) {
   EXPECT_EQ(r.offset, 2u);
   EXPECT_EQ(folio::version_vector::decode(std::string("\x01\x80\x00\x01", 4), v).status, folio::decode_status::overlong_varint);
   EXPECT_TRUE(folio::version_vector::decode(std::string("\x01\x80\x01\x01", 4), v));
+}
+
+/// A text or map batch (value type 1 or 3) whose replica table lists `ids` and that holds no op; with
+/// `cut`, only the header and the table, less its last `cut` bytes.
+std::string replica_table(unsigned char value_type, const std::vector<std::uint64_t>& ids, std::size_t cut = 0) {
+  std::string out;
+  folio::detail::put_header(out, folio::detail::kind_batch, value_type);
+  folio::detail::put_varint(out, ids.size());
+  for (std::uint64_t id : ids) folio::detail::put_varint(out, id);
+  if (cut) return out.substr(0, out.size() - cut);
+  folio::detail::put_varint(out, 0);
+  if (value_type == 1) folio::detail::put_varint(out, 0);
+  return out;
+}
+
+// The sequence and tree decoders read the replica table with one helper (read_replica_table): the
+// same refusal, at the byte a reader going id by id stops at, whichever comes first of a repeated id,
+// an id 0 and the end of the bytes.
+TEST(Encoding, ReplicaTableRefusalsNameTheFirstProblemInTableOrder) {
+  struct expect {
+    std::vector<std::uint64_t> ids;
+    std::size_t cut;
+    folio::decode_status status;
+    std::size_t offset;
+    std::string detail;
+  };
+  using st = folio::decode_status;
+  // Header 5 bytes, count 1 byte, then one byte per id below 128 (300 takes two).
+  const std::vector<expect> cases = {
+      {{7, 9, 9, 7}, 0, st::inconsistent, 9, "replica listed twice"},
+      {{7, 9, 7, 9}, 0, st::inconsistent, 9, "replica listed twice"},
+      {{7, 300, 5, 300, 0}, 0, st::inconsistent, 12, "replica listed twice"},
+      {{7, 0, 7}, 0, st::inconsistent, 8, "replica id 0"},
+      {{7, 7, 0}, 0, st::inconsistent, 8, "replica listed twice"},
+      {{7, 8, 7, 300}, 1, st::inconsistent, 9, "replica listed twice"},  // the repeat comes before the cut
+      {{7, 8, 300}, 1, st::truncated, 9, "replica id"},
+  };
+  for (const unsigned char type : {static_cast<unsigned char>(1), static_cast<unsigned char>(3)}) {
+    for (const expect& e : cases) {
+      const std::string bytes = replica_table(type, e.ids, e.cut);
+      folio::decode_result r;
+      if (type == 1) {
+        folio::op_batch<char32_t> b;
+        r = folio::decode_batch(bytes, b);
+      } else {
+        folio::detail::byte_reader reader(bytes);
+        std::vector<folio::detail::tree_op> ops;
+        unsigned char t = 0;
+        ASSERT_TRUE(folio::detail::read_header_any(reader, folio::detail::kind_batch, t));
+        folio::detail::read_tree_ops(reader, folio::detail::tree_shape::map, ops);
+        r = reader.result();
+      }
+      SCOPED_TRACE("type " + std::to_string(type) + ": " + r.description());
+      EXPECT_EQ(r.status, e.status);
+      EXPECT_EQ(r.offset, e.offset);
+      EXPECT_EQ(r.detail, e.detail);
+    }
+  }
+  // Many distinct ids decode; the same ids with one repeated at the end are refused there.
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t i = 1; i <= 20000; ++i) ids.push_back(i * 0x9e3779b97f4a7c15ull >> 1);
+  folio::op_batch<char32_t> b;
+  EXPECT_TRUE(folio::decode_batch(replica_table(1, ids), b));
+  ids.push_back(ids[12345]);
+  const folio::decode_result r = folio::decode_batch(replica_table(1, ids), b);
+  EXPECT_EQ(r.status, folio::decode_status::inconsistent);
+  EXPECT_EQ(r.offset, replica_table(1, ids).size() - 2);
 }
 
 // Inputs the fuzzers found (fuzz/decode_fuzz.cpp), kept as regressions: huge zigzag deltas used to

@@ -2,6 +2,8 @@
 // the right status and byte offset.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <folio/markup.hpp>
 
 namespace {
@@ -112,6 +114,32 @@ TEST(Markup, ReferencesMustBeDefined) {
   EXPECT_EQ(refused("<p>&#xD800;</p>").status, parse_status::bad_reference);
   EXPECT_EQ(refused("<p>&#12345678901;</p>").status, parse_status::bad_reference);
   EXPECT_EQ(refused("<p>&#x;</p>").status, parse_status::bad_reference);
+}
+
+TEST(Markup, ADuplicateAttributeIsReportedAtItsFirstRepeatInDocumentOrder) {
+  // "b" repeats before "a" does; "a" sorts first, but the refusal names the first repeat as written.
+  auto r = refused("<e a=\"1\" b=\"2\" b=\"3\" a=\"4\"/>");
+  EXPECT_EQ(r.status, parse_status::duplicate_attribute);
+  EXPECT_EQ(r.offset, 15u);
+  EXPECT_EQ(r.message, "attribute \"b\" appears twice");
+  // A third occurrence does not move it; an attribute breaking another rule first is reported instead.
+  r = refused("<e z=\"1\" z=\"2\" z=\"3\"/>");
+  EXPECT_EQ(r.offset, 9u);
+  r = refused("<e a=\"<\" a=\"2\"/>");
+  EXPECT_EQ(r.status, parse_status::lt_in_attribute);
+  r = refused("<e a=\"1\" a=\"&bad;\" b=\"<\"/>");
+  EXPECT_EQ(r.status, parse_status::duplicate_attribute);
+  EXPECT_EQ(r.offset, 9u);
+  // Many distinct attributes are kept, ordered by name; one repeat among them is found.
+  std::string many = "<e";
+  for (int i = 0; i < 3000; ++i) many += " a" + std::to_string(2999 - i) + "=\"" + std::to_string(i) + "\"";
+  const folio::markup::fragment f = parsed(many + "/>");
+  ASSERT_EQ(f[0].attributes.size(), 3000u);
+  EXPECT_TRUE(std::is_sorted(f[0].attributes.begin(), f[0].attributes.end(), [](const auto& x, const auto& y) { return x.name < y.name; }));
+  const std::string with_repeat = many + " a17=\"x\"/>";
+  r = refused(with_repeat);
+  EXPECT_EQ(r.status, parse_status::duplicate_attribute);
+  EXPECT_EQ(r.offset, many.size() + 1);
 }
 
 TEST(Markup, WellFormednessRulesPugixmlLeavesToUs) {

@@ -25,6 +25,9 @@ namespace detail {
 template <class Seq, class T>
 local_change apply_hunks(Seq& doc, const std::vector<hunk>& hunks, const T* target) {
   const std::uint32_t first = doc.version().get(doc.replica());
+  std::uint64_t units = 0;
+  for (const hunk& h : hunks) units += h.a_len + h.b_len;
+  reserve_counters(first, doc.clock(), units);  // all or nothing
   for (auto it = hunks.rbegin(); it != hunks.rend(); ++it) {
     if (it->a_len) doc.erase(it->a_pos, it->a_len);
     if (it->b_len) doc.sequence<T>::insert(it->a_pos, target + it->b_pos, it->b_len);

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -58,6 +59,19 @@ inline std::optional<record_type> parse_record_type(std::string_view s) noexcept
   return std::nullopt;
 }
 
+/// How document::apply treats a batch.
+struct apply_options {
+  /// The Lamport headroom rule (docs/INTERNALS.md, "Lamport headroom"): a batch is refused, `invalid`
+  /// and with nothing integrated, if the last unit of any op has a Lamport value above the record's
+  /// clock before the batch plus the number of units (the sum of the op lengths) the batch holds. A
+  /// peer's op takes one more than the largest Lamport value it has seen, so a batch that comes with
+  /// everything its author had seen and the receiver lacks (causal delivery, as a server's sync
+  /// receives it) never breaks the rule; a batch that does would use up the 2^31 Lamport values and
+  /// leave every later local edit failing with "[folio.overflow]". Off by default: a peer that can
+  /// receive batches out of order (held as pending) must not turn it on.
+  bool bounded_lamport = false;
+};
+
 class document {
  public:
   /// An empty record of `type` edited as replica `self` (non-zero). Throws "[folio.replica]" for 0 and
@@ -79,6 +93,10 @@ class document {
   }
   const version_vector& version() const {
     return std::visit([](const auto& d) -> const version_vector& { return d.version(); }, impl_);
+  }
+  /// Largest Lamport value integrated (0 for an empty record). O(1).
+  std::uint32_t clock() const {
+    return std::visit([](const auto& d) { return d.clock(); }, impl_);
   }
   /// Unit operations held for missing dependencies; ones dropped as invalid once those arrived.
   std::size_t pending() const {
@@ -148,17 +166,19 @@ class document {
   /// Integrates an encoded batch from an untrusted peer: a malformed batch or one for another record
   /// type is `invalid` (message says why and where) and changes nothing; otherwise as the engines'
   /// apply: duplicates skipped, missing dependencies pending, stops at the first invalid op.
-  apply_result apply(std::string_view batch) {
-    return apply(batch, [](std::string_view) { return std::string(); });
+  apply_result apply(std::string_view batch, const apply_options& options = {}) {
+    return apply(batch, [](std::string_view) { return std::string(); }, options);
   }
   /// As apply(batch), and every value the batch gives an array item or a map entry must pass
   /// `check(value)`, which answers why not (empty: accepted). The values are opaque to the engine;
   /// this is where their owner's rule goes (the service: JSON). The whole batch is checked before
   /// anything is integrated, so a refused value is `invalid` (message from `check`, op_index the op
   /// holding it) and changes nothing. Text and xml records do not call `check` (the engine checks
-  /// their characters and names itself).
+  /// their characters and names itself). `options` add rules a batch must keep (apply_options); they
+  /// too are checked before anything is integrated.
   template <class Check>
-  apply_result apply(std::string_view batch, Check&& check) {
+    requires std::is_invocable_r_v<std::string, Check&, std::string_view>
+  apply_result apply(std::string_view batch, Check&& check, const apply_options& options = {}) {
     apply_result res;
     detail::byte_reader r(batch);
     unsigned char t = 0;
@@ -185,6 +205,8 @@ class document {
                 for (std::size_t i = 0; i < b.ops.size(); ++i)
                   if (b.ops[i].kind == detail::tree_op_kind::set)
                     if (std::string why = check(std::string_view(b.ops[i].value)); !why.empty()) return refused(i, std::move(why));
+              if (options.bounded_lamport)
+                if (const std::optional<std::size_t> i = beyond_lamport_headroom(b.ops, d.clock(), res.message)) return refused(*i, std::move(res.message));
               return d.apply(b);
             }
           } else {
@@ -198,6 +220,8 @@ class document {
                     for (std::uint32_t k = 0; k < b.ops[i].len && next < b.content.size(); ++k)
                       if (std::string why = check(std::string_view(b.content[next++])); !why.empty()) return refused(i, std::move(why));
               }
+              if (options.bounded_lamport)
+                if (const std::optional<std::size_t> i = beyond_lamport_headroom(b.ops, d.clock(), res.message)) return refused(*i, std::move(res.message));
               return d.apply(b);
             }
           }
@@ -284,6 +308,24 @@ class document {
         break;
     }
     return impl(std::in_place_type<detail::tree_doc>, detail::tree_shape::xml, self);
+  }
+
+  /// The first op of `ops` (op or tree_op) that breaks the Lamport headroom rule (apply_options) on a
+  /// record whose clock is `clock`, with `why` naming the rule; nullopt if none does. O(ops).
+  template <class Op>
+  static std::optional<std::size_t> beyond_lamport_headroom(const std::vector<Op>& ops, std::uint32_t clock, std::string& why) {
+    std::uint64_t units = 0;
+    for (const Op& o : ops) units += o.len;
+    const std::uint64_t bound = std::uint64_t(clock) + units;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const std::uint64_t last = std::uint64_t(ops[i].lamport) + ops[i].len - 1;
+      if (last <= bound) continue;
+      why = "Lamport value " + std::to_string(last) + " is above the record's clock (" + std::to_string(clock) + ") plus the " + std::to_string(units) +
+            " unit operations of the batch: a replica's operation takes one more than the largest Lamport value it has seen, so a batch "
+            "that comes with what its author saw cannot go higher (the Lamport headroom rule)";
+      return i;
+    }
+    return std::nullopt;
   }
 
   template <class T>

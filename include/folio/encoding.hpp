@@ -30,6 +30,8 @@
 // offset. Thread-safety: free functions over values.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -37,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "detail/hash.hpp"
 #include "detail/utf8.hpp"
 #include "detail/varint.hpp"
 #include "error.hpp"
@@ -105,12 +108,49 @@ bool read_content(byte_reader& r, std::vector<T>& values) {
   return r.ok();
 }
 
+/// Reads a replica table (count, then that many replica ids as varints; non-zero and distinct) into
+/// `reps`, for the op tables of every value type (read_ops, read_tree_ops_each). A failure is reported
+/// where a reader going id by id would first see it: the id that repeats an earlier one, the id 0,
+/// or the byte that ends the table early, whichever comes first. O(n log n) for n ids: duplicates are
+/// found by sorting a copy (no hash table, whose buckets chosen ids could crowd).
+inline bool read_replica_table(byte_reader& r, std::vector<replica_id>& reps) {
+  reps.clear();
+  const std::uint64_t n = r.varint("replica count");
+  if (n > r.remaining()) return r.fail(decode_status::too_large, "replica count");
+  reps.reserve(n);
+  std::vector<std::size_t> ends;  // the offset after each id read
+  ends.reserve(n);
+  byte_reader ahead = r;  // reads on; `r` takes its state unless a duplicate comes before its stop
+  bool zero = false;
+  while (reps.size() < n && ahead.ok() && !zero) {
+    reps.push_back(ahead.varint("replica id"));
+    if (!ahead.ok()) {
+      reps.pop_back();
+      break;
+    }
+    ends.push_back(ahead.offset());
+    zero = reps.back() == 0;
+  }
+  std::vector<std::pair<replica_id, std::size_t>> sorted;  // (id, index), to find repeats
+  sorted.reserve(reps.size());
+  for (std::size_t i = 0; i < reps.size(); ++i) sorted.emplace_back(reps[i], i);
+  std::sort(sorted.begin(), sorted.end());
+  std::size_t first_repeat = SIZE_MAX;  // the first id, in table order, that an earlier one equals
+  for (std::size_t i = 1; i < sorted.size(); ++i)
+    if (sorted[i].first == sorted[i - 1].first) first_repeat = std::min(first_repeat, sorted[i].second);
+  if (first_repeat != SIZE_MAX)  // before any 0 or the end of the bytes: a reader going in order stops there first
+    return r.fail_at(ends[first_repeat], decode_status::inconsistent, "replica listed twice");
+  r = ahead;
+  if (zero) return r.fail_at(ends.back(), decode_status::inconsistent, "replica id 0");
+  return r.ok();
+}
+
 /// The op table shared by batches and documents.
 inline void put_ops(std::string& out, const std::vector<op>& ops) {
   // Replica table in first-appearance order. A document gains a replica per editing session, so the
   // lookup is hashed rather than a scan of the table per op.
   std::vector<replica_id> reps;
-  std::unordered_map<replica_id, std::uint64_t> index;
+  std::unordered_map<replica_id, std::uint64_t, id_hash> index;
   auto add = [&](replica_id id) {
     if (index.try_emplace(id, reps.size()).second) reps.push_back(id);
   };
@@ -153,15 +193,9 @@ inline void put_ops(std::string& out, const std::vector<op>& ops) {
 
 inline bool read_ops(byte_reader& r, std::vector<op>& ops) {
   ops.clear();
-  const std::uint64_t nrep = r.varint("replica count");
-  if (nrep > r.remaining()) return r.fail(decode_status::too_large, "replica count");
-  std::vector<replica_id> reps(nrep);
-  for (std::uint64_t i = 0; i < nrep && r.ok(); ++i) {
-    reps[i] = r.varint("replica id");
-    if (r.ok() && reps[i] == 0) return r.fail(decode_status::inconsistent, "replica id 0");
-    for (std::uint64_t j = 0; j < i && r.ok(); ++j)
-      if (reps[j] == reps[i]) return r.fail(decode_status::inconsistent, "replica listed twice");
-  }
+  std::vector<replica_id> reps;
+  if (!read_replica_table(r, reps)) return false;
+  const std::uint64_t nrep = reps.size();
   const std::uint64_t nops = r.varint("op count");
   if (nops > r.remaining()) return r.fail(decode_status::too_large, "op count");
   ops.reserve(nops);

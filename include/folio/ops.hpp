@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "error.hpp"
 #include "id.hpp"
 
 namespace folio {
@@ -59,6 +60,16 @@ struct local_change {
   std::uint32_t count = 0;
   bool empty() const noexcept { return count == 0; }
 };
+
+namespace detail {
+/// Local edits: throws "[folio.overflow]" unless `units` more unit operations fit a replica whose next
+/// seq is `next_seq` in a document whose clock (largest Lamport value) is `clock`. An edit making
+/// several ops checks its whole count before the first, so it never stops half made.
+inline void reserve_counters(std::uint64_t next_seq, std::uint64_t clock, std::uint64_t units) {
+  if (units > max_counter || next_seq + units > std::uint64_t(max_counter) + 1 || clock + units > max_counter)
+    fail("folio.overflow", "operation counter would exceed 2^31");
+}
+}  // namespace detail
 
 enum class apply_status { ok, invalid };
 

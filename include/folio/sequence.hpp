@@ -61,6 +61,8 @@ class sequence {
   /// The batch of one local change (empty if its ops are unknown here). Allocates the batch.
   op_batch<T> ops(const local_change& change) const { return impl_.ops(change); }
 
+  /// Largest Lamport value integrated (a local op takes clock() + 1). O(1).
+  std::uint32_t clock() const noexcept { return impl_.clock(); }
   /// Unit operations waiting for causal dependencies; ones dropped as invalid once those arrived.
   std::size_t pending() const noexcept { return impl_.pending(); }
   std::size_t rejected() const noexcept { return impl_.rejected(); }

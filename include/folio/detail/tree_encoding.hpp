@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../encoding.hpp"
 #include "tree_doc.hpp"
 #include "utf8.hpp"
 #include "varint.hpp"
@@ -64,7 +65,7 @@ inline tree_doc::object_kind kind_of_role(tree_shape shape, object_role role) {
 template <class Each>
 void put_tree_ops_each(std::string& out, tree_shape shape, Each&& each) {
   std::vector<replica_id> reps;
-  std::unordered_map<replica_id, std::uint64_t> index;
+  std::unordered_map<replica_id, std::uint64_t, id_hash> index;
   std::vector<std::uint64_t> next;  // per replica index: the seq that follows its last op
   auto add = [&](replica_id id) {
     if (id != 0 && index.try_emplace(id, reps.size()).second) reps.push_back(id), next.push_back(UINT64_MAX);
@@ -143,15 +144,9 @@ inline void put_tree_ops(std::string& out, tree_shape shape, const std::vector<t
 /// call; one op is reused) as soon as it is read; stops at the first malformed byte.
 template <class Sink>
 bool read_tree_ops_each(byte_reader& r, tree_shape shape, Sink&& sink) {
-  const std::uint64_t nrep = r.varint("replica count");
-  if (nrep > r.remaining()) return r.fail(decode_status::too_large, "replica count");
-  std::vector<replica_id> reps(nrep);
-  std::unordered_map<replica_id, bool> seen;
-  for (std::uint64_t i = 0; i < nrep && r.ok(); ++i) {
-    reps[i] = r.varint("replica id");
-    if (r.ok() && reps[i] == 0) return r.fail(decode_status::inconsistent, "replica id 0");
-    if (r.ok() && !seen.emplace(reps[i], true).second) return r.fail(decode_status::inconsistent, "replica listed twice");
-  }
+  std::vector<replica_id> reps;
+  if (!read_replica_table(r, reps)) return false;
+  const std::uint64_t nrep = reps.size();
   const std::uint64_t nops = r.varint("op count");
   if (nops > r.remaining()) return r.fail(decode_status::too_large, "op count");
   const std::uint64_t limit = std::uint64_t(max_counter) + 1;
