@@ -283,7 +283,10 @@ std::string crdt_sync(context& c) {
       folio::document& d = s.change();
       const folio::version_vector before = d.version();
       const folio::record_type record_type = d.type();
-      const folio::apply_result r = d.apply(*update, [&](std::string_view value) { return json_value_rule(record_type, value); });
+      // The Lamport headroom rule: a client's push can never leave the record without op ids for
+      // its later edits (docs/INTERNALS.md).
+      const folio::apply_result r =
+          d.apply(*update, [&](std::string_view value) { return json_value_rule(record_type, value); }, folio::apply_options{.bounded_lamport = true});
       if (!r || d.pending() != 0) {
         if (d.version() == before && d.pending() == 0) s.unchanged();  // nothing integrated (a malformed batch, a first op invalid)
         // else: partly integrated; the session leaves the entry empty, rebuilt by the next request

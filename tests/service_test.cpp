@@ -422,6 +422,41 @@ TEST_F(fixture, AClientOfARecordAddedAgainIsRefusedAndTheCacheNeverServesTheOldO
   EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"new")"), std::string::npos);  // nothing merged
 }
 
+TEST_F(fixture, APushThatWouldSpendTheRecordsOpIdsIsRefusedAndNoRecordAnswersUpdatesWith500) {
+  // A push whose Lamport value jumps to 2^31 - 1 was accepted, and every later update of the record
+  // was a 500 ([folio.overflow]). It is refused now (the Lamport headroom rule), and a record stored
+  // in that state by an earlier build answers a 400 that says what to do.
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"t")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"abc"}})").http, 200);
+  folio::text peer(7);
+  peer.insert_utf8(0, "x");
+  folio::op_batch<char32_t> b;
+  ASSERT_TRUE(folio::decode_batch(folio::encode_batch(peer.ops_since({})), b));
+  for (auto& o : b.ops) o.lamport = folio::max_counter;
+  const std::string jump = folio::encode_batch(b);
+  const svc::response pushed = push(ids, jump);
+  EXPECT_EQ(pushed.http, 400) << pushed.body;
+  EXPECT_NE(pushed.body.find("(the Lamport headroom rule) (operation 0)."), std::string::npos) << pushed.body;
+  EXPECT_EQ(call("/v2/crdt/update", ids + R"(,"data":"abcd"}})").http, 200);
+
+  // A record an earlier build let reach the limit: its snapshot at clock 2^31 - 1.
+  const std::optional<svc::record_row> row = svc::load_record(db, {key.substr(3, 16), "o", "d", "t"});
+  ASSERT_TRUE(row);
+  std::optional<folio::document> frozen;
+  ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, frozen));
+  for (const std::string& batch : svc::load_log(db, {key.substr(3, 16), "o", "d", "t"})) ASSERT_TRUE(frozen->apply(batch));
+  ASSERT_TRUE(frozen->apply(jump));
+  db.write([&] { svc::compact(db, {key.substr(3, 16), "o", "d", "t"}, frozen->encode()); });
+  svc::service fresh{svc::config{}};  // an empty cache reads the stored record
+  const std::string body = ids + R"(,"data":"abcde"}})";
+  const svc::response r = fresh.handle(db, svc::request{"POST", "/v2/crdt/update", "application/json", key, token, body, body.size(), {}, {}, {}});
+  EXPECT_EQ(r.http, 400);
+  EXPECT_EQ(r.body, R"({"error":{"message":"This record has used all the operation ids a record can hold (2^31); add its value as a new record under another editorId.","status":"FAILED_PRECONDITION"}})");
+  const std::string get = ids + "}}";
+  EXPECT_NE(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body.find(R"("data":"xabcd")"),
+            std::string::npos);
+}
+
 TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
   svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}, {}};
   EXPECT_EQ(service.handle(db, r).http, 404);  // path first
