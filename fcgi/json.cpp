@@ -9,8 +9,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace folio::service {
@@ -34,7 +34,9 @@ struct checked_builder {
     bool expect_key = true;            ///< objects: the next string is a key
     const std::string* key = nullptr;  ///< objects: the member being read (owned by `keys`)
     std::size_t items = 0;             ///< arrays: values begun
-    std::unordered_set<std::string> keys{};  ///< objects: the keys seen, for duplicates
+    /// objects: the keys seen, for duplicates. Ordered, not hashed: a client chooses the keys, and
+    /// strings made to collide in std::hash would make every insert walk one bucket (quadratic).
+    std::set<std::string, std::less<>> keys{};
   };
 
   rapidjson::Document& doc;
