@@ -128,5 +128,6 @@ int main(int argc, char** argv) {
     std::printf("  %-8s %9zu %9.2f ms %9.2f ms %7.2fx %9.2f ms %9.2f ms %7.2fx\n", b.name, b.bytes().size(), rp->ms, pj->ms, pj->ms / rp->ms, rw->ms,
                 cj->ms, cj->ms / rw->ms);
   }
+  reporter.print_sharing();
   benchmark::Shutdown();
 }

@@ -225,5 +225,6 @@ int main(int argc, char** argv) {
   std::printf("  while encoding it the heap grew by at most %.1f MB (%.2fx the encoding), while decoding it %.1f MB (%.2fx the record)\n",
               double(map.encode_peak) / 1e6, double(map.encode_peak) / double(map.encoded), double(map.decode_peak) / 1e6,
               double(map.decode_peak) / double(map.heap));
+  reporter.print_sharing();
   benchmark::Shutdown();
 }

@@ -227,5 +227,6 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks(&g_reporter);
   print_summary(files);
+  g_reporter.print_sharing();
   benchmark::Shutdown();
 }
