@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   folio::bench::fastest_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\nSummary (fastest repetition; ratios against RapidJSON on the same bytes, same run)\n");
+  std::printf("\nSummary (fastest repetition; ratios against RapidJSON on the same bytes, same run: the baselines; no target is set)\n");
   std::printf("  %-8s %9s %12s %12s %8s %12s %12s %8s\n", "body", "bytes", "rapidjson", "parse_json", "ratio", "rj write", "canonical", "ratio");
   for (const body& b : bodies) {
     const auto* rp = reporter.find(std::string(b.name) + "/rapidjson_parse");
@@ -128,5 +128,6 @@ int main(int argc, char** argv) {
     std::printf("  %-8s %9zu %9.2f ms %9.2f ms %7.2fx %9.2f ms %9.2f ms %7.2fx\n", b.name, b.bytes().size(), rp->ms, pj->ms, pj->ms / rp->ms, rw->ms,
                 cj->ms, cj->ms / rw->ms);
   }
+  reporter.print_sharing();
   benchmark::Shutdown();
 }

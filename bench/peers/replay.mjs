@@ -1,65 +1,118 @@
-// Replays one editing trace in peer CRDT libraries (Yjs, diamond-types through Node), the way
-// bench/trace_bench.cpp replays it in Folio: one local op per patch, then encode, then merge the
-// encoding into an empty document. Prints one JSON object per figure; bench/peers.sh turns them into
-// ratios against the gap buffer measured in the same run. Fastest of `reps` runs.
+// Replays one editing trace in one peer CRDT library, the way bench/trace_bench.cpp replays it in
+// Folio: the trace's patches as local ops, then encode, then merge the encoding into an empty
+// document. Each library is used the fastest way its own documentation and benchmarks use it:
+//
+//   yjs            the ES module (`import * as Y from 'yjs'`; its CommonJS build measured 4-5x slower
+//                  in Node 20), a fixed clientID (a random 32-bit one costs up to 5 bytes per struct
+//                  in the encoding: 311 KB instead of 223 KB on automerge-paper), one transaction per
+//                  trace transaction, as an editor binding makes them (dmonad/crdt-benchmarks' B4
+//                  replays automerge-paper the same way: it has one patch per transaction). Also
+//                  reported: the whole trace in one transaction.
+//   diamond-types  OpLog.ins / OpLog.del (the API of its npm README and of crdt-benchmarks), with
+//                  checkout() of the text timed too, so both sides end with a document to read; merge
+//                  is OpLog.addFromBytes + checkout(). Also reported: Doc.ins / Doc.del, which keeps
+//                  the text current after every op.
+//
+// A run times warm-up untimed repetitions first (V8 compiles WebAssembly with its baseline compiler
+// and optimises it later; JavaScript is optimised as it runs: the first repetitions of diamond-types
+// took 2-3x the later ones), then `reps` timed ones, and keeps the fastest. Before each repetition
+// it collects garbage (node --expose-gc) and frees what the last one built (WebAssembly objects are
+// freed explicitly), so that no repetition pays for another's garbage. One library per process, so
+// that one library's heap never slows another's run.
+//
+//   node --expose-gc replay.mjs yjs|diamond-types TRACE.json.gz [REPS] [WARMUP]
+//
+// Prints one JSON object per figure: {trace, lib, figure, value, unit, reps, warmup}.
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import { createRequire } from 'node:module';
-const require = createRequire(import.meta.url);
-const Y = require('yjs');
-const DT = require('diamond-types-node');
 
-const [file, repsArg] = process.argv.slice(2);
-const reps = Number(repsArg || 3);
+const [lib, file, repsArg, warmArg] = process.argv.slice(2);
+const reps = Number(repsArg || 5);
+const warmup = Number(warmArg || 2);
+if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');
 const trace = JSON.parse(zlib.gunzipSync(fs.readFileSync(file)));
-const patches = trace.txns.flatMap((t) => t.patches);
 const name = file.split('/').pop().replace(/\.json\.gz$/, '');
 
-function best(fn) {
-  let ms = Infinity, out;
-  for (let i = 0; i < reps; i++) {
+/** Fastest of `reps` timed runs of build() after `warmup` untimed ones; free() disposes of a result. */
+function fastest(build, check, free = () => {}) {
+  let ms = Infinity;
+  for (let i = 0; i < warmup + reps; i++) {
+    globalThis.gc();
     const t0 = process.hrtime.bigint();
-    out = fn();
-    ms = Math.min(ms, Number(process.hrtime.bigint() - t0) / 1e6);
+    const out = build();
+    const t = Number(process.hrtime.bigint() - t0) / 1e6;
+    check(out);
+    free(out);
+    if (i >= warmup) ms = Math.min(ms, t);
   }
-  return [ms, out];
+  return ms;
 }
-const report = (lib, figure, value, unit) => console.log(JSON.stringify({ trace: name, lib, figure, value, unit }));
-const check = (lib, text) => { if (text !== trace.endContent) throw new Error(`${lib}: replay does not give endContent`); };
+const report = (figure, value, unit) => console.log(JSON.stringify({ trace: name, lib, figure, value, unit, reps, warmup }));
+const check = (what) => (text) => { if (text !== trace.endContent) throw new Error(`${lib} ${what}: the text is not endContent`); };
 
-{ // Yjs: one transaction per patch, as an editor binding makes them.
-  const [ms, doc] = best(() => {
+if (lib === 'yjs') {
+  const Y = await import('yjs');
+  const replay = (perTxn) => {
     const d = new Y.Doc();
+    d.clientID = 1;
     const t = d.getText('t');
-    for (const [pos, del, ins] of patches) {
-      if (del) t.delete(pos, del);
-      if (ins) t.insert(pos, ins);
-    }
+    const apply = (patches) => {
+      for (const [pos, del, ins] of patches) {
+        if (del) t.delete(pos, del);
+        if (ins) t.insert(pos, ins);
+      }
+    };
+    if (perTxn) for (const txn of trace.txns) d.transact(() => apply(txn.patches));
+    else d.transact(() => { for (const txn of trace.txns) apply(txn.patches); });
     return d;
-  });
-  check('yjs', doc.getText('t').toString());
-  report('yjs', 'local_replay', ms, 'ms');
+  };
+  const text = (d) => d.getText('t').toString();
+  const destroy = (d) => d.destroy();
+  report('local_replay', fastest(() => replay(true), (d) => check('replay')(text(d)), destroy), 'ms');
+  report('local_replay_one_transaction', fastest(() => replay(false), (d) => check('replay')(text(d)), destroy), 'ms');
+  const doc = replay(true);
   const update = Y.encodeStateAsUpdate(doc);
-  report('yjs', 'encoded_bytes', update.length, 'B');
-  report('yjs', 'encoded_bytes_v2', Y.encodeStateAsUpdateV2(doc).length, 'B');
-  const [mms, merged] = best(() => { const d = new Y.Doc(); Y.applyUpdate(d, update); return d; });
-  check('yjs merge', merged.getText('t').toString());
-  report('yjs', 'remote_merge', mms, 'ms');
-}
-{ // diamond-types (Rust through WebAssembly).
-  const [ms, doc] = best(() => {
-    const d = new DT.Doc('agent');
+  report('encoded_bytes', update.length, 'B');
+  report('encoded_bytes_v2', Y.encodeStateAsUpdateV2(doc).length, 'B');
+  const merge = () => {
+    const d = new Y.Doc();
+    d.clientID = 2;
+    Y.applyUpdate(d, update);
+    return d;
+  };
+  report('remote_merge', fastest(merge, (d) => check('merge')(text(d)), destroy), 'ms');
+} else if (lib === 'diamond-types') {
+  const { OpLog, Doc } = await import('diamond-types-node');
+  const patches = trace.txns.flatMap((t) => t.patches);
+  const replayOpLog = () => {
+    const oplog = new OpLog('a');
+    for (const [pos, del, ins] of patches) {
+      if (del) oplog.del(pos, del);
+      if (ins) oplog.ins(pos, ins);
+    }
+    return { oplog, branch: oplog.checkout() };
+  };
+  const freeBoth = (r) => { r.branch.free(); r.oplog.free(); };
+  report('local_replay', fastest(replayOpLog, (r) => check('replay')(r.branch.get()), freeBoth), 'ms');
+  const replayDoc = () => {
+    const d = new Doc('a');
     for (const [pos, del, ins] of patches) {
       if (del) d.del(pos, del);
       if (ins) d.ins(pos, ins);
     }
     return d;
-  });
-  check('diamond-types', doc.get());
-  report('diamond-types', 'local_replay', ms, 'ms');
-  const bytes = doc.toBytes();
-  report('diamond-types', 'encoded_bytes', bytes.length, 'B');
-  const [mms, merged] = best(() => { const d = new DT.Doc('other'); d.mergeBytes(bytes); return d; });
-  check('diamond-types merge', merged.get());
-  report('diamond-types', 'remote_merge', mms, 'ms');
+  };
+  report('local_replay_doc', fastest(replayDoc, (d) => check('replay')(d.get()), (d) => d.free()), 'ms');
+  const built = replayOpLog();
+  const bytes = built.oplog.toBytes();
+  freeBoth(built);
+  report('encoded_bytes', bytes.length, 'B');
+  const merge = () => {
+    const oplog = new OpLog('b');
+    oplog.addFromBytes(bytes);
+    return { oplog, branch: oplog.checkout() };
+  };
+  report('remote_merge', fastest(merge, (r) => check('merge')(r.branch.get()), freeBoth), 'ms');
+} else {
+  throw new Error(`unknown library ${lib}: yjs or diamond-types`);
 }

@@ -1,0 +1,216 @@
+"""The README's Figures section, made from one results file of scripts/bench: every number in it is
+read from that file, so the README quotes one run and nothing else.
+
+  figures_md.py RESULTS_FILE                prints the section (Markdown)
+  figures_md.py RESULTS_FILE README.md      replaces the part of README.md between the markers
+                                            <!-- figures:begin --> and <!-- figures:end -->
+"""
+import re
+import sys
+import textwrap
+
+BEGIN, END = "<!-- figures:begin (scripts/bench writes this part from its results file) -->", "<!-- figures:end -->"
+
+
+def sections(text):
+    """{command: its output} for each "==== command ====" section, plus "header"."""
+    parts = re.split(r"^==== (.+?) ====$", text, flags=re.M)
+    out = {"header": parts[0]}
+    for cmd, body in zip(parts[1::2], parts[2::2]):
+        out[cmd.split(" ")[0]] = body
+    return out
+
+
+def find(pattern, text, what, flags=re.M):
+    m = re.search(pattern, text, flags)
+    if not m:
+        raise SystemExit("figures_md.py: no %s in the results file" % what)
+    return m
+
+
+def md(verdict):
+    """A printed target and verdict as Markdown: <= becomes ≤, 8x becomes 8×."""
+    return re.sub(r"(\d)x\b", "\\1×", verdict.strip().replace("<=", "≤").replace(">=", "≥"))
+
+
+def num(x, digits=0):
+    return "{:,.{}f}".format(float(x), digits)
+
+
+def trace_block(out, trace):
+    block = find(r"^%s: gap buffer replays (\d+) patches in ([0-9.]+) ms.*?(?=\n\n|\Z)" % re.escape(trace), out, trace, re.M | re.S).group(0)
+    rows = {}
+    for m in re.finditer(r"^  (local replay|remote merge|decode\+zstd|decode|encode\+zstd|encode) +([0-9.]+) ms +([0-9.]+)x *(.*)$", block, re.M):
+        rows[m.group(1)] = (m.group(3), m.group(4))
+    for m in re.finditer(r"^  (encoded size|zstd size) +([0-9.]+) KB +(.*?) *\(final", block, re.M):
+        rows[m.group(1)] = (m.group(2), m.group(3))
+    m = find(r"^  heap held +([0-9.]+) MB +(.*?) {3}\(\d+ runs", block, "heap held")
+    rows["heap held"] = (m.group(1), m.group(2))
+    base = re.match(r".*?(\d+) patches in ([0-9.]+) ms", block)
+    return base.group(1), base.group(2), rows
+
+
+def main():
+    text = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1]).read())
+    s = sections(text)
+    for cmd in ("bench/trace_bench", "bench/record_bench", "bench/json_bench", "bench/peers.sh", "bench/load.sh", "bench/annotations_load.sh", "bench/live.sh"):
+        if cmd not in s:
+            raise SystemExit("figures_md.py: the results file has no %s section (run scripts/bench without a part)" % cmd)
+    date = find(r"^date: +(\S+)", s["header"], "date").group(1)
+    commit = find(r"^commit: +(\S+)", s["header"], "commit").group(1)
+    start = find(r"^load average at the start: (\S+)(.*)$", s["header"], "load average").groups()
+    end = find(r"^load average at the end: (\S+)", text, "load average at the end").group(1)
+    machine = find(r"^machine: +(.*)$", s["header"], "machine").group(1)
+    m = re.search(r"^Wall-clock / CPU time of the figures above: up to ([0-9.]+)x", s["bench/trace_bench"], re.M)
+    sharing = m.group(1) if m else None  # results files from before 2026-11-24's harness lack it
+    name = sys.argv[1].split("/")[-1]
+    o = []
+    w = o.append
+    cores = int(find(r"^(\d+) cores", machine, "cores").group(1))
+    busy = float(start[0]) > cores / 4 or (sharing is not None and float(sharing) > 1.1)
+    cpu = "" if sharing is None else "; trace_bench's wall-clock time was up to %s× its CPU time" % sharing
+    w("The figures below are those of [bench/results/%s](bench/results/%s) (%s, commit %s; %s), " % (name, name, date, commit, machine))
+    if busy:
+        w("**on a machine shared with other work** (load average %s at the start, %s at the end%s): times are inflated and ratios "
+          "noisy; they are to be regenerated on a quiet machine.\n" % (start[0], end, cpu))
+    else:
+        w("on a quiet machine (load average %s at the start%s).\n" % (start[0], cpu))
+
+    tb = s["bench/trace_bench"]
+    patches, gap, r = trace_block(tb, "automerge-paper")
+    w("\nEditing traces (`bench/trace_bench`, fastest of 5; automerge-paper, %s patches, ratios to a gap buffer replaying the same "
+      "patches, %s ms in this run):\n\n" % (num(patches), gap))
+    w("| figure | ratio to the gap buffer / size | target: verdict |\n|---|---|---|\n")
+    for key, label in (("local replay", "local replay, one op per patch"), ("remote merge", "merge of the whole op log into an empty replica"),
+                       ("decode", "decode to a ready document"), ("decode+zstd", "decode to a ready document, with zstd")):
+        w("| %s | %s× | %s |\n" % (label, r[key][0], md(r[key][1])))
+    w("| encoded document, full causal history | %s KB | %s |\n" % (r["encoded size"][0], md(r["encoded size"][1])))
+    w("| the same with zstd | %s KB | %s |\n" % (r["zstd size"][0], md(r["zstd size"][1])))
+    w("| heap held by the document | %s MB | %s |\n" % (r["heap held"][0], md(r["heap held"][1])))
+    _, sgap, sr = trace_block(tb, "seph-blog1")
+    w("\nOn seph-blog1 (no targets; gap buffer %s ms): local replay %s×, merge %s×, decode %s× (%s× with zstd), %s KB (%s KB with zstd), "
+      "%s MB held.\n" % (sgap, sr["local replay"][0], sr["remote merge"][0], sr["decode"][0], sr["decode+zstd"][0], sr["encoded size"][0],
+                          sr["zstd size"][0], sr["heap held"][0]))
+
+    pe = s["bench/peers.sh"]
+    w("\nAgainst peer libraries on the same traces (`bench/peers.sh` on the trace_bench run above: Yjs as an ES module with a fixed "
+      "clientID and one transaction per trace transaction, diamond-types through `OpLog` with the text checked out, each in its own "
+      "Node process, fastest of 5 runs after 2 warm-up runs; ratios to the same gap buffer; reference figures, no target):\n\n")
+    w("| automerge-paper | local replay | merge whole log | encoded (compressed) |\n|---|---|---|---|\n")
+    peers = {}
+    for trace in ("automerge-paper", "seph-blog1"):
+        block = find(r"^%s: ratios to the C\+\+ gap buffer.*?(?=\n\n|\Z)" % re.escape(trace), pe, "peers " + trace, re.M | re.S).group(0)
+        rows = {}
+        for m in re.finditer(r"^  (folio|diamond-types \S+|yjs \S+) +([0-9.]+) ms +([0-9.]+)x +([0-9.]+) ms +([0-9.]+)x +([0-9.]+) KB +(.*)$", block, re.M):
+            rows[m.group(1).split(" ")[0]] = (m.group(1), m.group(3), m.group(5), m.group(6), m.group(7).strip())
+        also = find(r"one transaction ([0-9.]+) ms \(([0-9.]+)x\); diamond-types through Doc.ins/del ([0-9.]+) ms \(([0-9.]+)x\)", block, "peers' also line")
+        peers[trace] = (rows, also)
+    rows, also = peers["automerge-paper"]
+    for lib in ("folio", "diamond-types", "yjs"):
+        label, local, merge, enc, comp = rows[lib]
+        label = {"folio": "Folio", "yjs": label.replace("yjs", "Yjs")}.get(lib, label)
+        local = "%s× (%s× in one transaction)" % (local, also.group(2)) if lib == "yjs" else local + "×"
+        w("| %s | %s | %s× | %s KB%s |\n" % (label, local, merge, enc, "" if comp == "-" else " (%s)" % comp))
+    rows, _ = peers["seph-blog1"]
+    w("\nOn seph-blog1: Folio %s× / %s× / %s KB, diamond-types %s× / %s× / %s KB, Yjs %s× / %s× / %s KB (%s).\n" % (
+        rows["folio"][1], rows["folio"][2], rows["folio"][3], rows["diamond-types"][1], rows["diamond-types"][2], rows["diamond-types"][3],
+        rows["yjs"][1], rows["yjs"][2], rows["yjs"][3], rows["yjs"][4]))
+
+    rb = s["bench/record_bench"]
+    x = {m.group(1): (m.group(2), m.group(3), m.group(4)) for m in re.finditer(r"^  ((?:xml|map)/\w+) +([0-9.]+) ms +([0-9.]+)x +(.*)$", rb, re.M)}
+    xe = find(r"replace emits (\d+) ops; encoded record ([0-9.]+) KB vs ([0-9.]+) KB of XML \(([0-9.]+)x\)", rb, "xml encoded size")
+    me = find(r"replace emits (\d+) ops; encoded record ([0-9.]+) KB vs ([0-9.]+) KB of JSON \(([0-9.]+)x\)", rb, "map encoded size")
+    w("\nMap and xml records (`bench/record_bench`, fastest of 3; what an iteration builds is freed outside the timed region):\n\n")
+    w("| replace-by-value, one small change | time | ratio to the baseline | target: verdict | ops emitted | encoded record vs its text |\n"
+      "|---|---|---|---|---|---|\n")
+    w("| 1 MiB XML record, one word | %s ms | %s× pugixml parsing the new markup (%s ms) | %s | %s | %s KB vs %s KB XML (%s×) |\n" % (
+        x["xml/replace"][0], x["xml/replace"][1], x["xml/pugixml_parse"][0], md(x["xml/replace"][2]), xe.group(1), xe.group(2), xe.group(3), xe.group(4)))
+    w("| 10,000-key map, one value | %s ms | %s× copying the map (%s ms) | %s | %s | %s KB vs %s KB JSON (%s×) |\n" % (
+        x["map/replace"][0], x["map/replace"][1], x["map/copy"][0], md(x["map/replace"][2]), me.group(1), me.group(2), me.group(3), me.group(4)))
+    mem = find(r"1 MiB XML record +([0-9.]+) MB \((\d+) ops\) vs pugixml's DOM ([0-9.]+) MB \(baseline\): ([0-9.]+)x +(.*)$", rb, "xml memory")
+    mp = find(r"map, 50 keys x 1,000 +([0-9.]+) MB, ([0-9.]+) B per op \((\d+) ops\) vs its encoding ([0-9.]+) kB, ([0-9.]+) B per op \(([0-9.]+)x\)", rb, "map memory")
+    w("\nAgainst the same pugixml parse: the strict parse %s× (%s; it checks what pugixml lets through), loading the 1 MiB record "
+      "into an empty one %s× (%s ms; %s), decoding it %s× (%s ms; %s), serialising it %s× (%s). In memory (heap bytes) the 1 MiB XML "
+      "record holds %s MB, %s× pugixml's DOM of the same markup (%s MB; %s); a map whose 50 keys were given new values 1,000 times "
+      "holds %s bytes per op, %s× its encoding (%s bytes per op).\n" % (
+          x["xml/markup_parse"][1], md(x["xml/markup_parse"][2]), x["xml/load"][1], x["xml/load"][0], md(x["xml/load"][2]),
+          x["xml/decode"][1], x["xml/decode"][0], md(x["xml/decode"][2]), x["xml/serialize"][1], md(x["xml/serialize"][2]),
+          mem.group(1), mem.group(4), mem.group(3), md(mem.group(5)), mp.group(2), mp.group(6), mp.group(5)))
+
+    jb = s["bench/json_bench"]
+    w("\nRequest JSON (`bench/json_bench`, fastest of 5; ratios to RapidJSON's own validating DOM parse and its writer on the same "
+      "1 MiB bodies; no target):\n\n| body | parse_json | canonical_json |\n|---|---|---|\n")
+    for key, label in (("numbers", "a map of numbers"), ("threads", "100 threads of 100 comments"), ("text", "one text value, non-ASCII")):
+        m = find(r"^  %s +\d+ +[0-9.]+ ms +[0-9.]+ ms +([0-9.]+)x +[0-9.]+ ms +[0-9.]+ ms +([0-9.]+)x" % key, jb, "json " + key)
+        w("| %s | %s× | %s× |\n" % (label, m.group(1), m.group(2)))
+
+    lb = s["bench/load.sh"]
+    def load_row(label):
+        m = find(r"^  %s +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +([0-9.]+) +(.*)$" % re.escape(label), lb, "load.sh " + label)
+        return m.groups()
+    def load_ratio(label):
+        m = find(r"^  %s +(\S+) +(.*)$" % re.escape(label), lb, "load.sh " + label)
+        return m.group(1), md(m.group(2))
+    g = load_row("crdt/get, 1 KB text, 16 conns")
+    one, four = load_ratio("update p99 / get p99, one writer (the fresh 100 KB record)"), load_ratio("update p99 / get p99, 4 writers on 4 records")
+    thr = load_ratio("update throughput, 4 writers / one writer")
+    h50, h99 = load_ratio("history / fresh update, p50"), load_ratio("history / fresh update, p99")
+    w("\nHTTP through nginx (`bench/load.sh 10`, wrk; ratios to hello-fcgi answering behind the same nginx, same run): `crdt/get` of a "
+      "1 KB text %s req/s (%s requests), %s of the ceiling (%s); update p99 ÷ get p99 %s with one writer (%s) and %s with four on four "
+      "records (%s), four writers' throughput %s× one writer's (%s); an update on the automerge-paper full-history record ÷ the same on "
+      "a fresh record: p50 %s (%s), p99 %s (%s).\n" % (num(g[0]), num(g[1]), g[5], md(g[6]), one[0], one[1], four[0], four[1], thr[0], thr[1],
+                                                        h50[0], h50[1], h99[0], h99[1]))
+
+    ab = s["bench/annotations_load.sh"]
+    a1 = find(r"^  1 connection +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +p50 ([0-9.]+)x the bare SQLite transaction \(p50 ([0-9.]+) ms of (\d+)\)", ab, "add, 1 connection")
+    a4 = find(r"^  4 connections +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +(\d+) annotations/s", ab, "add, 4 connections")
+    w("\nComment annotations through nginx (`bench/annotations_load.sh 5`, wrk; a run that measures fewer than 200 requests is "
+      "lengthened, and a p99 from fewer is not printed): `add` of 100 annotations with 200 comments, one connection, p50 %s ms (%s "
+      "requests) = %s× the bare SQLite transaction writing the same rows with the same pragmas (%s ms, p50 of %s); %s annotations/s "
+      "on 4 connections (no target). v1 get on a document of 10,000 annotations, 8 connections, throughput against hello-fcgi "
+      "answering the very same bytes behind the same nginx:\n\n" % (a1.group(3), num(a1.group(2)), a1.group(6), a1.group(7), a1.group(8), num(a4.group(6))))
+    w("| filter | results | response | req/s | requests | p50 | p99 | errors | vs same bytes: target, verdict |\n|---|---|---|---|---|---|---|---|---|\n")
+    names = {"v1-all": "none", "v1-location": "`locationIds` (1)", "v1-user": "`userIds` (1)", "v1-location-user": "`locationIds` + `userIds`",
+             "v1-ids": "`annotationIds` (100 + 5 missing)", "v1-location-ids": "`locationIds` + `annotationIds`", "v2-page-status": "v2, `statusIds`, page of 1,000"}
+    for m in re.finditer(r"^  (v[12]-\S+) +(\d+) +(\d+) +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +([0-9.]+) +(.*)$", ab, re.M):
+        key, results, kb, rps, n, p50, p99, err, ratio, verdict = m.groups()
+        size = "%.1f MB" % (int(kb) / 1024) if int(kb) >= 1024 else "%s KB" % kb
+        w("| %s | %s | %s | %s | %s | %s ms | %s | %s | %s: %s |\n" % (names.get(key, key), num(results), size, num(rps, 1 if float(rps) < 100 else 0),
+                                                               num(n), p50, p99 if p99 == "-" else p99 + " ms", err, ratio, md(verdict)))
+
+    lv = s["bench/live.sh"]
+    rounds = find(r"\((\d+) updates per row", lv, "live rounds").group(1)
+    base = find(r"^0 +- +- +- +([0-9.]+) ms", lv, "live baseline").group(1)
+    w("\nLive push through nginx + Nchan (`bench/live.sh %s`: %s updates of a text record per row, each fanned out to every "
+      "EventSource subscriber; latency from sending the update to the event being read; the update's own latency against the same "
+      "updates with no subscriber, %s ms, same run):\n\n" % (rounds, rounds, base))
+    w("| subscribers | deliveries | delivery p50 | delivery p99 | update p50 | vs no subscribers |\n|---|---|---|---|---|---|\n")
+    for m in re.finditer(r"^(\d+) +([0-9.]+) ms +([0-9.]+ ms|-) +(\d+) +([0-9.]+) ms +([0-9.]+)x", lv, re.M):
+        w("| %s | %s | %s ms | %s | %s ms | %s× |\n" % (num(m.group(1)), num(m.group(4)), m.group(2), m.group(3), m.group(5), m.group(6)))
+    upd = find(r"update with 1,000 subscribers / with none: ([0-9.]+)x +(.*)$", lv, "live update verdict")
+    dl = re.search(r"delivery p99 with 1,000 subscribers: ([0-9.]+) ms +(.*)$", lv, re.M)
+    w("\nWith 1,000 subscribers: %sthe update %s× its no-subscriber latency (%s). The update answers after nginx has taken the message, "
+      "and Nchan hands it to its subscribers before it answers the publish: with 1,000 subscribers the update waits for the fan-out.\n" % (
+          "delivery p99 %s ms (%s), " % (dl.group(1), md(dl.group(2))) if dl else "", upd.group(1), md(upd.group(2))))
+    sy = find(r"answer's update: (\d+) bytes; whole HTTP answer: (\d+) bytes\n +full encoded document: (\d+) bytes +-> update / document = ([0-9.]+), "
+              r"answer / document = ([0-9.]+)", lv, "sync size")
+    ops = find(r"Sync of a client 10,000 of (\d+) operations behind", lv, "sync ops").group(1)
+    w("\nA client 10,000 operations behind on the automerge-paper record (%s operations) syncs with a %.1f KB batch (%.1f KB of HTTP answer) "
+      "— %s of the record's full encoded document (%.1f KB; %s for the whole answer; no target).\n" % (
+          num(ops), int(sy.group(1)) / 1000, int(sy.group(2)) / 1000, sy.group(4), int(sy.group(3)) / 1000, sy.group(5)))
+
+    # Paragraphs wrapped as the README's are; tables as they are.
+    section = "\n\n".join(p if p.startswith("|") else textwrap.fill(p, 104, break_long_words=False, break_on_hyphens=False)
+                            for p in "".join(o).strip("\n").split("\n\n")) + "\n"
+    if len(sys.argv) > 2:
+        readme = open(sys.argv[2]).read()
+        if BEGIN not in readme or END not in readme:
+            raise SystemExit("figures_md.py: %s has no figures markers" % sys.argv[2])
+        head, rest = readme.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        open(sys.argv[2], "w").write(head + BEGIN + "\n" + section + END + tail)
+    else:
+        sys.stdout.write(section)
+
+
+main()
