@@ -346,8 +346,6 @@ TEST(Document, TheOpLogGivesBackEveryOpAsItWasIntegrated) {
   EXPECT_EQ(d.ops_since(since), rest);
 }
 
-// Random mutation of valid encodings of every type: decoding and applying never crash, and either
-// fail cleanly or leave a document that passes check().
 // ---- one op id, one operation -----------------------------------------------------------------
 
 /// A replica that lost its state after sending `first` makes `second` from the state before it: the
@@ -496,6 +494,8 @@ TEST(Document, AResentInsertOfAnItemDeletedSinceIsStillADuplicate) {
   EXPECT_EQ(b.text(), "ac");
 }
 
+// Random mutation of valid encodings of every type: decoding and applying never crash, and either
+// fail cleanly or leave a document that passes check().
 TEST(Document, MutatedBytesNeverCrash) {
   document t(record_type::text, 1), r(record_type::array, 1), m(record_type::map, 1), x(record_type::xml, 1);
   t.replace_text("Hello, world");
