@@ -153,8 +153,11 @@ class sync_client {
 
   /// The client's state: "FoC" 2, varint replica, the incarnation (length + bytes), the server
   /// version, then the whole document — its own ops not yet acknowledged included, which is what
-  /// makes saving before sending enough to never reuse an op id. Pending ops are not kept (the next
-  /// sync brings them again). docs/FORMAT.md has the table.
+  /// makes saving before sending enough to never reuse an op id. Like every document encoding it
+  /// keeps no values of removed items: an unacknowledged insert of an item removed since is sent again
+  /// with a placeholder value, with its remove, and the server takes it (nothing can show that value;
+  /// docs/INTERNALS.md). Pending ops are not kept (the next sync brings them again). docs/FORMAT.md
+  /// has the table.
   std::string save() const {
     std::string out = "FoC";
     out.push_back(2);
