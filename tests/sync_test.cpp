@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -398,6 +399,40 @@ TEST(SyncClient, AnUnacknowledgedItemRemovedAfterARestartIsSentAgainWithoutItsVa
       ASSERT_EQ(s.sync(c), outcome::ok);
       expect_same(c.doc(), s.d);
     }
+}
+
+TEST(SyncClient, OnlyTheClientsOwnEditsJoinTheRecordItsFirstAnswerNames) {
+  // Before its first answer a client names no record; that answer's incarnation is the one its state
+  // joins. That is right for the edits it made before (a new client's, or ones saved before the first
+  // answer), and for nothing else: a document from elsewhere is of some record, maybe one deleted
+  // since. So no constructor takes one, and a client or a saved state holding other replicas' ops
+  // with no incarnation is refused, never merged into whichever record answers.
+  EXPECT_FALSE((std::is_constructible_v<sync_client, folio::document, std::string>));
+  server_model s(record_type::text);
+  s.rest_text("server");
+  sync_client fresh(record_type::text, 5);
+  fresh.doc().as_text().insert_utf8(0, "offline ");
+  sync_client back = reload(fresh.save());
+  ASSERT_EQ(s.sync(back), outcome::ok);
+  ASSERT_EQ(s.sync(back), outcome::ok);
+  EXPECT_NE(s.d.text().find("offline "), std::string::npos);
+  expect_same(back.doc(), s.d);
+
+  folio::document old_record(record_type::text, 9);
+  old_record.replace_text("old record");
+  sync_client other(record_type::text, 6);
+  ASSERT_TRUE(other.doc().apply(old_record.encode_since({})));
+  const std::string state = other.save();
+  std::optional<sync_client> bad;
+  const folio::decode_result r = sync_client::load(state, bad);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.description(), "inconsistent at byte 7 (client state of no incarnation holds operations of other replicas)");
+  EXPECT_FALSE(bad);
+  const folio::apply_result a = other.on_answer(s.d.encode_since({}), s.d.version(), s.incarnation);
+  EXPECT_FALSE(a);
+  EXPECT_EQ(a.message, "this client names no incarnation but holds operations of other replicas");
+  EXPECT_EQ(other.incarnation(), "");
+  EXPECT_EQ(other.doc().text(), "old record");
 }
 
 TEST(SyncClient, AStateOfFormat1IsRefusedForItNamesNoIncarnation) {
