@@ -346,8 +346,6 @@ TEST(Document, TheOpLogGivesBackEveryOpAsItWasIntegrated) {
   EXPECT_EQ(d.ops_since(since), rest);
 }
 
-// Random mutation of valid encodings of every type: decoding and applying never crash, and either
-// fail cleanly or leave a document that passes check().
 // ---- one op id, one operation -----------------------------------------------------------------
 
 /// A replica that lost its state after sending `first` makes `second` from the state before it: the
@@ -496,6 +494,65 @@ TEST(Document, AResentInsertOfAnItemDeletedSinceIsStillADuplicate) {
   EXPECT_EQ(b.text(), "ac");
 }
 
+TEST(Document, U0000IsAValueLikeAnyOtherUnderAReusedOpId) {
+  // The empty value stands for "not known" only on a removed item (the previous test). A live U+0000
+  // — or, in an array, a live empty item — is a value: another one under its id is refused, both ways.
+  const std::string nul(1, '\0');
+  expect_reused_ids_refused(record_type::text, [&](document& d) { d.as_text().insert_utf8(5, nul); },
+                            [](document& d) { d.as_text().insert_utf8(5, "x"); }, "value");
+  expect_reused_ids_refused(record_type::text, [](document& d) { d.as_text().insert_utf8(5, "x"); },
+                            [&](document& d) { d.as_text().insert_utf8(5, nul); }, "value");
+  expect_reused_ids_refused(record_type::array, [](document& d) { d.as_array().insert(0, ""); },
+                            [](document& d) { d.as_array().insert(0, "{\"c\":3}"); }, "value");
+  expect_reused_ids_refused(record_type::array, [](document& d) { d.as_array().insert(0, "{\"c\":3}"); },
+                            [](document& d) { d.as_array().insert(0, ""); }, "value");
+}
+
+TEST(Document, AValueCheckJudgesTheValuesThatCanShowAndNoPlaceholder) {
+  // A document decoded from its encoding keeps no values of removed items, and a batch made from it
+  // carries a placeholder for each ("" in an array: never JSON) along with the remove. A value the
+  // batch removes never shows, nor does a new one for an item the record already has (it keeps its
+  // own): neither is judged. Every value that can show is.
+  std::vector<std::string> seen;
+  const auto objects_only = [&](std::string_view v) {
+    seen.emplace_back(v);
+    return v.empty() || v.front() != '{' ? std::string("not an object") : std::string();
+  };
+  document a(record_type::array, 1);
+  a.replace_array({"{\"a\":1}", "{\"b\":2}"});
+  document early(record_type::array, 3);  // has both items, not yet the remove
+  ASSERT_TRUE(early.apply(a.encode_since({})));
+  a.as_array().erase(1, 1);
+  a.as_array().insert(1, "{\"c\":3}");
+  a.as_array().insert(2, "not json");
+  a.as_array().erase(2, 1);  // an invalid value, removed by the same batch: never shows either
+  std::optional<document> decoded;
+  ASSERT_TRUE(document::decode(a.encode(), 1, decoded));
+  const std::string batch = decoded->encode_since({});
+  document fresh(record_type::array, 2);
+  const folio::apply_result r = fresh.apply(batch, objects_only);
+  EXPECT_TRUE(r) << r.message;
+  EXPECT_EQ(fresh.array(), a.array());
+  EXPECT_EQ(seen, (std::vector<std::string>{"{\"a\":1}", "{\"c\":3}"}));
+  seen.clear();
+  const folio::apply_result dup = early.apply(batch, objects_only);
+  EXPECT_TRUE(dup) << dup.message;
+  EXPECT_EQ(early.array(), a.array());
+  EXPECT_EQ(seen, (std::vector<std::string>{"{\"c\":3}"}));
+  // The same placeholder where it can show is judged like any value.
+  document b(record_type::array, 4);
+  b.as_array().insert(0, "{\"d\":4}");
+  b.as_array().insert(0, "");
+  const folio::apply_result refused = fresh.apply(b.encode_since({}), objects_only);
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(refused.message, "not an object");
+  EXPECT_EQ(refused.op_index, 1u);
+  EXPECT_EQ(fresh.array(), a.array());
+  fresh.check(), early.check();
+}
+
+// Random mutation of valid encodings of every type: decoding and applying never crash, and either
+// fail cleanly or leave a document that passes check().
 TEST(Document, MutatedBytesNeverCrash) {
   document t(record_type::text, 1), r(record_type::array, 1), m(record_type::map, 1), x(record_type::xml, 1);
   t.replace_text("Hello, world");

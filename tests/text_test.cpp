@@ -222,6 +222,31 @@ TEST(Text, PartlyKnownOpsApplyOnlyTheirNewPart) {
   b.check();
 }
 
+TEST(Text, APendingPlaceholderKeepsItsBatchsRemoves) {
+  // A batch from a decoded copy carries a placeholder for the removed "b", with its remove; both wait
+  // for "x". Then "x" and "b" itself arrive (not yet its remove): once released, the pending insert is
+  // a duplicate of a live item, and it is its own batch's remove that makes its placeholder a value
+  // not known rather than another value under the same op id.
+  folio::text a(1);
+  a.insert_utf8(0, "x");
+  a.insert_utf8(1, "b");
+  a.erase(1, 1);
+  folio::text decoded(7);
+  ASSERT_TRUE(folio::text::decode(a.encode(), 7, decoded));
+  folio::version_vector has_x, upto_b;
+  has_x.observe(1, 1), upto_b.observe(1, 2);
+  folio::text r(3);
+  EXPECT_TRUE(r.apply(decoded.ops_since(has_x)));
+  EXPECT_EQ(r.pending(), 2u);
+  const folio::apply_result res = r.apply(a.ops_between({}, upto_b));
+  EXPECT_TRUE(res) << res.message;
+  EXPECT_EQ(r.pending(), 0u);
+  EXPECT_EQ(r.rejected(), 0u);
+  EXPECT_EQ(r.to_string(), "x");
+  EXPECT_EQ(r.version(), a.version());
+  r.check();
+}
+
 TEST(Text, OpsBetweenStopsAtTheUpperVersion) {
   folio::text a(1);
   a.insert_utf8(0, "abc");

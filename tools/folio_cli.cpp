@@ -5,6 +5,7 @@
 //     sync                                                     push local ops, pull the server's, print the value
 //     edit EDIT [--offline]                                    change the local copy, then sync (unless --offline)
 //       EDIT: --replace VALUE | --insert POS TEXT | --delete POS LEN   (text; positions in code points)
+//             --insert POS JSON | --delete POS LEN                      (array; JSON: one object, the item)
 //             --set KEY JSON | --remove KEY                             (map)
 //     show                                                     print the local value
 //     apply MESSAGE_JSON                                       apply one pushed message (from any transport)
@@ -437,7 +438,12 @@ void edit(const options& o, folio::document& d) {
     svc::replace(d, svc::parse_value(d.type(), json ? static_cast<const rapidjson::Value&>(v) : raw));
     return;
   }
-  if (o.edit == "--insert") d.as_text().insert_utf8(number(o.a), o.b);
+  const bool array = d.type() == folio::record_type::array;
+  if (o.edit == "--insert" && array) {
+    if (const std::string why = svc::json_value_rule(folio::record_type::array, o.b); !why.empty()) die(why);
+    d.as_array().insert(number(o.a), svc::canonical_json(svc::parse_json(o.b)));
+  } else if (o.edit == "--insert") d.as_text().insert_utf8(number(o.a), o.b);
+  else if (o.edit == "--delete" && array) d.as_array().erase(number(o.a), number(o.b));
   else if (o.edit == "--delete") d.as_text().erase(number(o.a), number(o.b));
   else if (o.edit == "--set") d.set(o.a, svc::canonical_json(svc::parse_json(o.b)));
   else if (o.edit == "--remove") d.remove(o.a);

@@ -174,7 +174,12 @@ class document {
   /// this is where their owner's rule goes (the service: JSON). The whole batch is checked before
   /// anything is integrated, so a refused value is `invalid` (message from `check`, op_index the op
   /// holding it) and changes nothing. Text and xml records do not call `check` (the engine checks
-  /// their characters and names itself). `options` add rules a batch must keep (apply_options); they
+  /// their characters and names itself). Array items are judged when they can show: an item this
+  /// record already has keeps its value, and one the batch itself removes never shows, so neither is
+  /// judged — such a value may be a placeholder for one not known (a batch made from a decoded
+  /// document: docs/INTERNALS.md). The rule thus holds for every value a batch that integrates whole
+  /// makes visible; a caller that keeps part of a batch (refused midway, or with its removes pending)
+  /// may show an unjudged value. `options` add rules a batch must keep (apply_options); they
   /// too are checked before anything is integrated.
   template <class Check>
     requires std::is_invocable_r_v<std::string, Check&, std::string_view>
@@ -214,11 +219,10 @@ class document {
             dr = decode_batch(batch, b);
             if (dr) {
               if constexpr (std::is_same_v<typename D::value_type, std::string>) {
-                std::size_t next = 0;  // the content of insert ops, in op order
-                for (std::size_t i = 0; i < b.ops.size(); ++i)
-                  if (b.ops[i].kind == op_kind::insert)
-                    for (std::uint32_t k = 0; k < b.ops[i].len && next < b.content.size(); ++k)
-                      if (std::string why = check(std::string_view(b.content[next++])); !why.empty()) return refused(i, std::move(why));
+                std::string why;
+                std::size_t at = 0;
+                d.for_each_showable_value(b, [&](std::size_t i, const std::string& v) { return at = i, (why = check(std::string_view(v))).empty(); });
+                if (!why.empty()) return refused(at, std::move(why));
               }
               if (options.bounded_lamport)
                 if (const std::optional<std::size_t> i = beyond_lamport_headroom(b.ops, d.clock(), res.message)) return refused(*i, std::move(res.message));

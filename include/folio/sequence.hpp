@@ -54,6 +54,13 @@ class sequence {
   /// pending (see detail::rga::apply for the exact contract). O(ops · log n); allocates for new runs
   /// and pending ops. Never throws for bad ops: they come back as `invalid` with the op index.
   apply_result apply(const op_batch<T>& batch) { return impl_.apply(batch); }
+  /// Calls f(op index, value) for each value of `batch` that can show here once it is integrated (an
+  /// item not integrated yet that the batch does not itself remove); stops, returning false, when f
+  /// returns false. What a rule on values judges (document::apply). O(units log removes).
+  template <class F>
+  bool for_each_showable_value(const op_batch<T>& batch, F&& f) const {
+    return impl_.for_each_showable_value(batch, std::forward<F>(f));
+  }
   /// What a replica at `since` lacks, in causal order. O(r log L + k log k); allocates the batch.
   op_batch<T> ops_since(const version_vector& since) const { return impl_.ops_since(since); }
   /// What a replica at `since` lacks of the operations in `upto`.

@@ -26,7 +26,9 @@
 //    string from the server). The client learns it from its first answer, sends it with every
 //    request, and a server holding another incarnation refuses (ABORTED): the client's state is of a
 //    record that no longer exists and is never merged into the new one. A client that has not synced
-//    yet pulls first, from the empty version; a push of another incarnation is `recreated`.
+//    yet pulls first, from the empty version; a push of another incarnation is `recreated`. Before
+//    its first answer a client holds nothing but its own edits (no constructor takes a document;
+//    load and on_answer refuse anything else), so only they join the record that answer names.
 // Thread-safety: none; one thread at a time per client.
 #pragma once
 
@@ -36,6 +38,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "document.hpp"
 #include "version.hpp"
@@ -80,9 +83,6 @@ class sync_client {
   /// A new, empty replica of a record of `type` (join an existing record by syncing from empty).
   /// Throws "[folio.replica]" for replica 0.
   sync_client(record_type type, replica_id self, std::string content_key = "content") : doc_(type, self, std::move(content_key)) {}
-  /// A replica of an existing document of the record's `incarnation` ("" if unknown: the first
-  /// request is then a pull from the empty version).
-  sync_client(document d, std::string incarnation) : doc_(std::move(d)), incarnation_(std::move(incarnation)) {}
 
   /// The local copy: read values, make local edits (replace_*, set, as_text()...) at any time.
   document& doc() noexcept { return doc_; }
@@ -108,14 +108,18 @@ class sync_client {
 
   /// Applies a sync answer: the ops the client lacked, the server's version and the record's
   /// incarnation. A malformed answer, or one of another incarnation than the client's, is `invalid`
-  /// and changes nothing.
+  /// and changes nothing. The first answer names the record the client's state joins; a client that
+  /// holds other replicas' ops before it (put into doc() by hand: they are of some record, maybe one
+  /// deleted since) is `invalid` too, never merged into whichever record answers.
   apply_result on_answer(std::string_view update, const version_vector& server_version, std::string_view incarnation) {
-    if (incarnation.empty() || (!incarnation_.empty() && incarnation != incarnation_)) {
+    const auto refuse = [](const char* why) {
       apply_result bad;
       bad.status = apply_status::invalid;
-      bad.message = "answer of another incarnation of the record";
+      bad.message = why;
       return bad;
-    }
+    };
+    if (incarnation.empty() || (!incarnation_.empty() && incarnation != incarnation_)) return refuse("answer of another incarnation of the record");
+    if (incarnation_.empty() && !only_own_ops(doc_)) return refuse("this client names no incarnation but holds operations of other replicas");
     apply_result r = doc_.apply(update);
     if (!r) return r;
     server_ = server_version;  // assigned, not merged: a server restored from a backup went back
@@ -153,8 +157,11 @@ class sync_client {
 
   /// The client's state: "FoC" 2, varint replica, the incarnation (length + bytes), the server
   /// version, then the whole document — its own ops not yet acknowledged included, which is what
-  /// makes saving before sending enough to never reuse an op id. Pending ops are not kept (the next
-  /// sync brings them again). docs/FORMAT.md has the table.
+  /// makes saving before sending enough to never reuse an op id. Like every document encoding it
+  /// keeps no values of removed items: an unacknowledged insert of an item removed since is sent again
+  /// with a placeholder value, with its remove, and the server takes it (nothing can show that value;
+  /// docs/INTERNALS.md). Pending ops are not kept (the next sync brings them again). docs/FORMAT.md
+  /// has the table.
   std::string save() const {
     std::string out = "FoC";
     out.push_back(2);
@@ -168,6 +175,11 @@ class sync_client {
   /// Restores a saved client; `out` is unchanged on failure. The restored client syncs before trusting
   /// its copy (`needs_sync()` is true). A state of format 1 (before incarnations) is refused: it cannot
   /// say which incarnation of its record it holds, so it could be merged into a record added again.
+  /// A state saved before the first answer names none either, but everything in it is the client's
+  /// own edits made before it ever synced, which join whichever record that answer names (as a new
+  /// client's do); such a state holding anything else is refused. This is the only way to give a
+  /// client a document: a constructor taking any document with no incarnation would merge whatever it
+  /// holds into the record the first answer names.
   static decode_result load(std::string_view bytes, std::optional<sync_client>& out) {
     detail::byte_reader r(bytes);
     if (bytes.substr(0, 4) == std::string_view("FoC\1", 4))
@@ -175,7 +187,7 @@ class sync_client {
     if (bytes.substr(0, 4) != std::string_view("FoC\2", 4)) return decode_result{decode_status::bad_magic, 0, "client state"};
     r.byte("magic"), r.byte("magic"), r.byte("magic"), r.byte("version");
     const replica_id self = r.varint("client replica");
-    const std::string incarnation(r.bytes(r.varint("incarnation length", 64), "incarnation"));
+    std::string incarnation(r.bytes(r.varint("incarnation length", 64), "incarnation"));
     version_vector server;
     if (!r.ok() || !version_vector::read(r, server)) return r.result();
     if (self == 0) return decode_result{decode_status::inconsistent, 4, "client replica 0"};
@@ -183,7 +195,9 @@ class sync_client {
     const std::size_t at = r.offset();
     decode_result dr = document::decode(bytes.substr(at), self, d);
     if (!dr) return dr.offset += at, dr;
-    sync_client c(std::move(*d), incarnation);
+    if (incarnation.empty() && (!server.empty() || !only_own_ops(*d)))
+      return decode_result{decode_status::inconsistent, at, "client state of no incarnation holds operations of other replicas"};
+    sync_client c(std::move(*d), std::move(incarnation));
     c.server_ = std::move(server);
     c.behind_ = true;
     out.emplace(std::move(c));
@@ -191,6 +205,15 @@ class sync_client {
   }
 
  private:
+  sync_client(document d, std::string incarnation) : doc_(std::move(d)), incarnation_(std::move(incarnation)) {}
+
+  /// True if `d` holds no ops but its own replica's, none pending: all a client can hold before its
+  /// first answer (a push before it is not applied).
+  static bool only_own_ops(const document& d) {
+    const std::vector<version_vector::entry>& v = d.version().entries();
+    return d.pending() == 0 && (v.empty() || (v.size() == 1 && v[0].replica == d.replica()));
+  }
+
   document doc_;
   version_vector server_;  ///< everything the server is known to hold
   std::string incarnation_;  ///< the record's incarnation this state belongs to ("" until the first answer)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end fault tests: the responder SIGKILLed at random moments under concurrent writes — REST
-updates, comments and folio-cli client replicas editing and syncing — (every acknowledged write
-survives, every client ends equal to the server, every record decodes and passes check()), and a full
+updates, comments and folio-cli client replicas (text and array) editing and syncing — (every
+acknowledged write survives, every client ends equal to the server, every record decodes and passes
+check()), a client whose answers are lost before it removes what it inserted, and a full
 database (writes refused with RESOURCE_EXHAUSTED, reads served, nothing corrupted, writes back once
 space returns).
 
@@ -11,6 +12,7 @@ FOLIO_CRASH_KILLS sets the number of kills (default 20); FOLIO_CRASH_SEED the ra
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -176,9 +178,28 @@ class CrashDurability(unittest.TestCase):
                 return (200, {"result": {"status": "success"}}) if code == 0 else (None, None)
             return send
 
+        # An array client: its run n inserts {"a": n}, the next {"b": n + 1} above it, the next removes
+        # that item again — often before the server answered the insert. Its state then keeps no value
+        # for the item (no document encoding keeps removed values), and the insert goes again with an
+        # empty one, along with its remove.
+        ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "cli-array", "type": "array", "data": []}),
+           "CRDT data added successfully.")
+        array_state = os.path.join(STACK.dir, "crash-array-client.state")
+        code, _, stderr = folio_cli(array_state, "cli-array", "sync")
+        self.assertEqual(code, 0, stderr)
+
+        def array_edit(n):
+            if n % 3 == 2:
+                edit = ("--delete", "0", "1")
+            else:
+                edit = ("--insert", "0", json.dumps({"a" if n % 3 == 0 else "b": n}))
+            code, _, _ = folio_cli(array_state, "cli-array", "edit", *edit)
+            return (200, {"result": {"status": "success"}}) if code == 0 else (None, None)
+
         writers = {"t": Writer("text", update("t", text_value)), "m": Writer("map", update("m", map_value)),
                    "x": Writer("xml", update("x", xml_value)), "c": Writer("comments", comment),
-                   "client0": Writer("client 0", client_edit(0)), "client1": Writer("client 1", client_edit(1))}
+                   "client0": Writer("client 0", client_edit(0)), "client1": Writer("client 1", client_edit(1)),
+                   "client-array": Writer("array client", array_edit)}
         for w in writers.values():
             w.start()
         try:
@@ -242,10 +263,56 @@ class CrashDurability(unittest.TestCase):
             w = writers["client%d" % i]
             for n in range(w.attempts):
                 self.assertEqual(final_cli.count("[c%d.%d]" % (i, n)), 1, "client %d edit %d (acknowledged: %s)" % (i, n, n in w.acked))
+        # The array client holds, and the server with it, exactly what its runs did (every edit was saved
+        # before it was sent): every {"a": n}, newest first, and {"b": n} only if the last run inserted it.
+        expected = []
+        for n in range(writers["client-array"].attempts):
+            if n % 3 == 2:
+                expected.pop(0)
+            else:
+                expected.insert(0, {"a" if n % 3 == 0 else "b": n})
+        for _ in range(2):
+            code, out, stderr = folio_cli(array_state, "cli-array", "sync")
+            self.assertEqual(code, 0, stderr)
+        self.assertEqual(json.loads(out.strip().splitlines()[-1]), expected)
+        self.assertEqual(record_value(self, doc, "cli-array"), expected)
         # Every record decodes from snapshot + log and passes check(); SQLite's integrity check holds.
         print("\n%d kills; acknowledged %s; unanswered or refused %s; %s" % (
             kills, {w.name: len(w.acked) for w in writers.values()}, {w.name: w.failed for w in writers.values()}, admin_check(self).strip()),
             file=sys.stderr)
+
+
+class LostAnswers(unittest.TestCase):
+    def test_an_array_item_removed_before_its_insert_was_answered_is_synced(self):
+        # folio-cli inserts an array item and saves, and the answer is lost: the push never reached the
+        # server (--offline stands for that), or it did and the client never heard (a copy of the state
+        # saved before the sync stands for that client). The next run removes the item, and its answer
+        # is lost too (--offline). The saved state keeps no value for the item, so the next sync sends
+        # the insert again with an empty value, along with its remove: the server takes it (before, it
+        # answered that sync and every later one with 400 "array item is not valid JSON").
+        doc = "lost-answers"
+        ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "arr", "type": "array", "data": [{"a": 1}]}),
+           "CRDT data added successfully.")
+        for reached in (False, True):
+            state = os.path.join(STACK.dir, "lost-answer-%s.state" % reached)
+            code, _, stderr = folio_cli(state, "arr", "sync", doc=doc)
+            self.assertEqual(code, 0, stderr)
+            code, _, stderr = folio_cli(state, "arr", "edit", "--insert", "1", '{"b": 2}', "--offline", doc=doc)
+            self.assertEqual(code, 0, stderr)
+            if reached:
+                shutil.copyfile(state, state + ".lost")
+                code, _, stderr = folio_cli(state, "arr", "sync", doc=doc)
+                self.assertEqual(code, 0, stderr)
+                self.assertEqual(record_value(self, doc, "arr"), [{"a": 1}, {"b": 2}])
+                state += ".lost"  # the client that never heard the answer; the other copy is dropped
+            code, _, stderr = folio_cli(state, "arr", "edit", "--delete", "1", "1", "--offline", doc=doc)
+            self.assertEqual(code, 0, stderr)
+            for _ in range(2):
+                code, out, stderr = folio_cli(state, "arr", "sync", doc=doc)
+                self.assertEqual(code, 0, stderr)
+                self.assertEqual(json.loads(out.strip().splitlines()[-1]), [{"a": 1}])
+            self.assertEqual(record_value(self, doc, "arr"), [{"a": 1}])
+        admin_check(self)
 
 
 class FullDisk(unittest.TestCase):

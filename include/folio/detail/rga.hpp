@@ -174,6 +174,62 @@ void release_parked_ops(std::vector<Parked>& parked, Retry&& retry, NextSeq&& ne
   for (auto& e : left) parked.push_back(std::move(e.second));
 }
 
+/// The items a batch's removes target, as sorted disjoint ranges per replica: which of the values the
+/// batch carries can never show (rga::for_each_showable_value, rga::same_as_integrated). Gathered the
+/// first time it is asked — most batches never are: only a value rule, a placeholder meeting a value
+/// or an insert going pending asks — in O(m log m) for m removes; then a lookup is O(log m). The ops
+/// it is made from must outlive it until then.
+class batch_removes {
+ public:
+  batch_removes() = default;
+  explicit batch_removes(const std::vector<op>& ops) : ops_(&ops) {}
+
+  /// True if a remove of the batch targets item (replica, seq).
+  bool contains(replica_id replica, std::uint64_t seq) const {
+    gather();
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::pair(replica, seq),
+                               [](const std::pair<replica_id, std::uint64_t>& v, const range& r) { return v.first != r.replica ? v.first < r.replica : v.second < r.first; });
+    return it != ranges_.begin() && (it - 1)->replica == replica && seq < (it - 1)->end;
+  }
+  /// The ranges that hold any of the items (replica, seq + k), k < len: what an op held as pending
+  /// keeps of its batch. O(log m + ranges copied).
+  batch_removes within(replica_id replica, std::uint32_t seq, std::uint32_t len) const {
+    gather();
+    batch_removes out;
+    auto it = std::partition_point(ranges_.begin(), ranges_.end(), [&](const range& r) { return r.replica < replica || (r.replica == replica && r.end <= seq); });
+    for (; it != ranges_.end() && it->replica == replica && it->first < std::uint64_t(seq) + len; ++it) out.ranges_.push_back(*it);
+    return out;
+  }
+  std::size_t memory_usage() const noexcept { return ranges_.capacity() * sizeof(range); }
+
+ private:
+  struct range {
+    replica_id replica;
+    std::uint64_t first, end;  ///< seqs [first, end) of replica
+  };
+
+  void gather() const {
+    if (!ops_) return;
+    for (const op& o : *ops_)
+      if (o.kind == op_kind::remove && o.len != 0) {
+        const std::uint64_t first = !o.backward ? o.ref.seq : o.ref.seq >= o.len - 1 ? o.ref.seq - (o.len - 1) : 0;
+        ranges_.push_back({o.ref.replica, first, first + o.len});
+      }
+    ops_ = nullptr;
+    std::sort(ranges_.begin(), ranges_.end(), [](const range& a, const range& b) { return a.replica != b.replica ? a.replica < b.replica : a.first < b.first; });
+    std::size_t out = 0;
+    for (const range& r : ranges_)
+      if (out != 0 && ranges_[out - 1].replica == r.replica && r.first <= ranges_[out - 1].end)
+        ranges_[out - 1].end = std::max(ranges_[out - 1].end, r.end);
+      else
+        ranges_[out++] = r;
+    ranges_.resize(out);
+  }
+
+  mutable const std::vector<op>* ops_ = nullptr;  ///< the batch's ops, until gathered
+  mutable std::vector<range> ranges_;
+};
+
 /// Refuses an op whose id (replica, seq) is integrated with another `what` (same_as_integrated of
 /// rga and tree_doc): sets `why` and returns false.
 inline bool reused_op_id(replica_id replica, std::uint32_t seq, const char* what, std::string& why) {
@@ -331,12 +387,13 @@ class rga {
     }
     std::size_t coff = 0;
     batch_order order;
+    const batch_removes removes = mode == content_mode::from_batch ? batch_removes(b.ops) : batch_removes();
     for (std::size_t i = 0; i < b.ops.size(); ++i) {
       const op& o = b.ops[i];
       const T* vals = nullptr;
       if (o.kind == op_kind::insert && mode == content_mode::from_batch) vals = b.content.data() + coff, coff += o.len;
       std::string why;
-      const outcome oc = order.next(o.id, o.len, why) ? integrate(o, vals, mode == content_mode::placeholders, res, why) : outcome::invalid;
+      const outcome oc = order.next(o.id, o.len, why) ? integrate(o, vals, removes, mode == content_mode::placeholders, res, why) : outcome::invalid;
       if (oc == outcome::invalid) {
         res.status = apply_status::invalid, res.op_index = i, res.message = std::move(why);
         break;
@@ -345,6 +402,29 @@ class rga {
     if (res.applied != 0 && !parked_.empty()) release_parked(res);
     res.pending = pending();
     return res;
+  }
+
+  /// Calls f(op index, value) for each value of `b` that can show here once `b` is integrated: the
+  /// value of an item not integrated yet that no remove of `b` targets. The others never show — an
+  /// integrated item keeps its value (`apply` compares the batch's with it), a removed item stays
+  /// removed — and may be placeholders (same_as_integrated). This is what a value rule judges
+  /// (document::apply). Stops when f returns false, and returns false then. O(m log m + values log m)
+  /// for m removes.
+  template <class F>
+  bool for_each_showable_value(const op_batch<T>& b, F&& f) const {
+    const batch_removes removes(b.ops);
+    std::size_t next = 0;  // the content of insert ops, in op order
+    for (std::size_t i = 0; i < b.ops.size(); ++i) {
+      const op& o = b.ops[i];
+      if (o.kind != op_kind::insert) continue;
+      const std::uint32_t rep = find_replica(o.id.replica);
+      const std::uint64_t have = rep == no_replica ? 0 : reps_[rep].next_seq;
+      for (std::uint32_t k = 0; k < o.len && next < b.content.size(); ++k, ++next) {
+        const std::uint64_t seq = std::uint64_t(o.id.seq) + k;
+        if (seq >= have && !removes.contains(o.id.replica, seq) && !f(i, b.content[next])) return false;
+      }
+    }
+    return true;
   }
 
   /// The operations a replica at version `since` lacks, in an order that integrates without pending
@@ -465,7 +545,7 @@ class rga {
       bytes += r.index.capacity() * sizeof(std::vector<index_entry>);
       for (const auto& page : r.index) bytes += page.capacity() * sizeof(index_entry);
     }
-    for (const parked& p : parked_) bytes += sizeof(parked) + p.values.capacity() * sizeof(T);
+    for (const parked& p : parked_) bytes += sizeof(parked) + p.values.capacity() * sizeof(T) + p.removes.memory_usage();
     return bytes;
   }
 
@@ -563,6 +643,7 @@ class rga {
   struct parked {
     op o;
     std::vector<T> values;
+    batch_removes removes;  ///< the removes of its batch that target its items
     bool placeholders;
     op_id awaits;  ///< the missing op it waits for
   };
@@ -633,6 +714,12 @@ class rga {
   std::uint32_t find_replica(replica_id id) const {
     auto it = rep_index_.find(id);
     return it == rep_index_.end() ? no_replica : it->second;
+  }
+
+  /// True if the integrated item (rep, seq) is removed. O(log n).
+  bool removed_here(std::uint32_t rep, std::uint32_t seq) const noexcept {
+    const place p = locate_id(rep, seq);
+    return p.leaf && p.leaf->runs[p.idx].deleted();
   }
 
   /// The origin (local replica, seq) of item (rep, seq), read from the log.
@@ -1009,7 +1096,9 @@ class rga {
     return dep::ready;
   }
 
-  outcome integrate(const op& in, const T* vals, bool placeholders, apply_result& res, std::string& why) {
+  /// Integrates one op of a batch whose removes are `removes` (for a pending op, the part of them
+  /// that concerns it).
+  outcome integrate(const op& in, const T* vals, const batch_removes& removes, bool placeholders, apply_result& res, std::string& why) {
     if (in.id.replica == 0) return why = "operation from replica 0", outcome::invalid;
     if (in.len == 0) return why = "operation of length 0", outcome::invalid;
     if (std::uint64_t(in.id.seq) + in.len > std::uint64_t(max_counter) + 1 || std::uint64_t(in.lamport) + in.len > std::uint64_t(max_counter) + 1)
@@ -1017,7 +1106,7 @@ class rga {
     if (in.kind == op_kind::insert && in.backward) return why = "insert marked backward", outcome::invalid;
     const std::uint32_t rep = replica_index(in.id.replica);
     replica_state& rs = reps_[rep];
-    if (in.id.seq < rs.next_seq && !same_as_integrated(rep, in, vals, why)) return outcome::invalid;
+    if (in.id.seq < rs.next_seq && !same_as_integrated(rep, in, vals, removes, why)) return outcome::invalid;
     if (in.id.seq + in.len <= rs.next_seq) return res.duplicate += in.len, outcome::done;
     op o = in;
     if (o.id.seq < rs.next_seq) {  // partly known: drop the known prefix
@@ -1030,13 +1119,13 @@ class rga {
       if (vals) vals += skip;
       o.id.seq += skip, o.lamport += skip, o.len -= skip;
     }
-    if (o.id.seq > rs.next_seq) return park(o, vals, placeholders, {o.id.replica, o.id.seq - 1}), outcome::parked;
+    if (o.id.seq > rs.next_seq) return park(o, vals, removes, placeholders, {o.id.replica, o.id.seq - 1}), outcome::parked;
     std::uint32_t origin_lamport = 0;
     place first{};
     op_id missing;
     switch (check_refs(o, origin_lamport, first, missing, why)) {
       case dep::missing:
-        return park(o, vals, placeholders, missing), outcome::parked;
+        return park(o, vals, removes, placeholders, missing), outcome::parked;
       case dep::invalid:
         return outcome::invalid;
       case dep::ready:
@@ -1058,12 +1147,20 @@ class rga {
   /// True if the units of `in` already integrated (seqs below its replica's next_seq) are the ops
   /// integrated under those ids: same kind, Lamport values, origin or targets, and values. An op id
   /// names one operation forever; a replica that lost its state and made other ops under the same ids
-  /// would otherwise be skipped as a duplicate and differ from everyone for good. Values are compared
-  /// where both sides know them: a document decoded from its encoding keeps no values of deleted items
-  /// (a placeholder, T{}), nor does a batch made from it. O(log entries spanned + values compared);
-  /// the ops of one batch name distinct ids (batch_order), so a batch costs at most the log once plus
-  /// its own size.
-  bool same_as_integrated(std::uint32_t rep, const op& in, const T* vals, std::string& why) const {
+  /// would otherwise be skipped as a duplicate and differ from everyone for good.
+  ///
+  /// Values are compared exactly, T{} included (U+0000 is a character like any other), except where a
+  /// value may be unknown. A document decoded from its encoding keeps no values of removed items: their
+  /// slots hold a placeholder, T{}, and so does a batch made from it. A placeholder exists only for a
+  /// removed item, and a batch made by encode_since(v) for the version v of its receiver carries one
+  /// only for an item removed here already (its remove is in v) or removed by the batch itself (its
+  /// remove is not in v, so it is in the batch) — docs/INTERNALS.md. So T{} against another value
+  /// on an item removed here or by `removes` (the batch's) is a value not known, not a difference:
+  /// such an item never shows again, whatever its value. Anywhere else T{} is a value.
+  ///
+  /// O(log entries spanned + values compared, + log n per placeholder met); the ops of one batch name
+  /// distinct ids (batch_order), so a batch costs at most the log once plus its own size.
+  bool same_as_integrated(std::uint32_t rep, const op& in, const T* vals, const batch_removes& removes, std::string& why) const {
     const replica_state& rs = reps_[rep];
     const std::uint32_t known = std::min(in.len, rs.next_seq - in.id.seq);
     auto differs = [&](std::uint32_t k, const char* what) { return reused_op_id(in.id.replica, in.id.seq + k, what, why); };
@@ -1082,8 +1179,11 @@ class rga {
         if (vals)
           for (std::uint32_t u = 0; u < n; ++u) {
             const T& a = vals[k + u];
-            const T& b = rs.content[in.id.seq + k + u];
-            if (a != b && a != T{} && b != T{}) return differs(k + u, "value");
+            const std::uint32_t seq = in.id.seq + k + u;
+            const T& b = rs.content[seq];
+            if (a == b) continue;
+            if ((a == T{} || b == T{}) && (removes.contains(in.id.replica, seq) || removed_here(rep, seq))) continue;  // a value not known
+            return differs(k + u, "value");
           }
       } else {
         // Both are runs of consecutive targets: the same first target and, past one unit, the same direction.
@@ -1095,9 +1195,9 @@ class rga {
     return true;
   }
 
-  void park(const op& o, const T* vals, bool placeholders, op_id awaits) {
-    parked p{o, {}, placeholders, awaits};
-    if (o.kind == op_kind::insert && vals) p.values.assign(vals, vals + o.len);
+  void park(const op& o, const T* vals, const batch_removes& removes, bool placeholders, op_id awaits) {
+    parked p{o, {}, {}, placeholders, awaits};
+    if (o.kind == op_kind::insert && vals) p.values.assign(vals, vals + o.len), p.removes = removes.within(o.id.replica, o.id.seq, o.len);
     parked_.push_back(std::move(p));
   }
 
@@ -1106,7 +1206,7 @@ class rga {
         parked_,
         [&](parked& p) {
           std::string why;
-          switch (integrate(p.o, p.values.empty() ? nullptr : p.values.data(), p.placeholders, res, why)) {
+          switch (integrate(p.o, p.values.empty() ? nullptr : p.values.data(), p.removes, p.placeholders, res, why)) {
             case outcome::invalid:
               return ++rejected_, retried::invalid;
             case outcome::parked:
