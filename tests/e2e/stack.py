@@ -158,9 +158,10 @@ def unique_keys(pairs):
     return dict(pairs)
 
 
-def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None, raw=False):
-    """Returns (http status, parsed JSON body), or (http status, the body's bytes) with raw=True."""
-    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60)
+def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None, raw=False, source="127.0.0.1"):
+    """Returns (http status, parsed JSON body), or (http status, the body's bytes) with raw=True; sent
+    from the loopback address `source` (nginx's rate limit is per address)."""
+    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60, source_address=(source, 0))
     h = {"Content-Type": content_type} if content_type else {}
     if who:
         key, token = CREDS[who]
