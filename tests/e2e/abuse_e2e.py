@@ -46,6 +46,15 @@ def responder_gets():
         return sum(1 for line in f if '"endpoint":"/v2/crdt/get"' in line and '"event":"request"' in line)
 
 
+def error_log():
+    return os.path.join(STACK.dir, "log", "nginx-error.log")
+
+
+def access_statuses():
+    """The status of every request in nginx's access log (folio_json lines)."""
+    return [json.loads(line)["status"] for line in log_lines(os.path.join(STACK.dir, "log", "nginx-access.log"))]
+
+
 def read_all(s):
     chunks = []
     while True:
@@ -120,6 +129,8 @@ class Abuse(unittest.TestCase):
                 results.extend(responses(read_all(s)))
 
         threads = [threading.Thread(target=burst) for _ in range(4)]
+        error_lines = len(log_lines(error_log()))
+        access_429 = access_statuses().count(429)
         start = time.time()
         for t in threads:
             t.start()
@@ -135,12 +146,14 @@ class Abuse(unittest.TestCase):
         self.assertGreaterEqual(len(limited), max(1, 4 * 701 - 2000 - int(20 * (elapsed + 1))))
         self.assertEqual(json.loads(limited[0]), {"error": {"message": "Too many requests; retry later.", "status": "RESOURCE_EXHAUSTED"}})
         self.assertEqual({status for status, _ in results}, {401, 429})  # the rest reached the responder
+        # Each rejection is a line of the access log (status 429), none of the error log (nginx logged
+        # one at error level per rejection: 253 MB in a minute of flooding).
+        self.assertEqual(access_statuses().count(429) - access_429, len(limited))
+        self.assertEqual(log_lines(error_log())[error_lines:], [])
         normal_request(self, source="127.0.0.2")
 
 
 
-def error_log():
-    return os.path.join(STACK.dir, "log", "nginx-error.log")
 
 
 def dead_workers():
