@@ -80,12 +80,12 @@ def state_path(name):
 class EventSource:
     """A raw EventSource subscriber: connects, waits for Nchan's greeting, yields events."""
 
-    def __init__(self, editor, who="a", last_event_id=None):
+    def __init__(self, editor, who="a", last_event_id=None, raw_query=None):
         self.conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=10)
         h = dict(creds_headers(who), Accept="text/event-stream")
         if last_event_id:
             h["Last-Event-ID"] = last_event_id
-        self.conn.request("GET", "/v2/crdt/subscribe?" + query(editor), headers=h)
+        self.conn.request("GET", "/v2/crdt/subscribe?" + (raw_query or query(editor)), headers=h)
         self.sock = self.conn.sock  # http.client lets go of it once a streamed response begins
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
@@ -643,6 +643,37 @@ class Access(unittest.TestCase):
         es = EventSource("acc", who="a_ro")
         self.assertEqual(es.status, 200)
         es.close()
+
+    def test_the_responder_reads_the_query_as_nginx_does(self):
+        # nginx's $arg_ takes the first parameter whose name matches in any case, and set_unescape_uri
+        # drops malformed escapes instead of refusing them. The responder read the query otherwise, so
+        # its channel differed from nginx's: 500 and a channel_mismatch line blaming the secret, or a
+        # 400 where nginx had computed a channel.
+        add("case", "text", "c")
+        mismatches = sum('"channel_mismatch"' in line for line in log_lines(STACK.fcgi_log))
+        ids_q = urllib.parse.urlencode({"organizationId": ORG, "documentId": DOC})
+        es = EventSource("case", raw_query="EDITORID=case&%s&editorId=nosuch" % ids_q)
+        try:
+            self.assertEqual(es.status, 200)
+            update("case", "c2")
+            self.assertEqual(es.next()[1]["editorId"], "case")
+        finally:
+            es.close()
+        # "x%zz%4zb%+c%": '%z' keeps the z, '%4z' is dropped whole, '%+' keeps the plus, a final '%' is dropped.
+        status, body = call("/v2/crdt/add", {"organizationId": "xzzb+c", "documentId": DOC, "editorId": "esc", "type": "text", "data": "e"})
+        self.assertEqual(status, 200, body)
+        es = EventSource("esc", raw_query="organizationId=x%%zz%%4zb%%+c%%&%s" % urllib.parse.urlencode({"documentId": DOC, "editorId": "esc"}))
+        try:
+            self.assertEqual(es.status, 200)
+            status, body = call("/v2/crdt/update", {"organizationId": "xzzb+c", "documentId": DOC, "editorId": "esc", "data": "e2"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(es.next()[1]["editorId"], "esc")
+        finally:
+            es.close()
+        es = EventSource("esc", raw_query="organizationId=a%%00&%s" % urllib.parse.urlencode({"documentId": DOC, "editorId": "esc"}))
+        self.assertEqual((es.status, json.loads(es.resp.read())["error"]["message"]), (400, "organizationId must not contain control characters."))
+        es.close()
+        self.assertEqual(sum('"channel_mismatch"' in line for line in log_lines(STACK.fcgi_log)), mismatches)
 
     def test_another_tenant_with_the_same_ids_has_its_own_channel(self):
         add("twin", "text", "a's")
