@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 import unittest
-import urllib.parse
 
 from stack import *  # noqa: F401,F403 (the stack, its credentials and HTTP helpers)
 
@@ -162,21 +161,7 @@ def dead_workers():
 
 
 def subscribe_request(editor):
-    key, token = CREDS["a"]
-    q = urllib.parse.urlencode({"organizationId": "abuse", "documentId": "live", "editorId": editor})
-    return ("GET /v2/crdt/subscribe?%s HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nx-folio-api-key: %s\r\n"
-            "x-folio-auth-token: %s\r\n\r\n" % (q, key, token)).encode()
-
-
-def answer_complete(buf):
-    """An EventSource greeting, or a whole Content-Length framed answer."""
-    head, sep, body = buf.partition(b"\r\n\r\n")
-    if not sep:
-        return False
-    if head.startswith(b"HTTP/1.1 200"):
-        return b": hi\n" in body
-    lengths = [line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
-    return bool(lengths) and len(body) >= int(lengths[0])
+    return subscription_request({"organizationId": "abuse", "documentId": "live", "editorId": editor})
 
 
 def subscribers_at_once(n, editor, source):
@@ -215,35 +200,6 @@ def subscribers_at_once(n, editor, source):
     return list(answers.values()) + [b"<no answer>"] * (n - len(answers))
 
 
-class EventStream:
-    """One raw EventSource subscriber of abuse/live/<editor>."""
-
-    def __init__(self, editor):
-        self.sock = socket.create_connection(("127.0.0.1", STACK.port), timeout=30, source_address=("127.0.0.4", 0))
-        self.sock.sendall(subscribe_request(editor))
-        self.buf = b""
-        while not answer_complete(self.buf):
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise AssertionError("subscriber refused: %r" % self.buf)
-            self.buf += chunk
-        self.buf = self.buf.partition(b": hi\n")[2]
-
-    def next_data(self):
-        """The next event's data (JSON)."""
-        while b"\n\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise EOFError("stream closed")
-            self.buf += chunk
-        event, _, self.buf = self.buf.partition(b"\n\n")
-        lines = [line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:")]
-        return json.loads(b"".join(lines)) if lines else self.next_data()
-
-    def close(self):
-        self.sock.close()
-
-
 def update_live(editor, value):
     ids = {"organizationId": "abuse", "documentId": "live", "editorId": editor}
     status, body = call("/v2/crdt/update", dict(ids, data=value), source="127.0.0.4")
@@ -261,7 +217,7 @@ class Subscribers(unittest.TestCase):
     def test_a_burst_of_subscribers_is_served_and_no_worker_dies(self):
         # Nchan crashed the worker whenever its authorization subrequest failed at once — here the hop's
         # unix socket backlog overflowing — and every subscriber the worker held was dropped with it.
-        before = EventStream("burst")
+        before = EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "burst"}, source="127.0.0.4")
         try:
             answers = subscribers_at_once(BURST, "burst", "127.0.0.3")
             greeted = [a for a in answers if a.startswith(b"HTTP/1.1 200") and b": hi\n" in a]
@@ -278,7 +234,7 @@ class Subscribers(unittest.TestCase):
         # The hop's socket gone (its connect() fails at once): every subscribe crashed a worker. Now the
         # subscriber gets Nchan's answer to a failed authorization, and the others stay connected.
         sock = os.path.join(STACK.dir, "run", "nginx-authorize.sock")
-        before = EventStream("hop")
+        before = EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "hop"}, source="127.0.0.4")
         os.rename(sock, sock + ".away")
         try:
             answers = subscribers_at_once(3, "hop", "127.0.0.4")
@@ -290,7 +246,7 @@ class Subscribers(unittest.TestCase):
         finally:
             os.rename(sock + ".away", sock)
             before.close()
-        after = EventStream("hop")  # the hop is back
+        after = EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "hop"}, source="127.0.0.4")  # the hop is back
         after.close()
 
 
