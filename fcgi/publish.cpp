@@ -139,9 +139,12 @@ void publisher::retry_loop() {
     }
     lock.unlock();
     std::vector<bool> delivered;
-    for (const auto& [channel, message] : due) delivered.push_back(post(channel, message).empty());
+    for (const auto& [channel, message] : due) {
+      if (stopping_) break;  // the destructor waits for at most the POST in flight
+      delivered.push_back(post(channel, message).empty());
+    }
     lock.lock();
-    for (std::size_t i = 0; i < due.size(); ++i) {
+    for (std::size_t i = 0; i < delivered.size(); ++i) {
       auto it = owed_.find(due[i].first);
       if (it == owed_.end() || it->second.message != due[i].second) continue;  // a newer notice is owed: it goes next
       if (delivered[i]) {

@@ -87,7 +87,7 @@ class publisher {
   std::mutex owed_mu_;
   std::condition_variable owed_cv_;
   std::unordered_map<std::string, owed_notice> owed_;  ///< by channel
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};
   std::thread retrier_;  ///< started with the first owed notice
 };
 
