@@ -92,8 +92,9 @@ void write_record(json_writer& w, const record_row& row, const folio::document& 
 
 /// Publishes one committed change of `k` (DESIGN.md §6, docs/API.md "live messages"): its ops, the
 /// server's version after it and its metadata, all under the record's `incarnation`; and its notice,
-/// the same without `update` and `version`, which the publisher sends instead when the whole message
-/// would be too large for nginx's buffers (fcgi/publish.hpp) and owes the channel when nginx refuses.
+/// the same without `update` and `version` (subscribers sync), which the publisher sends instead when
+/// the whole message is over 64 KiB or the minute's budget is spent, and owes the channel when nginx
+/// refuses a message (fcgi/publish.hpp).
 /// `ops` null: the record was deleted (one small message, `deleted: true`).
 void publish_change(context& c, const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
                     const std::string& last_update, const std::string& by, const std::optional<std::string>& session) {

@@ -402,32 +402,51 @@ class NginxMemory(unittest.TestCase):
         self.assertEqual(value_of(cli("apply", json.dumps(m), state=st, editor="big")), big + "!")  # a notice: folio-cli syncs
 
     def test_changes_beyond_the_minute_budget_go_as_notices(self):
-        # 32 MiB of messages with ops a minute: 800 changes of 40 KB (54 KB messages) exceed it.
+        # 32 MiB of messages with ops a minute (refilled as the minute passes): changes of 40 KB (54 KB
+        # messages) sent faster than it refills spend it, and from then on even a change that fits in
+        # a message goes as a notice. Flood until budget-0's subscriber sees one (at most 4,000 changes).
         value = "w" * (40 * 1024)
         for i in range(10):
             add("budget-%d" % i, "map", {})
         st = state_path("budget")
         cli("sync", state=st, editor="budget-0")
         es = EventSource("budget-0")
-        try:
-            def flood(first):
-                for i in range(first, 800, 4):
-                    update("budget-%d" % (i % 10), {"k": value + str(i)})
+        seen, notice, sent = [], threading.Event(), [0]
+        lock = threading.Lock()
 
-            threads = [threading.Thread(target=flood, args=(k,)) for k in range(4)]
+        def read():
+            while not notice.is_set():
+                m = es.next(timeout=60)[1]
+                seen.append(m)
+                if "update" not in m:
+                    notice.set()
+
+        def flood():
+            while not notice.is_set():
+                with lock:
+                    i = sent[0]
+                    sent[0] += 1
+                if i >= 4000:
+                    return
+                update("budget-%d" % (i % 10), {"k": value + str(i)})
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        threads = [threading.Thread(target=flood) for _ in range(4)]
+        try:
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            messages = [es.next()[1] for _ in range(80)]  # budget-0's changes
+            reader.join(60)
         finally:
+            notice.set()
             es.close()
             STACK.fcgi.terminate()  # a fresh budget for the tests after this one
             STACK.fcgi.wait(10)
             STACK.start_fcgi()
-        self.assertIn("update", messages[0])
-        self.assertNotIn("update", messages[-1])
-        self.assertEqual(value_of(cli("apply", json.dumps(messages[-1]), state=st, editor="budget-0")), rest_value("budget-0"))
+        self.assertTrue("update" in seen[0] and "update" not in seen[-1], "%d changes, %d messages" % (sent[0], len(seen)))
+        self.assertEqual(value_of(cli("apply", json.dumps(seen[-1]), state=st, editor="budget-0")), rest_value("budget-0"))
 
     def test_one_tenant_flooding_large_changes_does_not_starve_another_tenants_subscribers(self):
         # Each channel kept 256 messages for an hour in Nchan's 128 MiB: ~650 changes of 200 KB filled it,
