@@ -77,42 +77,48 @@ void write_record(json_writer& w, const record_row& row, const folio::document& 
   w.EndObject();
 }
 
-/// Changes whose ops encode larger than this are published without them: subscribers fetch them by
-/// syncing, so a huge replace does not travel to every subscriber through nginx's shared memory.
-constexpr std::size_t max_pushed_ops = 256 * 1024;
-
-/// Publishes one committed change of `k` (DESIGN.md §6): its ops, the server's version after it, and
-/// its metadata, all under the record's `incarnation`. `ops` null: the record was deleted.
+/// Publishes one committed change of `k` (DESIGN.md §6, docs/API.md "live messages"): its ops, the
+/// server's version after it and its metadata, all under the record's `incarnation`; and its notice,
+/// the same without `update` and `version` (subscribers sync), which the publisher sends instead when
+/// the whole message is over 64 KiB or the minute's budget is spent, and owes the channel when nginx
+/// refuses a message (fcgi/publish.hpp).
+/// `ops` null: the record was deleted (one small message, `deleted: true`).
 void publish_change(context& c, const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
                     const std::string& last_update, const std::string& by, const std::optional<std::string>& session) {
   const live_config& live = c.svc.live().settings();
   if (live.channel_secret.empty() || live.publish_socket.empty()) return;
-  rapidjson::StringBuffer sb;
-  json_writer w(sb);
-  w.StartObject();
-  w.Key("editorId");
-  write_string(w, k.editor);
-  w.Key("incarnation");
-  write_string(w, incarnation);
-  if (!ops) {
-    w.Key("deleted");
-    w.Bool(true);
-  } else {
-    if (ops->size() <= max_pushed_ops) {
-      w.Key("update");
-      write_string(w, base64_encode(*ops));
+  const auto message = [&](bool with_ops) {
+    rapidjson::StringBuffer sb;
+    json_writer w(sb);
+    w.StartObject();
+    w.Key("editorId");
+    write_string(w, k.editor);
+    w.Key("incarnation");
+    write_string(w, incarnation);
+    if (!ops) {
+      w.Key("deleted");
+      w.Bool(true);
+    } else {
+      if (with_ops) {
+        w.Key("update");
+        write_string(w, base64_encode(*ops));
+        w.Key("version");
+        write_string(w, base64_encode(version->encode()));
+      }
+      w.Key("lastUpdatedBy");
+      write_string(w, by);
+      w.Key("sessionId");
+      write_optional(w, session);
     }
-    w.Key("version");
-    write_string(w, base64_encode(version->encode()));
-    w.Key("lastUpdatedBy");
-    write_string(w, by);
-    w.Key("sessionId");
-    write_optional(w, session);
-  }
-  w.Key("lastUpdate");
-  write_string(w, last_update);
-  w.EndObject();
-  c.svc.live().publish(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), std::string(sb.GetString(), sb.GetSize()));
+    w.Key("lastUpdate");
+    write_string(w, last_update);
+    w.EndObject();
+    return std::string(sb.GetString(), sb.GetSize());
+  };
+  const std::string notice = message(false);
+  // Ops that alone exceed the largest message are not even encoded.
+  const std::string full = ops && ops->size() <= publisher::max_message_bytes ? message(true) : notice;
+  c.svc.live().publish(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), full, notice);
 }
 
 /// A binary field sent as base64 (DESIGN.md §6); `required` decides whether absence is an error.

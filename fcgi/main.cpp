@@ -235,7 +235,9 @@ int main(int argc, char** argv) {
   }
   if (FCGX_Init() != 0) return folio::service::log::write("error", "startup_failed", "FCGX_Init failed"), 1;
   unlink(o.socket.c_str());
-  const int fd = FCGX_OpenSocket(o.socket.c_str(), 1024);  // a burst of (re)subscribing clients each costs an authorization
+  // A burst of (re)subscribing clients each costs an authorization (bench/subscriber_burst.sh: 2,000 at
+  // once); listen() caps the backlog at net.core.somaxconn (4,096 on Debian 12).
+  const int fd = FCGX_OpenSocket(o.socket.c_str(), 4096);
   if (fd < 0) return folio::service::log::write("error", "startup_failed", "cannot listen on " + o.socket + ": " + std::strerror(errno)), 1;
   chmod(o.socket.c_str(), 0666);  // nginx's workers may run as another user
 

@@ -3,8 +3,11 @@
 #include <curl/curl.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "log.hpp"
 
@@ -40,8 +43,16 @@ CURL* thread_handle() {
 
 }  // namespace
 
-bool publisher::publish(const std::string& channel, const std::string& message) {
-  if (config_.publish_socket.empty()) return false;
+publisher::~publisher() {
+  {
+    std::lock_guard<std::mutex> g(owed_mu_);
+    stopping_ = true;
+  }
+  owed_cv_.notify_all();
+  if (retrier_.joinable()) retrier_.join();
+}
+
+std::string publisher::post(const std::string& channel, const std::string& message) {
   CURL* c = thread_handle();
   long code = 0;
   CURLcode rc = CURLE_FAILED_INIT;
@@ -62,15 +73,90 @@ bool publisher::publish(const std::string& channel, const std::string& message) 
     if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(headers);
   }
-  if (rc == CURLE_OK && code >= 200 && code < 300) {
+  if (rc == CURLE_OK && code >= 200 && code < 300) return {};
+  // 507: Nchan's shared memory is full.
+  return (rc == CURLE_OK ? std::string("refused") : curl_easy_strerror(rc)) + " (HTTP " + std::to_string(code) + ")";
+}
+
+bool publisher::take_budget(std::size_t bytes) {
+  std::lock_guard<std::mutex> g(budget_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  const double full = static_cast<double>(full_bytes_per_window);
+  budget_ = std::min(full, budget_ + full * std::chrono::duration<double>(now - refilled_).count() / std::chrono::duration<double>(window).count());
+  refilled_ = now;
+  if (budget_ < static_cast<double>(bytes)) return false;
+  budget_ -= static_cast<double>(bytes);
+  return true;
+}
+
+bool publisher::publish(const std::string& channel, const std::string& full, const std::string& notice) {
+  if (config_.publish_socket.empty()) return false;
+  const std::string& message = full.size() <= max_message_bytes && take_budget(full.size()) ? full : notice;
+  const std::string why = post(channel, message);
+  if (why.empty()) {
     ++published_;
     return true;
   }
   ++failures_;
   log::write("warn", "publish_failed",
-             "publish to channel " + channel.substr(0, 12) + "... failed: " + (rc == CURLE_OK ? std::string("refused") : curl_easy_strerror(rc)) +
-                 " (HTTP " + std::to_string(code) + "); subscribers catch up by syncing");
+             "publish to channel " + channel.substr(0, 12) + "... failed: " + why + "; a notice to sync is resent until nginx takes one");
+  owe(channel, notice);
   return false;
+}
+
+void publisher::owe(const std::string& channel, const std::string& notice) {
+  std::lock_guard<std::mutex> g(owed_mu_);
+  if (stopping_) return;
+  auto it = owed_.find(channel);
+  if (it == owed_.end() && owed_.size() >= max_owed) {
+    log::write("error", "publish_notice_dropped",
+               "channel " + channel.substr(0, 12) + "... is not owed a notice: " + std::to_string(max_owed) +
+                   " channels already are (nginx has refused publishes for long); its subscribers sync when they reconnect");
+    return;
+  }
+  owed_notice& o = owed_[channel];
+  o.message = notice;  // the latest: any notice makes subscribers sync
+  o.attempts = 0;
+  o.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  if (!retrier_.joinable()) retrier_ = std::thread([this] { retry_loop(); });
+  owed_cv_.notify_one();
+}
+
+void publisher::retry_loop() {
+  std::unique_lock<std::mutex> lock(owed_mu_);
+  while (!stopping_) {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, std::string>> due;
+    auto wake = std::chrono::steady_clock::time_point::max();
+    for (const auto& [channel, o] : owed_) {
+      if (o.next_try <= now) due.emplace_back(channel, o.message);
+      else wake = std::min(wake, o.next_try);
+    }
+    if (due.empty()) {
+      if (wake == std::chrono::steady_clock::time_point::max()) owed_cv_.wait(lock);
+      else owed_cv_.wait_until(lock, wake);
+      continue;
+    }
+    lock.unlock();
+    std::vector<bool> delivered;
+    for (const auto& [channel, message] : due) {
+      if (stopping_) break;  // the destructor waits for at most the POST in flight
+      delivered.push_back(post(channel, message).empty());
+    }
+    lock.lock();
+    for (std::size_t i = 0; i < delivered.size(); ++i) {
+      auto it = owed_.find(due[i].first);
+      if (it == owed_.end() || it->second.message != due[i].second) continue;  // a newer notice is owed: it goes next
+      if (delivered[i]) {
+        log::write("info", "publish_notice_delivered",
+                   "channel " + due[i].first.substr(0, 12) + "... got its notice to sync after " + std::to_string(it->second.attempts + 1) + " attempt(s)");
+        owed_.erase(it);
+      } else {
+        it->second.attempts = std::min(it->second.attempts + 1, 5);
+        it->second.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(1 << it->second.attempts);  // 2 s ... 32 s
+      }
+    }
+  }
 }
 
 }  // namespace folio::service

@@ -96,42 +96,68 @@ std::string printable(std::string_view s) {  // for echoing a path in a message
   return out;
 }
 
-/// application/x-www-form-urlencoded value: "+" is a space, "%XX" a byte (as nginx's set_unescape_uri
-/// decodes it for the channel id). nullopt for a malformed escape.
-std::optional<std::string> form_decode(std::string_view v) {
+// The subscribe query is read exactly as nginx reads it for the channel id (nginx/folio.conf:
+// $arg_<name>, then set_unescape_uri), so that nginx's channel and the responder's differ only when
+// their secrets do (the channel_mismatch log line).
+
+/// nginx's $arg_<name> (ngx_http_arg): the value of the first '&'-separated parameter whose name is
+/// `name` with ASCII letters' case ignored, followed by '='; nullopt when there is none.
+std::optional<std::string_view> nginx_arg(std::string_view query, std::string_view name) {
+  while (true) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.size() > name.size() && pair[name.size()] == '=') {
+      bool same = true;
+      for (std::size_t i = 0; i < name.size() && same; ++i) same = std::tolower(static_cast<unsigned char>(pair[i])) == std::tolower(static_cast<unsigned char>(name[i]));
+      if (same) return pair.substr(name.size() + 1);
+    }
+    if (amp == std::string_view::npos) return std::nullopt;
+    query.remove_prefix(amp + 1);
+  }
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  const char l = static_cast<char>(c | 0x20);
+  return l >= 'a' && l <= 'f' ? l - 'a' + 10 : -1;
+}
+
+/// set-misc's set_unescape_uri (its ngx_unescape_uri_patched, component mode): '+' is a space, "%XX" a
+/// byte. Malformed escapes are not refused but dropped as it drops them: a '%' before a byte that is
+/// not a hex digit is dropped (the byte is kept as it is), a '%' and one hex digit followed by another
+/// byte are dropped with that byte, and a '%' with its digit at the end is dropped.
+std::string nginx_unescape(std::string_view v) {
   std::string out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '+') {
       out += ' ';
-    } else if (v[i] == '%') {
-      if (i + 2 >= v.size() || !std::isxdigit(static_cast<unsigned char>(v[i + 1])) || !std::isxdigit(static_cast<unsigned char>(v[i + 2])))
-        return std::nullopt;
-      out += static_cast<char>(std::stoi(std::string(v.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
-    } else {
+    } else if (v[i] != '%') {
       out += v[i];
+    } else if (i + 1 < v.size()) {
+      const int high = hex_digit(v[i + 1]);
+      if (high < 0) {
+        out += v[++i];
+      } else if (i + 2 < v.size()) {
+        const int low = hex_digit(v[i + 2]);
+        if (low >= 0) out += static_cast<char>(high * 16 + low);
+        i += 2;
+      } else {
+        i = v.size();
+      }
     }
   }
   return out;
 }
 
-/// The first `name=` parameter of a query string, decoded; "" when absent (nginx's $arg_ takes the first).
+/// A subscribe query's id, as nginx decodes it; "" (absent) and "" (empty) are both missing.
 std::string query_param(std::string_view query, std::string_view name, const char* missing_message) {
-  while (!query.empty()) {
-    const std::size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    if (pair.size() > name.size() && pair.substr(0, name.size()) == name && pair[name.size()] == '=') {
-      const std::optional<std::string> v = form_decode(pair.substr(name.size() + 1));
-      if (!v) throw api_error(status::invalid_argument, std::string(name) + " is not correctly URL-encoded.");
-      if (v->empty()) throw api_error(status::invalid_argument, missing_message);
-      if (unicode_problem(*v) != 0) throw api_error(status::invalid_argument, std::string(name) + " must be valid UTF-8.");
-      check_id(*v, std::string(name));
-      return *v;
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  throw api_error(status::invalid_argument, missing_message);
+  const std::optional<std::string_view> raw = nginx_arg(query, name);
+  if (!raw) throw api_error(status::invalid_argument, missing_message);
+  const std::string v = nginx_unescape(*raw);
+  if (v.empty()) throw api_error(status::invalid_argument, missing_message);
+  if (unicode_problem(v) != 0) throw api_error(status::invalid_argument, std::string(name) + " must be valid UTF-8.");
+  check_id(v, std::string(name));
+  return v;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ FOLIO_PACKAGES=(
   libsystemd-dev pkg-config               # folio-fcgi tells systemd it is ready (sd_notify)
   nginx-light libnginx-mod-nchan          # the front end (Nchan: live push to clients)
   libnginx-mod-http-set-misc              # nginx computes a subscriber's channel id (HMAC)
+  libnginx-mod-http-echo                  # echo_sleep: Nchan's authorization subrequest yields first (nginx/folio.conf)
   python3 curl wrk               # end-to-end tests, the curl tour, the load benchmark
 )
 

@@ -215,10 +215,14 @@ bool apply_message(const options& o, std::optional<folio::sync_client>& c, const
   m.Parse(message.c_str(), message.size());
   if (!m.IsObject()) return true;  // not ours (a keep-alive); ignore
   if (m.HasMember("deleted")) return false;
+  if (!m.HasMember("update")) {  // a notice (a change too large to push, or one whose push failed): sync now
+    sync(o, c);
+    return true;
+  }
   const std::optional<std::string> update = svc::base64_decode(field(m, "update"));
   const folio::push_status s = c->on_push(update ? *update : std::string(), decode_version(field(m, "version")), field(m, "incarnation"));
   if (s == folio::push_status::recreated) throw recreated(recreated_message(o));
-  if (s != folio::push_status::applied) sync(o, c);  // a gap (missed messages) or a change too large to push
+  if (s != folio::push_status::applied) sync(o, c);  // a gap: missed messages
   return true;
 }
 

@@ -45,10 +45,10 @@ responder() {  # starts folio-fcgi or hello-fcgi on the socket nginx uses
   for _ in $(seq 100); do [ -S "$work/run/folio.sock" ] && break; sleep 0.05; done
 }
 mkdir -p "$work/nginx"
-FOLIO_ACCESS_LOG=off scripts/nginx-conf "$work" "$port" 10000000 > "$work/nginx/nginx.conf"  # makes $work/channel.secret
+scripts/nginx-conf "$work" "$port" > /dev/null  # makes $work/channel.secret, before folio-fcgi reads it
 live=(--channel-secret-file "$work/channel.secret" --publish-socket "$work/run/nginx-publish.sock")
 responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}"
-nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
+FOLIO_ACCESS_LOG=off scripts/nginx-start "$work" "$port" 10000000 &   # as scripts/run starts it
 pids+=($!)
 sleep 0.5
 url=http://127.0.0.1:$port

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """End-to-end tests of slow and abusive clients: bodies that stall half-way, a crowd of idle
-connections, and a burst over the rate limit. nginx absorbs each — the responder's workers never
-wait on a client; stalled and idle connections are closed after nginx's timeouts, a burst is answered
-429 in the JSON error shape — while normal requests keep succeeding.
+connections, a burst over the rate limit, a burst of subscribers, and the subscriber-authorization hop
+out of reach. nginx absorbs each — the responder's workers never wait on a client; stalled and idle
+connections are closed after nginx's timeouts, a burst is answered 429 in the JSON error shape, no
+nginx worker dies (which would drop every tenant's subscribers) — while normal requests keep
+succeeding.
 
 Run by ctest (tests/CMakeLists.txt) as:  abuse_e2e.py BUILD_DIR SOURCE_DIR
 The stack runs with a rate limit of 20 requests/s per address (burst 2000, nginx/folio.conf).
 """
 import concurrent.futures
 import json
+import os
 import resource
+import selectors
 import socket
 import sys
 import threading
@@ -21,6 +25,7 @@ from stack import *  # noqa: F401,F403 (the stack, its credentials and HTTP help
 STACK.rate = 20
 IDLE = 1500
 SLOW = 12  # three times the responder's workers
+BURST = 600  # subscribers at once: more than a unix socket's default backlog (511) of nginx's authorization hop
 
 
 def normal_request(test, source="127.0.0.1"):
@@ -38,6 +43,15 @@ def responder_gets():
     """How many /v2/crdt/get requests folio-fcgi has logged."""
     with open(STACK.fcgi_log) as f:
         return sum(1 for line in f if '"endpoint":"/v2/crdt/get"' in line and '"event":"request"' in line)
+
+
+def error_log():
+    return os.path.join(STACK.dir, "log", "nginx-error.log")
+
+
+def access_statuses():
+    """The status of every request in nginx's access log (folio_json lines)."""
+    return [json.loads(line)["status"] for line in log_lines(os.path.join(STACK.dir, "log", "nginx-access.log"))]
 
 
 def read_all(s):
@@ -114,6 +128,8 @@ class Abuse(unittest.TestCase):
                 results.extend(responses(read_all(s)))
 
         threads = [threading.Thread(target=burst) for _ in range(4)]
+        error_lines = len(log_lines(error_log()))
+        access_429 = access_statuses().count(429)
         start = time.time()
         for t in threads:
             t.start()
@@ -129,7 +145,165 @@ class Abuse(unittest.TestCase):
         self.assertGreaterEqual(len(limited), max(1, 4 * 701 - 2000 - int(20 * (elapsed + 1))))
         self.assertEqual(json.loads(limited[0]), {"error": {"message": "Too many requests; retry later.", "status": "RESOURCE_EXHAUSTED"}})
         self.assertEqual({status for status, _ in results}, {401, 429})  # the rest reached the responder
+        # Each rejection is a line of the access log (status 429), none of the error log (nginx logged
+        # one at error level per rejection: 253 MB in a minute of flooding).
+        self.assertEqual(access_statuses().count(429) - access_429, len(limited))
+        self.assertEqual(log_lines(error_log())[error_lines:], [])
         normal_request(self, source="127.0.0.2")
+
+
+
+
+
+def dead_workers():
+    """nginx's error-log lines that tell a worker died (every connection it held was dropped)."""
+    return [line for line in log_lines(error_log()) if "exited on signal" in line]
+
+
+def subscribe_request(editor):
+    return subscription_request({"organizationId": "abuse", "documentId": "live", "editorId": editor})
+
+
+def subscribers_at_once(n, editor, source):
+    """Opens n connections from `source` at once, sends a subscribe on each, and returns each one's
+    answer: up to Nchan's greeting, the whole refusal, or what came before the connection closed."""
+    socks, answers = [], {}
+    sel = selectors.DefaultSelector()
+    for _ in range(n):
+        s = socket.socket()
+        s.bind((source, 0))
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", STACK.port))
+        socks.append(s)
+        sel.register(s, selectors.EVENT_WRITE, b"")
+    request = subscribe_request(editor)
+    deadline = time.time() + 120  # a guard against a hang, not a measurement
+    while len(answers) < n and time.time() < deadline:
+        for k, events in sel.select(1):
+            s = k.fileobj
+            if events & selectors.EVENT_WRITE:
+                s.send(request)
+                sel.modify(s, selectors.EVENT_READ, b"")
+                continue
+            try:
+                chunk = s.recv(65536)
+            except OSError:
+                chunk = b""
+            buf = k.data + chunk
+            if not chunk or answer_complete(buf):
+                answers[s] = buf
+                sel.unregister(s)
+            else:
+                sel.modify(s, selectors.EVENT_READ, buf)
+    for s in socks:
+        s.close()
+    return list(answers.values()) + [b"<no answer>"] * (n - len(answers))
+
+
+def update_live(editor, value):
+    ids = {"organizationId": "abuse", "documentId": "live", "editorId": editor}
+    status, body = call("/v2/crdt/update", dict(ids, data=value), source="127.0.0.4")
+    assert status == 200, body
+
+
+class Subscribers(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for editor in ("burst", "hop"):
+            status, body = call("/v2/crdt/add", {"organizationId": "abuse", "documentId": "live", "editorId": editor, "type": "text",
+                                                 "data": "0"}, source="127.0.0.4")
+            assert status == 200, body
+
+    def test_a_burst_of_subscribers_is_served_and_no_worker_dies(self):
+        # Nchan crashed the worker whenever its authorization subrequest failed at once — here the hop's
+        # unix socket backlog overflowing — and every subscriber the worker held was dropped with it.
+        before = EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "burst"}, source="127.0.0.4")
+        try:
+            answers = subscribers_at_once(BURST, "burst", "127.0.0.3")
+            greeted = [a for a in answers if a.startswith(b"HTTP/1.1 200") and b": hi\n" in a]
+            refused = [a for a in answers if a.startswith(b"HTTP/1.1 503") and b'"status":"UNAVAILABLE"' in a]
+            others = [a[:300] for a in answers if a not in greeted and a not in refused]
+            self.assertEqual(others[:3], [], "%d of %d answers neither a greeting nor a JSON 503" % (len(others), BURST))
+            self.assertEqual(dead_workers(), [])
+            update_live("burst", "after the burst")
+            self.assertEqual(before.next_data()["editorId"], "burst")  # an earlier subscriber was not dropped
+        finally:
+            before.close()
+
+    def test_an_unreachable_authorization_hop_crashes_no_worker(self):
+        # The hop's socket gone (its connect() fails at once): every subscribe crashed a worker. Now the
+        # subscriber gets Nchan's answer to a failed authorization, and the others stay connected.
+        sock = os.path.join(STACK.dir, "run", "nginx-authorize.sock")
+        before = EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "hop"}, source="127.0.0.4")
+        os.rename(sock, sock + ".away")
+        try:
+            answers = subscribers_at_once(3, "hop", "127.0.0.4")
+            for a in answers:
+                self.assertTrue(a.startswith(b"HTTP/1.1 502"), a[:300])
+            self.assertEqual(dead_workers(), [])
+            update_live("hop", "hop unreachable")
+            self.assertEqual(before.next_data()["editorId"], "hop")
+        finally:
+            os.rename(sock + ".away", sock)
+            before.close()
+        after = EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "hop"}, source="127.0.0.4")  # the hop is back
+        after.close()
+
+
+
+def raw_answer(request, source="127.0.0.5"):
+    """(status, headers lower-cased, body) of nginx's answer to raw request bytes."""
+    with socket.create_connection(("127.0.0.1", STACK.port), timeout=30, source_address=(source, 0)) as s:
+        s.sendall(request)
+        buf = b""
+        while not answer_complete(buf):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    head, _, body = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict((k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:]))
+    return int(lines[0].split()[1]), headers, body
+
+
+class NginxAnswers(unittest.TestCase):
+    """Every answer nginx gives itself is the JSON error shape with its own code (nginx/errors.conf)."""
+
+    def assert_json(self, request, http, status, message):
+        code, headers, body = raw_answer(request)
+        self.assertEqual((code, headers.get("content-type")), (http, "application/json"), body[:300])
+        self.assertEqual(json.loads(body), {"error": {"message": message, "status": status}})
+
+    def test_malformed_requests(self):
+        malformed = "Malformed HTTP request: nginx could not parse its request line, a header or the body's framing."
+        for request in (b"POST /v2/crdt/get%00 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                        b"GET /v2/crdt/subscribe%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+                        b"POST /v2/crdt/get HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+                        b"POST /v2/crdt/get HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n"):
+            with self.subTest(request=request[:40]):
+                self.assert_json(request, 400, "INVALID_ARGUMENT", malformed)
+        self.assert_json(b"POST /v2/crdt/get HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 10000 + b"\r\n\r\n", 400, "INVALID_ARGUMENT",
+                         "Request headers are larger than the limit (8 KiB a line, 32 KiB in all).")
+        self.assert_json(b"POST /v2/crdt/get?" + b"a" * 65536 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "INVALID_ARGUMENT",
+                         "Request URI is longer than the limit (8 KiB).")
+        self.assert_json(b"GET /v2/crdt/subscribe?organizationId=" + b"o" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414,
+                         "INVALID_ARGUMENT", "Request URI is longer than the limit (8 KiB).")
+        self.assert_json(b"POST /v2/crdt/get HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "INVALID_ARGUMENT",
+                         "Transfer-Encoding must be chunked or absent.")
+        self.assert_json(b"POST /v2/crdt/get HTTP/2.0\r\nHost: x\r\n\r\n", 505, "INVALID_ARGUMENT", "HTTP version not supported; use HTTP/1.1.")
+        self.assert_json(b"TRACE /v2/crdt/get HTTP/1.1\r\nHost: x\r\n\r\n", 400, "INVALID_ARGUMENT", "Method not allowed; every endpoint takes POST.")
+
+    def test_a_subscriber_gets_a_json_503_while_the_responder_is_down(self):
+        STACK.fcgi.terminate()
+        STACK.fcgi.wait(10)
+        try:
+            self.assert_json(subscribe_request("hop"), 503, "UNAVAILABLE", "The service is unavailable; retry later.")
+            self.assert_json(b"POST /v2/crdt/get HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 503, "UNAVAILABLE",
+                             "The service is unavailable; retry later.")
+        finally:
+            STACK.start_fcgi()
+        self.assertEqual(dead_workers(), [])
 
 
 if __name__ == "__main__":

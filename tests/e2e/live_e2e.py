@@ -80,12 +80,12 @@ def state_path(name):
 class EventSource:
     """A raw EventSource subscriber: connects, waits for Nchan's greeting, yields events."""
 
-    def __init__(self, editor, who="a", last_event_id=None):
+    def __init__(self, editor, who="a", last_event_id=None, raw_query=None):
         self.conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=10)
         h = dict(creds_headers(who), Accept="text/event-stream")
         if last_event_id:
             h["Last-Event-ID"] = last_event_id
-        self.conn.request("GET", "/v2/crdt/subscribe?" + query(editor), headers=h)
+        self.conn.request("GET", "/v2/crdt/subscribe?" + (raw_query or query(editor)), headers=h)
         self.sock = self.conn.sock  # http.client lets go of it once a streamed response begins
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
@@ -94,11 +94,15 @@ class EventSource:
             assert line.startswith(b":"), line  # ": hi" — subscribed from here on
 
     def next(self, timeout=10):
-        """(id, parsed data) of the next event."""
-        self.sock.settimeout(timeout)
+        """(id, parsed data) of the next event; socket.timeout when none comes within `timeout` (Nchan's
+        keep-alive comments do not count)."""
+        deadline = time.time() + timeout
         event_id, data = None, []
         while True:
+            self.sock.settimeout(max(0.01, deadline - time.time()))
             line = self.resp.fp.readline()
+            if time.time() > deadline:
+                raise socket.timeout("no event in %s s" % timeout)
             if not line:
                 raise EOFError("stream closed")
             line = line.rstrip(b"\r\n")
@@ -162,9 +166,10 @@ class WebSocket:
 class Watcher:
     """`folio-cli watch` in the background; its printed values arrive on a queue."""
 
-    def __init__(self, editor, transport="eventsource", state=None):
-        key, token = CREDS["a"]
+    def __init__(self, editor, transport="eventsource", state=None, who="a"):
+        key, token = CREDS[who]
         env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % STACK.port)
+        self.log_start = len(log_lines(STACK.fcgi_log))  # for settled()
         self.proc = subprocess.Popen([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--transport", transport]
                                      + (["--state", state] if state else []) + ["watch"],
                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -174,6 +179,13 @@ class Watcher:
     def _pump(self):
         for line in self.proc.stdout:
             self.values.put(json.loads(line) if line.strip() != "deleted" else "<deleted>")
+
+    def settled(self):
+        """Waits for the watcher's second sync, a second after it subscribed (folio-cli watch), so that
+        what it shows next came through the stream."""
+        deadline = time.time() + 20
+        while sum('"/v2/crdt/sync"' in line for line in log_lines(STACK.fcgi_log)[self.log_start:]) < 2 and time.time() < deadline:
+            time.sleep(0.1)
 
     def wait_for(self, value, timeout=20):
         """Reads printed values until `value` appears; returns everything seen."""
@@ -363,6 +375,129 @@ class LivePush(unittest.TestCase):
         v = value_of(cli("apply", json.dumps(last_only), state=st, editor="gap"))
         self.assertEqual(v, {"x": 1, "y": 2, "z": 3})
         self.assertEqual(v, rest_value("gap"))
+
+
+class NginxMemory(unittest.TestCase):
+    """What a channel holds in Nchan's shared memory is bounded, and a subscriber learns of every change
+    it could not be pushed: large changes go as notices (no update: sync now), and a failed publish is
+    followed by a notice resent until nginx takes one (fcgi/publish.hpp)."""
+
+    def test_a_large_change_goes_as_a_notice_that_makes_clients_sync(self):
+        add("big", "text", "small")
+        es = EventSource("big")
+        try:
+            update("big", "still small")
+            _, m = es.next()
+            self.assertEqual(sorted(m), ["editorId", "incarnation", "lastUpdate", "lastUpdatedBy", "sessionId", "update", "version"])
+            big = "L" * (80 * 1024)  # its message would be over 64 KiB
+            update("big", big, userId="ula")
+            _, m = es.next()
+            self.assertEqual(sorted(m), ["editorId", "incarnation", "lastUpdate", "lastUpdatedBy", "sessionId"])
+            self.assertEqual((m["editorId"], m["lastUpdatedBy"], m["incarnation"]), ("big", "ula", incarnation_of("big")))
+        finally:
+            es.close()
+        st = state_path("big")
+        cli("sync", state=st, editor="big")
+        update("big", big + "!")
+        self.assertEqual(value_of(cli("apply", json.dumps(m), state=st, editor="big")), big + "!")  # a notice: folio-cli syncs
+
+    def test_changes_beyond_the_minute_budget_go_as_notices(self):
+        # 32 MiB of messages with ops a minute (refilled as the minute passes): changes of 40 KB (54 KB
+        # messages) sent faster than it refills spend it, and from then on even a change that fits in
+        # a message goes as a notice. Flood until budget-0's subscriber sees one (at most 4,000 changes).
+        value = "w" * (40 * 1024)
+        for i in range(10):
+            add("budget-%d" % i, "map", {})
+        st = state_path("budget")
+        cli("sync", state=st, editor="budget-0")
+        es = EventSource("budget-0")
+        seen, notice, sent = [], threading.Event(), [0]
+        lock = threading.Lock()
+
+        def read():
+            while not notice.is_set():
+                m = es.next(timeout=60)[1]
+                seen.append(m)
+                if "update" not in m:
+                    notice.set()
+
+        def flood():
+            while not notice.is_set():
+                with lock:
+                    i = sent[0]
+                    sent[0] += 1
+                if i >= 4000:
+                    return
+                update("budget-%d" % (i % 10), {"k": value + str(i)})
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        threads = [threading.Thread(target=flood) for _ in range(4)]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            reader.join(60)
+        finally:
+            notice.set()
+            es.close()
+            STACK.fcgi.terminate()  # a fresh budget for the tests after this one
+            STACK.fcgi.wait(10)
+            STACK.start_fcgi()
+        self.assertTrue("update" in seen[0] and "update" not in seen[-1], "%d changes, %d messages" % (sent[0], len(seen)))
+        self.assertEqual(value_of(cli("apply", json.dumps(seen[-1]), state=st, editor="budget-0")), rest_value("budget-0"))
+
+    def test_one_tenant_flooding_large_changes_does_not_starve_another_tenants_subscribers(self):
+        # Each channel kept 256 messages for an hour in Nchan's 128 MiB: ~650 changes of 200 KB filled it,
+        # publishes failed (507), and another tenant's pushes were dropped without its subscribers knowing.
+        add("quiet", "text", "q0", who="b")
+        st = state_path("quiet")
+        cli("sync", state=st, editor="quiet", who="b")
+        es = EventSource("quiet", who="b")
+        try:
+            value = "v" * (200 * 1024)
+
+            def flood(first):
+                for i in range(first, 850, 4):
+                    update("flood-%d" % (i % 50), {"k": value + str(i)})
+
+            for i in range(50):  # 50 records, then 800 updates of 200 KB in four threads
+                add("flood-%d" % i, "map", {})
+            threads = [threading.Thread(target=flood, args=(50 + k,)) for k in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            quiet = "b's change of 100 KB " + "q" * (100 * 1024)
+            update("quiet", quiet, who="b")
+            _, m = es.next(timeout=30)  # on the same connection: nothing was dropped
+        finally:
+            es.close()
+        self.assertEqual(m["editorId"], "quiet")
+        self.assertEqual(value_of(cli("apply", json.dumps(m), state=st, editor="quiet", who="b")), quiet)
+
+    def test_a_failed_publish_is_followed_by_a_notice_so_the_last_change_is_not_lost(self):
+        add("lost-push", "text", "p0")
+        w = Watcher("lost-push")
+        try:
+            w.wait_for("p0")
+            w.settled()
+            # A responder with no connection to nginx yet, and nginx's publisher socket out of reach:
+            # the next publish fails.
+            STACK.fcgi.terminate()
+            STACK.fcgi.wait(10)
+            STACK.start_fcgi()
+            away = STACK.publish_socket + ".away"
+            os.rename(STACK.publish_socket, away)
+            try:
+                update("lost-push", "p1, the last change before a quiet period")
+            finally:
+                os.rename(away, STACK.publish_socket)
+            w.wait_for("p1, the last change before a quiet period")  # the resent notice, then a sync
+        finally:
+            w.stop()
+        self.assertTrue(any('"publish_notice_delivered"' in line for line in log_lines(STACK.fcgi_log)))
 
 
 class Sync(unittest.TestCase):
@@ -643,6 +778,37 @@ class Access(unittest.TestCase):
         es = EventSource("acc", who="a_ro")
         self.assertEqual(es.status, 200)
         es.close()
+
+    def test_the_responder_reads_the_query_as_nginx_does(self):
+        # nginx's $arg_ takes the first parameter whose name matches in any case, and set_unescape_uri
+        # drops malformed escapes instead of refusing them. The responder read the query otherwise, so
+        # its channel differed from nginx's: 500 and a channel_mismatch line blaming the secret, or a
+        # 400 where nginx had computed a channel.
+        add("case", "text", "c")
+        mismatches = sum('"channel_mismatch"' in line for line in log_lines(STACK.fcgi_log))
+        ids_q = urllib.parse.urlencode({"organizationId": ORG, "documentId": DOC})
+        es = EventSource("case", raw_query="EDITORID=case&%s&editorId=nosuch" % ids_q)
+        try:
+            self.assertEqual(es.status, 200)
+            update("case", "c2")
+            self.assertEqual(es.next()[1]["editorId"], "case")
+        finally:
+            es.close()
+        # "x%zz%4zb%+c%": '%z' keeps the z, '%4z' is dropped whole, '%+' keeps the plus, a final '%' is dropped.
+        status, body = call("/v2/crdt/add", {"organizationId": "xzzb+c", "documentId": DOC, "editorId": "esc", "type": "text", "data": "e"})
+        self.assertEqual(status, 200, body)
+        es = EventSource("esc", raw_query="organizationId=x%%zz%%4zb%%+c%%&%s" % urllib.parse.urlencode({"documentId": DOC, "editorId": "esc"}))
+        try:
+            self.assertEqual(es.status, 200)
+            status, body = call("/v2/crdt/update", {"organizationId": "xzzb+c", "documentId": DOC, "editorId": "esc", "data": "e2"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(es.next()[1]["editorId"], "esc")
+        finally:
+            es.close()
+        es = EventSource("esc", raw_query="organizationId=a%%00&%s" % urllib.parse.urlencode({"documentId": DOC, "editorId": "esc"}))
+        self.assertEqual((es.status, json.loads(es.resp.read())["error"]["message"]), (400, "organizationId must not contain control characters."))
+        es.close()
+        self.assertEqual(sum('"channel_mismatch"' in line for line in log_lines(STACK.fcgi_log)), mismatches)
 
     def test_another_tenant_with_the_same_ids_has_its_own_channel(self):
         add("twin", "text", "a's")

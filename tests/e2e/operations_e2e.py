@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of what operators use: /healthz and /metrics through nginx (loopback only), the
 responder's one-line JSON logs and nginx's, joined by one request id, never holding a credential or
-a tenant's ids or content.
+a tenant's ids or content; nginx starting again, unattended, after it was killed.
 
 Run by ctest (tests/CMakeLists.txt) as:  operations_e2e.py BUILD_DIR SOURCE_DIR
 """
@@ -281,6 +281,50 @@ class Logs(unittest.TestCase):
         for line in lines:
             for secret in (ORG, DOC, CONTENT):
                 self.assertNotIn(secret, line)
+
+
+
+def child_pids(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(p) for p in f.read().split()]
+
+
+def gone(pid):
+    """True once `pid` has exited (a zombie counts: it holds no socket)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+class Crash(unittest.TestCase):
+    def test_nginx_starts_again_after_sigkill_through_the_path_scripts_run_uses(self):
+        sockets = [os.path.join(STACK.dir, "run", name) for name in ("nginx-authorize.sock", "nginx-publish.sock")]
+        conf = os.path.join(STACK.dir, "nginx", "nginx.conf")
+        cleanup = os.path.join(stack.SOURCE, "scripts", "nginx-stale-sockets")
+        ids = {"organizationId": "crash", "documentId": "d", "editorId": "e"}
+        ok(self, call("/v2/crdt/add", dict(ids, type="text", data="before")), "CRDT data added successfully.")
+        # A live nginx's sockets are not stale: the cleanup leaves them, and they keep working.
+        subprocess.run([cleanup, conf], check=True)
+        self.assertTrue(all(os.path.exists(s) for s in sockets))
+        EventStream(ids).close()
+        # nginx killed, master and workers: its sockets stay behind, and bind() on them failed
+        # ("Address already in use") when scripts/run started nginx again.
+        pids = [STACK.nginx.pid] + child_pids(STACK.nginx.pid)
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        STACK.nginx.wait(10)
+        self.assertTrue(wait_for(lambda: all(gone(p) for p in pids)))
+        self.assertTrue(all(os.path.exists(s) for s in sockets))
+        STACK.start_nginx()
+        # Both sockets are nginx's again: a subscriber is authorized (the hop) and gets a push (the publisher).
+        es = EventStream(ids)
+        try:
+            ok(self, call("/v2/crdt/update", dict(ids, data="after")), "CRDT data updated successfully.")
+            self.assertEqual(es.next_data()["editorId"], "e")
+        finally:
+            es.close()
 
 
 if __name__ == "__main__":

@@ -15,8 +15,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
-__all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY"]
+__all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY",
+           "subscription_request", "answer_complete", "EventStream"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 FCGI = os.path.join(BUILD, "fcgi", "folio-fcgi")
@@ -72,19 +74,17 @@ class Stack:
         raise RuntimeError("folio-fcgi did not start")
 
     def start_nginx(self):
-        conf = subprocess.run([os.path.join(SOURCE, "scripts", "nginx-conf"), self.dir, str(self.port), str(self.rate)],
-                              check=True, capture_output=True, text=True).stdout
-        path = os.path.join(self.dir, "nginx", "nginx.conf")
-        with open(path, "w") as f:
-            f.write(conf)
-        self.nginx = subprocess.Popen(["nginx", "-p", os.path.join(self.dir, "nginx"), "-c", path, "-g", "daemon off;"])
+        """nginx as scripts/run starts it (scripts/nginx-start: render, remove stale sockets, exec nginx)."""
+        self.nginx = subprocess.Popen([os.path.join(SOURCE, "scripts", "nginx-start"), self.dir, str(self.port), str(self.rate)])
         for _ in range(100):
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return
             except OSError:
+                if self.nginx.poll() is not None:
+                    break
                 time.sleep(0.05)
-        raise RuntimeError("nginx did not start")
+        raise RuntimeError("nginx did not start\n" + self.log_tails())
 
     def log_tails(self, lines=8):
         """The last lines of folio-fcgi's and nginx's error logs, for a failure message."""
@@ -158,9 +158,10 @@ def unique_keys(pairs):
     return dict(pairs)
 
 
-def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None, raw=False):
-    """Returns (http status, parsed JSON body), or (http status, the body's bytes) with raw=True."""
-    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60)
+def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None, raw=False, source="127.0.0.1"):
+    """Returns (http status, parsed JSON body), or (http status, the body's bytes) with raw=True; sent
+    from the loopback address `source` (nginx's rate limit is per address)."""
+    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60, source_address=(source, 0))
     h = {"Content-Type": content_type} if content_type else {}
     if who:
         key, token = CREDS[who]
@@ -198,3 +199,53 @@ def err(test, res, http, status, message=None):
     if message is not None:
         test.assertEqual(body["error"]["message"], message)
     return body["error"]["message"]
+
+
+def subscription_request(ids, who="a"):
+    """The bytes of an EventSource subscribe to the record `ids` (organizationId, documentId, editorId)."""
+    key, token = CREDS[who]
+    return ("GET /v2/crdt/subscribe?%s HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nx-folio-api-key: %s\r\n"
+            "x-folio-auth-token: %s\r\n\r\n" % (urllib.parse.urlencode(ids), key, token)).encode()
+
+
+def answer_complete(buf):
+    """Whether `buf` holds an EventSource greeting, or a whole Content-Length framed answer."""
+    head, sep, body = buf.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    if head.startswith(b"HTTP/1.1 200"):
+        return b": hi\n" in body
+    lengths = [line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
+    return bool(lengths) and len(body) >= int(lengths[0])
+
+
+class EventStream:
+    """One raw EventSource subscriber, greeted by Nchan (subscribed) when constructed."""
+
+    def __init__(self, ids, who="a", source="127.0.0.1"):
+        self.sock = socket.create_connection(("127.0.0.1", STACK.port), timeout=30, source_address=(source, 0))
+        self.sock.sendall(subscription_request(ids, who))
+        self.buf = b""
+        while not answer_complete(self.buf):
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                break
+            self.buf += chunk
+        if not (self.buf.startswith(b"HTTP/1.1 200") and b": hi\n" in self.buf):
+            self.sock.close()
+            raise AssertionError("subscriber not greeted: %r" % self.buf[:300])
+        self.buf = self.buf.partition(b": hi\n")[2]
+
+    def next_data(self):
+        """The next event's data, parsed JSON."""
+        while b"\n\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("stream closed")
+            self.buf += chunk
+        event, _, self.buf = self.buf.partition(b"\n\n")
+        lines = [line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:")]
+        return json.loads(b"".join(lines)) if lines else self.next_data()
+
+    def close(self):
+        self.sock.close()
