@@ -132,9 +132,10 @@ class sync_client {
   /// The server refused the last push with FAILED_PRECONDITION; the next request pulls first.
   void on_refused() noexcept { refused_ = true, behind_ = true; }
 
-  /// Applies one pushed change: its ops (possibly empty: a change too large to push, fetch it by
-  /// syncing), the server's version after it and the record's incarnation. Before the first answer
-  /// the client cannot tell whose change it is: it applies nothing and reports a gap (sync).
+  /// Applies one pushed change: its ops, the server's version after it and the record's incarnation.
+  /// Before the first answer the client cannot tell whose change it is: it applies nothing and
+  /// reports a gap (sync). A notice (a message without ops and version: the change was too large to
+  /// push, or a publish failed) is not for on_push: the client syncs (docs/API.md, live messages).
   push_status on_push(std::string_view update, const version_vector& server_version, std::string_view incarnation) {
     if (incarnation_.empty()) {
       behind_ = true;
