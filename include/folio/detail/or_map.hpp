@@ -18,10 +18,9 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <iterator>
+#include <map>
 #include <optional>
-#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,7 +57,13 @@ class or_map {
   };
   /// Every live entry, with its value (opaque bytes).
   using entries_t = std::map<entry_name, std::string, entry_order>;
-  using entry_range = std::ranges::subrange<entries_t::const_iterator>;
+  /// A key's live entries, winner first: a range of the map.
+  struct entry_range {
+    entries_t::const_iterator first, last;
+    entries_t::const_iterator begin() const noexcept { return first; }
+    entries_t::const_iterator end() const noexcept { return last; }
+    bool empty() const noexcept { return first == last; }
+  };
 
   /// Integrates a set made by `id` that observed the entries `preds` (their ids; a pred that is not a
   /// live entry of `key` is ignored). Each operation must be integrated once: the document core skips
