@@ -750,10 +750,11 @@ class rga {
   std::pair<leaf_node*, int> first_below(leaf_node* l, int i, const item_key& k) const noexcept {
     for (; i < l->count; ++i)
       if (key_of(l->runs[i], 0) < k) return {l, i};
+    if (!l->next) return {l, i};  // the end (typing at the end of the document)
     node* n = l;
     for (;;) {
       inner_node* p = n->parent;
-      if (!p) {  // nothing smaller follows: the end
+      if (!p) {  // nothing smaller follows: the end of the last leaf
         for (n = root_; !n->is_leaf;) n = static_cast<inner_node*>(n)->child[static_cast<inner_node*>(n)->count - 1];
         l = static_cast<leaf_node*>(n);
         return {l, l->count};
