@@ -12,9 +12,10 @@ namespace {
 using folio::item_key;
 using folio::detail::or_map;
 
-std::vector<folio::op_id> ids(std::span<const or_map::entry> es) {
-  std::vector<folio::op_id> out;
-  for (const auto& e : es) out.push_back({e.id.replica, e.id.seq});
+// The ids of a key's live entries: what a local set or remove observes.
+std::vector<item_key> ids(or_map::entry_range es) {
+  std::vector<item_key> out;
+  for (const auto& [name, value] : es) out.push_back(name.id);
   return out;
 }
 
@@ -23,7 +24,7 @@ TEST(OrMap, SetOverwritesWhatItObserved) {
   m.set("k", {1, 1, 0}, "\"a\"", {});
   m.set("k", {2, 1, 1}, "\"b\"", ids(m.entries("k")));
   EXPECT_EQ(*m.get("k"), "\"b\"");
-  EXPECT_EQ(m.entries("k").size(), 1u);
+  EXPECT_EQ(ids(m.entries("k")).size(), 1u);
   m.check();
 }
 
@@ -34,7 +35,7 @@ TEST(OrMap, ConcurrentSetsResolveToTheHighestIdEverywhere) {
   b.set("k", y, "\"from 2\"", {}), b.set("k", x, "\"from 1\"", {});
   EXPECT_EQ(*a.get("k"), "\"from 2\"");
   EXPECT_EQ(a, b);
-  EXPECT_EQ(a.entries("k").size(), 2u);  // both kept until someone overwrites them
+  EXPECT_EQ(ids(a.entries("k")).size(), 2u);  // both kept until someone overwrites them
 }
 
 TEST(OrMap, AConcurrentSetSurvivesARemove) {
@@ -80,7 +81,7 @@ struct map_op {
   std::string key;
   item_key id;
   std::optional<std::string> value;
-  std::vector<folio::op_id> preds;
+  std::vector<item_key> preds;
 };
 
 void integrate(or_map& m, const map_op& o) {
@@ -127,7 +128,7 @@ TEST(OrMap, SeededRandomCausalDeliveryConverges) {
       clock[r] = std::max(clock[r], o.id.lamport);
     };
     auto ready = [&](std::size_t r, const map_op& o) {
-      return std::all_of(o.preds.begin(), o.preds.end(), [&](const folio::op_id& p) { return seen[r].count(p) != 0; });
+      return std::all_of(o.preds.begin(), o.preds.end(), [&](const item_key& p) { return seen[r].count({p.replica, p.seq}) != 0; });
     };
     for (int step = 0; step < 120; ++step) {
       const std::size_t r = rng() % n;
@@ -160,6 +161,52 @@ TEST(OrMap, SeededRandomCausalDeliveryConverges) {
       maps[r].check();
       ASSERT_EQ(maps[r], maps[0]) << "replica " << r;
     }
+  }
+}
+
+// Thousands of concurrent sets of one key, then sets that each observed one of them, then a remove
+// that observed half of what is left: the live entries are the model's (every set no op observed),
+// winner first, whatever the order of the concurrent ones. Preds that are not live entries of the key
+// (removed already, or another key's) remove nothing.
+TEST(OrMap, ThousandsOfConcurrentSetsOfOneKeyKeepTheModelsEntries) {
+  std::mt19937_64 rng(5);
+  std::vector<item_key> concurrent;
+  std::set<item_key> ids_used;
+  while (concurrent.size() < 3000) {
+    const item_key id{std::uint32_t(1 + rng() % 500), 1 + rng() % 50, std::uint32_t(rng() % 1000)};
+    if (ids_used.insert(id).second) concurrent.push_back(id);
+  }
+  std::vector<map_op> later;
+  std::set<item_key> live(concurrent.begin(), concurrent.end());
+  or_map other;
+  other.set("j", {9, 9, 9}, "j", {});
+  for (std::uint32_t i = 0; i < 1500; ++i) {
+    const item_key seen = concurrent[rng() % concurrent.size()];  // some are observed twice
+    const item_key id{1000 + i, 100, i};
+    later.push_back({"k", id, "v" + std::to_string(i), {seen, {9, 9, 9}}});
+    live.erase(seen), live.insert(id);
+  }
+  std::vector<item_key> half;
+  for (const item_key& id : live)
+    if (rng() % 2) half.push_back(id);
+  later.push_back({"k", {5000, 100, 5000}, std::nullopt, half});
+  for (const item_key& id : half) live.erase(id);
+  std::optional<or_map> first;
+  for (bool reversed : {false, true}) {
+    or_map m = other;
+    for (std::size_t i = 0; i < concurrent.size(); ++i) {
+      const item_key& id = concurrent[reversed ? concurrent.size() - 1 - i : i];
+      m.set("k", id, std::to_string(id.lamport), {});
+    }
+    for (const map_op& o : later) integrate(m, o);
+    m.check();
+    std::vector<item_key> expected(live.rbegin(), live.rend());
+    EXPECT_EQ(ids(m.entries("k")), expected);
+    EXPECT_EQ(*m.get("j"), "j");
+    if (first) {
+      EXPECT_EQ(m, *first);
+    }
+    first = m;
   }
 }
 

@@ -327,4 +327,41 @@ TEST(Text, LargeDocumentsSplitTheTreeAndStayConsistent) {
   t.check();
 }
 
+// A remove's targets are checked without visiting their runs (per replica, the seqs that are removes
+// are kept as ranges); the fault reported is still the first in the op's order: the lowest seq of a
+// forward remove, the highest of a backward one, a remove seq before a missing one.
+TEST(Text, RemoveTargetsAreCheckedInTheirOwnOrder) {
+  folio::text a(1), b(2);
+  a.insert_utf8(0, "abc");  // seqs 0-2
+  a.erase(1, 1);            // 3: a remove
+  a.insert_utf8(2, "de");   // 4-5
+  a.erase(2, 1);            // 6: a remove
+  a.insert_utf8(3, "f");    // 7
+  ASSERT_EQ(a.to_string(), "acef");
+  b.apply(a.ops_since({}));
+  auto remove = [](folio::replica_id r, std::uint32_t first, std::uint32_t len, bool backward) {
+    return op_batch<char32_t>{{op{op_kind::remove, {r, 0}, 20, len, {1, first}, backward}}, {}};
+  };
+  auto refused = [&](const op_batch<char32_t>& batch) { return b.apply(batch).message; };
+  EXPECT_EQ(refused(remove(3, 0, 8, false)), "reference (1, 3) is not an inserted item");
+  EXPECT_EQ(refused(remove(3, 7, 8, true)), "reference (1, 6) is not an inserted item");
+  EXPECT_EQ(refused(remove(3, 5, 3, true)), "reference (1, 3) is not an inserted item");
+  EXPECT_EQ(refused(remove(3, 2, 2, false)), "reference (1, 3) is not an inserted item");  // a run, then a remove
+  EXPECT_EQ(refused(remove(3, 7, 2, true)), "reference (1, 6) is not an inserted item");
+  EXPECT_EQ(refused(remove(3, 4, 6, false)), "reference (1, 6) is not an inserted item");  // before the missing 8 and 9
+  EXPECT_EQ(refused(remove(3, 2, 1, false)), "");
+  EXPECT_EQ(b.to_string(), "aef");
+  EXPECT_EQ(b.apply(remove(4, 7, 3, false)).pending, 3u);  // 8 and 9 are not there yet
+  EXPECT_EQ(b.apply(remove(5, 9, 3, true)).pending, 6u);
+  EXPECT_EQ(b.apply({{op{op_kind::insert, {6, 0}, 30, 1, folio::document_start, false}, op{op_kind::remove, {6, 1}, 31, 2, {6, 0}, false}}, {U'x'}})
+                .message,
+            "operation refers to itself or a later operation of its replica");  // its insert went in
+  a.insert_utf8(4, "gh");  // 8-9
+  const auto r = b.apply(a.ops_since(b.version()));
+  EXPECT_EQ(r.applied, 2u + 3 + 3);
+  EXPECT_EQ(r.pending, 0u);
+  EXPECT_EQ(b.to_string(), "xae");
+  b.check();
+}
+
 }  // namespace

@@ -115,6 +115,63 @@ TEST(TreeConvergence, MapEveryDeliveryOrderOfConcurrentChanges) {
   EXPECT_EQ(result, "j=1;k=\"b\";n=null;");
 }
 
+// ---- hostile shapes: many siblings, preds naming other ops -------------------------------------------
+
+using folio::op_id;
+using folio::detail::tree_op;
+using folio::detail::tree_op_kind;
+
+std::string batch_bytes(record_type t, const std::vector<tree_op>& ops) {
+  std::string out;
+  folio::detail::put_header(out, folio::detail::kind_batch, static_cast<unsigned char>(t));
+  folio::detail::put_tree_ops(out, t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml, ops);
+  return out;
+}
+
+// Hundreds of elements inserted at the start of the root, each by a replica of its own with Lamport
+// values that repeat (so the B-tree of the children sequence has several levels): concurrent siblings
+// in descending (lamport, replica) order, whether they arrive newest or oldest first or shuffled.
+TEST(TreeConvergence, XmlManySiblingElementsAtOnePlaceTakeOneOrder) {
+  const std::size_t n = 800;
+  std::mt19937_64 rng(3);
+  std::vector<tree_op> ops;
+  for (std::size_t i = 0; i < n; ++i) {
+    tree_op o;
+    o.id = {1000 + (i * 7919) % n, 0}, o.lamport = std::uint32_t(1 + rng() % 200), o.ref = folio::document_start;
+    o.nodes = {"e" + std::to_string(i)};
+    ops.push_back(o);
+  }
+  std::vector<tree_op> expected = ops;
+  std::sort(expected.begin(), expected.end(), [](const tree_op& a, const tree_op& b) { return std::tie(a.lamport, a.id) > std::tie(b.lamport, b.id); });
+  markup::fragment f;
+  for (const tree_op& o : expected) f.push_back(markup::node::make_element(o.nodes[0]));
+  std::vector<std::vector<tree_op>> orders{expected, {expected.rbegin(), expected.rend()}, ops};
+  for (const auto& order : orders) {
+    document d(record_type::xml, 1);
+    const folio::apply_result r = d.apply(batch_bytes(record_type::xml, order));
+    ASSERT_TRUE(r) << r.message;
+    d.check();
+    EXPECT_EQ(d.xml(), markup::serialize(f));
+  }
+}
+
+// A set's preds are the ids of the entries its author saw; one naming another key's entry, or an entry
+// removed already, removes nothing, in every delivery order.
+TEST(TreeConvergence, MapPredsNamingOtherOpsRemoveNothing) {
+  auto op = [](tree_op_kind kind, folio::replica_id r, std::uint32_t lamport, std::string key, std::string value, std::vector<op_id> preds) {
+    tree_op o;
+    o.kind = kind, o.id = {r, 0}, o.lamport = lamport, o.key = std::move(key), o.value = std::move(value), o.preds = std::move(preds);
+    return o;
+  };
+  const std::vector<std::string> changes{
+      batch_bytes(record_type::map, {op(tree_op_kind::set, 2, 1, "k", "\"a\"", {})}),
+      batch_bytes(record_type::map, {op(tree_op_kind::set, 3, 1, "j", "\"b\"", {})}),
+      batch_bytes(record_type::map, {op(tree_op_kind::set, 4, 2, "k", "\"c\"", {{2, 0}, {3, 0}})}),  // saw k=a and j=b
+      batch_bytes(record_type::map, {op(tree_op_kind::unset, 5, 2, "k", "", {{2, 0}})}),              // removes k=a again
+      batch_bytes(record_type::map, {op(tree_op_kind::set, 6, 1, "k", "\"e\"", {})})};               // concurrent with all
+  EXPECT_EQ(deliver_in_every_order(document(record_type::map, 1), changes), "j=\"b\";k=\"c\";");
+}
+
 // ---- seeded random scenarios ----------------------------------------------------------------------
 
 /// A random edit of a fragment: insert an element or a text node, remove a node, set or remove an

@@ -6,8 +6,10 @@
 // `decode` store the whole document with its causal history.
 //
 // Complexity: position and id lookups O(log n); a local edit that continues the previous one O(1)
-// amortised; `apply` O(ops · log n) plus the RGA scan over concurrent siblings. Memory is about 16 bytes
-// per run of items plus one value per inserted item (text: 1 byte while all code points are < 256).
+// amortised; `apply` O(ops · log n) plus O(log n) per run its removes newly delete (amortised: a run
+// deleted otherwise is passed once more at most), however many concurrent siblings an insert passes.
+// Memory is about 16 bytes per run of items plus one value per inserted item (text: 1 byte while all
+// code points are < 256).
 // Thread-safety: none; one thread at a time per document (reads included: lookups refresh a cache).
 #pragma once
 

@@ -17,8 +17,8 @@
 // Thread-safety: none.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <span>
@@ -34,68 +34,99 @@ namespace folio::detail {
 
 class or_map {
  public:
-  struct entry {
-    item_key id;        ///< the set operation that made it; orders concurrent entries
-    std::string value;  ///< opaque bytes
-    friend bool operator==(const entry&, const entry&) = default;
+  /// A live entry's name: its key and the id of the set that made it (lamport, replica, seq).
+  struct entry_name {
+    std::string key;
+    item_key id;
+    friend bool operator==(const entry_name&, const entry_name&) = default;
+  };
+  /// Entries by key, and within a key by descending id: a key's winner comes first. Transparent: a
+  /// key alone (string_view) stands for all its entries, a (key, id) pair for one.
+  struct entry_order {
+    using is_transparent = void;
+    using probe = std::pair<std::string_view, item_key>;
+    static bool before(std::string_view ka, const item_key& ia, std::string_view kb, const item_key& ib) {
+      const int c = ka.compare(kb);
+      return c != 0 ? c < 0 : ib < ia;
+    }
+    bool operator()(const entry_name& a, const entry_name& b) const { return before(a.key, a.id, b.key, b.id); }
+    bool operator()(const entry_name& a, const probe& b) const { return before(a.key, a.id, b.first, b.second); }
+    bool operator()(const probe& a, const entry_name& b) const { return before(a.first, a.second, b.key, b.id); }
+    bool operator()(const entry_name& a, std::string_view k) const { return std::string_view(a.key) < k; }
+    bool operator()(std::string_view k, const entry_name& a) const { return k < std::string_view(a.key); }
+  };
+  /// Every live entry, with its value (opaque bytes).
+  using entries_t = std::map<entry_name, std::string, entry_order>;
+  /// A key's live entries, winner first: a range of the map.
+  struct entry_range {
+    entries_t::const_iterator first, last;
+    entries_t::const_iterator begin() const noexcept { return first; }
+    entries_t::const_iterator end() const noexcept { return last; }
+    bool empty() const noexcept { return first == last; }
   };
 
-  /// Integrates a set made by `id` that observed `preds`. Each operation must be integrated once: the
-  /// document core skips what its version vector already holds (a set delivered again after its
-  /// entry was removed would come back). O(log k + e) for k keys and e live entries of the key (e is
-  /// 1 unless there are concurrent sets).
-  void set(const std::string& key, const item_key& id, std::string value, std::span<const op_id> preds) {
-    std::vector<entry>& live = keys_[key];
-    remove_from(live, preds);
-    live.push_back({id, std::move(value)});
-    std::sort(live.begin(), live.end(), [](const entry& a, const entry& b) { return b.id < a.id; });  // winner first
+  /// Integrates a set made by `id` that observed the entries `preds` (their ids; a pred that is not a
+  /// live entry of `key` is ignored). Each operation must be integrated once: the document core skips
+  /// what its version vector already holds (a set delivered again after its entry was removed would
+  /// come back). O((p + 1) log e) for p preds and e live entries in all; a sorted vector of a key's
+  /// entries, scanned and sorted again per op, made n concurrent sets of one key cost n^2 log n.
+  void set(std::string_view key, const item_key& id, std::string value, std::span<const item_key> preds) {
+    remove_from(key, preds);
+    const auto it = entries_.emplace(entry_name{std::string(key), id}, std::move(value)).first;
+    if (alone(it)) ++keys_;
   }
 
-  /// Integrates a remove that observed `preds`.
-  void remove(const std::string& key, std::span<const op_id> preds) {
-    auto it = keys_.find(key);
-    if (it == keys_.end()) return;
-    remove_from(it->second, preds);
-    if (it->second.empty()) keys_.erase(it);
-  }
+  /// Integrates a remove that observed `preds`. O(p log e).
+  void remove(std::string_view key, std::span<const item_key> preds) { remove_from(key, preds); }
 
-  /// The value of `key`, or null if absent. O(log k).
+  /// The value of `key`, or null if absent. O(log e).
   const std::string* get(std::string_view key) const {
-    auto it = keys_.find(std::string(key));
-    return it == keys_.end() ? nullptr : &it->second.front().value;
+    const auto it = entries_.lower_bound(key);
+    return it == entries_.end() || it->first.key != key ? nullptr : &it->second;
   }
 
-  /// The live entries of `key` (their ids are what a local set or remove names as its preds), winner first.
-  std::span<const entry> entries(std::string_view key) const {
-    auto it = keys_.find(std::string(key));
-    return it == keys_.end() ? std::span<const entry>{} : std::span<const entry>(it->second);
+  /// The live entries of `key` (their ids are what a local set or remove names as its preds), winner
+  /// first; empty if the key is absent. O(log e).
+  entry_range entries(std::string_view key) const {
+    const auto [first, last] = entries_.equal_range(key);
+    return {first, last};
   }
 
-  /// Keys present, in byte order, with their values: f(key, value).
+  /// Keys present, in byte order, with their values: f(key, value). O(e).
   template <class F>
   void for_each(F&& f) const {
-    for (const auto& [k, live] : keys_) f(k, live.front().value);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if (it == entries_.begin() || std::prev(it)->first.key != it->first.key) f(it->first.key, it->second);
   }
 
-  std::size_t size() const noexcept { return keys_.size(); }
-  bool empty() const noexcept { return keys_.empty(); }
+  std::size_t size() const noexcept { return keys_; }
+  bool empty() const noexcept { return keys_ == 0; }
   friend bool operator==(const or_map&, const or_map&) = default;
 
-  /// Verifies: no key without entries, entries ordered winner first with distinct ids.
+  /// Verifies that the key count is the number of keys with entries.
   void check() const {
-    for (const auto& [k, live] : keys_) {
-      if (live.empty()) fail("folio.invariant", "map key \"" + k + "\" has no live entry");
-      for (std::size_t i = 1; i < live.size(); ++i)
-        if (!(live[i].id < live[i - 1].id)) fail("folio.invariant", "map entries of \"" + k + "\" out of order or repeated");
-    }
+    std::size_t keys = 0;
+    for_each([&](const std::string&, const std::string&) { ++keys; });
+    if (keys != keys_) fail("folio.invariant", "map key count " + std::to_string(keys_) + " differs from the keys present (" + std::to_string(keys) + ")");
   }
 
  private:
-  static void remove_from(std::vector<entry>& live, std::span<const op_id> preds) {
-    std::erase_if(live, [&](const entry& e) { return std::find(preds.begin(), preds.end(), op_id{e.id.replica, e.id.seq}) != preds.end(); });
+  /// True if the entry at `it` is the only one of its key.
+  bool alone(entries_t::const_iterator it) const {
+    const auto next = std::next(it);
+    return (it == entries_.begin() || std::prev(it)->first.key != it->first.key) && (next == entries_.end() || next->first.key != it->first.key);
+  }
+  void remove_from(std::string_view key, std::span<const item_key> preds) {
+    for (const item_key& p : preds) {
+      const auto it = entries_.find(entry_order::probe{key, p});
+      if (it == entries_.end()) continue;
+      if (alone(it)) --keys_;
+      entries_.erase(it);
+    }
   }
 
-  std::map<std::string, std::vector<entry>> keys_;  ///< only keys with at least one live entry
+  entries_t entries_;     ///< every live entry; a key is present while it has one
+  std::size_t keys_ = 0;  ///< keys present
 };
 
 /// Replace-by-value for maps: what turns `current` into `desired` — a set for every key that is new or

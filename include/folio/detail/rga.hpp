@@ -4,20 +4,27 @@
 //  * Every item ever inserted stays in the sequence; a remove only marks it deleted (a tombstone).
 //  * An item is inserted right after its origin, skipping the items that follow the origin and have a
 //    larger key (lamport, replica, seq). Because a child's Lamport value always exceeds its origin's,
-//    this linear scan yields the same order on every replica, whatever the delivery order.
+//    this scan yields the same order on every replica, whatever the delivery order.
 //  * Items are stored as runs: consecutive seqs and Lamport values of one replica, each item the origin
 //    of the next, all live or all deleted. Runs sit in the leaves of a B-tree whose nodes count live
-//    items (position -> run, O(log n)); a per-replica paged index maps seq ranges to leaves
-//    (id -> run, O(log n) with a bounded page).
+//    items (position -> run, O(log n)) and keep the smallest key below them (the scan skips whole
+//    subtrees: O(log n) per insert, however many siblings it passes); a per-replica paged index maps
+//    seq ranges to leaves (id -> run, O(log n) with a bounded page).
+//  * A remove marks its targets deleted. Per replica, the seq ranges of its removes (the seqs that are
+//    not items) and stretches of its items known to be deleted let a remove check its targets in
+//    O(log n) and pass the deleted ones without visiting their runs again.
 //  * The op log keeps every operation in the (causal) order it was integrated, run-length merged;
 //    `ops_since` reads it, so nothing has to be reconstructed from the tree.
 //
 // Invariants (verified by `check()`):
-//  1. node live counts are the sums of their children; leaves hold 1..leaf_capacity runs (a lone root
-//     leaf may be empty); inner nodes hold 2..inner_capacity children; parent/prev/next links agree;
+//  1. node live counts are the sums of their children, node minimum keys the minimum of their children's
+//     (a leaf's: of its runs' first keys); leaves hold 1..leaf_capacity runs (a lone root leaf may be
+//     empty); inner nodes hold 2..inner_capacity children; parent/prev/next links agree;
 //  2. every item id maps through the index to the leaf holding it;
 //  3. each item's origin (from the log) is the nearest item to its left with a smaller key;
-//  4. per replica, the log covers seqs 0..next_seq-1 exactly once, and the content log has next_seq slots.
+//  4. per replica, the log covers seqs 0..next_seq-1 exactly once, the content log has next_seq slots,
+//     and the remove seq ranges are the log's removes;
+//  5. known deleted stretches are disjoint, do not touch, and hold deleted items only.
 //
 // Thread-safety: none; a document is used by one thread at a time.
 #pragma once
@@ -29,6 +36,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -65,10 +73,14 @@ struct run {
   run tail(std::uint32_t k) const noexcept { return run{replica, seq + k, lamport + k, len_del - k}; }
 };
 
+/// Above every item's key: the smallest key of a node without items.
+inline constexpr item_key above_every_key{UINT32_MAX, UINT64_MAX, UINT32_MAX};
+
 struct inner_node;
 struct node {
   inner_node* parent = nullptr;
-  std::uint32_t live = 0;   ///< live items below this node
+  item_key min_key = above_every_key;  ///< smallest key of the items below (deleted ones included)
+  std::uint32_t live = 0;              ///< live items below this node
   std::uint16_t count = 0;  ///< runs (leaf) or children (inner)
   bool is_leaf = true;
 };
@@ -349,6 +361,7 @@ class rga {
       p = mark_deleted(p, take);
       done += take;
     }
+    note_remove(0, seq, static_cast<std::uint32_t>(n));
     me.content.push_placeholders(n);
     finish_local(static_cast<std::uint32_t>(n));
     return change;
@@ -542,6 +555,7 @@ class rga {
     bytes += rep_index_.size() * (sizeof(std::pair<replica_id, std::uint32_t>) + 2 * sizeof(void*)) + rep_index_.bucket_count() * sizeof(void*);
     for (const replica_state& r : reps_) {
       bytes += r.content.memory_usage() + r.log_pos.capacity() * sizeof(std::uint32_t);
+      bytes += r.remove_seqs.capacity() * sizeof(r.remove_seqs[0]) + r.known_deleted.size() * (sizeof(std::pair<std::uint32_t, std::uint32_t>) + 4 * sizeof(void*));
       bytes += r.index.capacity() * sizeof(std::vector<index_entry>);
       for (const auto& page : r.index) bytes += page.capacity() * sizeof(index_entry);
     }
@@ -593,13 +607,31 @@ class rga {
       if (rs.content.size() != rs.next_seq) bad("content log size");
       if (version().get(rs.id) != rs.next_seq) bad("version vector");
       std::uint64_t next = 0, inserted = 0;
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> removes;
       for (std::uint32_t pos : rs.log_pos) {
         const log_entry& e = log_[pos];
         if (e.replica != rep || e.seq != next || e.len == 0) bad("log coverage");
         next += e.len;
-        if (e.kind == op_kind::insert) inserted += e.len;
+        if (e.kind == op_kind::insert)
+          inserted += e.len;
+        else if (!removes.empty() && removes.back().second == e.seq)
+          removes.back().second += e.len;
+        else
+          removes.emplace_back(e.seq, e.seq + e.len);
       }
       if (next != rs.next_seq || inserted != items[rep]) bad("log does not match items");
+      if (removes != rs.remove_seqs) bad("remove seqs do not match the log");
+      // 5. known deleted stretches
+      std::int64_t prev_end = -1;
+      for (const auto& [lo, end] : rs.known_deleted) {
+        if (lo >= end || lo <= prev_end) bad("known deleted stretches overlap or touch");
+        for (std::uint32_t s = lo; s < end;) {
+          const place p = locate_id(rep, s);
+          if (!p.leaf || !p.leaf->runs[p.idx].deleted()) bad("known deleted stretch holds an item that is not deleted");
+          s += p.leaf->runs[p.idx].len() - p.off;
+        }
+        prev_end = end;
+      }
     }
     // 3. RGA order: origin == nearest item to the left with a smaller key.
     std::vector<run> stack;  // runs (cut to the prefix still eligible) that may be a later item's origin
@@ -639,6 +671,13 @@ class rga {
     content_log<T> content;                       ///< value by seq (placeholders for removes)
     std::vector<std::vector<index_entry>> index;  ///< page (seq >> index_page_bits) -> sorted ranges
     std::vector<std::uint32_t> log_pos;           ///< log_ positions of this replica's ops, by seq
+    /// Seq ranges [first, second) of this replica's removes, in seq order, touching ones merged: the
+    /// seqs that are not items (check_refs finds a remove's faults in O(log n) with them).
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> remove_seqs;
+    /// Stretches [first, second) of this replica's items known to be deleted, disjoint and not touching:
+    /// the targets of removes that spanned more than one run (integrate_remove passes them whole).
+    /// Other deleted items are not recorded.
+    std::map<std::uint32_t, std::uint32_t> known_deleted;
   };
   struct parked {
     op o;
@@ -685,17 +724,20 @@ class rga {
   std::uint32_t check_node(const node* n, const inner_node* parent, std::vector<const leaf_node*>& leaves) const {
     if (n->parent != parent) bad("parent link");
     std::uint64_t live = 0;
+    item_key min = above_every_key;
     if (n->is_leaf) {
       auto* l = static_cast<const leaf_node*>(n);
       if (l->count > leaf_capacity || (l->count == 0 && n != root_)) bad("leaf run count");
       for (int i = 0; i < l->count; ++i) live += l->runs[i].live();
+      min = leaf_min(l);
       leaves.push_back(l);
     } else {
       auto* in = static_cast<const inner_node*>(n);
       if (in->count < 2 || in->count > inner_capacity) bad("inner child count");
-      for (int i = 0; i < in->count; ++i) live += check_node(in->child[i], in, leaves);
+      for (int i = 0; i < in->count; ++i) live += check_node(in->child[i], in, leaves), min = std::min(min, in->child[i]->min_key);
     }
     if (live != n->live) bad("live count");
+    if (min != n->min_key) bad("smallest key of a node");
     return n->live;
   }
 
@@ -787,6 +829,44 @@ class rga {
     return {};
   }
 
+  /// The RGA scan: the first run at or after runs[i] of `l` whose first key is below `k` (the first
+  /// item there with a smaller key: keys rise along a run), or the end of the last leaf if there is
+  /// none. Runs of the leaf are scanned; beyond it, whole subtrees whose smallest key is larger are
+  /// skipped: up to the nearest ancestor with a later child holding a smaller key, then down to that
+  /// child's first such child. O(log n) whatever the siblings passed (walking runs was linear in them).
+  std::pair<leaf_node*, int> first_below(leaf_node* l, int i, const item_key& k) const noexcept {
+    for (; i < l->count; ++i)
+      if (key_of(l->runs[i], 0) < k) return {l, i};
+    if (!l->next) return {l, i};  // the end (typing at the end of the document)
+    node* n = l;
+    for (;;) {
+      inner_node* p = n->parent;
+      if (!p) {  // nothing smaller follows: the end of the last leaf
+        for (n = root_; !n->is_leaf;) n = static_cast<inner_node*>(n)->child[static_cast<inner_node*>(n)->count - 1];
+        l = static_cast<leaf_node*>(n);
+        return {l, l->count};
+      }
+      int c = 1;
+      while (p->child[c - 1] != n) ++c;
+      while (c < p->count && !(p->child[c]->min_key < k)) ++c;
+      if (c < p->count) {
+        n = p->child[c];
+        break;
+      }
+      n = p;
+    }
+    while (!n->is_leaf) {
+      auto* in = static_cast<inner_node*>(n);
+      int c = 0;
+      while (!(in->child[c]->min_key < k)) ++c;
+      n = in->child[c];
+    }
+    l = static_cast<leaf_node*>(n);
+    i = 0;
+    while (!(key_of(l->runs[i], 0) < k)) ++i;
+    return {l, i};
+  }
+
   /// Moves a place past the end of its leaf onto the next leaf.
   static void normalize(place& p) noexcept {
     while (p.idx >= p.leaf->count && p.leaf->next) p.idx -= p.leaf->count, p.leaf = p.leaf->next;
@@ -796,6 +876,20 @@ class rga {
 
   static void add_live(node* n, std::int64_t delta) noexcept {
     for (; n; n = n->parent) n->live = static_cast<std::uint32_t>(n->live + delta);
+  }
+
+  /// Accounts for an item with key `k` placed below `n`. The ancestors whose minimum is already
+  /// smaller end the walk: theirs are smaller still.
+  static void lower_min(node* n, const item_key& k) noexcept {
+    for (; n && k < n->min_key; n = n->parent) n->min_key = k;
+  }
+  /// The smallest key in `l`: its runs' first keys (keys rise along a run). Replica ids are looked up
+  /// only to break ties of Lamport values.
+  item_key leaf_min(const leaf_node* l) const noexcept {
+    const run* best = nullptr;
+    for (const run* r = l->runs; r != l->runs + l->count; ++r)
+      if (!best || r->lamport < best->lamport || (r->lamport == best->lamport && key_of(*r, 0) < key_of(*best, 0))) best = r;
+    return best ? key_of(*best, 0) : above_every_key;
   }
 
   /// Makes items [s, e) of replica `rep` map to leaf `l` in the index.
@@ -866,6 +960,7 @@ class rga {
       r->next = l->next, r->prev = l;
       if (l->next) l->next->prev = r;
       l->next = r;
+      l->min_key = leaf_min(l), r->min_key = leaf_min(r);
       insert_child(l, r);
       for (int i = 0; i < r->count; ++i) index_assign(r->runs[i].replica, r->runs[i].seq, r->runs[i].seq + r->runs[i].len(), r);
       if (idx > mid || mid == old) l = r, idx -= mid, moved_leaf = true;
@@ -875,6 +970,7 @@ class rga {
     for (int k = 0; k < m; ++k) l->runs[idx + k] = rs[k], live += rs[k].live();
     l->count = static_cast<std::uint16_t>(l->count + m);
     add_live(l, live);
+    for (int k = 0; k < m; ++k) lower_min(l, key_of(rs[k], 0));
     for (int k = 0; k < m; ++k)
       if (moved_leaf || (fresh >> k & 1)) index_assign(rs[k].replica, rs[k].seq, rs[k].seq + rs[k].len(), l);
     return {l, idx, 0};
@@ -890,6 +986,7 @@ class rga {
         root->count = 2;
         root->child[0] = left, root->child[1] = right;
         root->live = left->live + right->live;
+        root->min_key = std::min(left->min_key, right->min_key);
         left->parent = right->parent = root;
         root_ = root;
         return;
@@ -914,11 +1011,13 @@ class rga {
       p->count = static_cast<std::uint16_t>(half);
       q->count = static_cast<std::uint16_t>(total - half);
       p->live = q->live = 0;
+      p->min_key = q->min_key = above_every_key;
       for (int k = 0; k < total; ++k) {
         inner_node* owner = k < half ? p : q;
         owner->child[k < half ? k : k - half] = all[k];
         all[k]->parent = owner;
         owner->live += all[k]->live;
+        owner->min_key = std::min(owner->min_key, all[k]->min_key);
       }
       left = p, right = q;
     }
@@ -1068,31 +1167,52 @@ class rga {
 
   // ---- integration ----------------------------------------------------------------------------
 
-  /// Checks that the items (rep of `ref`, ref.seq ± k), k < len, are integrated. On `ready`, `first`
-  /// is the place of the origin or first target (null leaf for document_start) and, for inserts,
-  /// `lamport` the origin's Lamport value (0 for document_start); on `missing`, `missing` is the first
-  /// item not integrated yet.
-  dep check_refs(const op& o, std::uint32_t& lamport, place& first, op_id& missing, std::string& why) const {
+  /// Checks that an insert's origin, or a remove's targets (rep of `ref`, ref.seq ± k, k < len), are
+  /// integrated items, and finds the first fault in the op's order. On `ready`, `at` is the place of an
+  /// insert's origin (null leaf for document_start), with `lamport` its Lamport value (0 for
+  /// document_start), or of a remove's lowest target if its targets lie in one run (else a null leaf);
+  /// on `missing`, `missing` is the first reference not integrated yet; on `invalid`, `why` names the
+  /// first that is not an item. O(log n): a remove's integrated targets are items unless one of their
+  /// replica's removes falls among them (remove_seqs), so no run beyond the first is visited.
+  dep check_refs(const op& o, std::uint32_t& lamport, place& at, op_id& missing, std::string& why) const {
     if (o.kind == op_kind::insert && o.ref == document_start) return lamport = 0, dep::ready;
     if (o.ref.replica == 0) return why = "reference to replica 0", dep::invalid;
     const std::uint32_t rep = find_replica(o.ref.replica);
-    const std::uint32_t count = o.kind == op_kind::insert ? 1 : o.len;
-    if (o.kind == op_kind::remove && (o.backward ? o.ref.seq < count - 1 : std::uint64_t(o.ref.seq) + count > std::uint64_t(max_counter) + 1))
-      return why = "remove target range out of bounds", dep::invalid;
-    for (std::uint32_t k = 0; k < count;) {
-      const op_id t = o.kind == op_kind::insert ? o.ref : o.target(k);
-      if (t.replica == o.id.replica && t.seq >= o.id.seq) return why = "operation refers to itself or a later operation of its replica", dep::invalid;
-      if (rep == no_replica || t.seq >= reps_[rep].next_seq) return missing = t, dep::missing;
-      const place p = locate_id(rep, t.seq);
-      if (!p.leaf) return why = "reference (" + std::to_string(t.replica) + ", " + std::to_string(t.seq) + ") is not an inserted item", dep::invalid;
-      if (k == 0) first = p;
-      const run& r = p.leaf->runs[p.idx];
-      if (o.kind == op_kind::insert) {
-        lamport = r.lamport + p.off;
-        return dep::ready;
-      }
-      k += o.backward ? p.off + 1 : r.len() - p.off;
+    const std::uint32_t next = rep == no_replica ? 0 : reps_[rep].next_seq;
+    auto not_integrated = [&](std::uint32_t seq) {  // an op's own replica has integrated everything before it
+      if (o.ref.replica == o.id.replica) return why = "operation refers to itself or a later operation of its replica", dep::invalid;
+      return missing = {o.ref.replica, seq}, dep::missing;
+    };
+    auto not_item = [&](std::uint32_t seq) {
+      return why = "reference (" + std::to_string(o.ref.replica) + ", " + std::to_string(seq) + ") is not an inserted item", dep::invalid;
+    };
+    if (o.kind == op_kind::insert) {
+      if (o.ref.seq >= next) return not_integrated(o.ref.seq);
+      const place p = locate_id(rep, o.ref.seq);
+      if (!p.leaf) return not_item(o.ref.seq);
+      at = p, lamport = p.leaf->runs[p.idx].lamport + p.off;
+      return dep::ready;
     }
+    if (o.backward ? o.ref.seq < o.len - 1 : std::uint64_t(o.ref.seq) + o.len > std::uint64_t(max_counter) + 1)
+      return why = "remove target range out of bounds", dep::invalid;
+    if (const std::uint32_t lo = o.backward ? o.ref.seq - (o.len - 1) : o.ref.seq; lo + (o.len - 1) < next) {
+      const place p = locate_id(rep, lo);  // the usual remove: its targets are (part of) one run
+      if (p.leaf && p.leaf->runs[p.idx].len() - p.off >= o.len) return at = p, dep::ready;
+    }
+    if (o.backward) {  // targets ref.seq down to lo
+      if (o.ref.seq >= next) return not_integrated(o.ref.seq);
+      const auto& rs = reps_[rep].remove_seqs;
+      auto it = std::upper_bound(rs.begin(), rs.end(), o.ref.seq, [](std::uint32_t s, const auto& r) { return s < r.first; });
+      if (it != rs.begin() && (--it)->second > o.ref.seq - (o.len - 1)) return not_item(std::min(it->second - 1, o.ref.seq));
+      return dep::ready;
+    }
+    const std::uint32_t last = o.ref.seq + (o.len - 1);  // targets ref.seq up to last
+    if (o.ref.seq < next) {
+      const auto& rs = reps_[rep].remove_seqs;
+      auto it = std::upper_bound(rs.begin(), rs.end(), o.ref.seq, [](std::uint32_t s, const auto& r) { return s < r.second; });
+      if (it != rs.end() && it->first <= std::min(last, next - 1)) return not_item(std::max(it->first, o.ref.seq));
+    }
+    if (last >= next) return not_integrated(std::max(o.ref.seq, next));
     return dep::ready;
   }
 
@@ -1236,15 +1356,8 @@ class rga {
       }
       l = origin.leaf, i = origin.idx + 1;
     }
-    // RGA scan: skip every following item with a larger key (whole runs: keys rise along a run).
-    for (;;) {
-      if (i == l->count) {
-        if (!l->next) break;
-        l = l->next, i = 0;
-      }
-      if (key_of(l->runs[i], 0) < nk) break;
-      ++i;
-    }
+    // RGA scan: skip every following item with a larger key.
+    std::tie(l, i) = first_below(l, i, nk);
     if (origin.leaf) {
       run& r = origin.leaf->runs[origin.idx];
       const bool right_after =
@@ -1268,19 +1381,54 @@ class rga {
     log_append(log_entry{rep, o.id.seq, o.len, o.lamport, oref, o.ref.seq, op_kind::insert, false});
   }
 
-  /// Integrates a ready remove whose first target is at `first`.
-  void integrate_remove(std::uint32_t rep, const op& o, place first) {
+  /// Integrates a ready remove (`at`: the place of its lowest target, if check_refs found it): marks its
+  /// targets deleted, passing over deleted runs and over the stretches known to be deleted
+  /// (known_deleted), in O(log n) each. A remove that passed more than one run or stretch records its
+  /// targets as one stretch, so no later remove passes those runs again: a remove costs O(log n) plus
+  /// O(log n) for each run it newly deletes and, once over a document's life, for each run deleted
+  /// otherwise (a local erase, a remove of one run), where walking every run of its range made n
+  /// removes of one n-run range cost n^2.
+  void integrate_remove(std::uint32_t rep, const op& o, place at) {
     const std::uint32_t trep = find_replica(o.ref.replica);
-    for (std::uint32_t k = 0; k < o.len;) {
-      place p = k == 0 ? first : locate_id(trep, o.target(k).seq);
+    const std::uint32_t lo = o.backward ? o.ref.seq - (o.len - 1) : o.ref.seq, end = lo + o.len;
+    const auto& known = reps_[trep].known_deleted;
+    int pieces = 0;
+    for (std::uint32_t s = lo; s < end; ++pieces) {
+      const place p = pieces == 0 && at.leaf ? at : locate_id(trep, s);
       const run& r = p.leaf->runs[p.idx];
-      const std::uint32_t take = std::min(o.len - k, o.backward ? p.off + 1 : r.len() - p.off);
-      if (o.backward) p.off -= take - 1;
-      if (!r.deleted()) mark_deleted(p, take);
-      k += take;
+      const std::uint32_t take = std::min(end - s, r.len() - p.off);
+      if (!r.deleted()) {
+        mark_deleted(p, take);
+      } else if (const auto k = known.upper_bound(s); k != known.begin() && std::prev(k)->second > s + take) {
+        s = std::prev(k)->second;  // the known stretch holding s reaches past this run
+        continue;
+      }
+      s += take;
     }
+    if (pieces > 1) know_deleted(trep, lo, end);
+    note_remove(rep, o.id.seq, o.len);
     reps_[rep].content.push_placeholders(o.len);
     log_append(log_entry{rep, o.id.seq, o.len, o.lamport, trep, o.ref.seq, op_kind::remove, o.backward});
+  }
+
+  /// Records that the items [lo, end) of replica `rep` are deleted, merging the stretches it overlaps
+  /// or touches. O(log s + stretches merged).
+  void know_deleted(std::uint32_t rep, std::uint32_t lo, std::uint32_t end) {
+    auto& known = reps_[rep].known_deleted;
+    auto first = known.upper_bound(lo);
+    if (first != known.begin() && std::prev(first)->second >= lo) lo = (--first)->first;
+    auto past = first;
+    for (; past != known.end() && past->first <= end; ++past) end = std::max(end, past->second);
+    known.emplace_hint(known.erase(first, past), lo, end);
+  }
+
+  /// Records that seqs [seq, seq + n) of replica `rep` are a remove (not items). O(1) amortised.
+  void note_remove(std::uint32_t rep, std::uint32_t seq, std::uint32_t n) {
+    auto& rs = reps_[rep].remove_seqs;
+    if (!rs.empty() && rs.back().second == seq)
+      rs.back().second += n;
+    else
+      rs.emplace_back(seq, seq + n);
   }
 
   node* root_ = nullptr;

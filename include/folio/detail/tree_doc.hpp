@@ -443,6 +443,12 @@ class tree_doc {
     auto it = rep_index_.find(id.replica);
     return it != rep_index_.end() && id.seq < reps_[it->second].next_seq;
   }
+  /// The item key (Lamport value, replica, seq) of integrated op `id`: what names a map entry. O(log n).
+  item_key key_of(const op_id& id) const {
+    const replica_state& r = reps_[rep_index_.find(id.replica)->second];
+    const logged& e = log_[*entry_holding(r.log_pos, id.seq, log_)];
+    return {e.lamport + (id.seq - e.seq), id.replica, id.seq};
+  }
 
   std::uint32_t add_object(const object_name& name, object_kind kind, std::uint32_t depth = 0) {
     const auto idx = static_cast<std::uint32_t>(objects_.size());
@@ -743,10 +749,13 @@ class tree_doc {
       std::u32string cps;
       if (!decode_utf8(o.key, cps)) return why = "map key is not valid UTF-8", false;
     }
+    std::vector<item_key> preds;  // the observed entries by their ids (the or_map's order)
+    preds.reserve(o.preds.size());
+    for (const op_id& p : o.preds) preds.push_back(key_of(p));
     if (o.kind == tree_op_kind::set)
-      obj.map->set(o.key, item_key{o.lamport, o.id.replica, o.id.seq}, o.value, o.preds);
+      obj.map->set(o.key, item_key{o.lamport, o.id.replica, o.id.seq}, o.value, preds);
     else
-      obj.map->remove(o.key, o.preds);
+      obj.map->remove(o.key, preds);
     obj.map_clock = std::max(obj.map_clock, o.lamport);
     return true;
   }
@@ -886,20 +895,19 @@ class tree_doc {
   }
 
   void local_set(std::uint32_t oi, const std::string& key, std::string value) {
-    const or_map& m = *objects_[oi].map;
-    const auto live = m.entries(key);
-    if (live.size() == 1 && live[0].value == value) return;
+    const or_map::entry_range live = objects_[oi].map->entries(key);
+    if (!live.empty() && std::next(live.begin()) == live.end() && live.begin()->second == value) return;
     tree_op o;
     o.kind = tree_op_kind::set, o.object = name_of(oi), o.key = key, o.value = std::move(value), o.lamport = objects_[oi].map_clock + 1;
-    for (const auto& e : live) o.preds.push_back({e.id.replica, e.id.seq});
+    for (const auto& [name, v] : live) o.preds.push_back({name.id.replica, name.id.seq});
     local(std::move(o));
   }
   void local_unset(std::uint32_t oi, const std::string& key) {
-    const auto live = objects_[oi].map->entries(key);
+    const or_map::entry_range live = objects_[oi].map->entries(key);
     if (live.empty()) return;
     tree_op o;
     o.kind = tree_op_kind::unset, o.object = name_of(oi), o.key = key, o.lamport = objects_[oi].map_clock + 1;
-    for (const auto& e : live) o.preds.push_back({e.id.replica, e.id.seq});
+    for (const auto& [name, v] : live) o.preds.push_back({name.id.replica, name.id.seq});
     local(std::move(o));
   }
 
