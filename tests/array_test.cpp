@@ -40,4 +40,29 @@ TEST(Array, EncodesAndDecodesDocumentsAndBatches) {
   EXPECT_EQ(folio::text::decode(a.encode(), 3, wrong).status, folio::decode_status::wrong_kind);
 }
 
+// k replicas each remove the same n items concurrently: k·n remove units. The values kept are the n
+// inserted ones; a remove unit holds none (it once held an empty-string slot: 32 bytes a unit).
+TEST(Array, RemovesHoldNoValueSlots) {
+  constexpr int n = 1000, k = 1000;
+  folio::array a(1);
+  const auto inserted = a.ops(a.insert(0, std::vector<std::string>(n, "0")));
+  folio::op_batch<std::string> removes;
+  for (int r = 0; r < k; ++r) {
+    folio::array b(folio::replica_id(100 + r));
+    b.apply(inserted);
+    const auto ops = b.ops(b.erase(0, n));
+    removes.ops.insert(removes.ops.end(), ops.ops.begin(), ops.ops.end());
+  }
+  const std::size_t before = a.memory_usage();
+  ASSERT_EQ(a.apply(removes).status, folio::apply_status::ok);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(a.ops_since({}).ops.size(), std::size_t(k) + 1);
+  EXPECT_LT(a.memory_usage() - before, std::size_t(k) * 1024) << "per remover, not per remove unit";
+  a.check();
+  folio::array c(2);
+  ASSERT_TRUE(folio::array::decode(a.encode(), 2, c));
+  c.check();
+  EXPECT_EQ(c.ops_since({}).ops, a.ops_since({}).ops);  // its removed values are placeholders: not encoded
+}
+
 }  // namespace

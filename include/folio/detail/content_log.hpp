@@ -1,7 +1,7 @@
-// folio/detail/content_log.hpp — the values a replica inserted, indexed by the seq of the insert.
+// folio/detail/content_log.hpp — the values a replica inserted, one slot per insert unit, in seq order.
 //
-// One log per replica. Seqs used by delete operations hold a placeholder, so value(seq) is O(1)
-// without a side table. Text uses an adaptive width (1, 2 or 4 bytes a code point, widened on the first
+// One log per replica. Remove units hold no slot (rga's replica_state::slot maps an insert's seq to its
+// slot), so memory is linear in the values inserted, whatever the removes. Text uses an adaptive width (1, 2 or 4 bytes a code point, widened on the first
 // value that needs it), which keeps ASCII documents at one byte per inserted character.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace folio::detail {
 
-/// Generic log: one T per seq.
+/// Generic log: one T per insert unit.
 template <class T>
 class content_log {
  public:

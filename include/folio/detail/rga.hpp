@@ -22,8 +22,8 @@
 //     empty); inner nodes hold 2..inner_capacity children; parent/prev/next links agree;
 //  2. every item id maps through the index to the leaf holding it;
 //  3. each item's origin (from the log) is the nearest item to its left with a smaller key;
-//  4. per replica, the log covers seqs 0..next_seq-1 exactly once, the content log has next_seq slots,
-//     and the remove seq ranges are the log's removes;
+//  4. per replica, the log covers seqs 0..next_seq-1 exactly once, the remove seq ranges are the log's
+//     removes with their running unit counts, and the content log has a slot per insert unit;
 //  5. known deleted stretches are disjoint, do not touch, and hold deleted items only.
 //
 // Thread-safety: none; a document is used by one thread at a time.
@@ -362,7 +362,6 @@ class rga {
       done += take;
     }
     note_remove(0, seq, static_cast<std::uint32_t>(n));
-    me.content.push_placeholders(n);
     finish_local(static_cast<std::uint32_t>(n));
     return change;
   }
@@ -475,8 +474,9 @@ class rga {
       for (int i = 0; i < l->count; ++i) {
         const run& r = l->runs[i];
         if (r.deleted()) continue;
-        const content_log<T>& c = reps_[r.replica].content;
-        for (std::uint32_t k = 0; k < r.len(); ++k) f(c[r.seq + k]);
+        const replica_state& rs = reps_[r.replica];
+        const std::size_t at = rs.slot(r.seq);
+        for (std::uint32_t k = 0; k < r.len(); ++k) f(rs.content[at + k]);
       }
   }
 
@@ -485,7 +485,8 @@ class rga {
     if (pos >= size()) fail("folio.range", "position " + std::to_string(pos) + " >= size " + std::to_string(size()));
     const place p = locate_live(pos);
     const run& r = p.leaf->runs[p.idx];
-    return reps_[r.replica].content[r.seq + p.off];
+    const replica_state& rs = reps_[r.replica];
+    return rs.content[rs.slot(r.seq + p.off)];
   }
 
   /// Largest Lamport value integrated (a local op takes clock() + 1).
@@ -521,7 +522,8 @@ class rga {
         const run& r = l->runs[i];
         if (r.deleted()) continue;
         const replica_state& rs = reps_[r.replica];
-        for (std::uint32_t k = 0; k < r.len(); ++k) f(op_id{rs.id, r.seq + k}, rs.content[r.seq + k]);
+        const std::size_t at = rs.slot(r.seq);
+        for (std::uint32_t k = 0; k < r.len(); ++k) f(op_id{rs.id, r.seq + k}, rs.content[at + k]);
       }
   }
 
@@ -534,7 +536,8 @@ class rga {
       for (int i = 0; i < l->count; ++i) {
         const run& r = l->runs[i];
         if (r.deleted()) continue;
-        reps_[r.replica].content.assign(r.seq, values.data() + v, r.len());
+        replica_state& rs = reps_[r.replica];
+        rs.content.assign(rs.slot(r.seq), values.data() + v, r.len());
         v += r.len();
       }
     return true;
@@ -555,7 +558,8 @@ class rga {
     bytes += rep_index_.size() * (sizeof(std::pair<replica_id, std::uint32_t>) + 2 * sizeof(void*)) + rep_index_.bucket_count() * sizeof(void*);
     for (const replica_state& r : reps_) {
       bytes += r.content.memory_usage() + r.log_pos.capacity() * sizeof(std::uint32_t);
-      bytes += r.remove_seqs.capacity() * sizeof(r.remove_seqs[0]) + r.known_deleted.size() * (sizeof(std::pair<std::uint32_t, std::uint32_t>) + 4 * sizeof(void*));
+      bytes += r.remove_seqs.capacity() * sizeof(r.remove_seqs[0]) + r.removes_before_page.capacity() * sizeof(r.removes_before_page[0]);
+      bytes += r.known_deleted.size() * (sizeof(std::pair<std::uint32_t, std::uint32_t>) + 4 * sizeof(void*));
       bytes += r.index.capacity() * sizeof(std::vector<index_entry>);
       for (const auto& page : r.index) bytes += page.capacity() * sizeof(index_entry);
     }
@@ -604,7 +608,6 @@ class rga {
       }
     for (std::uint32_t rep = 0; rep < reps_.size(); ++rep) {
       const replica_state& rs = reps_[rep];
-      if (rs.content.size() != rs.next_seq) bad("content log size");
       if (version().get(rs.id) != rs.next_seq) bad("version vector");
       std::uint64_t next = 0, inserted = 0;
       std::vector<std::pair<std::uint32_t, std::uint32_t>> removes;
@@ -621,6 +624,14 @@ class rga {
       }
       if (next != rs.next_seq || inserted != items[rep]) bad("log does not match items");
       if (removes != rs.remove_seqs) bad("remove seqs do not match the log");
+      std::uint64_t removed = 0;
+      for (std::size_t p = 0, i = 0; p < rs.removes_before_page.size(); ++p) {
+        for (; i < removes.size() && removes[i].first < (std::uint64_t(p) << index_page_bits); ++i) removed += removes[i].second - removes[i].first;
+        if (rs.removes_before_page[p].ranges != i || rs.removes_before_page[p].units != removed) bad("removes before a page");
+      }
+      if (!removes.empty() && rs.removes_before_page.size() != (removes.back().first >> index_page_bits) + 1) bad("remove pages");
+      if (rs.removed_units != next - inserted) bad("remove unit count");
+      if (rs.content.size() != inserted) bad("content log size");
       // 5. known deleted stretches
       std::int64_t prev_end = -1;
       for (const auto& [lo, end] : rs.known_deleted) {
@@ -665,19 +676,39 @@ class rga {
     std::uint32_t seq;  ///< first seq of the range; the range ends at the next entry's seq
     leaf_node* leaf;
   };
+  struct removes_before {
+    std::uint32_t ranges, units;
+  };
   struct replica_state {
     replica_id id;
     std::uint32_t next_seq = 0;                   ///< ops integrated (== version entry)
-    content_log<T> content;                       ///< value by seq (placeholders for removes)
+    content_log<T> content;                       ///< values of the insert units in seq order (see slot)
     std::vector<std::vector<index_entry>> index;  ///< page (seq >> index_page_bits) -> sorted ranges
     std::vector<std::uint32_t> log_pos;           ///< log_ positions of this replica's ops, by seq
     /// Seq ranges [first, second) of this replica's removes, in seq order, touching ones merged: the
     /// seqs that are not items (check_refs finds a remove's faults in O(log n) with them).
     std::vector<std::pair<std::uint32_t, std::uint32_t>> remove_seqs;
+    std::uint32_t removed_units = 0;  ///< seqs that are removes (they hold no content slot)
     /// Stretches [first, second) of this replica's items known to be deleted, disjoint and not touching:
     /// the targets of removes that spanned more than one run (integrate_remove passes them whole).
     /// Other deleted items are not recorded.
     std::map<std::uint32_t, std::uint32_t> known_deleted;
+
+    /// removes_before_page[p]: the remove ranges that start before seq p·2^index_page_bits and their
+    /// units, for the pages up to the one where the last range starts (later pages: all of them).
+    std::vector<removes_before> removes_before_page;
+
+    /// The content slot of insert unit `seq`: seq less the remove units before it. O(1) plus the
+    /// remove ranges that start in seq's page before it (at most half a page, usually none). A run's
+    /// seqs are all inserts, so its slots are consecutive.
+    std::size_t slot(std::uint32_t seq) const noexcept {
+      const std::size_t page = seq >> index_page_bits;
+      if (page >= removes_before_page.size()) return seq - removed_units;  // every remove range ends before seq
+      std::uint32_t units = removes_before_page[page].units;
+      for (std::size_t i = removes_before_page[page].ranges; i < remove_seqs.size() && remove_seqs[i].first < seq; ++i)
+        units += remove_seqs[i].second - remove_seqs[i].first;
+      return seq - units;
+    }
   };
   struct parked {
     op o;
@@ -1156,7 +1187,7 @@ class rga {
         else
           o.ref = e.ref_replica == no_replica ? document_start : op_id{reps_[e.ref_replica].id, e.ref_seq};
         if (with_content)
-          for (std::uint32_t k = 0; k < len; ++k) b.content.push_back(rs.content[o.id.seq + k]);
+          for (std::size_t k = 0, at = rs.slot(o.id.seq); k < len; ++k) b.content.push_back(rs.content[at + k]);
       } else {
         o.ref = {reps_[e.ref_replica].id, e.backward ? e.ref_seq - skip : e.ref_seq + skip};
       }
@@ -1297,10 +1328,10 @@ class rga {
         const op_id theirs = j == 0 ? id_of(e.ref_replica, e.ref_seq) : op_id{in.id.replica, in.id.seq + k - 1};
         if (mine != theirs) return differs(k, "origin");
         if (vals)
-          for (std::uint32_t u = 0; u < n; ++u) {
+          for (std::uint32_t u = 0, at = std::uint32_t(rs.slot(in.id.seq + k)); u < n; ++u) {
             const T& a = vals[k + u];
             const std::uint32_t seq = in.id.seq + k + u;
-            const T& b = rs.content[seq];
+            const T& b = rs.content[at + u];
             if (a == b) continue;
             if ((a == T{} || b == T{}) && (removes.contains(in.id.replica, seq) || removed_here(rep, seq))) continue;  // a value not known
             return differs(k + u, "value");
@@ -1407,7 +1438,6 @@ class rga {
     }
     if (pieces > 1) know_deleted(trep, lo, end);
     note_remove(rep, o.id.seq, o.len);
-    reps_[rep].content.push_placeholders(o.len);
     log_append(log_entry{rep, o.id.seq, o.len, o.lamport, trep, o.ref.seq, op_kind::remove, o.backward});
   }
 
@@ -1424,11 +1454,16 @@ class rga {
 
   /// Records that seqs [seq, seq + n) of replica `rep` are a remove (not items). O(1) amortised.
   void note_remove(std::uint32_t rep, std::uint32_t seq, std::uint32_t n) {
-    auto& rs = reps_[rep].remove_seqs;
-    if (!rs.empty() && rs.back().second == seq)
+    replica_state& r = reps_[rep];
+    auto& rs = r.remove_seqs;
+    if (!rs.empty() && rs.back().second == seq) {
       rs.back().second += n;
-    else
+    } else {
+      // Pages after the previous range's start and up to this one's: every range so far starts before them.
+      r.removes_before_page.resize((seq >> index_page_bits) + 1, removes_before{static_cast<std::uint32_t>(rs.size()), r.removed_units});
       rs.emplace_back(seq, seq + n);
+    }
+    r.removed_units += n;
   }
 
   node* root_ = nullptr;
