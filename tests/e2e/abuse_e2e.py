@@ -147,6 +147,10 @@ class Abuse(unittest.TestCase):
         self.assertEqual({status for status, _ in results}, {401, 429})  # the rest reached the responder
         # Each rejection is a line of the access log (status 429), none of the error log (nginx logged
         # one at error level per rejection: 253 MB in a minute of flooding).
+        # nginx writes a request's access-log line after its answer is sent (the log phase): wait for them.
+        deadline = time.time() + 10
+        while access_statuses().count(429) - access_429 < len(limited) and time.time() < deadline:
+            time.sleep(0.05)
         self.assertEqual(access_statuses().count(429) - access_429, len(limited))
         self.assertEqual(log_lines(error_log())[error_lines:], [])
         normal_request(self, source="127.0.0.2")
