@@ -86,7 +86,8 @@ def raw_request(text):
     headers = {}
     for line in lines[1:]:
         k, _, v = line.partition(":")
-        headers[k.strip().lower()] = v.strip()
+        k = k.strip().lower()
+        headers[k] = headers[k] + ", " + v.strip() if k in headers else v.strip()  # a repeated header shows
     return int(lines[0].split()[1]), headers, body
 
 
@@ -437,7 +438,11 @@ class Cors(unittest.TestCase):
         # Subscribe: an allowed origin is let in, with its header; another is refused.
         status, headers, body = raw_request(subscribe_text(ids("e1"), token=token, origin=ALLOWED))
         self.assertEqual(status, 200, body)
-        self.assertEqual(headers["access-control-allow-origin"], ALLOWED)
+        self.assertEqual(headers["access-control-allow-origin"], ALLOWED)  # once: Nchan's (two make browsers refuse it)
+        self.assertIn("x-request-id", headers)
+        status, headers, body = raw_request(subscribe_text(ids("e1", doc="another doc"), token=token, origin=ALLOWED))
+        self.assertEqual(status, 403, body)
+        self.assertEqual(headers["access-control-allow-origin"], ALLOWED)  # the page reads the refusal
         status, headers, body = raw_request(subscribe_text(ids("e1"), token=token, origin="http://evil.example.test"))
         self.assertEqual(status, 403, body)
         self.assertNotIn("access-control-allow-origin", headers)
