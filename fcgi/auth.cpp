@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "status.hpp"
+
 namespace folio::service {
 
 namespace {
@@ -86,9 +88,8 @@ std::optional<principal> authenticate(database& db, std::string_view api_key, st
     q.bind(1, token_id);
     if (q.step()) {
       token_hash.emplace(q.blob(0), q.blob(1));
-      p.tenant = q.text(2), p.subject = q.text(3), p.read_only = q.integer(4) != 0;
-      const auto expires = q.text_opt(5);
-      if (q.text_opt(6) || (expires && *expires <= now) || p.tenant != key_id) live = false;
+      p.tenant = q.text(2), p.subject = q.text(3), p.read_only = q.integer(4) != 0, p.expires_at = q.text_opt(5);
+      if (q.text_opt(6) || (p.expires_at && *p.expires_at <= now) || p.tenant != key_id) live = false;
     }
   }
   // Both hashes are always computed, so timing does not tell which part was wrong.
@@ -96,6 +97,21 @@ std::optional<principal> authenticate(database& db, std::string_view api_key, st
   const bool token_match = matches(token_ok ? token_secret : std::string_view("-"), token_hash);
   if (!(live && key_match && token_match)) return std::nullopt;
   return p;
+}
+
+void check_scope(const principal& who, const std::string& org, const std::string& doc, const std::optional<std::string>& editor) {
+  if (!who.scope) return;
+  const client_scope& s = *who.scope;
+  if (org != s.org) throw api_error(status::permission_denied, "The client token does not cover this organizationId.");
+  if (doc != s.doc) throw api_error(status::permission_denied, "The client token does not cover this documentId.");
+  if (s.editor && !editor) throw api_error(status::permission_denied, "The client token covers one editor of the document; send its editorId.");
+  if (s.editor && editor != s.editor) throw api_error(status::permission_denied, "The client token does not cover this editorId.");
+}
+
+std::string author(const principal& who, const std::optional<std::string>& user) {
+  if (who.scope && user && *user != who.subject)
+    throw api_error(status::permission_denied, "The client token acts as its own user; leave userId out or send the token's userId.");
+  return user ? *user : who.subject;
 }
 
 std::string create_key(database& db, const std::string& name, const std::string& now) {

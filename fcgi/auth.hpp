@@ -4,6 +4,8 @@
 // SHA-256(salt || secret) are stored; checking recomputes the hash and compares in constant time
 // (OpenSSL's CRYPTO_memcmp), doing the same work whether or not the id exists. A token belongs to one
 // key, names a subject (the default lastUpdatedBy), may be read-only and may expire.
+// A caller may also be a client token's holder (client_token.hpp): a principal with a `scope`, whose
+// requests check_scope() keeps inside one document (and editor).
 // Thread-safety: functions over a caller's `database`.
 #pragma once
 
@@ -16,11 +18,27 @@
 
 namespace folio::service {
 
+/// What a client token opens: one document of the tenant, and one editor of it when `editor` is set.
+struct client_scope {
+  std::string org, doc;
+  std::optional<std::string> editor;
+};
+
 struct principal {
   std::string tenant;   ///< the API key's id: every row of this caller's data is keyed by it
-  std::string subject;  ///< the token's subject name
+  std::string subject;  ///< the token's subject name; a client token's userId
   bool read_only = false;
+  std::optional<std::string> expires_at;  ///< an auth token's expiry: the client tokens it mints end by then
+  std::optional<client_scope> scope;      ///< set for a client token: nothing outside it is served
 };
+
+/// For a client token's holder: 403 PERMISSION_DENIED unless the record(s) named lie inside its
+/// scope (`editor` nullopt: every editor of the document, which a token for one editor does not
+/// open). No-op for an API key caller.
+void check_scope(const principal& who, const std::string& org, const std::string& doc, const std::optional<std::string>& editor);
+/// lastUpdatedBy of a change: the request's `userId` when given, else the caller's subject. A client
+/// token's holder acts as the token's user only: another `userId` is 403 PERMISSION_DENIED.
+std::string author(const principal& who, const std::optional<std::string>& user);
 
 /// The caller, if both the key and the token are valid, live, unexpired and belong together.
 std::optional<principal> authenticate(database& db, std::string_view api_key, std::string_view token, const std::string& now);

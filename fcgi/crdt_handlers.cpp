@@ -145,12 +145,17 @@ std::optional<std::string> incarnation_field(const rapidjson::Value& data) {
   return std::string(s);
 }
 
-record_key key_of(context& c, bool editor_required = true) {
+/// The record the request names, inside the caller's tenant — and inside a client token's scope
+/// (check_scope). Without `editor_required`, `editor` gets the optional editorId (crdt/get).
+record_key key_of(context& c, bool editor_required = true, std::optional<std::string>* editor = nullptr) {
   record_key k;
   k.tenant = c.who.tenant;
   k.org = required_id(c.data, "organizationId", "Organization ID is required");
   k.doc = required_id(c.data, "documentId", "Document ID is required");
   if (editor_required) k.editor = required_id(c.data, "editorId", "Editor ID is required.");
+  const std::optional<std::string> named = editor_required ? std::optional<std::string>(k.editor) : optional_id(c.data, "editorId");
+  check_scope(c.who, k.org, k.doc, named);
+  if (editor) *editor = named;
   return k;
 }
 
@@ -173,7 +178,7 @@ std::string crdt_add(context& c) {
     folio::document d(type, row.incarnation, content_key);
     replace(d, value);
     row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d.encode();
-    row.revision = 1, row.last_update = now_iso(), row.last_updated_by = user ? *user : c.who.subject, row.session_id = session;
+    row.revision = 1, row.last_update = now_iso(), row.last_updated_by = author(c.who, user), row.session_id = session;
     s.commit([&] {
       insert_record(c.db, k, row);
       return row.revision;
@@ -201,7 +206,7 @@ std::string crdt_update(context& c) {
     if (content_key && *content_key != row->content_key)
       throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row->content_key + "\".");
     if (const folio::record_type stored = *folio::parse_record_type(row->type); !value || value->type != stored) value = value_of(stored, c.data);
-    const std::string when = now_iso(), by = user ? *user : c.who.subject, incarnation = incarnation_text(*row);
+    const std::string when = now_iso(), by = author(c.who, user), incarnation = incarnation_text(*row);
     // Diff, encode and (every compact_after changes) the new snapshot, all before the writer section.
     folio::document& d = s.change();
     const folio::local_change change = replace_value(d, *value);
@@ -220,8 +225,8 @@ std::string crdt_update(context& c) {
 }
 
 std::string crdt_get(context& c) {
-  const record_key k = key_of(c, false);
-  const std::optional<std::string> editor = optional_id(c.data, "editorId");
+  std::optional<std::string> editor;
+  const record_key k = key_of(c, false, &editor);
   std::vector<std::string> editors;
   if (editor)
     editors.push_back(*editor);
@@ -273,6 +278,7 @@ std::string crdt_sync(context& c) {
                     "answer (a client that has nothing syncs with the empty version and no update).");
   if (push && c.who.read_only) throw api_error(status::permission_denied, "This token is read-only; sync without an update to only receive changes.");
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
+  const std::string by = author(c.who, user);
 
   return with_retries([&] {
     record_session s(c.svc, c.db, k);
@@ -308,7 +314,7 @@ std::string crdt_sync(context& c) {
         const std::string ops = d.encode_since(before);
         const bool compacting = row->log_len + 1 >= compact_after;
         const std::string snapshot = compacting ? d.encode() : std::string();
-        const std::string when = now_iso(), by = user ? *user : c.who.subject;
+        const std::string when = now_iso();
         s.commit([&] {
           const std::int64_t revision = append_change(c.db, k, *row, &ops, when, by, session);
           if (compacting) compact(c.db, k, snapshot);

@@ -1,5 +1,7 @@
 #include "fields.hpp"
 
+#include <ctime>
+
 
 namespace folio::service {
 
@@ -30,6 +32,14 @@ bool is_timestamp(std::string_view s) {
   static constexpr int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
   return d <= days[mo - 1] + (mo == 2 && leap ? 1 : 0);
+}
+
+std::optional<std::int64_t> timestamp_ms(std::string_view s) {
+  if (!is_timestamp(s)) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = digits(s, 0, 4) - 1900, tm.tm_mon = digits(s, 5, 2) - 1, tm.tm_mday = digits(s, 8, 2);
+  tm.tm_hour = digits(s, 11, 2), tm.tm_min = digits(s, 14, 2), tm.tm_sec = digits(s, 17, 2);
+  return std::int64_t(timegm(&tm)) * 1000 + digits(s, 20, 3);
 }
 
 std::optional<std::string> optional_timestamp(const rapidjson::Value& data, const char* field, const std::string& what) {

@@ -5,6 +5,7 @@
 
 #include <rapidjson/document.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,8 @@ inline constexpr std::size_t max_filter_ids = 1000;
 const rapidjson::Value* field_value(const rapidjson::Value& data, const char* field);
 /// "2025-01-20T10:30:00.000Z": ISO 8601 UTC with milliseconds, a real calendar date (DESIGN.md §2).
 bool is_timestamp(std::string_view s);
+/// Milliseconds since the epoch of such a timestamp; nullopt when !is_timestamp(s).
+std::optional<std::int64_t> timestamp_ms(std::string_view s);
 /// An optional timestamp (absent or null: nullopt); `what` names it in the message.
 std::optional<std::string> optional_timestamp(const rapidjson::Value& data, const char* field, const std::string& what);
 

@@ -33,5 +33,6 @@ std::string annotations_delete(context& c);
 std::string comments_add(context& c);
 std::string comments_update(context& c);
 std::string comments_delete(context& c);
+std::string auth_token(context& c);
 
 }  // namespace folio::service

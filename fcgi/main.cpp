@@ -4,10 +4,13 @@
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
 // a stop signal, and pets the watchdog while a worker can answer (deploy/systemd/folio-fcgi.service).
+// SIGHUP reloads the client-token key file (--client-token-keys; a file that does not load keeps the
+// keys in use, with an error line).
 //
 //   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
 //              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
 //              [--max-db-pages N] [--access-log on|off] [--request-timeout 50]
+//              [--client-token-keys /etc/folio/client-token.keys]
 #include <fcgiapp.h>
 #include <malloc.h>
 #include <signal.h>
@@ -42,13 +45,14 @@ struct options {
   long long max_db_pages = 0;
   bool access_log = true;
   unsigned request_timeout_s = 50;
+  std::string client_token_keys;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH] [--workers N] [--max-body BYTES] [--cache-mb MB]\n"
                "                  [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
-               "                  [--request-timeout SECONDS]\n",
+               "                  [--request-timeout SECONDS] [--client-token-keys PATH]\n",
                why);
   std::exit(2);
 }
@@ -81,6 +85,7 @@ options parse(int argc, char** argv) {
       o.access_log = v == "on";
     }
     else if (a == "--request-timeout") o.request_timeout_s = static_cast<unsigned>(number(value()));
+    else if (a == "--client-token-keys") o.client_token_keys = value();
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
@@ -159,6 +164,7 @@ void serve(FCGX_Request& req, folio::service::service& svc, folio::service::data
   r.content_type = param(req, "CONTENT_TYPE");
   r.api_key = param(req, "HTTP_X_FOLIO_API_KEY");
   r.auth_token = param(req, "HTTP_X_FOLIO_AUTH_TOKEN");
+  r.authorization = param(req, "HTTP_AUTHORIZATION");
   r.content_length = std::strtoull(param(req, "CONTENT_LENGTH").c_str(), nullptr, 10);
   r.query = param(req, "QUERY_STRING");
   r.request_id = param(req, "FOLIO_REQUEST_ID");
@@ -204,6 +210,21 @@ std::string read_secret(const std::string& path) {
   return line;
 }
 
+/// Loads the client-token key file into `svc` (at start, and on SIGHUP); false, with an error line,
+/// when it does not load (the keys in use stay).
+bool load_client_keys(folio::service::service& svc, const std::string& path) {
+  try {
+    auto ring = std::make_shared<const folio::service::key_ring>(folio::service::key_ring::load(path));
+    const std::string what = std::to_string(ring->size()) + " key(s) from " + path + ", signing with " + ring->signer().id;
+    svc.set_client_keys(std::move(ring));
+    folio::service::log::write("info", "client_token_keys_loaded", what);
+    return true;
+  } catch (const std::exception& e) {
+    folio::service::log::write("error", "client_token_keys_failed", std::string("client-token keys not loaded: ") + e.what());
+    return false;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +234,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGHUP);  // reload the client-token keys
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -248,6 +270,7 @@ int main(int argc, char** argv) {
   if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
   cfg.live.publish_socket = o.publish_socket;
   folio::service::service svc(cfg);
+  if (!o.client_token_keys.empty() && !load_client_keys(svc, o.client_token_keys)) return 1;
   std::atomic<bool> stopping{false};
   std::vector<std::thread> workers;
   std::vector<worker_state> states(o.workers);
@@ -290,6 +313,10 @@ int main(int argc, char** argv) {
   const timespec half{static_cast<time_t>(watchdog_us / 2000000), static_cast<long>(watchdog_us / 2 % 1000000) * 1000};
   while (sig < 0) {
     sig = watchdog_us ? sigtimedwait(&stop, nullptr, &half) : sigwaitinfo(&stop, nullptr);
+    if (sig == SIGHUP) {
+      if (!o.client_token_keys.empty()) load_client_keys(svc, o.client_token_keys);
+      sig = -1;  // and on to the watchdog, as after a timeout
+    }
     if (sig >= 0 || !watchdog_us) continue;
     const std::int64_t now = steady_ms();
     const bool able = std::any_of(states.begin(), states.end(), [&](const worker_state& w) {

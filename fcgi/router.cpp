@@ -1,6 +1,8 @@
 // The order of checks (docs/API.md): path (404), method (400), credentials (401, before the body is
-// read), content type (400), size (413), read-only token on a write (403), JSON and envelope (400),
-// then the endpoint. One place maps every failure to its HTTP code and JSON body.
+// read: an API key + auth token, or a client token), content type (400), size (413), a client token
+// on an endpoint it does not open or a read-only token on a write (403), JSON and envelope (400), then
+// the endpoint (which keeps a client token inside its document: check_scope). One place maps every
+// failure to its HTTP code and JSON body.
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +21,7 @@ struct route {
   std::string_view path;
   std::string (*handler)(context&);
   bool writes;
+  bool client = false;  ///< a client token may call it (within its scope; the handler checks the ids)
 };
 
 namespace {
@@ -34,9 +37,10 @@ constexpr route routes[] = {
     {"/v2/commentannotations/comments/delete", comments_delete, true},
     {"/v2/crdt/add", crdt_add, true},
     {"/v2/crdt/update", crdt_update, true},
-    {"/v2/crdt/get", crdt_get, false},
+    {"/v2/crdt/get", crdt_get, false, true},
     {"/v2/crdt/delete", crdt_delete, true},
-    {"/v2/crdt/sync", crdt_sync, false},  // a pull reads; a push is checked for a writable token by the handler
+    {"/v2/crdt/sync", crdt_sync, false, true},  // a pull reads; a push is checked for a writable token by the handler
+    {"/v2/auth/token", auth_token, false},       // a read-only token mints read client tokens only (the handler checks)
 };
 
 response error(const api_error& e) {
@@ -160,11 +164,29 @@ std::string query_param(std::string_view query, std::string_view name, const cha
   return v;
 }
 
+/// The client token of an Authorization header "Bearer <token>" (the scheme in any case, then spaces
+/// or tabs; "Bearer" alone is an empty, malformed token); nullopt for no header or another scheme
+/// (which may be meant for a proxy in front).
+std::optional<std::string_view> bearer_token(std::string_view h) {
+  constexpr std::string_view scheme = "bearer";
+  if (h.size() < scheme.size() || (h.size() > scheme.size() && h[scheme.size()] != ' ' && h[scheme.size()] != '\t')) return std::nullopt;
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(h[i])) != scheme[i]) return std::nullopt;
+  h.remove_prefix(scheme.size());
+  while (!h.empty() && (h.front() == ' ' || h.front() == '\t')) h.remove_prefix(1);
+  while (!h.empty() && (h.back() == ' ' || h.back() == '\t')) h.remove_suffix(1);
+  return h;
+}
+
 }  // namespace
 
-std::string now_iso() {
-  const auto now = std::chrono::system_clock::now();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string now_iso() { return iso_time(now_unix_ms()); }
+
+std::string iso_time(std::int64_t ms) {
   const std::time_t secs = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
@@ -188,6 +210,52 @@ std::optional<principal> service::check_credentials(database& db, const request&
     auth_cache_[id] = {*who, now + config_.auth_ttl};
   }
   return who;
+}
+
+principal service::client_principal(std::string_view token) {
+  const std::shared_ptr<const key_ring> ring = client_keys();
+  if (!ring) throw api_error(status::unavailable, "Client tokens are not configured on this server.");
+  const token_check t = verify_client_token(token, *ring, now_unix_ms());
+  switch (t.problem) {
+    case token_problem::malformed:
+      throw api_error(status::unauthenticated, "Malformed client token: expected fct1.<tenant>.<key id>.<claims>.<signature>.");
+    case token_problem::unknown_key: throw api_error(status::unauthenticated, "Invalid client token: unknown signing key.");
+    case token_problem::bad_signature: throw api_error(status::unauthenticated, "Invalid client token: bad signature.");
+    case token_problem::expired: throw api_error(status::unauthenticated, "The client token expired at " + iso_time(t.claims.expires * 1000) + ".");
+    case token_problem::none: break;
+  }
+  principal p;
+  p.tenant = t.claims.tenant, p.subject = t.claims.user, p.read_only = !t.claims.write;
+  p.scope = client_scope{t.claims.org, t.claims.doc, t.claims.editor};
+  return p;
+}
+
+principal service::identify(database& db, const request& r, bool query_token) {
+  const std::optional<std::string_view> bearer = bearer_token(r.authorization);
+  std::optional<std::string> in_query;
+  if (query_token)
+    if (const std::optional<std::string_view> raw = nginx_arg(r.query, "token")) in_query = nginx_unescape(*raw);
+  if (bearer || in_query) {
+    if (!r.api_key.empty() || !r.auth_token.empty())
+      throw api_error(status::unauthenticated, "Send either the x-folio-api-key and x-folio-auth-token headers or a client token, not both.");
+    if (bearer && in_query)
+      throw api_error(status::unauthenticated, "Send the client token once: in the Authorization header or in the token parameter, not both.");
+    return client_principal(bearer ? *bearer : std::string_view(*in_query));
+  }
+  if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+  const std::optional<principal> who = check_credentials(db, r);
+  if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+  return *who;
+}
+
+void service::set_client_keys(std::shared_ptr<const key_ring> ring) {
+  std::lock_guard<std::mutex> g(keys_mu_);
+  client_keys_ = std::move(ring);
+}
+
+std::shared_ptr<const key_ring> service::client_keys() const {
+  std::lock_guard<std::mutex> g(keys_mu_);
+  return client_keys_;
 }
 
 service::service(config c)
@@ -261,14 +329,14 @@ response service::answer(database& db, const request& r, const route* rt, std::s
     }
     if (!rt) throw api_error(status::not_found, "No endpoint at " + printable(r.path) + ".");
     if (r.method != "POST") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; every endpoint takes POST.");
-    if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
-    const std::optional<principal> who = check_credentials(db, r);
-    if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
-    key_id = who->tenant;
+    const principal who = identify(db, r, false);
+    key_id = who.tenant;
     if (!is_json_content_type(r.content_type)) throw api_error(status::invalid_argument, "Content-Type must be application/json.");
     if (r.content_length > config_.max_body || r.body.size() > config_.max_body)
       throw api_error(status::invalid_argument, "Request body is larger than the limit of " + std::to_string(config_.max_body) + " bytes.", 413);
-    if (rt->writes && who->read_only) throw api_error(status::permission_denied, "This token is read-only.");
+    if (who.scope && !rt->client)
+      throw api_error(status::permission_denied, "A client token opens only /v2/crdt/get, /v2/crdt/sync and /v2/crdt/subscribe.");
+    if (rt->writes && who.read_only) throw api_error(status::permission_denied, "This token is read-only.");
     const rapidjson::Document body = parse_json(r.body);
     if (!body.IsObject()) throw api_error(status::invalid_argument, "Body must be a JSON object with a \"data\" object.");
     for (auto it = body.MemberBegin(); it != body.MemberEnd(); ++it)
@@ -278,7 +346,7 @@ response service::answer(database& db, const request& r, const route* rt, std::s
     auto data = body.FindMember("data");
     if (data == body.MemberEnd()) throw api_error(status::invalid_argument, "Body must have a \"data\" object.");
     if (!data->value.IsObject()) throw api_error(status::invalid_argument, "\"data\" must be an object.");
-    context c{db, *this, *who, data->value, out};
+    context c{db, *this, who, data->value, out};
     response res{200, rt->handler(c)};
     res.streamed = out.started();
     return res;
@@ -296,15 +364,14 @@ response service::answer(database& db, const request& r, const route* rt, std::s
 
 response service::authorize(database& db, const request& r, std::string& key_id) {
   try {
-    if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
-    const std::optional<principal> who = check_credentials(db, r);
-    if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
-    key_id = who->tenant;
+    const principal who = identify(db, r, true);
+    key_id = who.tenant;
     record_key k;
-    k.tenant = who->tenant;
+    k.tenant = who.tenant;
     k.org = query_param(r.query, "organizationId", "Organization ID is required");
     k.doc = query_param(r.query, "documentId", "Document ID is required");
     k.editor = query_param(r.query, "editorId", "Editor ID is required.");
+    check_scope(who, k.org, k.doc, k.editor);
     if (config_.live.channel_secret.empty()) throw api_error(status::unavailable, "Live push is not configured on this server.");
     if (!load_record(db, k, false)) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
     if (channel_id(config_.live.channel_secret, k.tenant, k.org, k.doc, k.editor) != r.channel) {

@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "auth.hpp"
 #include "body_output.hpp"
+#include "client_token.hpp"
 
 #include "doc_cache.hpp"
 #include "metrics.hpp"
@@ -38,6 +41,7 @@ struct request {
   deadline_clock::time_point deadline = deadline_clock::time_point::max();
   /// Where a large answer is sent as it is produced (body_output.hpp); none: answers are whole.
   body_output::sink stream{};
+  std::string authorization{};  ///< the Authorization header: "Bearer <client token>" (other schemes are ignored)
 };
 
 struct route;  ///< an endpoint of the router (router.cpp)
@@ -78,6 +82,11 @@ class service {
 
   metrics& stats() noexcept { return metrics_; }
 
+  /// The client-token key ring (client_token.hpp) from now on; requests in flight keep the one they
+  /// started with. Without one, minting and client tokens answer 503 UNAVAILABLE.
+  void set_client_keys(std::shared_ptr<const key_ring> ring);
+  std::shared_ptr<const key_ring> client_keys() const;
+
   /// Answers one request, counts it in the metrics and writes its access line. Never throws.
   response handle(database& db, const request& r);
   /// Answers nginx's nchan_authorize_request for GET /v2/crdt/subscribe (`r.query`, `r.channel`):
@@ -97,6 +106,10 @@ class service {
   /// authenticate(), remembered for auth_ttl: a revoked or expired credential stops working within
   /// that time. Failures are not remembered (they cost the same as a database check).
   std::optional<principal> check_credentials(database& db, const request& r);
+  /// The caller: an API key + auth token (check_credentials), or a client token from the
+  /// Authorization header (or, with `query_token`, the subscribe query's `token`). 401 / 503 api_error.
+  principal identify(database& db, const request& r, bool query_token);
+  principal client_principal(std::string_view token);
 
   struct remembered {
     principal who;
@@ -109,9 +122,15 @@ class service {
   double start_time_;
   std::mutex auth_mu_;
   std::unordered_map<std::string, remembered> auth_cache_;
+  mutable std::mutex keys_mu_;
+  std::shared_ptr<const key_ring> client_keys_;
 };
 
 /// Current time as ISO 8601 UTC with milliseconds ("2025-01-20T10:30:00.000Z").
 std::string now_iso();
+/// `unix_ms` (milliseconds since the epoch) in that form.
+std::string iso_time(std::int64_t unix_ms);
+/// Milliseconds since the epoch now.
+std::int64_t now_unix_ms();
 
 }  // namespace folio::service

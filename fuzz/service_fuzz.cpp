@@ -5,6 +5,10 @@
 //   2 sync: byte 0 picks the record (text, map, xml, array; bit 4 set: no incarnation is sent), byte 1
 //     is the length of the version vector that follows, the rest is the update; both sent base64 in a
 //     /v2/crdt/sync body with the record's incarnation.
+//   3 client_token: byte 0 even: the rest is a client token, checked against a fixed key ring; odd: the
+//     rest is a claims text sealed with the ring's signing key, so that the claims parser is reached
+//     past the signature. Oracle: a token that verifies (expired or not) is exactly what signing its
+//     claims gives — one spelling per token. No database.
 // Oracles: the answer is never a 500 (an unexpected exception) and its body is JSON; after a sync
 // push is taken, the record reads as JSON and a reader with an empty cache (the state on disk)
 // answers exactly what the cached document answers. The database is recreated every 500 inputs so
@@ -25,6 +29,7 @@
 
 #include "auth.hpp"
 #include "base64.hpp"
+#include "client_token.hpp"
 #include "log.hpp"
 #include "service.hpp"
 
@@ -147,11 +152,22 @@ void sync(world& w, std::string_view bytes) {
   if (cached.http != 200 || cached.body != stored.body) __builtin_trap();
 }
 
+void client_token(std::string_view bytes) {
+  static const svc::key_ring ring = svc::key_ring::parse("k1 " + std::string(64, 'c') + "\nk2 " + std::string(64, 'd') + "\n");
+  if (bytes.empty()) return;
+  const std::string token = bytes[0] & 1 ? svc::seal_client_token("0123456789abcdef", ring.signer(), bytes.substr(1)) : std::string(bytes.substr(1));
+  const svc::token_check v = svc::verify_client_token(token, ring, 0);
+  if (v.problem != svc::token_problem::none && v.problem != svc::token_problem::expired) return;
+  const svc::signing_key* key = ring.find(std::string_view(token).substr(22, 2));  // "fct1." + 16 hex + "."
+  if (!key || svc::sign_client_token(v.claims, *key) != token) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  world& w = the_world();
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  if (FOLIO_FUZZ_TARGET == 3) return client_token(bytes), 0;
+  world& w = the_world();
   if (FOLIO_FUZZ_TARGET == 1)
     request(w, bytes);
   else

@@ -48,6 +48,11 @@ class Stack:
         self.rate = 100000      # nginx's limit_req rate (requests per second per client address)
         self.fcgi_args = []     # extra folio-fcgi flags (e.g. --max-db-pages)
         self.fcgi_log = os.path.join(self.dir, "log", "folio-fcgi.log")
+        # The client-token signing keys (folio-fcgi --client-token-keys), as scripts/run makes them.
+        self.client_keys = os.path.join(self.dir, "client-token.keys")
+        with open(os.open(self.client_keys, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write("k1 %s\n" % os.urandom(32).hex())
+        self.cors_origins = ""  # nginx's FOLIO_CORS_ORIGINS (scripts/nginx-conf)
 
     def admin(self, *args, check=True):
         """folio-admin's stdout, stripped; with check=False, the whole CompletedProcess (any exit status)."""
@@ -63,7 +68,8 @@ class Stack:
         with open(self.fcgi_log, "a") as log:
             self.fcgi = subprocess.Popen([FCGI, "--socket", sock, "--db", self.db, "--workers", "4",
                                           "--max-body", str(RESPONDER_MAX_BODY), "--channel-secret-file", self.secret,
-                                          "--publish-socket", self.publish_socket, *self.fcgi_args], stderr=log)
+                                          "--publish-socket", self.publish_socket, "--client-token-keys", self.client_keys,
+                                          *self.fcgi_args], stderr=log)
         for _ in range(200):  # the socket's file appears at bind(), before listen(): connect to know it listens
             with socket.socket(socket.AF_UNIX) as s:
                 try:
@@ -75,7 +81,8 @@ class Stack:
 
     def start_nginx(self):
         """nginx as scripts/run starts it (scripts/nginx-start: render, remove stale sockets, exec nginx)."""
-        self.nginx = subprocess.Popen([os.path.join(SOURCE, "scripts", "nginx-start"), self.dir, str(self.port), str(self.rate)])
+        self.nginx = subprocess.Popen([os.path.join(SOURCE, "scripts", "nginx-start"), self.dir, str(self.port), str(self.rate)],
+                                      env=dict(os.environ, FOLIO_CORS_ORIGINS=self.cors_origins))
         for _ in range(100):
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
