@@ -19,6 +19,7 @@
 import { fromBase64, toBase64 } from './base64.js';
 import { loadEngine, Replica } from './engine.js';
 import { FolioError } from './errors.js';
+import { FetchEventSource } from './fetch-event-source.js';
 
 const EMPTY_VERSION = new Uint8Array([0]); // the empty version vector ("AA==")
 const ROUNDS = 8; // sync rounds in one run before yielding (each makes progress: a pull, a push)
@@ -52,8 +53,8 @@ function checkOptions(options) {
   o.baseUrl = o.baseUrl.replace(/\/+$/, '');
   o.fetch = o.fetch ?? globalThis.fetch?.bind(globalThis);
   if (typeof o.fetch !== 'function') throw new TypeError('no fetch: pass one as the fetch option');
-  o.EventSource = o.EventSource ?? globalThis.EventSource;
-  if (typeof o.EventSource !== 'function') throw new TypeError('no EventSource: pass one as the EventSource option (Node has none built in)');
+  o.EventSource = o.EventSource ?? globalThis.EventSource ?? FetchEventSource;
+  if (typeof o.EventSource !== 'function') throw new TypeError('EventSource must be a constructor');
   return o;
 }
 
@@ -176,7 +177,12 @@ export class FolioRecord {
   }
 
   _emit(event, arg) {
-    for (const fn of [...(this._listeners.get(event) ?? [])]) {
+    const listeners = this._listeners.get(event);
+    if (event === 'error' && !listeners?.size) {
+      console.error('Folio:', arg); // a failure nobody listens for is not dropped silently
+      return;
+    }
+    for (const fn of [...(listeners ?? [])]) {
       try {
         fn(arg);
       } catch (e) {
@@ -412,7 +418,10 @@ export class FolioRecord {
     if (this._closed) return;
     return new Promise((resolve, reject) => {
       let opened = false;
-      const es = this._o.headers ? new this._o.EventSource(url, { headers: this._o.headers }) : new this._o.EventSource(url);
+      const init = {};
+      if (this._o.headers) init.headers = this._o.headers;
+      if (this._o.EventSource === FetchEventSource) init.fetch = this._o.fetch;
+      const es = Object.keys(init).length ? new this._o.EventSource(url, init) : new this._o.EventSource(url);
       this._source = es;
       es.onopen = () => {
         this._sourceDelay = RETRY_MIN_MS;

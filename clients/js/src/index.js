@@ -2,6 +2,7 @@
 // engine compiled to WebAssembly. README.md has the guide; index.d.ts the exact API.
 export { connect, FolioRecord } from './client.js';
 export { FolioError } from './errors.js';
+export { FetchEventSource } from './fetch-event-source.js';
 export { loadEngine, Replica } from './engine.js';
 export { bindTextarea } from './textarea.js';
 export { canonicalJson } from './json.js';

@@ -117,9 +117,15 @@ test('textarea: remote changes keep the caret and selection by their characters'
     remote((d) => d.delete(8, 8)); // "[BIGbig!" removed around the caret: it goes where they were
     assert.equal(ta.value, '😀 hello  world!');
     assert.deepEqual([ta.selectionStart, ta.selectionEnd], [9, 9]);
+    ta.setSelectionRange(11, 11); // after the "w" of "world"
+    // Inserted before "world": by its characters alone it could be "ide w" after that "w", which
+    // would leave the caret before "ide"; the change is known exactly, so the caret stays by its "w".
+    remote((d) => d.insert(9, 'wide '));
+    assert.equal(ta.value, '😀 hello  wide world!');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [16, 16]);
     binding.destroy();
     remote((d) => d.insert(0, 'x'));
-    assert.equal(ta.value, '😀 hello  world!'); // unbound
+    assert.equal(ta.value, '😀 hello  wide world!'); // unbound
   } finally {
     record.close();
   }

@@ -152,6 +152,27 @@ test('two replicas converge in every delivery order of their changes, for every 
   }
 });
 
+test('tracked text changes are where the operations were made, even in runs of equal characters', () => {
+  const a = make('text');
+  a.insert(0, 'one three aaa');
+  const b = make('text');
+  b.track(true);
+  b.apply(a.encodeSince(b.version()));
+  const v = a.version();
+  a.insert(4, 'two '); // before "three": the characters alone would say "wo t" after its "t"
+  a.insert(14, 'a'); // at the start of "aaa"
+  a.delete(17, 1); // the last "a"
+  assert.equal(a.value, 'one two three aaa');
+  assert.deepEqual(b.apply(a.encodeSince(v)).changes, [
+    { from: 4, to: 4, insert: 'two ' },
+    { from: 10, to: 10, insert: 'a' },
+    { from: 12, to: 13, insert: '' },
+  ]);
+  assert.equal(b.value, 'one two three aaa');
+  // A local replace reports where its own diff made the change.
+  assert.deepEqual(b.replace('one two three aa!').changes, [{ from: 16, to: 17, insert: '!' }]);
+});
+
 test('out-of-order batches wait as pending until what they need arrives', () => {
   const a = make('text');
   const empty = a.version();

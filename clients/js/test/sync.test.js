@@ -276,5 +276,5 @@ test('a token given as a function is asked again after a 401', async () => {
 
 test('options are checked', async () => {
   await assert.rejects(connect({ ...ids, documentId: '' }), /documentId must be a non-empty string/);
-  await assert.rejects(connect({ ...ids, fetch: () => {}, EventSource: undefined }), /EventSource/);
+  await assert.rejects(connect({ ...ids, fetch: () => {}, EventSource: 'no' }), /EventSource must be a constructor/);
 });

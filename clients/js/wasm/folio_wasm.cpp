@@ -12,13 +12,14 @@
 // Lists given to the module (array items, map entries) are packed as a u32 little-endian length then
 // the bytes, one after the other.
 //
-// Text deltas: with tracking on (fw_track), a replace or an applied remote batch on a text record
+// Text changes: with tracking on (fw_track), a replace or an applied remote batch on a text record
 // leaves its change as hunks in the numbers — (from, removed, inserted) in code points of the value
-// before, ascending — with the inserted text of each as a part. They come from diffing the value
-// before and after with the engine's own Myers diff (detail/myers.hpp), so they are a minimal script
-// between the two values; where equal characters make several scripts minimal, the one chosen may
-// place an insert beside the spot the remote replica used. Cost: O(n) for the two values plus the
-// diff's O((n + m) D).
+// before, ascending — with the inserted text of each as a part. They are exact: the live items before
+// and after are compared by id (items never move and ids never repeat, so an item live after the
+// change either was live before, in the same order, or is new: its id is beyond the version before),
+// never guessed from the characters, which in a run of equal ones ("t" + "wo t" + "hree" for an
+// insert of "two " before "three") could put the insert beside where it was made. Cost: O(n) for the
+// two id lists (runs of consecutive ids) and the value after.
 // Thread-safety: none (WebAssembly without threads).
 #include <emscripten/emscripten.h>
 
@@ -31,7 +32,6 @@
 #include <string_view>
 #include <vector>
 
-#include <folio/detail/myers.hpp>
 #include <folio/sync.hpp>
 
 namespace {
@@ -86,23 +86,61 @@ int guarded(F&& f) {
   }
 }
 
+/// The RGA under a text record. The engine keeps it protected in folio::sequence; a class derived from
+/// it may name the member, and reading it through that pointer to member is plain C++.
+struct text_rga : folio::text {
+  static const folio::detail::rga<char32_t>& of(const folio::text& t) { return t.*(&text_rga::impl_); }
+};
+
+using id_runs = std::vector<std::pair<folio::op_id, std::uint32_t>>;
+
+/// A walk over the ids of runs of consecutive ids.
+struct id_cursor {
+  const id_runs& runs;
+  std::size_t run = 0;
+  std::uint32_t off = 0;
+  bool done() const { return run == runs.size(); }
+  folio::op_id id() const { return {runs[run].first.replica, runs[run].first.seq + off}; }
+  void next() {
+    if (++off == runs[run].second) ++run, off = 0;
+  }
+};
+
 /// Runs `edit` on a text record with tracking on, reporting the hunks between the value before and after.
 template <class F>
 int tracked(replica* r, F&& edit) {
   folio::document& d = client(r).doc();
   if (!r->track || d.type() != folio::record_type::text) return edit();
-  const std::u32string before = d.as_text().to_u32string();
+  const folio::text& t = d.as_text();
+  const folio::version_vector version = d.version();
+  const id_runs before = text_rga::of(t).live_ids(0, t.size());
   const int result = edit();
   if (result < 0) return result;
-  const std::u32string after = d.as_text().to_u32string();
-  for (const folio::detail::hunk& h : folio::detail::myers_diff(before.data(), before.size(), after.data(), after.size())) {
-    nums.push_back(static_cast<std::uint32_t>(h.a_pos));
-    nums.push_back(static_cast<std::uint32_t>(h.a_len));
-    nums.push_back(static_cast<std::uint32_t>(h.b_len));
-    std::string inserted;
-    for (std::size_t i = 0; i < h.b_len; ++i) folio::detail::append_utf8(inserted, after[h.b_pos + i]);
-    parts.push_back(std::move(inserted));
+  const id_runs after = text_rga::of(t).live_ids(0, t.size());
+  const std::u32string value = t.to_u32string();
+  id_cursor b{before}, a{after};
+  std::size_t old_pos = 0, new_pos = 0;
+  bool open = false;  // a hunk is being gathered: nums.back() - 2 .. back()
+  const auto hunk = [&] {
+    if (!open) nums.push_back(static_cast<std::uint32_t>(old_pos)), nums.push_back(0), nums.push_back(0), parts.emplace_back(), open = true;
+  };
+  const auto removed = [&] {
+    hunk();
+    ++nums[nums.size() - 2], ++old_pos, b.next();
+  };
+  for (; !a.done(); a.next(), ++new_pos) {
+    const folio::op_id id = a.id();
+    if (!version.contains(id)) {  // new: inserted here
+      hunk();
+      ++nums.back();
+      folio::detail::append_utf8(parts.back(), value[new_pos]);
+      continue;
+    }
+    while (!b.done() && b.id() != id) removed();  // live before, not after: removed
+    if (b.done()) folio::detail::fail("folio.invariant", "an item live after a change was not live before it");
+    open = false, ++old_pos, b.next();
   }
+  while (!b.done()) removed();
   return result;
 }
 
