@@ -158,6 +158,8 @@ export interface Engine {
 
 /** Loads the WebAssembly engine once (connect does it). */
 export function loadEngine(source?: string | URL | Response | ArrayBuffer | Uint8Array): Promise<Engine>;
+/** A separate instance of the engine, with its own memory. */
+export function createEngine(source?: string | URL | Response | ArrayBuffer | Uint8Array): Promise<Engine>;
 
 /**
  * One replica of a record in the engine: the value, edits, encodings, batches to and from peers, and

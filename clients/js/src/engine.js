@@ -21,7 +21,7 @@ let loading = null;
  */
 export function loadEngine(source) {
   if (!loading) {
-    loading = instantiate(source).catch((e) => {
+    loading = createEngine(source).catch((e) => {
       loading = null;
       throw e;
     });
@@ -48,7 +48,8 @@ async function randomSource() {
   return webcrypto;
 }
 
-async function instantiate(source) {
+/** A new instance of the engine (its own memory), not the shared one loadEngine gives. */
+export async function createEngine(source) {
   const bytes = await wasmBytesOrResponse(source);
   const crypto = await randomSource();
   let memory = null;
@@ -96,11 +97,22 @@ async function instantiate(source) {
     },
   };
   const { instance } = typeof Response !== 'undefined' && bytes instanceof Response
-    ? await WebAssembly.instantiateStreaming(bytes, imports)
+    ? await streaming(bytes, imports)
     : await WebAssembly.instantiate(bytes, imports);
   memory = instance.exports.memory;
   instance.exports._initialize();
   return new Engine(instance.exports, u8, crypto);
+}
+
+/** Compiles while downloading; a server that does not send application/wasm gets the slower way. */
+async function streaming(res, imports) {
+  const copy = res.clone();
+  try {
+    return await WebAssembly.instantiateStreaming(res, imports);
+  } catch (e) {
+    if (!(e instanceof TypeError)) throw e;
+    return WebAssembly.instantiate(await copy.arrayBuffer(), imports);
+  }
 }
 
 /** The module's exports, with the copying in and out of its memory. */

@@ -3,6 +3,6 @@
 export { connect, FolioRecord } from './client.js';
 export { FolioError } from './errors.js';
 export { FetchEventSource } from './fetch-event-source.js';
-export { loadEngine, Replica } from './engine.js';
+export { createEngine, loadEngine, Replica } from './engine.js';
 export { bindTextarea } from './textarea.js';
 export { canonicalJson } from './json.js';

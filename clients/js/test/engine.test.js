@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { FolioError, loadEngine, Replica } from '../folio.js';
+import { createEngine, FolioError, loadEngine, Replica } from '../folio.js';
 
 const engine = await loadEngine();
 const make = (type, key) => Replica.create(engine, type, key);
@@ -233,4 +233,16 @@ test('a length of 2^32 + n in untrusted bytes is refused where size_t has 32 bit
   assert.deepEqual([...saved.slice(-8)], [7, ...new TextEncoder().encode('{"a":1}')]);
   const forged = new Uint8Array([...saved.slice(0, -8), 0x87, 0x80, 0x80, 0x80, 0x10, ...saved.slice(-7)]);
   assert.throws(() => Replica.load(engine, forged), /truncated input .*array value/);
+});
+
+test('the engine loads from a Response, also one without the application/wasm type', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const bytes = await readFile(new URL('../dist/folio-engine.wasm', import.meta.url));
+  for (const type of ['application/wasm', 'application/octet-stream']) {
+    const e = await createEngine(new Response(bytes, { headers: { 'Content-Type': type } }));
+    const r = Replica.create(e, 'text');
+    r.insert(0, 'loaded');
+    assert.equal(r.value, 'loaded');
+    r.free();
+  }
 });
