@@ -15,12 +15,22 @@ FOLIO_PACKAGES=(
   libnginx-mod-http-set-misc              # nginx computes a subscriber's channel id (HMAC)
   libnginx-mod-http-echo                  # echo_sleep: Nchan's authorization subrequest yields first (nginx/folio.conf)
   python3 curl wrk               # end-to-end tests, the curl tour, the load benchmark
+  emscripten                     # the engine as WebAssembly for the JavaScript client (scripts/build-js)
+  nodejs npm                     # the JavaScript client's tests (Debian 12: Node 18, npm 9)
 )
+
+# A package another one may provide: NodeSource's nodejs bundles npm (and conflicts with Debian's).
+folio_provided() {
+  case $1 in
+    npm) command -v npm >/dev/null ;;
+    *) return 1 ;;
+  esac
+}
 
 folio_install_deps() {
   local missing=()
   for p in "${FOLIO_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    folio_provided "$p" || dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "Installing: ${missing[*]}"

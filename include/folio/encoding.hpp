@@ -98,7 +98,7 @@ bool read_content(byte_reader& r, std::vector<T>& values) {
   } else {
     const std::uint64_t n = r.varint("array value count");
     if (n > r.remaining()) return r.fail(decode_status::too_large, "array value count");
-    values.reserve(n);
+    values.reserve(static_cast<std::size_t>(n));
     for (std::uint64_t i = 0; i < n && r.ok(); ++i) {
       const std::uint64_t len = r.varint("array value length");
       const std::string_view v = r.bytes(len, "array value");
@@ -117,9 +117,9 @@ inline bool read_replica_table(byte_reader& r, std::vector<replica_id>& reps) {
   reps.clear();
   const std::uint64_t n = r.varint("replica count");
   if (n > r.remaining()) return r.fail(decode_status::too_large, "replica count");
-  reps.reserve(n);
+  reps.reserve(static_cast<std::size_t>(n));  // n <= remaining()
   std::vector<std::size_t> ends;  // the offset after each id read
-  ends.reserve(n);
+  ends.reserve(static_cast<std::size_t>(n));
   byte_reader ahead = r;  // reads on; `r` takes its state unless a duplicate comes before its stop
   bool zero = false;
   while (reps.size() < n && ahead.ok() && !zero) {
@@ -150,7 +150,7 @@ inline void put_ops(std::string& out, const std::vector<op>& ops) {
   // Replica table in first-appearance order. A document gains a replica per editing session, so the
   // lookup is hashed rather than a scan of the table per op.
   std::vector<replica_id> reps;
-  std::unordered_map<replica_id, std::uint64_t, id_hash> index;
+  std::unordered_map<replica_id, std::size_t, id_hash> index;
   auto add = [&](replica_id id) {
     if (index.try_emplace(id, reps.size()).second) reps.push_back(id);
   };
@@ -165,7 +165,7 @@ inline void put_ops(std::string& out, const std::vector<op>& ops) {
   std::vector<std::uint64_t> next(reps.size(), UINT64_MAX);  // expected seq per replica
   std::uint64_t prev_rep = UINT64_MAX, lamport = 0;
   for (const op& o : ops) {
-    const std::uint64_t ri = index_of(o.id.replica);
+    const std::size_t ri = index_of(o.id.replica);
     std::uint8_t flags = 0;
     if (o.kind == op_kind::remove) flags |= f_remove;
     if (ri != prev_rep) flags |= f_replica;
@@ -195,12 +195,13 @@ inline bool read_ops(byte_reader& r, std::vector<op>& ops) {
   ops.clear();
   std::vector<replica_id> reps;
   if (!read_replica_table(r, reps)) return false;
-  const std::uint64_t nrep = reps.size();
+  const std::size_t nrep = reps.size();
   const std::uint64_t nops = r.varint("op count");
   if (nops > r.remaining()) return r.fail(decode_status::too_large, "op count");
-  ops.reserve(nops);
+  ops.reserve(static_cast<std::size_t>(nops));
   std::vector<std::uint64_t> next(nrep, UINT64_MAX);
-  std::uint64_t cur = UINT64_MAX, lamport = 0;
+  std::size_t cur = SIZE_MAX;  // index in reps of the op's replica (bounded below: a size_t)
+  std::uint64_t lamport = 0;
   const std::uint64_t limit = std::uint64_t(max_counter) + 1;
   for (std::uint64_t i = 0; i < nops && r.ok(); ++i) {
     const std::uint8_t flags = r.byte("op flags");
@@ -209,7 +210,7 @@ inline bool read_ops(byte_reader& r, std::vector<op>& ops) {
     o.kind = (flags & f_remove) ? op_kind::remove : op_kind::insert;
     o.backward = (flags & f_backward) != 0;
     if (o.backward && o.kind == op_kind::insert) return r.fail(decode_status::inconsistent, "backward insert");
-    if (flags & f_replica) cur = r.varint("op replica", nrep == 0 ? 0 : nrep - 1);
+    if (flags & f_replica) cur = static_cast<std::size_t>(r.varint("op replica", nrep == 0 ? 0 : nrep - 1));
     if (cur >= nrep) return r.fail(decode_status::bad_reference, "op replica");
     const std::uint64_t seq = (flags & f_seq) ? r.varint("op seq", max_counter) : next[cur];
     if (seq > max_counter) return r.fail(decode_status::bad_reference, "op seq (first op of a replica must give it)");
@@ -235,7 +236,7 @@ inline bool read_ops(byte_reader& r, std::vector<op>& ops) {
       if (ref_seq < 0 || ref_seq > std::int64_t(max_counter)) return r.fail(decode_status::bad_reference, "reference seq out of range");
       if (o.kind == op_kind::remove && (o.backward ? ref_seq + 1 < std::int64_t(len) : std::uint64_t(ref_seq) + len > limit))
         return r.fail(decode_status::bad_reference, "remove targets out of range");
-      o.ref = {reps[ref_rep - 1], static_cast<std::uint32_t>(ref_seq)};
+      o.ref = {reps[static_cast<std::size_t>(ref_rep - 1)], static_cast<std::uint32_t>(ref_seq)};  // ref_rep <= nrep
     }
     o.id = {reps[cur], static_cast<std::uint32_t>(seq)};
     o.lamport = static_cast<std::uint32_t>(lam);

@@ -109,7 +109,7 @@ class version_vector {
     out.entries_.clear();
     const std::uint64_t n = r.varint("version entry count");
     if (n > r.remaining() / 2) return r.fail(decode_status::too_large, "version entry count");
-    out.entries_.reserve(n);
+    out.entries_.reserve(static_cast<std::size_t>(n));  // n <= remaining()
     for (std::uint64_t i = 0; i < n && r.ok(); ++i) {
       const replica_id rep = r.varint("version replica");
       const auto count = static_cast<std::uint32_t>(r.varint("version count", max_counter + 1ull));

@@ -69,7 +69,11 @@ std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t 
     const std::int64_t max_d = (N + M + 1) / 2, off = max_d, vlen = 2 * max_d + 2;
     v1.assign(static_cast<std::size_t>(vlen), -1);
     v2.assign(static_cast<std::size_t>(vlen), -1);
-    v1[off + 1] = 0, v2[off + 1] = 0;
+    // Indexed through pointers: the indices are signed 64-bit diagonals (in [0, vlen) once offset),
+    // which a vector's size_t subscript would narrow where size_t has 32 bits.
+    std::int64_t* const p1 = v1.data();
+    std::int64_t* const p2 = v2.data();
+    p1[off + 1] = 0, p2[off + 1] = 0;
     const std::int64_t delta = N - M;
     const bool front = (delta & 1) != 0;
     std::int64_t k1s = 0, k1e = 0, k2s = 0, k2e = 0, sx = -1, sy = -1;
@@ -78,37 +82,37 @@ std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t 
       budget -= 2 * d + 2;
       for (std::int64_t k1 = -d + k1s; k1 <= d - k1e && sx < 0; k1 += 2) {
         const std::int64_t ko = off + k1;
-        std::int64_t x1 = (k1 == -d || (k1 != d && v1[ko - 1] < v1[ko + 1])) ? v1[ko + 1] : v1[ko - 1] + 1;
+        std::int64_t x1 = (k1 == -d || (k1 != d && p1[ko - 1] < p1[ko + 1])) ? p1[ko + 1] : p1[ko - 1] + 1;
         std::int64_t y1 = x1 - k1;
         const std::int64_t s = x1;
         while (x1 < N && y1 < M && x[x1] == y[y1]) ++x1, ++y1;
         budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(x1 - s));
-        v1[ko] = x1;
+        p1[ko] = x1;
         if (x1 > N)
           k1e += 2;
         else if (y1 > M)
           k1s += 2;
         else if (front) {
           const std::int64_t k2o = off + delta - k1;
-          if (k2o >= 0 && k2o < vlen && v2[k2o] != -1 && x1 >= N - v2[k2o]) sx = x1, sy = y1;
+          if (k2o >= 0 && k2o < vlen && p2[k2o] != -1 && x1 >= N - p2[k2o]) sx = x1, sy = y1;
         }
       }
       for (std::int64_t k2 = -d + k2s; k2 <= d - k2e && sx < 0; k2 += 2) {
         const std::int64_t ko = off + k2;
-        std::int64_t x2 = (k2 == -d || (k2 != d && v2[ko - 1] < v2[ko + 1])) ? v2[ko + 1] : v2[ko - 1] + 1;
+        std::int64_t x2 = (k2 == -d || (k2 != d && p2[ko - 1] < p2[ko + 1])) ? p2[ko + 1] : p2[ko - 1] + 1;
         std::int64_t y2 = x2 - k2;
         const std::int64_t s = x2;
         while (x2 < N && y2 < M && x[N - x2 - 1] == y[M - y2 - 1]) ++x2, ++y2;
         budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(x2 - s));
-        v2[ko] = x2;
+        p2[ko] = x2;
         if (x2 > N)
           k2e += 2;
         else if (y2 > M)
           k2s += 2;
         else if (!front) {
           const std::int64_t k1o = off + delta - k2;
-          if (k1o >= 0 && k1o < vlen && v1[k1o] != -1) {
-            const std::int64_t x1 = v1[k1o];
+          if (k1o >= 0 && k1o < vlen && p1[k1o] != -1) {
+            const std::int64_t x1 = p1[k1o];
             if (x1 >= N - x2) sx = x1, sy = off + x1 - k1o;
           }
         }

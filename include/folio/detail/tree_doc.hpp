@@ -636,19 +636,20 @@ class tree_doc {
 
   /// The op of log entry `e`, into `o` (whose buffers are reused).
   void unpack(const logged& e, tree_op& o) const {
-    byte_reader in(std::string_view(log_bytes_).substr(e.at));
+    byte_reader in(std::string_view(log_bytes_).substr(static_cast<std::size_t>(e.at)));
     auto num = [&in] { return in.varint("packed log"); };
+    auto index = [&in] { return static_cast<std::size_t>(in.varint("packed log")); };  // this log's own indices
     auto str = [&] { return in.bytes(num(), "packed log"); };
     const std::uint8_t flags = in.byte("packed log");
     o.kind = static_cast<tree_op_kind>(flags & 0x03), o.backward = (flags & 0x04) != 0;
     o.id = {reps_[e.rep].id, e.seq}, o.len = e.len, o.lamport = e.lamport;
     o.ref = {};
     o.text.clear(), o.nodes.clear(), o.key.clear(), o.value.clear(), o.preds.clear();
-    const object& obj = objects_[num()];
+    const object& obj = objects_[index()];
     o.object = obj.name;
     switch (o.kind) {
       case tree_op_kind::insert:
-        if (const std::uint64_t r = num(); r != 0) o.ref = {reps_[r - 1].id, static_cast<std::uint32_t>(num())};
+        if (const std::size_t r = index(); r != 0) o.ref = {reps_[r - 1].id, static_cast<std::uint32_t>(num())};
         if (obj.kind == object_kind::text) {
           decode_utf8(str(), o.text);
         } else {
@@ -656,7 +657,7 @@ class tree_doc {
         }
         break;
       case tree_op_kind::remove: {
-        const std::uint64_t r = num();
+        const std::size_t r = index();
         o.ref = {reps_[r].id, static_cast<std::uint32_t>(num())};
         break;
       }
@@ -666,7 +667,7 @@ class tree_doc {
         if (o.kind == tree_op_kind::set) o.value.assign(str());
         const std::uint64_t n = num();
         for (std::uint64_t k = 0; k < n; ++k) {
-          const std::uint64_t r = num();
+          const std::size_t r = index();
           o.preds.push_back({reps_[r].id, static_cast<std::uint32_t>(num())});
         }
         break;

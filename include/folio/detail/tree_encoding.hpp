@@ -65,7 +65,7 @@ inline tree_doc::object_kind kind_of_role(tree_shape shape, object_role role) {
 template <class Each>
 void put_tree_ops_each(std::string& out, tree_shape shape, Each&& each) {
   std::vector<replica_id> reps;
-  std::unordered_map<replica_id, std::uint64_t, id_hash> index;
+  std::unordered_map<replica_id, std::size_t, id_hash> index;
   std::vector<std::uint64_t> next;  // per replica index: the seq that follows its last op
   auto add = [&](replica_id id) {
     if (id != 0 && index.try_emplace(id, reps.size()).second) reps.push_back(id), next.push_back(UINT64_MAX);
@@ -81,7 +81,7 @@ void put_tree_ops_each(std::string& out, tree_shape shape, Each&& each) {
     add(o.id.replica), add(o.object.creator.replica), add(o.ref.replica);
     for (const op_id& p : o.preds) add(p.replica);
     ++count;
-    const std::uint64_t ri = index.at(o.id.replica);
+    const std::size_t ri = index.at(o.id.replica);
     std::uint8_t flags = static_cast<std::uint8_t>(o.kind);
     if (ri != prev_rep) flags |= tf_replica;
     if (next[ri] != o.id.seq) flags |= tf_seq;
@@ -146,18 +146,19 @@ template <class Sink>
 bool read_tree_ops_each(byte_reader& r, tree_shape shape, Sink&& sink) {
   std::vector<replica_id> reps;
   if (!read_replica_table(r, reps)) return false;
-  const std::uint64_t nrep = reps.size();
+  const std::size_t nrep = reps.size();
   const std::uint64_t nops = r.varint("op count");
   if (nops > r.remaining()) return r.fail(decode_status::too_large, "op count");
   const std::uint64_t limit = std::uint64_t(max_counter) + 1;
   std::vector<std::uint64_t> next(nrep, UINT64_MAX);
-  std::uint64_t cur = UINT64_MAX, lamport = 0;
+  std::size_t cur = SIZE_MAX;  // index in reps of the op's replica (bounded below: a size_t)
+  std::uint64_t lamport = 0;
   object_name object = root_object;
   auto replica_ref = [&](const char* what, bool allow_zero) -> replica_id {  // index + 1, 0 = none
     const std::uint64_t i = r.varint(what, nrep);
     if (!r.ok()) return 0;
     if (i == 0 && !allow_zero) return r.fail(decode_status::bad_reference, what), 0;
-    return i == 0 ? 0 : reps[i - 1];
+    return i == 0 ? 0 : reps[static_cast<std::size_t>(i - 1)];  // i <= nrep
   };
   auto string_field = [&](const char* what) -> std::string_view {
     const std::uint64_t n = r.varint(what);
@@ -171,7 +172,7 @@ bool read_tree_ops_each(byte_reader& r, tree_shape shape, Sink&& sink) {
     o.kind = static_cast<tree_op_kind>(flags & tf_kind);
     o.backward = (flags & tf_backward) != 0;
     if (o.backward && o.kind != tree_op_kind::remove) return r.fail(decode_status::inconsistent, "backward flag on an op that is not a remove");
-    if (flags & tf_replica) cur = r.varint("op replica", nrep == 0 ? 0 : nrep - 1);
+    if (flags & tf_replica) cur = static_cast<std::size_t>(r.varint("op replica", nrep == 0 ? 0 : nrep - 1));
     if (!r.ok()) break;
     if (cur >= nrep) return r.fail(decode_status::bad_reference, "op replica");
     const std::uint64_t seq = (flags & tf_seq) ? r.varint("op seq", max_counter) : next[cur];
@@ -215,7 +216,7 @@ bool read_tree_ops_each(byte_reader& r, tree_shape shape, Sink&& sink) {
           if (o.text.size() != len) return r.fail_at(at, decode_status::inconsistent, "text length differs from the op's");
         } else {
           if (len > r.remaining()) return r.fail(decode_status::too_large, "node count");
-          o.nodes.reserve(len);
+          o.nodes.reserve(static_cast<std::size_t>(len));
           for (std::uint64_t k = 0; k < len && r.ok(); ++k) o.nodes.emplace_back(string_field("node tag"));
         }
         break;
@@ -235,7 +236,7 @@ bool read_tree_ops_each(byte_reader& r, tree_shape shape, Sink&& sink) {
           const std::uint64_t pi = r.varint("pred replica", nrep == 0 ? 0 : nrep - 1);
           const std::uint64_t ps = r.varint("pred seq", max_counter);
           if (r.ok() && pi >= nrep) return r.fail(decode_status::bad_reference, "pred replica");
-          if (r.ok()) o.preds.push_back({reps[pi], static_cast<std::uint32_t>(ps)});
+          if (r.ok()) o.preds.push_back({reps[static_cast<std::size_t>(pi)], static_cast<std::uint32_t>(ps)});
         }
         break;
       }

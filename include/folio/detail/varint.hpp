@@ -84,10 +84,12 @@ class byte_reader {
   /// overflow).
   std::int64_t svarint(const char* what, std::uint64_t max_abs = std::uint64_t(1) << 32) { return unzigzag(varint(what, 2 * max_abs)); }
 
-  /// `n` raw bytes; an empty view (and a latched failure) if fewer remain.
-  std::string_view bytes(std::size_t n, const char* what) {
+  /// `n` raw bytes; an empty view (and a latched failure) if fewer remain. `n` is 64 bits wide so
+  /// that a length read as a varint is compared whole where size_t has 32 bits (WebAssembly): cut to
+  /// size_t first, 2^32 + 1 would read as 1.
+  std::string_view bytes(std::uint64_t n, const char* what) {
     if (remaining() < n) return fail(decode_status::truncated, what), std::string_view{};
-    std::string_view s(p_, n);
+    std::string_view s(p_, static_cast<std::size_t>(n));
     p_ += n;
     return s;
   }

@@ -1,0 +1,202 @@
+// Type declarations of Folio's JavaScript client (folio.js). README.md is the guide.
+
+/** A record's type. */
+export type RecordType = 'text' | 'array' | 'map' | 'xml';
+
+/** A JSON value as the service keeps it (map values; array items are objects). */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+/**
+ * One stretch of a text change: code points [from, to) of the value before were replaced by `insert`.
+ * A change's stretches are ascending and apart; positions are all of the value before it.
+ */
+export interface TextChange {
+  from: number;
+  to: number;
+  insert: string;
+}
+
+export interface ChangeEvent {
+  /** true: from the service (another client, a REST update); false: an edit of this record object. */
+  remote: boolean;
+  /** Text records: what changed, in code points of the value before. Other types: undefined. */
+  changes?: TextChange[];
+}
+
+/** Anything with the constructor of the browser's EventSource. */
+export interface EventSourceLike {
+  readyState: number;
+  onopen: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: string }) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+  close(): void;
+}
+export type EventSourceConstructor = new (url: string, init?: { headers?: Record<string, string> }) => EventSourceLike;
+
+export interface ConnectOptions {
+  /** The service's base URL, e.g. "https://folio.example.com" (no trailing path). */
+  baseUrl: string;
+  /**
+   * A client token (POST /v2/auth/token, minted by the application's backend), sent as
+   * `Authorization: Bearer` and as the subscription's `token` query parameter. A function is asked for
+   * a token when one is needed and again after a 401 (an expired token).
+   */
+  token?: string | (() => string | Promise<string>);
+  organizationId: string;
+  documentId: string;
+  editorId: string;
+  /** lastUpdatedBy / sessionId of the changes this client pushes (defaults: the token's). */
+  userId?: string;
+  sessionId?: string;
+  /** A state from record.save() (or `persist`) to resume from: works offline, keeps unsent edits. */
+  saved?: Uint8Array;
+  /**
+   * Called with the replica's state before every request that pushes edits, and after edits made
+   * while offline; the push waits for it and does not go out if it throws. Store the bytes and pass
+   * them as `saved` on the next connect (the client contract: save before sending).
+   */
+  persist?: (state: Uint8Array) => void | Promise<void>;
+  /** Extra request headers (e.g. x-folio-api-key and x-folio-auth-token for a server-side client). */
+  headers?: Record<string, string>;
+  /** Defaults: globalThis.fetch, and globalThis.EventSource or else FetchEventSource (Node). */
+  fetch?: typeof fetch;
+  EventSource?: EventSourceConstructor;
+  /** Where folio-engine.wasm is (default: dist/folio-engine.wasm beside this package), or its bytes. */
+  engine?: string | URL | Response | ArrayBuffer | Uint8Array;
+}
+
+/** Errors from the service, the network, or bytes that do not decode. */
+export class FolioError extends Error {
+  name: 'FolioError';
+  /** The JSON error's status ("PERMISSION_DENIED", "ABORTED", ...; "UNAVAILABLE" for the network). */
+  status: string;
+  /** The HTTP status; 0 when no HTTP answer came. */
+  httpStatus: number;
+  constructor(message: string, options?: { status?: string; httpStatus?: number; cause?: unknown });
+}
+
+export interface RecordEvents {
+  change: ChangeEvent;
+  error: Error;
+  status: { online: boolean };
+  recreated: undefined;
+  deleted: { editorId: string; incarnation: string; deleted: true; lastUpdate: string };
+}
+
+/**
+ * A live record. `value` and the edits are local and immediate; edits are pushed to the service in
+ * the background, and changes from the service arrive as `change` events.
+ */
+export class FolioRecord {
+  readonly type: RecordType;
+  readonly contentKey: string;
+  /** The incarnation of the record this replica belongs to. */
+  readonly incarnation: string;
+  /** text: string; array: objects; map: an object; xml: canonical markup. A fresh copy each read. */
+  readonly value: string | JsonObject[] | JsonObject;
+  /** Text: code points; array: items. */
+  readonly length: number;
+  /** True while the last exchange with the service succeeded. */
+  readonly online: boolean;
+
+  /** Makes the record equal to `value` through the engine's diff. Throws TypeError for a wrong shape. */
+  replace(value: string | JsonObject[] | JsonObject): this;
+  /** Text: inserts a string before code point `pos`. Array: inserts objects before item `pos`. */
+  insert(pos: number, text: string): this;
+  insert(pos: number, ...items: JsonObject[]): this;
+  /** Text: removes `count` code points from `pos`; array: `count` items. RangeError past the end. */
+  delete(pos: number, count?: number): this;
+  /** Map: removes a key. */
+  delete(key: string): this;
+  /** Map: sets a key to a JSON value. */
+  set(key: string, value: JsonValue): this;
+
+  /** The replica's state, for connect({ saved }). */
+  save(): Uint8Array;
+  /** Syncs now; resolves once in step with the service, rejects with a FolioError. */
+  sync(): Promise<void>;
+  /** Stops syncing and listening and frees the replica; the record is unusable afterwards. */
+  close(): void;
+
+  on<E extends keyof RecordEvents>(event: E, listener: (arg: RecordEvents[E]) => void): this;
+  off<E extends keyof RecordEvents>(event: E, listener: (arg: RecordEvents[E]) => void): this;
+}
+
+/** Connects to one record; resolves once in step with the service (or at once, offline, with `saved`). */
+export function connect(options: ConnectOptions): Promise<FolioRecord>;
+
+/** Keeps a <textarea> or <input> and a text record in step; destroy() unbinds. */
+export function bindTextarea(
+  record: FolioRecord,
+  element: Pick<HTMLTextAreaElement, 'value' | 'selectionStart' | 'selectionEnd' | 'selectionDirection' | 'setSelectionRange' | 'addEventListener' | 'removeEventListener'>,
+): { destroy(): void };
+
+/**
+ * An EventSource over fetch (connect uses it where there is no global EventSource, as in Node). Unlike
+ * a browser's it can send headers. Reconnects a second after a dropped stream; an answer other than a
+ * 200 event stream closes it (readyState 2) with an `error`.
+ */
+export class FetchEventSource implements EventSourceLike {
+  constructor(url: string | URL, init?: { headers?: Record<string, string>; fetch?: typeof fetch });
+  readonly url: string;
+  readyState: number;
+  onopen: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: string }) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+  close(): void;
+}
+
+/** A JSON value in the service's canonical form (keys sorted by UTF-8 bytes, no whitespace). */
+export function canonicalJson(value: JsonValue): string;
+
+// ---- the engine underneath (no network) ----------------------------------------------------------
+
+export interface Engine {
+  readonly __brand: 'FolioEngine';
+}
+
+/** Loads the WebAssembly engine once (connect does it). */
+export function loadEngine(source?: string | URL | Response | ArrayBuffer | Uint8Array): Promise<Engine>;
+/** A separate instance of the engine, with its own memory. */
+export function createEngine(source?: string | URL | Response | ArrayBuffer | Uint8Array): Promise<Engine>;
+
+/**
+ * One replica of a record in the engine: the value, edits, encodings, batches to and from peers, and
+ * the sync state machine connect drives. Call free() when done.
+ */
+export class Replica {
+  static create(engine: Engine, type: RecordType, contentKey?: string): Replica;
+  /** Throws a FolioError (INVALID_ARGUMENT) for bytes that are not a saved state. */
+  static load(engine: Engine, saved: Uint8Array): Replica;
+  readonly type: RecordType;
+  readonly contentKey: string;
+  /** The replica id, decimal. */
+  readonly replicaId: string;
+  readonly incarnation: string;
+  readonly value: string | JsonObject[] | JsonObject;
+  readonly length: number;
+  /** Unit operations waiting for what they depend on. */
+  readonly pending: number;
+  readonly needsSync: boolean;
+  /** Text: report the changes of replace, apply, onAnswer and onPush (a diff of the value). */
+  track(on: boolean): void;
+  replace(value: string | JsonObject[] | JsonObject): { ops: number; changes?: TextChange[] };
+  insert(pos: number, ...values: (string | JsonObject)[]): number;
+  delete(pos: number | string, count?: number): number;
+  set(key: string, value: JsonValue): number;
+  save(): Uint8Array;
+  /** The whole document (docs/FORMAT.md). */
+  encode(): Uint8Array;
+  /** The version vector, encoded. */
+  version(): Uint8Array;
+  /** A batch of what a replica at `version` lacks. */
+  encodeSince(version: Uint8Array): Uint8Array;
+  /** Integrates a batch; a FolioError if it is refused (nothing changes then). */
+  apply(batch: Uint8Array): { applied: number; changes?: TextChange[] };
+  request(): { version: Uint8Array; update: Uint8Array; incarnation: string };
+  onAnswer(update: Uint8Array, version: Uint8Array, incarnation: string): { changed: boolean; changes?: TextChange[] };
+  onPush(update: Uint8Array, version: Uint8Array, incarnation: string): { status: 'applied' | 'gap' | 'invalid' | 'recreated'; changed: boolean; changes?: TextChange[] };
+  onRefused(): void;
+  free(): void;
+}

@@ -1,0 +1,555 @@
+// A live record: one replica of a Folio record kept in step with the service.
+//
+// The replica (engine.js: the engine's folio::sync_client in WebAssembly) decides what to send and
+// what an answer or a pushed change means; this file is the transport around it (docs/API.md):
+//  * listen: GET /v2/crdt/subscribe as an EventSource (the token in the query: EventSource sends no
+//    headers); on every (re)connect — its `open` event — sync, and once more a second later (with
+//    several nginx workers a subscription takes effect a moment after it opens);
+//  * sync: POST /v2/crdt/sync with the replica's request, the token as `Authorization: Bearer`;
+//    repeated while the replica needs it (after a refused push it pulls first, then pushes);
+//  * pushed messages: a change goes to the replica, which holds out-of-order ops as pending and says
+//    when something was missed (then sync); a notice means sync; another incarnation means the record
+//    was deleted and added again: the replica is dropped and a new one joins the new record.
+//  * offline: edits go on locally; failed syncs are retried with backoff (0.5 s doubling to 30 s) and
+//    on every reconnect of the subscription, and the replica merges when the service answers again.
+// One sync runs at a time; sync requests made while one runs are served by one more run after it.
+// The client contract's first rule (save before sending) is the `persist` option: it is awaited with
+// the replica's state before every request that pushes edits, and a failure stops the push.
+
+import { fromBase64, toBase64 } from './base64.js';
+import { loadEngine, Replica } from './engine.js';
+import { FolioError } from './errors.js';
+import { FetchEventSource } from './fetch-event-source.js';
+
+const EMPTY_VERSION = new Uint8Array([0]); // the empty version vector ("AA==")
+const ROUNDS = 8; // sync rounds in one run before yielding (each makes progress: a pull, a push)
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 30000;
+const SETTLE_MS = 1000;
+
+/**
+ * Connects to one record. Resolves once the replica is in step with the service (or, given `saved`
+ * state and an unreachable service, at once: it syncs when the service answers).
+ */
+export async function connect(options) {
+  const o = checkOptions(options);
+  const engine = await loadEngine(o.engine);
+  const record = new FolioRecord(engine, o);
+  try {
+    await record.start();
+  } catch (e) {
+    record.close();
+    throw e;
+  }
+  return record;
+}
+
+function checkOptions(options) {
+  if (!options || typeof options !== 'object') throw new TypeError('connect takes an options object');
+  const o = { ...options };
+  for (const k of ['baseUrl', 'organizationId', 'documentId', 'editorId'])
+    if (typeof o[k] !== 'string' || o[k] === '') throw new TypeError(`${k} must be a non-empty string`);
+  if (o.token !== undefined && typeof o.token !== 'string' && typeof o.token !== 'function') throw new TypeError('token must be a string or a function returning one');
+  o.baseUrl = o.baseUrl.replace(/\/+$/, '');
+  o.fetch = o.fetch ?? globalThis.fetch?.bind(globalThis);
+  if (typeof o.fetch !== 'function') throw new TypeError('no fetch: pass one as the fetch option');
+  o.EventSource = o.EventSource ?? globalThis.EventSource ?? FetchEventSource;
+  if (typeof o.EventSource !== 'function') throw new TypeError('EventSource must be a constructor');
+  return o;
+}
+
+export class FolioRecord {
+  constructor(engine, o) {
+    this._engine = engine;
+    this._o = o;
+    this._replica = o.saved ? Replica.load(engine, o.saved) : null;
+    this._listeners = new Map();
+    this._closed = false;
+    this._online = false;
+    this._token = typeof o.token === 'string' ? o.token : undefined;
+    this._running = null; // the sync run in progress
+    this._queued = null; // the run that follows it
+    this._timers = new Set();
+    this._retryTimer = null;
+    this._retryDelay = RETRY_MIN_MS;
+    this._source = null;
+    this._sourceDelay = RETRY_MIN_MS;
+  }
+
+  // ---- the record --------------------------------------------------------------------------------
+
+  /** 'text' | 'array' | 'map' | 'xml'. */
+  get type() { return this._live().type; }
+  get contentKey() { return this._live().contentKey; }
+  /** The incarnation of the record this replica belongs to (docs/API.md, sync). */
+  get incarnation() { return this._live().incarnation; }
+  /** text: string; map: object; array: array of objects; xml: markup string. */
+  get value() { return this._live().value; }
+  /** Text: its length in code points; array: its item count. */
+  get length() { return this._live().length; }
+  /** True while the last exchange with the service succeeded. */
+  get online() { return this._online; }
+
+  /** Makes the record equal to `value` through the engine's diff (like REST update, but local). */
+  replace(value) {
+    const { ops, changes } = this._live().replace(value);
+    if (ops > 0) this._local(changes);
+    return this;
+  }
+
+  /** Text: inserts a string before code point `pos`. Array: inserts the items (objects) before `pos`. */
+  insert(pos, ...values) {
+    const r = this._live();
+    if (r.insert(pos, ...values) > 0) this._local(r.type === 'text' ? [{ from: pos, to: pos, insert: values[0] }] : undefined);
+    return this;
+  }
+
+  /** Text and array: removes `count` code points or items from `pos`. Map: removes the key. */
+  delete(pos, count = 1) {
+    const r = this._live();
+    if (r.delete(pos, count) > 0) this._local(r.type === 'text' ? [{ from: pos, to: pos + count, insert: '' }] : undefined);
+    return this;
+  }
+
+  /** Map: sets a key to a JSON value. */
+  set(key, value) {
+    if (this._live().set(key, value) > 0) this._local(undefined);
+    return this;
+  }
+
+  /**
+   * The replica's state (bytes): its value, its history and the edits the service may not have yet.
+   * connect({ ..., saved }) resumes from it. Use the `persist` option to keep it across reloads: a
+   * state saved at other moments may be older than what was sent (docs/API.md, the client contract).
+   */
+  save() { return this._live().save(); }
+
+  /** Syncs now; resolves when the replica is in step with the service. */
+  sync() {
+    if (this._closed) return Promise.reject(closedError());
+    if (this._queued) return this._queued;
+    const before = this._running;
+    const queued = (async () => {
+      await (before ? before.catch(() => {}) : null);
+      this._queued = null; // from now on, a sync request queues another run
+      const run = this._run();
+      this._running = run;
+      try {
+        return await run;
+      } finally {
+        if (this._running === run) this._running = null;
+      }
+    })();
+    this._queued = queued;
+    return queued;
+  }
+
+  /** Stops listening and syncing and frees the replica. The record cannot be used afterwards. */
+  close() {
+    if (this._closed) return;
+    this._closed = true;
+    this._source?.close();
+    this._source = null;
+    for (const t of this._timers) clearTimeout(t);
+    this._timers.clear();
+    this._replica?.free();
+    this._replica = null;
+  }
+
+  // ---- events ------------------------------------------------------------------------------------
+  //  change   { remote, changes? }: the value changed (changes: text only, code points, see index.d.ts)
+  //  error    FolioError: a failure in the background (a sync or the subscription)
+  //  status   { online }: the service became reachable or unreachable
+  //  recreated   the record was deleted and added again; the replica now follows the new one
+  //  deleted  the record was deleted
+
+  on(event, fn) {
+    if (!this._listeners.has(event)) this._listeners.set(event, new Set());
+    this._listeners.get(event).add(fn);
+    if (event === 'change') this._replica?.track(true);
+    return this;
+  }
+
+  off(event, fn) {
+    this._listeners.get(event)?.delete(fn);
+    if (event === 'change' && !this._listeners.get('change')?.size) this._replica?.track(false);
+    return this;
+  }
+
+  _emit(event, arg) {
+    const listeners = this._listeners.get(event);
+    if (event === 'error' && !listeners?.size) {
+      console.error('Folio:', arg); // a failure nobody listens for is not dropped silently
+      return;
+    }
+    for (const fn of [...(listeners ?? [])]) {
+      try {
+        fn(arg);
+      } catch (e) {
+        if (event === 'error') setTimeout(() => { throw e; });
+        else this._emit('error', e);
+      }
+    }
+  }
+
+  _live() {
+    if (this._closed) throw closedError();
+    return this._replica;
+  }
+
+  _local(changes) {
+    this._emit('change', { remote: false, changes });
+    if (this._retryTimer !== null) this._persistOffline(); // offline: the retry will push
+    else this._kick();
+  }
+
+  /** Persists the state of edits made while offline, once per burst of edits. */
+  _persistOffline() {
+    if (!this._o.persist || this._persistQueued) return;
+    this._persistQueued = true;
+    queueMicrotask(async () => {
+      this._persistQueued = false;
+      if (this._closed) return;
+      try {
+        await this._o.persist(this._replica.save());
+      } catch (e) {
+        this._emit('error', e);
+      }
+    });
+  }
+
+  // ---- start ---------------------------------------------------------------------------------------
+
+  async start() {
+    try {
+      await this._subscribe();
+      await this.sync();
+    } catch (e) {
+      // Unreachable with a saved replica: work offline; the retry and the subscription sync later.
+      if (this._replica && isUnreachable(e)) {
+        this._setOnline(false);
+        this._retry();
+        return;
+      }
+      throw e;
+    }
+  }
+
+  // ---- sync ----------------------------------------------------------------------------------------
+
+  _kick() {
+    if (this._closed) return;
+    this.sync().catch((e) => this._failed(e));
+  }
+
+  /** A background sync failed: retry if the service was unreachable, else report. */
+  _failed(e) {
+    if (this._closed) return;
+    if (isUnreachable(e)) {
+      this._setOnline(false);
+      this._retry();
+    } else {
+      this._emit('error', e);
+    }
+  }
+
+  _retry() {
+    if (this._retryTimer !== null || this._closed) return;
+    const delay = this._retryDelay;
+    this._retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
+    this._retryTimer = this._after(delay, () => {
+      this._retryTimer = null;
+      this._kick();
+    });
+  }
+
+  _after(ms, f) {
+    const t = setTimeout(() => {
+      this._timers.delete(t);
+      f();
+    }, ms);
+    this._timers.add(t);
+    return t;
+  }
+
+  _setOnline(online) {
+    if (online) {
+      this._retryDelay = RETRY_MIN_MS;
+      if (this._retryTimer !== null) {
+        clearTimeout(this._retryTimer);
+        this._timers.delete(this._retryTimer);
+        this._retryTimer = null;
+      }
+    }
+    if (this._online === online) return;
+    this._online = online;
+    this._emit('status', { online });
+  }
+
+  async _run() {
+    for (let round = 0; round < ROUNDS; ++round) {
+      if (this._closed) return;
+      const r = this._replica;
+      const q = r ? r.request() : { version: EMPTY_VERSION, update: new Uint8Array(0), incarnation: '' };
+      if (q.update.length > 0 && this._o.persist) await this._o.persist(r.save()); // save before sending
+      if (this._closed) return;
+      const data = {
+        organizationId: this._o.organizationId,
+        documentId: this._o.documentId,
+        editorId: this._o.editorId,
+        version: toBase64(q.version),
+      };
+      if (q.update.length > 0) data.update = toBase64(q.update);
+      if (q.incarnation) data.incarnation = q.incarnation;
+      if (this._o.userId !== undefined) data.userId = this._o.userId;
+      if (this._o.sessionId !== undefined) data.sessionId = this._o.sessionId;
+      let answer;
+      try {
+        answer = await this._post('/v2/crdt/sync', data);
+      } catch (e) {
+        if (this._closed) return;
+        if (e instanceof FolioError && e.status === 'FAILED_PRECONDITION' && this._replica === r && r) {
+          r.onRefused(); // the service lacks what the push depends on: pull, then push what it lacks
+          continue;
+        }
+        if (e instanceof FolioError && e.status === 'ABORTED' && this._replica === r && r) {
+          this._recreated();
+          continue;
+        }
+        throw e;
+      }
+      if (this._closed) return;
+      this._setOnline(true);
+      this._answer(answer);
+      if (!this._replica.needsSync) return;
+    }
+    this._after(0, () => this._kick()); // still behind (edits kept coming): go on after a pause
+  }
+
+  _answer(answer) {
+    const d = answer?.result?.data;
+    if (!d || typeof d !== 'object') throw new FolioError('the sync answer holds no data', { status: 'INTERNAL', httpStatus: 200 });
+    const contentKey = typeof d.contentKey === 'string' ? d.contentKey : 'content';
+    if (!this._replica) {
+      this._replica = this._fresh(d.type, contentKey);
+    } else if (this._replica.incarnation === '' && (d.type !== this._replica.type || contentKey !== this._replica.contentKey)) {
+      // A replica that never synced (a new one after the record was added again) meets a record of
+      // another type or root: the edits it holds cannot join it.
+      const old = this._replica;
+      this._replica = this._fresh(d.type, contentKey);
+      old.free();
+    }
+    let res;
+    try {
+      res = this._replica.onAnswer(fromBase64(d.update ?? '', 'update'), fromBase64(d.version, 'version'), String(d.incarnation ?? ''));
+    } catch (e) {
+      throw e instanceof FolioError ? e : new FolioError(`the sync answer is malformed: ${e.message}`, { status: 'INTERNAL', httpStatus: 200 });
+    }
+    if (res.changed) this._emit('change', { remote: true, changes: res.changes });
+  }
+
+  /**
+   * The record was deleted and added again: the replica is of a record that is gone. A new empty one
+   * takes its place (edits not pushed go with the old one) and joins the new record at the next sync.
+   */
+  _recreated() {
+    const old = this._replica;
+    const length = old.type === 'text' ? old.length : 0;
+    this._replica = this._fresh(old.type, old.contentKey);
+    old.free();
+    this._emit('recreated');
+    this._emit('change', { remote: true, changes: old.type === 'text' ? [{ from: 0, to: length, insert: '' }] : undefined });
+  }
+
+  _fresh(type, contentKey) {
+    const r = Replica.create(this._engine, type, contentKey);
+    if (this._listeners.get('change')?.size) r.track(true);
+    return r;
+  }
+
+  async _authHeaders() {
+    const h = { ...(this._o.headers ?? {}) };
+    const token = await this._currentToken();
+    if (token) h.Authorization = `Bearer ${token}`;
+    return h;
+  }
+
+  async _currentToken() {
+    if (this._token === undefined && typeof this._o.token === 'function') this._token = await this._o.token();
+    return this._token;
+  }
+
+  /** POSTs {data} to `path`; the answer's JSON, or a FolioError with the service's status and message. */
+  async _post(path, data, retried = false) {
+    const headers = { 'Content-Type': 'application/json', ...(await this._authHeaders()) };
+    let res;
+    try {
+      res = await this._o.fetch(this._o.baseUrl + path, { method: 'POST', headers, body: JSON.stringify({ data }) });
+    } catch (e) {
+      throw new FolioError(`the service is unreachable: ${e?.message ?? e}`, { status: 'UNAVAILABLE', cause: e });
+    }
+    const error = res.ok ? null : await errorOf(res);
+    if (error) {
+      if (error.httpStatus === 401 && typeof this._o.token === 'function' && !retried) {
+        this._token = undefined; // expired: ask for a new token once
+        return this._post(path, data, true);
+      }
+      throw error;
+    }
+    try {
+      return await res.json();
+    } catch (e) {
+      throw new FolioError('the service answered something that is not JSON', { status: 'INTERNAL', httpStatus: res.status, cause: e });
+    }
+  }
+
+  // ---- subscribe -----------------------------------------------------------------------------------
+
+  async _subscribeUrl() {
+    const q = new URLSearchParams({ organizationId: this._o.organizationId, documentId: this._o.documentId, editorId: this._o.editorId });
+    const token = await this._currentToken();
+    if (token) q.set('token', token);
+    return `${this._o.baseUrl}/v2/crdt/subscribe?${q}`;
+  }
+
+  /** Opens the subscription; resolves on its first `open`, rejects if it fails before. */
+  async _subscribe() {
+    const url = await this._subscribeUrl();
+    if (this._closed) return;
+    return new Promise((resolve, reject) => {
+      let opened = false;
+      const init = {};
+      if (this._o.headers) init.headers = this._o.headers;
+      if (this._o.EventSource === FetchEventSource) init.fetch = this._o.fetch;
+      const es = Object.keys(init).length ? new this._o.EventSource(url, init) : new this._o.EventSource(url);
+      this._source = es;
+      es.onopen = () => {
+        this._sourceDelay = RETRY_MIN_MS;
+        if (!opened) {
+          opened = true;
+          resolve();
+        } else {
+          this._kick(); // a reconnect: whatever was published meanwhile was missed
+        }
+        this._after(SETTLE_MS, () => this._kick());
+      };
+      es.onmessage = (ev) => this._message(ev.data);
+      es.onerror = () => {
+        if (this._source !== es || this._closed) return;
+        if (es.readyState !== 2) {
+          // CONNECTING: the EventSource reconnects by itself.
+          if (!opened) {
+            opened = true;
+            reject(new FolioError('the service is unreachable (subscribe)', { status: 'UNAVAILABLE' }));
+          }
+          return;
+        }
+        // CLOSED: the service refused the subscription, or answered something else. Ask it why.
+        this._source = null;
+        this._whyClosed(url).then((e) => {
+          if (this._closed) return;
+          if (!opened) {
+            opened = true;
+            if (e && !isUnreachable(e)) return reject(e);
+            if (!this._replica) return reject(e ?? new FolioError('the subscription closed', { status: 'UNAVAILABLE' }));
+            resolve();
+          } else if (e && !isUnreachable(e)) {
+            if (!(e.httpStatus === 401 && typeof this._o.token === 'function')) return this._emit('error', e);
+            this._token = undefined; // expired: reconnect with a new token
+          }
+          this._resubscribe();
+        });
+      };
+    });
+  }
+
+  _resubscribe() {
+    const delay = this._sourceDelay;
+    this._sourceDelay = Math.min(delay * 2, RETRY_MAX_MS);
+    this._after(delay, () => {
+      if (this._closed) return;
+      this._subscribe().catch((e) => this._failed(e));
+    });
+  }
+
+  /** The error the subscribe endpoint answers now (null if it accepts: a transient close). */
+  async _whyClosed(url) {
+    const abort = new AbortController();
+    try {
+      const res = await this._o.fetch(url, { headers: { Accept: 'text/event-stream', ...(this._o.headers ?? {}) }, signal: abort.signal });
+      if (res.ok) return null;
+      return await errorOf(res);
+    } catch (e) {
+      return new FolioError(`the service is unreachable: ${e?.message ?? e}`, { status: 'UNAVAILABLE', cause: e });
+    } finally {
+      abort.abort();
+    }
+  }
+
+  _message(text) {
+    if (this._closed) return;
+    let m;
+    try {
+      m = JSON.parse(text);
+    } catch {
+      return; // not a message of ours
+    }
+    if (!m || typeof m !== 'object') return;
+    if (m.deleted === true) {
+      this._emit('deleted', m);
+      return;
+    }
+    const r = this._replica;
+    if (!r || typeof m.update !== 'string' || typeof m.version !== 'string') {
+      this._kick(); // a notice (a change too large to push, or a failed publish)
+      return;
+    }
+    let res;
+    try {
+      res = r.onPush(fromBase64(m.update, 'update'), fromBase64(m.version, 'version'), String(m.incarnation ?? ''));
+    } catch {
+      this._kick(); // malformed: sync instead
+      return;
+    }
+    if (res.changed) this._emit('change', { remote: true, changes: res.changes });
+    if (res.status === 'recreated') {
+      this._recreated();
+      this._kick();
+    } else if (res.status !== 'applied') {
+      this._kick(); // something was missed (a gap) or the message was unusable
+    }
+  }
+}
+
+function closedError() {
+  return new FolioError('the record was closed', { status: 'CANCELLED' });
+}
+
+/** Unreachable: no HTTP answer, or one saying to retry later (nginx's 502/503/504, a rate limit). */
+function isUnreachable(e) {
+  return e instanceof FolioError && (e.httpStatus === 0 || e.httpStatus === 502 || e.httpStatus === 503 || e.httpStatus === 504 || e.httpStatus === 429);
+}
+
+/** The FolioError of an HTTP answer that is not a success: the JSON error's message and status. */
+async function errorOf(res) {
+  let text = '';
+  try {
+    text = await res.text();
+  } catch {
+    // the body could not be read: report the status alone
+  }
+  let body = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON (Nchan's bare 502, a proxy's page)
+  }
+  const err = body?.error;
+  if (err && typeof err.message === 'string')
+    return new FolioError(err.message, { status: typeof err.status === 'string' ? err.status : 'UNKNOWN', httpStatus: res.status });
+  return new FolioError(`HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`, { status: statusOfHttp(res.status), httpStatus: res.status });
+}
+
+function statusOfHttp(code) {
+  return { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 409: 'ABORTED', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 502: 'UNAVAILABLE', 503: 'UNAVAILABLE', 504: 'UNAVAILABLE' }[code] ?? 'UNKNOWN';
+}

@@ -1,0 +1,477 @@
+// The engine as WebAssembly: loading folio-engine.wasm and the Replica class over its C interface
+// (clients/js/wasm/folio_wasm.cpp). A Replica is one folio::sync_client — the record's local copy and
+// the client state machine of docs/API.md ("The client contract") — so the browser runs the same
+// machinery as folio-cli; this file only moves bytes in and out of the module's memory.
+//
+// Positions are code points (text) or items (arrays), as everywhere in the engine.
+
+import { FolioError, engineError } from './errors.js';
+import { canonicalJson, parseJson } from './json.js';
+
+const TYPES = ['text', 'array', 'map', 'xml'];
+const PUSH_STATUS = ['applied', 'gap', 'invalid', 'recreated'];
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+let loading = null;
+
+/**
+ * Loads and instantiates the engine once. `source`: a URL (default: folio-engine.wasm beside this
+ * package's dist/), a Response, or the module's bytes.
+ */
+export function loadEngine(source) {
+  if (!loading) {
+    loading = createEngine(source).catch((e) => {
+      loading = null;
+      throw e;
+    });
+  }
+  return loading;
+}
+
+async function wasmBytesOrResponse(source) {
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return source;
+  if (typeof Response !== 'undefined' && source instanceof Response) return source;
+  const url = source ? new URL(String(source), import.meta.url) : new URL('../dist/folio-engine.wasm', import.meta.url);
+  if (url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return readFile(url);
+  }
+  const res = await fetch(url);
+  if (!res.ok) throw new FolioError(`could not load the Folio engine from ${url}: HTTP ${res.status}`, { status: 'UNAVAILABLE', httpStatus: res.status });
+  return res;
+}
+
+async function randomSource() {
+  if (globalThis.crypto?.getRandomValues) return globalThis.crypto;
+  const { webcrypto } = await import('node:crypto'); // Node 18: no global crypto
+  return webcrypto;
+}
+
+/** A new instance of the engine (its own memory), not the shared one loadEngine gives. */
+export async function createEngine(source) {
+  const bytes = await wasmBytesOrResponse(source);
+  const crypto = await randomSource();
+  let memory = null;
+  let heap = null;
+  const u8 = () => {
+    if (heap === null || heap.buffer !== memory.buffer) heap = new Uint8Array(memory.buffer);
+    return heap;
+  };
+  const imports = {
+    env: {
+      emscripten_notify_memory_growth: () => { heap = null; },
+      getentropy: (ptr, len) => {
+        crypto.getRandomValues(u8().subarray(ptr, ptr + len));
+        return 0;
+      },
+    },
+    wasi_snapshot_preview1: {
+      // The engine reads no environment and never exits; these satisfy the C library's start-up.
+      environ_sizes_get: (countPtr, sizePtr) => {
+        const v = new DataView(memory.buffer);
+        v.setUint32(countPtr, 0, true);
+        v.setUint32(sizePtr, 0, true);
+        return 0;
+      },
+      environ_get: () => 0,
+      proc_exit: (code) => { throw new FolioError(`the Folio engine stopped (exit ${code})`, { status: 'INTERNAL' }); },
+      // A build with assertions writes their messages to stderr: shown on the console.
+      fd_write: (fd, iovs, count, writtenPtr) => {
+        const v = new DataView(memory.buffer);
+        let text = '';
+        let n = 0;
+        for (let i = 0; i < count; ++i) {
+          const p = v.getUint32(iovs + 8 * i, true);
+          const len = v.getUint32(iovs + 8 * i + 4, true);
+          text += new TextDecoder().decode(u8().subarray(p, p + len));
+          n += len;
+        }
+        if (text.trim()) console.error(`folio engine: ${text.trimEnd()}`);
+        v.setUint32(writtenPtr, n, true);
+        return 0;
+      },
+      fd_close: () => 52, // ENOSYS: the engine opens no files
+      fd_seek: () => 52,
+      fd_read: () => 52,
+    },
+  };
+  const { instance } = typeof Response !== 'undefined' && bytes instanceof Response
+    ? await streaming(bytes, imports)
+    : await WebAssembly.instantiate(bytes, imports);
+  memory = instance.exports.memory;
+  instance.exports._initialize();
+  return new Engine(instance.exports, u8, crypto);
+}
+
+/** Compiles while downloading; a server that does not send application/wasm gets the slower way. */
+async function streaming(res, imports) {
+  const copy = res.clone();
+  try {
+    return await WebAssembly.instantiateStreaming(res, imports);
+  } catch (e) {
+    if (!(e instanceof TypeError)) throw e;
+    return WebAssembly.instantiate(await copy.arrayBuffer(), imports);
+  }
+}
+
+/** The module's exports, with the copying in and out of its memory. */
+class Engine {
+  constructor(x, u8, crypto) {
+    this.x = x;
+    this.u8 = u8;
+    this.crypto = crypto;
+  }
+
+  /** Copies `bytes` into the module; call `free` on the answer's ptr. */
+  put(bytes) {
+    const ptr = this.x.fw_alloc(bytes.length);
+    this.u8().set(bytes, ptr);
+    return ptr;
+  }
+
+  /** Runs f(args as [ptr, len] pairs) with each Uint8Array of `inputs` copied in, then frees them. */
+  with(inputs, f) {
+    const ptrs = inputs.map((b) => this.put(b));
+    try {
+      return f(...inputs.flatMap((b, i) => [ptrs[i], b.length]));
+    } finally {
+      for (const p of ptrs) this.x.fw_free(p);
+    }
+  }
+
+  part(i) {
+    const p = this.x.fw_part_ptr(i) >>> 0;
+    return this.u8().slice(p, p + (this.x.fw_part_len(i) >>> 0));
+  }
+  parts() {
+    const n = this.x.fw_part_count();
+    const out = new Array(n);
+    for (let i = 0; i < n; ++i) out[i] = this.part(i);
+    return out;
+  }
+  text(i) { return decoder.decode(this.part(i)); }
+  nums() {
+    const n = this.x.fw_num_count();
+    const out = new Array(n);
+    for (let i = 0; i < n; ++i) out[i] = this.x.fw_num(i) >>> 0;
+    return out;
+  }
+
+  /** Throws the engine's error if `rc` is -1; else returns rc. */
+  check(rc) {
+    if (rc < 0) throw engineError(this.text(0));
+    return rc;
+  }
+
+  /** 63 random bits, as [hi, lo], never 0 (folio::random_replica_id's rule). */
+  randomReplica() {
+    const w = new Uint32Array(2);
+    do this.crypto.getRandomValues(w); while (w[0] === 0 && w[1] === 0);
+    return [w[0] >>> 1, (w[1] >>> 1) | ((w[0] & 1) << 31)];
+  }
+}
+
+/** A packed list: u32 little-endian length, then the bytes, for each string. */
+function pack(strings) {
+  const encoded = strings.map((s) => encoder.encode(s));
+  const out = new Uint8Array(encoded.reduce((n, b) => n + 4 + b.length, 0));
+  const view = new DataView(out.buffer);
+  let at = 0;
+  for (const b of encoded) {
+    view.setUint32(at, b.length, true);
+    out.set(b, at + 4);
+    at += 4 + b.length;
+  }
+  return out;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** UTF-8 of a string that must be Unicode (no lone surrogate: TextEncoder would turn it into U+FFFD). */
+function utf8(s, what) {
+  if (typeof s !== 'string') throw new TypeError(`${what} must be a string`);
+  if (LONE_SURROGATE.test(s)) throw new TypeError(`${what} is not valid Unicode: it holds a lone surrogate`);
+  return encoder.encode(s);
+}
+
+function isPlainObject(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * One replica of one record: its value, local edits, its encoded state, and the sync state machine
+ * (request / onAnswer / onPush / onRefused / needsSync). Create with Replica.create or Replica.load;
+ * call free() when done (the module's memory is not garbage-collected).
+ */
+export class Replica {
+  /** A new empty replica of a record of `type` ('text' | 'array' | 'map' | 'xml'). */
+  static create(engine, type, contentKey = 'content') {
+    const t = TYPES.indexOf(type) + 1;
+    if (t === 0) throw new TypeError(`type must be one of ${TYPES.join(', ')}`);
+    const [hi, lo] = engine.randomReplica();
+    const key = utf8(contentKey, 'contentKey');
+    const h = engine.with([key], (p, n) => engine.x.fw_new(t, hi, lo, p, n));
+    if (!h) throw engineError(engine.text(0));
+    return new Replica(engine, h);
+  }
+
+  /** A replica restored from save() bytes; a FolioError (INVALID_ARGUMENT) if they do not decode. */
+  static load(engine, bytes) {
+    const h = engine.with([toBytes(bytes, 'saved state')], (p, n) => engine.x.fw_load(p, n));
+    if (!h) throw new FolioError(engine.text(0), { status: 'INVALID_ARGUMENT' });
+    return new Replica(engine, h);
+  }
+
+  constructor(engine, handle) {
+    this.e = engine;
+    this.h = handle;
+    this.x = engine.x;
+    const t = engine.check(this.x.fw_info(handle));
+    this.type = TYPES[t - 1];
+    this.contentKey = engine.text(0);
+    this.replicaId = engine.text(2);
+    this.tracking = false;
+    this.cached = undefined;
+  }
+
+  free() {
+    if (this.h) this.x.fw_delete(this.h);
+    this.h = 0;
+  }
+
+  /** The record's incarnation this replica belongs to ('' before its first sync answer). */
+  get incarnation() {
+    this.e.check(this.x.fw_info(this.h));
+    return this.e.text(1);
+  }
+
+  /** Text records: report the change of replaces and remote batches (costs a diff of the value). */
+  track(on) {
+    this.tracking = !!on;
+    this.x.fw_track(this.h, on ? 1 : 0);
+  }
+
+  // ---- the value ------------------------------------------------------------------------------
+
+  /** text: string; array: array of objects; map: object; xml: canonical markup string. */
+  get value() {
+    if (this.cached === undefined) {
+      this.e.check(this.x.fw_value(this.h));
+      const parts = this.e.parts();
+      switch (this.type) {
+        case 'text':
+        case 'xml':
+          this.cached = { text: decoder.decode(parts[0]) };
+          break;
+        case 'array':
+          this.cached = { items: parts.map((b) => decoder.decode(b)) };
+          break;
+        case 'map': {
+          const entries = [];
+          for (let i = 0; i < parts.length; i += 2) entries.push([decoder.decode(parts[i]), decoder.decode(parts[i + 1])]);
+          this.cached = { entries };
+          break;
+        }
+      }
+    }
+    const c = this.cached;
+    if (c.text !== undefined) return c.text;
+    // Fresh objects every time: the caller may change them.
+    if (c.items) return c.items.map((s) => parseJson(s));
+    const out = {};
+    for (const [k, v] of c.entries) out[k] = parseJson(v);
+    return out;
+  }
+
+  /** Text: code points; array: items. */
+  get length() {
+    return this.e.check(this.x.fw_length(this.h));
+  }
+
+  changed() {
+    this.cached = undefined;
+  }
+
+  // ---- local edits (each returns the unit operations it made) ---------------------------------
+
+  /** Makes the record equal to `value` through the engine's diff. Returns { ops, changes }. */
+  replace(value) {
+    let input;
+    switch (this.type) {
+      case 'text':
+        input = utf8(value, 'a text record\'s value');
+        break;
+      case 'xml':
+        input = utf8(value, 'an xml record\'s value (markup)');
+        break;
+      case 'array':
+        if (!Array.isArray(value)) throw new TypeError('an array record\'s value must be an array of objects');
+        input = pack(value.map((item, i) => {
+          if (!isPlainObject(item)) throw new TypeError(`array item ${i} must be an object`);
+          return canonicalJson(item);
+        }));
+        break;
+      case 'map': {
+        if (!isPlainObject(value)) throw new TypeError('a map record\'s value must be an object');
+        const kv = [];
+        for (const [k, v] of Object.entries(value)) {
+          if (v === undefined) continue;
+          utf8(k, 'a map key');
+          kv.push(k, canonicalJson(v));
+        }
+        input = pack(kv);
+        break;
+      }
+    }
+    const ops = this.e.with([input], (p, n) => this.e.check(this.x.fw_replace(this.h, p, n)));
+    const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
+    if (ops > 0) this.changed();
+    return { ops, changes };
+  }
+
+  /** Text: inserts `text` before code point `pos`. Array: inserts the items (objects) before `pos`. */
+  insert(pos, ...values) {
+    checkIndex(pos, 'position');
+    let input;
+    if (this.type === 'text') {
+      if (values.length !== 1) throw new TypeError('text insert takes one string');
+      input = utf8(values[0], 'inserted text');
+    } else if (this.type === 'array') {
+      input = pack(values.map((item, i) => {
+        if (!isPlainObject(item)) throw new TypeError(`inserted item ${i} must be an object`);
+        return canonicalJson(item);
+      }));
+    } else {
+      throw new TypeError(`insert is for text and array records; this one is ${this.type}`);
+    }
+    const ops = this.e.with([input], (p, n) => this.e.check(this.x.fw_insert(this.h, pos, p, n)));
+    if (ops > 0) this.changed();
+    return ops;
+  }
+
+  /** Text and array: removes `count` code points or items from `pos`. Map: removes key `pos`. */
+  delete(pos, count = 1) {
+    let ops;
+    if (this.type === 'map') {
+      ops = this.e.with([utf8(pos, 'key')], (p, n) => this.e.check(this.x.fw_remove(this.h, p, n)));
+    } else if (this.type === 'text' || this.type === 'array') {
+      checkIndex(pos, 'position');
+      checkIndex(count, 'count');
+      ops = this.e.check(this.x.fw_erase(this.h, pos, count));
+    } else {
+      throw new TypeError('delete is for text, array and map records; edit an xml record with replace');
+    }
+    if (ops > 0) this.changed();
+    return ops;
+  }
+
+  /** Map: sets `key` to a JSON value. */
+  set(key, value) {
+    if (this.type !== 'map') throw new TypeError(`set is for map records; this one is ${this.type}`);
+    if (value === undefined) throw new TypeError('a map value must be a JSON value (not undefined)');
+    const ops = this.e.with([utf8(key, 'key'), encoder.encode(canonicalJson(value))], (k, kn, v, vn) => this.e.check(this.x.fw_set(this.h, k, kn, v, vn)));
+    if (ops > 0) this.changed();
+    return ops;
+  }
+
+  // ---- encodings ------------------------------------------------------------------------------
+
+  /** The client state (folio::sync_client::save): everything needed to resume, unacknowledged edits included. */
+  save() {
+    this.e.check(this.x.fw_save(this.h));
+    return this.e.part(0);
+  }
+
+  /** The whole document (docs/FORMAT.md). */
+  encode() {
+    this.e.check(this.x.fw_encode(this.h));
+    return this.e.part(0);
+  }
+
+  /** The version vector, encoded. */
+  version() {
+    this.e.check(this.x.fw_version(this.h));
+    return this.e.part(0);
+  }
+
+  /** A batch of what a replica at `version` (encoded) lacks. */
+  encodeSince(version) {
+    return this.e.with([toBytes(version, 'version')], (p, n) => {
+      this.e.check(this.x.fw_encode_since(this.h, p, n));
+      return this.e.part(0);
+    });
+  }
+
+  /** Integrates a batch from a peer. Returns { applied, changes }; a FolioError if it is malformed. */
+  apply(batch) {
+    const applied = this.e.with([toBytes(batch, 'batch')], (p, n) => {
+      const rc = this.x.fw_apply(this.h, p, n);
+      if (rc < 0) throw new FolioError(`batch refused: ${this.e.text(0)}`, { status: 'INVALID_ARGUMENT' });
+      return rc;
+    });
+    const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
+    if (applied > 0) this.changed();
+    return { applied, changes };
+  }
+
+  /** Unit operations waiting for what they depend on. */
+  get pending() {
+    return this.x.fw_pending(this.h);
+  }
+
+  // ---- the sync state machine (folio::sync_client) --------------------------------------------
+
+  get needsSync() {
+    return this.x.fw_needs_sync(this.h) === 1;
+  }
+
+  /** The next sync request: { version, update, incarnation } (bytes, bytes, string). */
+  request() {
+    this.e.check(this.x.fw_request(this.h));
+    return { version: this.e.part(0), update: this.e.part(1), incarnation: this.e.text(2) };
+  }
+
+  /** Applies a sync answer. Returns { changed, changes }; throws a FolioError if the answer is refused. */
+  onAnswer(update, version, incarnation) {
+    const rc = this.e.with([update, version, encoder.encode(incarnation)], (...a) => this.x.fw_on_answer(this.h, ...a));
+    if (rc < 0) throw new FolioError(`the server's sync answer was refused: ${this.e.text(0)}`, { status: 'INTERNAL' });
+    const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
+    if (rc & 1) this.changed();
+    return { changed: (rc & 1) === 1, changes };
+  }
+
+  /** Applies a pushed change. Returns { status: 'applied'|'gap'|'invalid'|'recreated', changed, changes }. */
+  onPush(update, version, incarnation) {
+    const rc = this.e.with([update, version, encoder.encode(incarnation)], (...a) => this.x.fw_on_push(this.h, ...a));
+    this.e.check(rc);
+    const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
+    const changed = (rc & 0x10) !== 0;
+    if (changed) this.changed();
+    return { status: PUSH_STATUS[rc & 0x0f], changed, changes };
+  }
+
+  /** The server refused the last push (FAILED_PRECONDITION): the next request pulls first. */
+  onRefused() {
+    this.x.fw_on_refused(this.h);
+  }
+
+  /** The tracked change of the last call, as [{ from, to, insert }] in code points of the value before. */
+  hunks() {
+    const nums = this.e.nums();
+    const out = [];
+    for (let i = 0, k = 0; i < nums.length; i += 3, ++k) out.push({ from: nums[i], to: nums[i] + nums[i + 1], insert: this.e.text(k) });
+    return out;
+  }
+}
+
+function checkIndex(n, what) {
+  if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw new RangeError(`${what} must be a non-negative integer`);
+}
+
+function toBytes(b, what) {
+  if (b instanceof Uint8Array) return b;
+  if (b instanceof ArrayBuffer) return new Uint8Array(b);
+  if (ArrayBuffer.isView(b)) return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  throw new TypeError(`${what} must be a Uint8Array`);
+}

@@ -1,0 +1,214 @@
+// The editor bindings on a live record: bindTextarea against a minimal stand-in for a <textarea>
+// (value, selection, events), and the CodeMirror 6 binding against a real EditorState driven without
+// a DOM. Remote changes come through the record's subscription (test/model.js).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { EditorSelection, EditorState, Transaction } from '@codemirror/state';
+
+import { bindTextarea, connect, loadEngine } from '../folio.js';
+import { FolioCodeMirrorSync, folioRemote, folioSync } from '../src/codemirror.js';
+import { FakeEventSource, ModelService, until } from './model.js';
+
+const engine = await loadEngine();
+
+async function textRecord(initial) {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace(initial);
+  const before = FakeEventSource.instances.length;
+  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource });
+  await until(() => FakeEventSource.instances.length > before);
+  const es = FakeEventSource.last();
+  es.open();
+  const record = await pending;
+  /** A change made elsewhere, delivered to this record. */
+  const remote = (f) => es.send(service.edit(f));
+  return { service, record, remote };
+}
+
+/** What a browser's textarea does that the binding relies on. */
+class FakeTextarea {
+  constructor() {
+    this._value = '';
+    this.selectionStart = this.selectionEnd = 0;
+    this.selectionDirection = 'none';
+    this.listeners = {};
+  }
+  get value() { return this._value; }
+  set value(v) {
+    // A browser puts the caret at the end when a script sets the value.
+    this._value = v;
+    this.selectionStart = this.selectionEnd = v.length;
+  }
+  setSelectionRange(start, end, direction = 'none') {
+    this.selectionStart = start;
+    this.selectionEnd = end;
+    this.selectionDirection = direction;
+  }
+  addEventListener(type, f) { (this.listeners[type] ??= new Set()).add(f); }
+  removeEventListener(type, f) { this.listeners[type]?.delete(f); }
+  fire(type) { for (const f of this.listeners[type] ?? []) f({ type }); }
+  /** The user types `text` over the selection (UTF-16 positions), as the browser does. */
+  type(text) {
+    const v = this._value;
+    this._value = v.slice(0, this.selectionStart) + text + v.slice(this.selectionEnd);
+    this.selectionStart = this.selectionEnd = this.selectionStart + text.length;
+    this.fire('input');
+  }
+  /** Backspace: removes the selection, or the code point before the caret. */
+  backspace() {
+    const v = this._value;
+    let from = this.selectionStart;
+    if (from === this.selectionEnd) from -= /[\uDC00-\uDFFF]/.test(v[from - 1] ?? '') ? 2 : 1;
+    this._value = v.slice(0, from) + v.slice(this.selectionEnd);
+    this.selectionStart = this.selectionEnd = from;
+    this.fire('input');
+  }
+}
+
+test('textarea: the user\'s edits become record edits at code-point positions', async () => {
+  const { service, record } = await textRecord('😀 aaa');
+  try {
+    const ta = new FakeTextarea();
+    bindTextarea(record, ta);
+    assert.equal(ta.value, '😀 aaa');
+    const local = [];
+    record.on('change', (e) => local.push(e));
+    ta.setSelectionRange(4, 4); // after "😀 a" (UTF-16 4, code point 3)
+    ta.type('a');
+    assert.equal(record.value, '😀 aaaa');
+    // In a run of equal characters the edit is where the caret was, not at the run's end.
+    assert.deepEqual(local.at(-1), { remote: false, changes: [{ from: 3, to: 3, insert: 'a' }] });
+    ta.setSelectionRange(2, 2);
+    ta.backspace(); // the emoji: two UTF-16 units, one code point
+    assert.equal(record.value, ' aaaa');
+    assert.deepEqual(local.at(-1), { remote: false, changes: [{ from: 0, to: 1, insert: '' }] });
+    ta.setSelectionRange(1, 3);
+    ta.type('🎉'); // replaces the selection
+    assert.equal(record.value, ' 🎉aa');
+    await record.sync();
+    assert.equal(service.doc.value, ' 🎉aa');
+  } finally {
+    record.close();
+  }
+});
+
+test('textarea: remote changes keep the caret and selection by their characters', async () => {
+  const { record, remote } = await textRecord('hello world');
+  try {
+    const ta = new FakeTextarea();
+    const binding = bindTextarea(record, ta);
+    ta.setSelectionRange(6, 6); // before "world"
+    remote((d) => d.insert(0, '😀 ')); // before the caret: moves it by 3 UTF-16 units
+    assert.equal(ta.value, '😀 hello world');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [9, 9]);
+    remote((d) => d.insert(13, '!')); // after: no move
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [9, 9]);
+    remote((d) => d.insert(8, 'big ')); // exactly at the caret: the text goes after it
+    assert.equal(ta.value, '😀 hello big world!');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [9, 9]);
+    ta.setSelectionRange(9, 12, 'backward'); // "big"
+    remote((d) => (d.insert(11, '!'), d.insert(8, '['))); // at both edges of the selection: it does not grow
+    assert.equal(ta.value, '😀 hello [big! world!');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd, ta.selectionDirection], [10, 13, 'backward']);
+    remote((d) => d.insert(10, 'BIG')); // inside: it grows
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [10, 16]);
+    ta.setSelectionRange(12, 12); // inside "BIGbig"
+    remote((d) => d.delete(8, 8)); // "[BIGbig!" removed around the caret: it goes where they were
+    assert.equal(ta.value, '😀 hello  world!');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [9, 9]);
+    ta.setSelectionRange(11, 11); // after the "w" of "world"
+    // Inserted before "world": by its characters alone it could be "ide w" after that "w", which
+    // would leave the caret before "ide"; the change is known exactly, so the caret stays by its "w".
+    remote((d) => d.insert(9, 'wide '));
+    assert.equal(ta.value, '😀 hello  wide world!');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [16, 16]);
+    binding.destroy();
+    remote((d) => d.insert(0, 'x'));
+    assert.equal(ta.value, '😀 hello  wide world!'); // unbound
+  } finally {
+    record.close();
+  }
+});
+
+test('textarea: remote changes wait while an input method composes', async () => {
+  const { record, remote } = await textRecord('abc');
+  try {
+    const ta = new FakeTextarea();
+    bindTextarea(record, ta);
+    ta.setSelectionRange(3, 3);
+    ta.fire('compositionstart');
+    remote((d) => d.insert(0, 'XY'));
+    assert.equal(ta.value, 'abc'); // not now: it would end the composition
+    ta.type('に');
+    ta.fire('compositionend');
+    assert.equal(record.value, 'XYabcに'); // the user's text went where they typed it
+    assert.equal(ta.value, 'XYabcに');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [6, 6]);
+    ta.fire('compositionstart');
+    remote((d) => d.insert(0, '1'));
+    ta.fire('compositionend');
+    assert.equal(ta.value, '1XYabcに');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [7, 7]);
+  } finally {
+    record.close();
+  }
+});
+
+/** An EditorView's part the binding uses: the state and dispatch, feeding updates to the plugin. */
+function fakeView(doc) {
+  const view = {
+    state: EditorState.create({ doc }),
+    plugin: null,
+    transactions: [],
+    dispatch(spec) {
+      const tr = this.state.update(spec);
+      this.state = tr.state;
+      this.transactions.push(tr);
+      this.plugin?.update({ docChanged: tr.docChanged, transactions: [tr] });
+    },
+  };
+  return view;
+}
+
+test('CodeMirror: local transactions become record edits, remote changes become transactions', async () => {
+  const { service, record, remote } = await textRecord('😀 one two');
+  try {
+    assert.equal(typeof folioSync(record), 'object'); // the extension to give EditorState.create
+    const view = fakeView(record.value);
+    view.plugin = new FolioCodeMirrorSync(record, view);
+    // One transaction, two changes: positions in UTF-16, the record's in code points.
+    view.dispatch({ changes: [{ from: 3, to: 6, insert: '1' }, { from: 7, to: 10, insert: '2 🎉' }] });
+    assert.equal(view.state.doc.toString(), '😀 1 2 🎉');
+    assert.equal(record.value, '😀 1 2 🎉');
+    view.dispatch({ selection: EditorSelection.cursor(4) }); // after "😀 1"
+    remote((d) => d.insert(0, '>> '));
+    assert.equal(view.state.doc.toString(), '>> 😀 1 2 🎉');
+    assert.equal(view.state.selection.main.head, 7);
+    const tr = view.transactions.at(-1);
+    assert.equal(tr.annotation(folioRemote), true);
+    assert.equal(tr.annotation(Transaction.addToHistory), false);
+    remote((d) => d.delete(3, 2)); // "😀 "
+    assert.equal(view.state.doc.toString(), '>> 1 2 🎉');
+    assert.equal(view.state.selection.main.head, 4);
+    await record.sync();
+    assert.equal(service.doc.value, '>> 1 2 🎉');
+    view.plugin.destroy();
+    remote((d) => d.insert(0, 'x'));
+    assert.equal(view.state.doc.toString(), '>> 1 2 🎉');
+  } finally {
+    record.close();
+  }
+});
+
+test('CodeMirror: an editor started with another text takes the record\'s', async () => {
+  const { record } = await textRecord('the record');
+  try {
+    const view = fakeView('something else');
+    view.plugin = new FolioCodeMirrorSync(record, view);
+    await until(() => view.state.doc.toString() === 'the record');
+    assert.equal(record.value, 'the record');
+  } finally {
+    record.close();
+  }
+});

@@ -1,0 +1,248 @@
+// The engine wrapper (src/engine.js) over the WebAssembly build: the four record types, their edits
+// and replace-by-value, the encodings, convergence in every delivery order, and untrusted bytes.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { createEngine, FolioError, loadEngine, Replica } from '../folio.js';
+
+const engine = await loadEngine();
+const make = (type, key) => Replica.create(engine, type, key);
+
+/** Every order of `items`. */
+function* permutations(items) {
+  if (items.length <= 1) return yield items;
+  for (let i = 0; i < items.length; ++i)
+    for (const rest of permutations([...items.slice(0, i), ...items.slice(i + 1)])) yield [items[i], ...rest];
+}
+
+test('text: code-point edits, replace through the diff, tracked changes', () => {
+  const t = make('text');
+  t.track(true);
+  assert.equal(t.type, 'text');
+  t.insert(0, 'héllo 😀 world');
+  assert.equal(t.value, 'héllo 😀 world');
+  assert.equal(t.length, 13); // the emoji is one code point (two UTF-16 units)
+  t.insert(8, 'big '); // after the emoji: code point 8
+  assert.equal(t.value, 'héllo 😀 big world');
+  t.delete(6, 1); // the emoji
+  assert.equal(t.value, 'héllo  big world');
+  const r = t.replace('hello big world!');
+  assert.deepEqual(r.changes, [
+    { from: 1, to: 2, insert: 'e' },
+    { from: 6, to: 7, insert: '' }, // either space is a minimal removal; the diff takes the second
+    { from: 16, to: 16, insert: '!' },
+  ]);
+  assert.equal(t.value, 'hello big world!');
+  assert.equal(t.replace('hello big world!').ops, 0); // equal: no operation
+  assert.throws(() => t.insert(99, 'x'), RangeError);
+  assert.throws(() => t.delete(10, 99), RangeError);
+  assert.throws(() => t.insert(0, 'bad \ud800 surrogate'), TypeError);
+  assert.throws(() => t.set('k', 1), TypeError);
+  assert.equal(t.value, 'hello big world!'); // nothing changed by the refusals
+});
+
+test('array: items are canonical JSON objects; insert, delete, replace by element', () => {
+  const a = make('array');
+  a.insert(0, { b: 1, a: [1, 2] }, { x: 'y' });
+  assert.deepEqual(a.value, [{ a: [1, 2], b: 1 }, { x: 'y' }]);
+  a.delete(0);
+  assert.deepEqual(a.value, [{ x: 'y' }]);
+  // Replace keeps the equal item: one insert before it, nothing else.
+  const before = a.version();
+  assert.equal(a.replace([{ n: 0 }, { x: 'y' }]).ops, 1);
+  const peer = make('array');
+  peer.apply(a.encodeSince(new Uint8Array([0])));
+  assert.deepEqual(peer.value, [{ n: 0 }, { x: 'y' }]);
+  assert.ok(a.encodeSince(before).length > 0);
+  assert.throws(() => a.insert(0, 'not an object'), TypeError);
+  assert.throws(() => a.replace([[1]]), TypeError);
+  assert.throws(() => a.insert(5, { a: 1 }), RangeError);
+  assert.equal(a.length, 2);
+});
+
+test('map: set, delete, replace by key; values are any JSON', () => {
+  const m = make('map');
+  m.set('title', 'Notes');
+  m.set('tags', ['a', 'b']);
+  m.set('meta', { z: 1, a: null });
+  assert.deepEqual(m.value, { meta: { a: null, z: 1 }, tags: ['a', 'b'], title: 'Notes' });
+  m.delete('tags');
+  assert.deepEqual(Object.keys(m.value), ['meta', 'title']);
+  // Only the changed key makes an operation.
+  assert.equal(m.replace({ meta: { a: null, z: 1 }, title: 'Notes 2' }).ops, 1);
+  assert.equal(m.replace({}).ops, 2);
+  assert.deepEqual(m.value, {});
+  assert.throws(() => m.set('k', undefined), TypeError);
+  assert.throws(() => m.set('k', NaN), TypeError);
+  assert.throws(() => m.insert(0, 'x'), TypeError);
+});
+
+test('xml: replace with markup, canonical output, parse errors refuse and change nothing', () => {
+  const x = make('xml', 'default');
+  assert.equal(x.contentKey, 'default');
+  x.replace('<p b="2" a="1">Hello <b>world</b></p><p/>');
+  assert.equal(x.value, '<p a="1" b="2">Hello <b>world</b></p><p/>');
+  assert.ok(x.replace('<p a="1" b="2">Hello <b>there</b></p><p/>').ops > 0);
+  assert.throws(() => x.replace('<p>unclosed'), /start-end tags mismatch|not well-formed|end/);
+  assert.throws(() => x.replace('<!DOCTYPE x><x/>'), /DOCTYPE/);
+  assert.equal(x.value, '<p a="1" b="2">Hello <b>there</b></p><p/>');
+});
+
+test('save and load: the client state round-trips, for every type', () => {
+  const cases = {
+    text: (r) => r.insert(0, 'abc 😀'),
+    array: (r) => r.insert(0, { a: 1 }, { b: 2 }),
+    map: (r) => r.set('k', { v: [1, 2.5, 'x'] }),
+    xml: (r) => r.replace('<a x="1">t</a>'),
+  };
+  for (const [type, edit] of Object.entries(cases)) {
+    const r = make(type, 'root');
+    edit(r);
+    const saved = r.save();
+    const back = Replica.load(engine, saved);
+    assert.equal(back.type, type);
+    assert.equal(back.contentKey, 'root');
+    assert.equal(back.replicaId, r.replicaId);
+    assert.deepEqual(back.value, r.value);
+    assert.deepEqual(back.save(), saved);
+    assert.deepEqual(back.encode(), r.encode());
+    assert.equal(back.needsSync, true); // a restored client syncs before trusting its copy
+    assert.equal(back.incarnation, '');
+    back.free();
+  }
+});
+
+/** Edits three changes on two replicas of `type`, returns their batches and the converged value. */
+function threeChanges(type, edits) {
+  const a = make(type);
+  const b = make(type);
+  const empty = a.version();
+  edits.a1(a);
+  const b1 = a.encodeSince(empty);
+  const v1 = a.version();
+  edits.a2(a);
+  const b2 = a.encodeSince(v1);
+  edits.b1(b);
+  const b3 = b.encodeSince(empty);
+  a.apply(b3);
+  b.apply(b1);
+  b.apply(b2);
+  assert.deepEqual(a.value, b.value, `${type}: the two editors converge`);
+  return { batches: [b1, b2, b3], value: a.value };
+}
+
+test('two replicas converge in every delivery order of their changes, for every type', () => {
+  const scenarios = {
+    text: { a1: (r) => r.insert(0, 'Hello world'), a2: (r) => (r.delete(0, 5), r.insert(0, 'Howdy')), b1: (r) => r.insert(0, '😀 ') },
+    array: { a1: (r) => r.insert(0, { n: 1 }, { n: 2 }), a2: (r) => r.delete(0, 1), b1: (r) => r.insert(0, { n: 3 }) },
+    map: { a1: (r) => r.set('x', 1), a2: (r) => (r.set('x', 2), r.delete('x'), r.set('y', true)), b1: (r) => r.set('x', 'b') },
+    xml: { a1: (r) => r.replace('<p>one</p>'), a2: (r) => r.replace('<p k="v">one two</p>'), b1: (r) => r.replace('<h1>title</h1>') },
+  };
+  for (const [type, edits] of Object.entries(scenarios)) {
+    const { batches, value } = threeChanges(type, edits);
+    for (const order of permutations(batches)) {
+      const c = make(type);
+      for (const batch of order) c.apply(batch);
+      assert.equal(c.pending, 0, `${type}: nothing left pending`);
+      assert.deepEqual(c.value, value, `${type}: every order gives the same value`);
+      // Applying everything again changes nothing (idempotent).
+      for (const batch of order) assert.equal(c.apply(batch).applied, 0);
+      c.free();
+    }
+  }
+});
+
+test('tracked text changes are where the operations were made, even in runs of equal characters', () => {
+  const a = make('text');
+  a.insert(0, 'one three aaa');
+  const b = make('text');
+  b.track(true);
+  b.apply(a.encodeSince(b.version()));
+  const v = a.version();
+  a.insert(4, 'two '); // before "three": the characters alone would say "wo t" after its "t"
+  a.insert(14, 'a'); // at the start of "aaa"
+  a.delete(17, 1); // the last "a"
+  assert.equal(a.value, 'one two three aaa');
+  assert.deepEqual(b.apply(a.encodeSince(v)).changes, [
+    { from: 4, to: 4, insert: 'two ' },
+    { from: 10, to: 10, insert: 'a' },
+    { from: 12, to: 13, insert: '' },
+  ]);
+  assert.equal(b.value, 'one two three aaa');
+  // A local replace reports where its own diff made the change.
+  assert.deepEqual(b.replace('one two three aa!').changes, [{ from: 16, to: 17, insert: '!' }]);
+});
+
+test('out-of-order batches wait as pending until what they need arrives', () => {
+  const a = make('text');
+  const empty = a.version();
+  a.insert(0, 'abc');
+  const first = a.encodeSince(empty);
+  const v = a.version();
+  a.insert(3, 'def');
+  const second = a.encodeSince(v);
+  const c = make('text');
+  c.track(true);
+  assert.deepEqual(c.apply(second), { applied: 0, changes: [] });
+  assert.equal(c.pending, 3);
+  assert.equal(c.value, '');
+  const r = c.apply(first);
+  assert.equal(r.applied, 6);
+  assert.deepEqual(r.changes, [{ from: 0, to: 0, insert: 'abcdef' }]);
+  assert.equal(c.pending, 0);
+});
+
+test('malformed bytes are refused with an error, never a crash, and change nothing', () => {
+  const a = make('text');
+  a.insert(0, 'some text to encode');
+  const batch = a.encodeSince(new Uint8Array([0]));
+  const saved = a.save();
+  const b = make('text');
+  b.insert(0, 'mine');
+  const before = b.save();
+  for (let n = 0; n < batch.length; ++n) {
+    const cut = batch.slice(0, n);
+    assert.throws(() => b.apply(cut), FolioError, `batch cut at ${n}`);
+    assert.deepEqual(b.save(), before);
+  }
+  for (let n = 0; n < saved.length; ++n) assert.throws(() => Replica.load(engine, saved.slice(0, n)), FolioError);
+  // Every single-byte change of a saved state either loads or is refused.
+  for (let i = 0; i < saved.length; ++i) {
+    for (const flip of [0x01, 0x80, 0xff]) {
+      const bad = saved.slice();
+      bad[i] ^= flip;
+      try {
+        Replica.load(engine, bad).free();
+      } catch (e) {
+        assert.ok(e instanceof FolioError, `byte ${i}: ${e}`);
+      }
+    }
+  }
+  const map = make('map');
+  assert.throws(() => map.apply(batch), /batch holds text operations; this record is map/);
+  assert.throws(() => Replica.load(engine, new Uint8Array([1, 2, 3])), /not a Folio encoding/);
+  assert.throws(() => a.encodeSince(new Uint8Array([5])), TypeError);
+});
+
+test('a length of 2^32 + n in untrusted bytes is refused where size_t has 32 bits', () => {
+  // An array item's length is a varint; cut to a 32-bit size_t before the bounds check, 2^32 + 7
+  // read as 7 and the state below loaded with a value the bytes do not hold.
+  const a = make('array');
+  a.insert(0, { a: 1 }); // the item {"a":1}: 7 bytes, the state's last
+  const saved = a.save();
+  assert.deepEqual([...saved.slice(-8)], [7, ...new TextEncoder().encode('{"a":1}')]);
+  const forged = new Uint8Array([...saved.slice(0, -8), 0x87, 0x80, 0x80, 0x80, 0x10, ...saved.slice(-7)]);
+  assert.throws(() => Replica.load(engine, forged), /truncated input .*array value/);
+});
+
+test('the engine loads from a Response, also one without the application/wasm type', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const bytes = await readFile(new URL('../dist/folio-engine.wasm', import.meta.url));
+  for (const type of ['application/wasm', 'application/octet-stream']) {
+    const e = await createEngine(new Response(bytes, { headers: { 'Content-Type': type } }));
+    const r = Replica.create(e, 'text');
+    r.insert(0, 'loaded');
+    assert.equal(r.value, 'loaded');
+    r.free();
+  }
+});

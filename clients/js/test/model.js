@@ -1,0 +1,123 @@
+// Test doubles for the client's transport: a scripted stand-in for the service's sync and subscribe
+// endpoints and an EventSource the test drives. The stand-in answers as docs/API.md says the service
+// does — the ops the client's version lacks (computed before its push), the record's version and
+// incarnation, and the JSON errors — from a replica of the engine holding the record, so the answers
+// carry real encoded batches. It is for the client's unit tests only: the end-to-end tests use the
+// real service.
+import { fromBase64, toBase64 } from '../src/base64.js';
+import { Replica } from '../folio.js';
+
+export class FakeEventSource {
+  static instances = [];
+  constructor(url, init) {
+    this.url = url;
+    this.init = init;
+    this.readyState = 0;
+    this.onopen = this.onmessage = this.onerror = null;
+    FakeEventSource.instances.push(this);
+  }
+  open() {
+    this.readyState = 1;
+    this.onopen?.({});
+  }
+  send(message) {
+    this.onmessage?.({ data: typeof message === 'string' ? message : JSON.stringify(message) });
+  }
+  /** A failure: `closed` as after an HTTP refusal (no reconnection), else a dropped connection. */
+  fail(closed) {
+    this.readyState = closed ? 2 : 0;
+    this.onerror?.({});
+  }
+  close() {
+    this.readyState = 2;
+  }
+  static last() {
+    return FakeEventSource.instances.at(-1);
+  }
+}
+
+export class ModelService {
+  constructor(engine, type, { incarnation = '4187203945523807211', contentKey = 'content' } = {}) {
+    this.engine = engine;
+    this.type = type;
+    this.contentKey = contentKey;
+    this.doc = Replica.create(engine, type, contentKey);
+    this.incarnation = incarnation;
+    this.requests = [];
+    this.offline = false;
+    this.refusals = []; // queued answers: { status, body } served before anything else
+    this.fetch = (url, init) => this.handle(url, init);
+  }
+
+  /** The service's own edit (a REST update): returns the live message it publishes. */
+  edit(f) {
+    const before = this.doc.version();
+    f(this.doc);
+    return this.message(this.doc.encodeSince(before));
+  }
+
+  message(update) {
+    return { editorId: 'e', incarnation: this.incarnation, update: toBase64(update), version: toBase64(this.doc.version()), lastUpdatedBy: 'ana', sessionId: null, lastUpdate: '2025-01-20T10:30:00.000Z' };
+  }
+
+  /** The record deleted and added again: a new incarnation with `value`. */
+  recreate(incarnation, value) {
+    this.doc.free();
+    this.doc = Replica.create(this.engine, this.type, this.contentKey);
+    this.incarnation = incarnation;
+    if (value !== undefined) this.doc.replace(value);
+  }
+
+  refuseNext(httpStatus, status, message) {
+    this.refusals.push({ httpStatus, body: { error: { message, status } } });
+  }
+
+  syncs() {
+    return this.requests.filter((r) => r.path === '/v2/crdt/sync');
+  }
+
+  async handle(url, init = {}) {
+    const u = new URL(url);
+    const request = { path: u.pathname, query: Object.fromEntries(u.searchParams), headers: { ...(init.headers ?? {}) }, body: init.body ? JSON.parse(init.body) : null };
+    this.requests.push(request);
+    await null; // answers come later, as over a network
+    if (this.offline) throw new TypeError('fetch failed');
+    if (this.refusals.length) {
+      const r = this.refusals.shift();
+      return json(r.httpStatus, r.body);
+    }
+    if (u.pathname !== '/v2/crdt/sync') return json(404, { error: { message: `No endpoint at ${u.pathname}.`, status: 'NOT_FOUND' } });
+    const d = request.body.data;
+    const version = fromBase64(d.version, 'version');
+    const hasState = !(version.length === 1 && version[0] === 0) || d.update;
+    if (hasState && d.incarnation === undefined)
+      return json(400, { error: { message: 'incarnation is required with a version that is not empty or an update: ...', status: 'INVALID_ARGUMENT' } });
+    if (d.incarnation !== undefined && d.incarnation !== this.incarnation)
+      return json(409, { error: { message: `This record was deleted and added again since the client's state was synced (incarnation ${d.incarnation}, now ${this.incarnation}): drop the local state and sync again from the empty version.`, status: 'ABORTED' } });
+    const answer = this.doc.encodeSince(version); // from the state before the push
+    if (d.update) {
+      const probe = Replica.create(this.engine, this.type, this.contentKey);
+      probe.apply(this.doc.encodeSince(new Uint8Array([0])));
+      probe.apply(fromBase64(d.update, 'update'));
+      const pending = probe.pending;
+      probe.free();
+      if (pending > 0)
+        return json(400, { error: { message: 'update depends on operations the server does not have; sync without an update first, then send the operations the server\'s version lacks.', status: 'FAILED_PRECONDITION' } });
+      this.doc.apply(fromBase64(d.update, 'update'));
+    }
+    return json(200, { result: { status: 'success', message: 'CRDT data synced successfully.', data: { incarnation: this.incarnation, update: toBase64(answer), version: toBase64(this.doc.version()), type: this.type, contentKey: this.contentKey } } });
+  }
+}
+
+function json(status, body) {
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+}
+
+/** Resolves once `cond()` holds, checking after each turn of the event loop (at most `turns`). */
+export async function until(cond, turns = 200) {
+  for (let i = 0; i < turns; ++i) {
+    if (cond()) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error(`condition not reached: ${cond}`);
+}

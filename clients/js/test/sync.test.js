@@ -1,0 +1,280 @@
+// The live record (src/client.js) against scripted service answers (test/model.js): subscribe then
+// sync, pushes, pending and gaps, notices, refusals, incarnations, offline editing, persistence,
+// errors.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { connect, FolioError, loadEngine, Replica } from '../folio.js';
+import { FakeEventSource, ModelService, until } from './model.js';
+
+const engine = await loadEngine();
+const ids = { baseUrl: 'http://folio.test/', organizationId: 'org 1', documentId: 'doc', editorId: 'body' };
+
+/** Connects to `service`, opening the subscription when the record creates it. */
+async function open(service, options = {}) {
+  const before = FakeEventSource.instances.length;
+  const pending = connect({ ...ids, token: 'tok', fetch: service.fetch, EventSource: FakeEventSource, ...options });
+  await until(() => FakeEventSource.instances.length > before);
+  const es = FakeEventSource.last();
+  es.open();
+  const record = await pending;
+  return { record, es };
+}
+
+test('connect subscribes first, then syncs with the token, and joins the record', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('Hello');
+  const { record, es } = await open(service);
+  try {
+    const u = new URL(es.url);
+    assert.equal(u.origin + u.pathname, 'http://folio.test/v2/crdt/subscribe');
+    assert.deepEqual(Object.fromEntries(u.searchParams), { organizationId: 'org 1', documentId: 'doc', editorId: 'body', token: 'tok' });
+    const [first] = service.syncs();
+    assert.equal(first.headers.Authorization, 'Bearer tok');
+    assert.equal(first.headers['Content-Type'], 'application/json');
+    assert.deepEqual(first.body, { data: { organizationId: 'org 1', documentId: 'doc', editorId: 'body', version: 'AA==' } });
+    assert.equal(record.type, 'text');
+    assert.equal(record.value, 'Hello');
+    assert.equal(record.incarnation, service.incarnation);
+    assert.equal(record.online, true);
+  } finally {
+    record.close();
+  }
+});
+
+test('local edits are pushed, persisted first; the pushed state holds them', async () => {
+  const service = new ModelService(engine, 'map');
+  const saves = [];
+  const { record } = await open(service, {
+    persist: async (bytes) => {
+      // At this moment the push has not gone out yet.
+      saves.push({ bytes, syncsSoFar: service.syncs().length });
+    },
+  });
+  try {
+    const events = [];
+    record.on('change', (e) => events.push(e));
+    record.set('title', 'Notes').set('n', 1);
+    await record.sync();
+    assert.deepEqual(service.doc.value, { n: 1, title: 'Notes' });
+    assert.deepEqual(events, [{ remote: false, changes: undefined }, { remote: false, changes: undefined }]);
+    const pushes = service.syncs().filter((r) => r.body.data.update);
+    assert.ok(pushes.length >= 1);
+    assert.equal(pushes[0].body.data.incarnation, service.incarnation);
+    assert.ok(saves.length >= 1);
+    const first = pushes[0];
+    const index = service.syncs().indexOf(first);
+    assert.ok(saves.some((s) => s.syncsSoFar === index), 'saved before the push went out');
+    const restored = Replica.load(engine, saves.at(-1).bytes);
+    assert.deepEqual(restored.value, { n: 1, title: 'Notes' });
+    restored.free();
+  } finally {
+    record.close();
+  }
+});
+
+test('pushed changes apply; out of order they wait, and the gap makes the client sync', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('abc');
+  const { record, es } = await open(service);
+  try {
+    const events = [];
+    record.on('change', (e) => events.push(e));
+    const m1 = service.edit((d) => d.insert(3, 'def'));
+    es.send(m1);
+    assert.equal(record.value, 'abcdef');
+    assert.deepEqual(events.at(-1), { remote: true, changes: [{ from: 3, to: 3, insert: 'def' }] });
+    const syncsBefore = service.syncs().length;
+    const m2 = service.edit((d) => d.insert(0, '1'));
+    const m3 = service.edit((d) => d.insert(1, '2'));
+    es.send(m3); // before m2: held as pending; the client lacks part of m3's version: sync
+    assert.equal(record.value, 'abcdef');
+    await until(() => record.value === '12abcdef');
+    assert.ok(service.syncs().length > syncsBefore, 'the gap made it sync');
+    es.send(m2); // late: already there
+    assert.equal(record.value, '12abcdef');
+    // A notice (no update, no version) means: sync now.
+    service.doc.insert(8, '!');
+    es.send({ editorId: 'body', incarnation: service.incarnation, lastUpdatedBy: 'ana', sessionId: null, lastUpdate: '2025-01-20T10:30:00.000Z' });
+    await until(() => record.value === '12abcdef!');
+    // Messages that are not the service's are ignored.
+    es.send('not json');
+    es.send('[1,2]');
+    assert.equal(record.value, '12abcdef!');
+  } finally {
+    record.close();
+  }
+});
+
+test('a refused push (FAILED_PRECONDITION) is followed by a pull, then the push again', async () => {
+  const service = new ModelService(engine, 'array');
+  const { record } = await open(service);
+  try {
+    record.insert(0, { a: 1 });
+    service.refuseNext(400, 'FAILED_PRECONDITION', 'update depends on operations the server does not have; ...');
+    await record.sync();
+    await until(() => service.doc.value.length === 1);
+    const tail = service.syncs().slice(-3).map((r) => (r.body.data.update ? 'push' : 'pull'));
+    assert.deepEqual(tail, ['push', 'pull', 'push']);
+    assert.deepEqual(service.doc.value, [{ a: 1 }]);
+  } finally {
+    record.close();
+  }
+});
+
+test('a record deleted and added again: the replica is dropped and joins the new record', async () => {
+  const service = new ModelService(engine, 'text', { incarnation: '12' });
+  service.doc.replace('old');
+  const { record, es } = await open(service);
+  try {
+    const seen = [];
+    record.on('recreated', () => seen.push('recreated'));
+    record.on('change', (e) => seen.push(e.remote ? 'remote' : 'local'));
+    service.recreate('13', 'new record');
+    record.insert(0, 'lost: '); // pushed with incarnation 12: ABORTED
+    await until(() => record.value === 'new record');
+    assert.equal(record.incarnation, '13');
+    assert.ok(seen.includes('recreated'));
+    assert.ok(service.syncs().some((r) => r.body.data.incarnation === '12' && r.body.data.update));
+    assert.equal(service.doc.value, 'new record'); // the old record's edit never joined the new one
+    // A pushed change of yet another incarnation (the deletion was missed) does the same.
+    service.recreate('14', 'newest');
+    es.send(service.message(service.doc.encodeSince(new Uint8Array([0]))));
+    await until(() => record.value === 'newest');
+    assert.equal(record.incarnation, '14');
+  } finally {
+    record.close();
+  }
+});
+
+test('offline: edits go on locally and are persisted; the client merges when back', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('shared');
+  let saved = null;
+  const { record, es } = await open(service, { persist: (bytes) => { saved = bytes; } });
+  const statuses = [];
+  const errors = [];
+  record.on('status', (s) => statuses.push(s.online));
+  record.on('error', (e) => errors.push(e));
+  try {
+    service.offline = true;
+    es.fail(false); // the connection drops; the EventSource reconnects by itself
+    record.insert(6, ' text');
+    await until(() => statuses.includes(false));
+    record.insert(0, 'my ');
+    assert.equal(record.value, 'my shared text');
+    await until(() => saved !== null && Replica.load(engine, saved).value === 'my shared text');
+    service.doc.replace('shared, edited'); // meanwhile on the service
+    service.offline = false;
+    es.open(); // reconnected: sync
+    await until(() => record.value === service.doc.value && record.online);
+    // Both sides inserted after "shared": the engine orders the two inserts the same way everywhere.
+    assert.match(record.value, /^my shared(, edited text| text, edited)$/);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(statuses, [false, true]);
+  } finally {
+    record.close();
+  }
+});
+
+test('a saved replica reopens offline with its edits, and merges when the service answers', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('base');
+  const first = await open(service);
+  first.record.insert(4, ' synced');
+  await first.record.sync();
+  service.offline = true;
+  first.record.insert(0, 'offline ');
+  const state = first.record.save();
+  first.record.close();
+
+  const before = FakeEventSource.instances.length;
+  const connecting = connect({ ...ids, token: 'tok', fetch: service.fetch, EventSource: FakeEventSource, saved: state });
+  await until(() => FakeEventSource.instances.length > before);
+  const es = FakeEventSource.instances[before];
+  es.fail(false); // the subscription cannot connect either
+  const record = await connecting;
+  try {
+    assert.equal(record.value, 'offline base synced');
+    assert.equal(record.online, false);
+    service.offline = false;
+    es.open();
+    await until(() => service.doc.value === 'offline base synced');
+    assert.equal(record.value, 'offline base synced');
+  } finally {
+    record.close();
+  }
+  // Without a saved replica there is nothing to show: connect fails.
+  service.offline = true;
+  const failing = connect({ ...ids, token: 'tok', fetch: service.fetch, EventSource: FakeEventSource });
+  await until(() => FakeEventSource.instances.length > before + 1);
+  FakeEventSource.last().fail(false);
+  await assert.rejects(failing, (e) => e instanceof FolioError && e.status === 'UNAVAILABLE' && e.httpStatus === 0);
+});
+
+test('service errors reach the caller as FolioError: from connect, and as error events', async () => {
+  const service = new ModelService(engine, 'text');
+  service.refuseNext(404, 'NOT_FOUND', 'No CRDT data found for this editor ID.');
+  await assert.rejects(open(service), (e) => {
+    assert.ok(e instanceof FolioError);
+    assert.equal(e.name, 'FolioError');
+    assert.equal(e.status, 'NOT_FOUND');
+    assert.equal(e.httpStatus, 404);
+    assert.equal(e.message, 'No CRDT data found for this editor ID.');
+    return true;
+  });
+
+  // A subscription the service refuses: the EventSource closes; the client asks why.
+  const before = FakeEventSource.instances.length;
+  const refused = connect({ ...ids, token: 'other', fetch: service.fetch, EventSource: FakeEventSource });
+  await until(() => FakeEventSource.instances.length > before);
+  service.refuseNext(403, 'PERMISSION_DENIED', 'This token is for another document.');
+  FakeEventSource.last().fail(true);
+  await assert.rejects(refused, (e) => e.status === 'PERMISSION_DENIED' && e.httpStatus === 403);
+  const probe = service.requests.at(-1);
+  assert.equal(probe.path, '/v2/crdt/subscribe');
+  assert.equal(probe.headers.Accept, 'text/event-stream');
+
+  // In the background: an error event.
+  const { record } = await open(service);
+  try {
+    const errors = [];
+    record.on('error', (e) => errors.push(e));
+    service.refuseNext(403, 'PERMISSION_DENIED', 'This token is read-only; sync without an update to only receive changes.');
+    record.insert(0, 'x');
+    await until(() => errors.length === 1);
+    assert.ok(errors[0] instanceof FolioError);
+    assert.equal(errors[0].status, 'PERMISSION_DENIED');
+    assert.equal(errors[0].httpStatus, 403);
+    assert.match(errors[0].message, /read-only/);
+    // A 502 without a JSON body (Nchan's) is an error too, named by its HTTP status.
+    service.refuseNext(500, undefined, undefined);
+    service.refusals[0].body = 'oops';
+    await assert.rejects(record.sync(), (e) => e.status === 'UNKNOWN' || e.status === 'INTERNAL');
+  } finally {
+    record.close();
+  }
+  await assert.rejects(record.sync(), /closed/);
+  assert.throws(() => record.value, /closed/);
+});
+
+test('a token given as a function is asked again after a 401', async () => {
+  const service = new ModelService(engine, 'text');
+  let n = 0;
+  const token = async () => `t${++n}`;
+  service.refuseNext(401, 'UNAUTHENTICATED', 'The client token has expired.');
+  const { record } = await open(service, { token });
+  try {
+    const [refused, retried] = service.syncs();
+    assert.equal(refused.headers.Authorization, 'Bearer t1');
+    assert.equal(retried.headers.Authorization, 'Bearer t2');
+    assert.equal(new URL(FakeEventSource.last().url).searchParams.get('token'), 't1');
+  } finally {
+    record.close();
+  }
+});
+
+test('options are checked', async () => {
+  await assert.rejects(connect({ ...ids, documentId: '' }), /documentId must be a non-empty string/);
+  await assert.rejects(connect({ ...ids, fetch: () => {}, EventSource: 'no' }), /EventSource must be a constructor/);
+});

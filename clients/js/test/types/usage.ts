@@ -1,0 +1,55 @@
+// Compiled (not run) by `npm test` with tsc --strict: the declarations (index.d.ts, codemirror.d.ts)
+// accept the documented uses and refuse wrong ones (@ts-expect-error lines).
+import { EditorState } from '@codemirror/state';
+import { EditorView } from '@codemirror/view';
+import { folioRemote, folioSync } from '@folio/client/codemirror';
+import { bindTextarea, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, loadEngine, Replica } from '@folio/client';
+import type { ChangeEvent, JsonObject, TextChange } from '@folio/client';
+
+export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement): Promise<void> {
+  const record: FolioRecord = await connect({
+    baseUrl: 'https://folio.example.com',
+    token: async () => 'token',
+    organizationId: 'o',
+    documentId: 'd',
+    editorId: 'e',
+    persist: (bytes: Uint8Array) => localStorage.setItem('k', String(bytes.length)),
+  });
+  const value: string | JsonObject[] | JsonObject = record.value;
+  if (record.type === 'text') record.insert(0, 'x').delete(0, 1).replace('new');
+  if (record.type === 'array') record.insert(0, { a: 1 }, { b: [true, null] });
+  if (record.type === 'map') record.set('k', { deep: [1, 'x'] }).delete('k');
+  record.on('change', (e: ChangeEvent) => {
+    const c: TextChange[] | undefined = e.changes;
+    void [e.remote, c?.[0]?.from, value];
+  });
+  record.on('error', (e: Error) => {
+    if (e instanceof FolioError) void [e.status, e.httpStatus, e.message];
+  });
+  record.on('status', ({ online }) => void online);
+  const saved: Uint8Array = record.save();
+  await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', saved, headers: { 'x-folio-api-key': 'k' }, EventSource: FetchEventSource });
+  const { destroy } = bindTextarea(record, textarea);
+  destroy();
+  new EditorView({ parent, state: EditorState.create({ doc: String(record.value), extensions: [folioSync(record)] }) });
+  void folioRemote;
+  const engine = await loadEngine();
+  const r = Replica.create(engine, 'text');
+  const applied: number = r.apply(r.encodeSince(r.version())).applied;
+  const push = r.onPush(new Uint8Array(), new Uint8Array([0]), '1');
+  if (push.status === 'gap') void applied;
+  r.free();
+  const json: string = canonicalJson({ a: [1, 'b', null] });
+  void json;
+  await record.sync();
+  record.close();
+
+  // @ts-expect-error organizationId is required
+  await connect({ baseUrl: '', documentId: 'd', editorId: 'e' });
+  // @ts-expect-error a record type is one of four
+  Replica.create(engine, 'list');
+  // @ts-expect-error not a JSON value
+  record.set('k', () => 1);
+  // @ts-expect-error no such event
+  record.on('changed', () => {});
+}
