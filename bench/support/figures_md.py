@@ -75,6 +75,14 @@ def main():
           "noisy; they are to be regenerated on a quiet machine.\n" % (start[0], end, cpu))
     else:
         w("on a quiet machine (load average %s at the start%s).\n" % (start[0], cpu))
+    parts = re.findall(r"^---- scripts/bench (\S+) ----$", text, re.M)
+    if parts:  # a file joined from the parts of one run (scripts/bench engine, then http)
+        starts = re.findall(r"^load average at the start: (\S+)", text, re.M)
+        ends = re.findall(r"^load average at the end: (\S+)", text, re.M)
+        w("The parts ran one after the other: %s.\n" % "; ".join(
+            "%s load average %s at the start, %s at the end (its own work included%s)" % (
+                part, a, z, "; above twice the cores, so other work ran too and its figures may be inflated" if float(z) > 2 * cores else "")
+            for part, a, z in zip(["engine"] + parts, starts, ends)))
 
     tb = s["bench/trace_bench"]
     patches, gap, r = trace_block(tb, "automerge-paper")
