@@ -13,11 +13,13 @@ BEGIN, END = "<!-- figures:begin (scripts/bench writes this part from its result
 
 
 def sections(text):
-    """{command: its output} for each "==== command ====" section, plus "header"."""
+    """{command: its output} for each "==== command ====" section, plus "header"; the sections of one
+    command run twice (bench/browser.sh: its engine part, then its live part) are joined."""
     parts = re.split(r"^==== (.+?) ====$", text, flags=re.M)
     out = {"header": parts[0]}
     for cmd, body in zip(parts[1::2], parts[2::2]):
-        out[cmd.split(" ")[0]] = body
+        key = cmd.split(" ")[0]
+        out[key] = out.get(key, "") + body
     return out
 
 
@@ -53,7 +55,8 @@ def trace_block(out, trace):
 def main():
     text = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1]).read())
     s = sections(text)
-    for cmd in ("bench/trace_bench", "bench/record_bench", "bench/json_bench", "bench/peers.sh", "bench/load.sh", "bench/annotations_load.sh", "bench/live.sh"):
+    for cmd in ("bench/trace_bench", "bench/record_bench", "bench/json_bench", "bench/peers.sh", "bench/browser.sh", "bench/load.sh",
+                "bench/annotations_load.sh", "bench/live.sh"):
         if cmd not in s:
             raise SystemExit("figures_md.py: the results file has no %s section (run scripts/bench without a part)" % cmd)
     date = find(r"^date: +(\S+)", s["header"], "date").group(1)
@@ -123,6 +126,42 @@ def main():
     w("\nOn seph-blog1: Folio %s× / %s× / %s KB, diamond-types %s× / %s× / %s KB, Yjs %s× / %s× / %s KB (%s).\n" % (
         rows["folio"][1], rows["folio"][2], rows["folio"][3], rows["diamond-types"][1], rows["diamond-types"][2], rows["diamond-types"][3],
         rows["yjs"][1], rows["yjs"][2], rows["yjs"][3], rows["yjs"][4]))
+
+    br = s["bench/browser.sh"]
+    head = find(r"^automerge-paper in (.+?) \(headless, puppeteer-core\): (\d+) patches.*?fastest and median of (\d+) runs after (\d+) warm-up runs.*?"
+                r"\(trace_bench, ([0-9.]+) ms, baseline\)$", br, "browser replay")
+    browser, _, reps, warmup, native = head.groups()
+    w("\nIn a browser (`bench/browser.sh`, %s, headless): automerge-paper's patches as local edits in a page through each library's "
+      "JavaScript API — Folio's JavaScript client (its engine, `Replica.insert`/`delete` at code-point positions), diamond-types-web "
+      "(`OpLog` + checkout), Yjs (the ES module, fixed clientID, one transaction per trace transaction) — a fresh browser per library, fastest and "
+      "median of %s runs after %s warm-up runs, each result checked against the trace's end text; ratios to Folio's native local "
+      "replay of the same run (%s ms):\n\n" % (browser, reps, warmup, native))
+    w("| automerge-paper in Chromium | fastest | median | ratio to native Folio |\n|---|---|---|---|\n")
+    for m in re.finditer(r"^  (folio \(clients/js, wasm\)|diamond-types-web \S+|yjs \S+) +([0-9.]+) ms +([0-9.]+) ms +([0-9.]+)x$", br, re.M):
+        label = {"folio": "Folio (JavaScript client, wasm)", "yjs": m.group(1).replace("yjs", "Yjs")}.get(m.group(1).split(" ")[0], m.group(1))
+        w("| %s | %s ms | %s ms | %s× |\n" % (label, m.group(2), m.group(3), m.group(4)))
+    also = find(r"one transaction ([0-9.]+) ms \(([0-9.]+)x\); diamond-types through Doc.ins/del ([0-9.]+) ms \(([0-9.]+)x\)", br, "browser's also line")
+    goal = find(r"folio / the faster peer \((\S+)\): ([0-9.]+) +faster than both peers in the browser \(issue 20\): (\S+)", br, "browser goal")
+    w("\nAlso: Yjs with the whole trace in one transaction %s ms, diamond-types through `Doc.ins`/`del` %s ms. Folio ÷ the faster peer "
+      "(%s): %s; faster than both peers in the browser (issue 20): %s.\n" % (also.group(1), also.group(3), goal.group(1), goal.group(2), goal.group(3)))
+    w("\nWhat a page downloads to use each library (`bench/browser.sh`; bytes, gzip -9; JavaScript as one minified ES module by esbuild, "
+      "the same settings for each; as published, each module file compressed one by one, in brackets; no target):\n\n")
+    w("| library | WebAssembly | JavaScript minified (as published) | total | total, brotli | ratio to Folio |\n|---|---|---|---|---|---|\n")
+    for m in re.finditer(r"^  (folio \(clients/js \S+\)|diamond-types-web \S+|yjs \S+) +([0-9,]+|-) +([0-9,]+) \( *(\d+) files\) +([0-9,]+) +([0-9,]+) +([0-9,]+) +([0-9.]+)x$", br, re.M):
+        label = {"folio": "Folio (JavaScript client + engine)", "yjs": m.group(1).replace("yjs", "Yjs")}.get(m.group(1).split(" ")[0], m.group(1))
+        w("| %s | %s | %s (%s in %s file%s) | %s | %s | %s× |\n" % (label, m.group(2), m.group(5), m.group(3), m.group(4), "" if m.group(4) == "1" else "s",
+                                                               m.group(6), m.group(7), m.group(8)))
+    lv = find(r"^REST update -> the change visible.*?\((.+?), headless\): (\d+) updates per receiver after (\d+) warm-up", br, "browser live")
+    rows = {m.group(1).split(" ")[0]: m.groups()[1:] for m in re.finditer(
+        r"^  (REST update's own round trip \(baseline\)|Node\.js client \(.*?\)|page \(.*?\)) +([0-9.]+) ms +([0-9.]+ ms|-) +(\d+) +([0-9.]+)x$", br, re.M)}
+    pn = find(r"^  page / Node\.js client: p50 ([0-9.]+)x, p99 ([0-9.]+)x", br, "page / node")
+    w("\nA REST update to the change visible in a page (`bench/browser.sh live`: a page connected through the JavaScript client with a client "
+      "token, its textarea bound to a text record; %s updates, one at a time, 10 ms apart; from sending the update to the textarea showing it, "
+      "reported to the driver through DevTools): p50 %s ms, p99 %s (%s samples), against the update's own round trip p50 %s ms, p99 %s "
+      "(%s samples; the page's p50 is %s× it) and a Node.js client (the same JavaScript client, on a second record; the updates alternate "
+      "between the two) p50 %s ms, p99 %s (the page ÷ Node: p50 %s×, p99 %s×); no target.\n" % (
+          lv.group(2), rows["page"][0], rows["page"][1], rows["page"][2], rows["REST"][0], rows["REST"][1], rows["REST"][2], rows["page"][3],
+          rows["Node.js"][0], rows["Node.js"][1], pn.group(1), pn.group(2)))
 
     rb = s["bench/record_bench"]
     x = {m.group(1): (m.group(2), m.group(3), m.group(4)) for m in re.finditer(r"^  ((?:xml|map)/\w+) +([0-9.]+) ms +([0-9.]+)x +(.*)$", rb, re.M)}

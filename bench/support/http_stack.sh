@@ -1,7 +1,7 @@
-# bench/support/http_stack.sh — sourced by the HTTP load benchmarks (bench/load.sh,
-# bench/annotations_load.sh): installs and builds what they need (Release), starts folio-fcgi and nginx
-# (the standalone config, access log off) on a free loopback port with a fresh database and one
-# credential, and defines
+# bench/support/http_stack.sh — sourced by the HTTP benchmarks (bench/load.sh, bench/annotations_load.sh,
+# bench/live.sh, bench/browser.sh): installs and builds what they need (Release), starts folio-fcgi and nginx
+# (the standalone config, access log off) on a free loopback port with a fresh database, one
+# credential and a client-token signing key, and defines
 #   responder CMD...            restart the FastCGI responder on the socket nginx uses (folio-fcgi or hello-fcgi)
 #   run NAME TARGET THREADS CONNECTIONS BODIES
 #                               wrk for $secs seconds, longer when that gives fewer than 200 requests (a p99
@@ -47,7 +47,9 @@ responder() {  # starts folio-fcgi or hello-fcgi on the socket nginx uses
 mkdir -p "$work/nginx"
 scripts/nginx-conf "$work" "$port" > /dev/null  # makes $work/channel.secret, before folio-fcgi reads it
 live=(--channel-secret-file "$work/channel.secret" --publish-socket "$work/run/nginx-publish.sock")
-responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}"
+# A client-token signing key, as scripts/run makes one (POST /v2/auth/token; bench/browser.sh's page uses one).
+(umask 077; echo "bench1 $(openssl rand -hex 32)" > "$work/client-token.keys")
+responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}" --client-token-keys "$work/client-token.keys"
 FOLIO_ACCESS_LOG=off scripts/nginx-start "$work" "$port" 10000000 &   # as scripts/run starts it
 pids+=($!)
 sleep 0.5

@@ -41,6 +41,24 @@ test('text: code-point edits, replace through the diff, tracked changes', () => 
   assert.equal(t.value, 'hello big world!'); // nothing changed by the refusals
 });
 
+test('text insert: ASCII, non-ASCII and texts longer than the scratch space the engine reuses', async () => {
+  const t = Replica.create(await createEngine(), 'text'); // a fresh engine: its scratch space starts empty
+  t.insert(0, 'ab');
+  const long = 'x'.repeat(5000); // beyond the first scratch space (1,024 bytes): it grows
+  t.insert(1, long);
+  assert.equal(t.value, `a${long}b`);
+  const wide = 'é😀'.repeat(2000); // 12,000 bytes of UTF-8 from 6,000 units: the bound of 3 bytes per unit
+  t.insert(0, wide);
+  t.insert(0, 'ascii first, then ü'); // ASCII copied unit by unit until the first other unit
+  assert.equal(t.value, `ascii first, then ü${wide}a${long}b`);
+  assert.equal(t.length, 19 + 4000 + 5002);
+  t.insert(0, ''); // nothing
+  assert.throws(() => t.insert(0, 'ascii \udc00'), TypeError); // a lone surrogate after ASCII
+  assert.throws(() => t.insert(0, 7), TypeError);
+  assert.equal(t.value, `ascii first, then ü${wide}a${long}b`);
+  t.free();
+});
+
 test('array: items are canonical JSON objects; insert, delete, replace by element', () => {
   const a = make('array');
   a.insert(0, { b: 1, a: [1, 2] }, { x: 'y' });
