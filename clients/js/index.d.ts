@@ -39,8 +39,12 @@ export interface ConnectOptions {
   baseUrl: string;
   /**
    * A client token (POST /v2/auth/token, minted by the application's backend), sent as
-   * `Authorization: Bearer` and as the subscription's `token` query parameter. A function is asked for
-   * a token when one is needed and again after a 401 (an expired token).
+   * `Authorization: Bearer`; in a URL (the subscription's `token` query parameter) only through an
+   * EventSource other than FetchEventSource, as a browser's sends no headers. A function is asked for
+   * a token when one is needed (one call shared by every request waiting) and again after a 401 (an
+   * expired token); when the new token is refused too, the next call waits for the retry's backoff.
+   * A read-only token: the first push is refused (an `error` event, once); the client then only pulls,
+   * keeping local edits local, until the function gives another token.
    */
   token?: string | (() => string | Promise<string>);
   organizationId: string;

@@ -2,11 +2,16 @@
 //
 // The replica (engine.js: the engine's folio::sync_client in WebAssembly) decides what to send and
 // what an answer or a pushed change means; this file is the transport around it (docs/API.md):
-//  * listen: GET /v2/crdt/subscribe as an EventSource (the token in the query: EventSource sends no
-//    headers); on every (re)connect — its `open` event — sync, and once more a second later (with
-//    several nginx workers a subscription takes effect a moment after it opens);
+//  * listen: GET /v2/crdt/subscribe as an EventSource (the token as `Authorization: Bearer` through
+//    FetchEventSource; in the query only for another EventSource, as a browser's sends no headers); on
+//    every (re)connect — its `open` event — sync, and once more a second later (with several nginx
+//    workers a subscription takes effect a moment after it opens);
 //  * sync: POST /v2/crdt/sync with the replica's request, the token as `Authorization: Bearer`;
 //    repeated while the replica needs it (after a refused push it pulls first, then pushes);
+//  * a push refused with 403 (a read-only token): reported once as an `error` event; from then on the
+//    client only pulls (syncs without an update) and keeps local edits local, until it gets a new token;
+//  * tokens (a `token` function): asked for once and shared by all requests; asked again after a 401,
+//    and when the new token is refused too, the failure waits for the retry (backoff) before the next;
 //  * pushed messages: a change goes to the replica, which holds out-of-order ops as pending and says
 //    when something was missed (then sync); a notice means sync; another incarnation means the record
 //    was deleted and added again: the replica is dropped and a new one joins the new record.
@@ -67,6 +72,10 @@ export class FolioRecord {
     this._closed = false;
     this._online = false;
     this._token = typeof o.token === 'string' ? o.token : undefined;
+    this._tokenFetch = null; // the token() call in progress, shared by all who need a token
+    this._tokenRenewed = false; // the token replaced a refused one and nothing has accepted it yet
+    this._lastToken = this._token; // the last token the function gave (a new one ends read-only)
+    this._readOnly = false; // a push was refused (403): pull only until the token changes
     this._running = null; // the sync run in progress
     this._queued = null; // the run that follows it
     this._timers = new Set();
@@ -199,7 +208,7 @@ export class FolioRecord {
 
   _local(changes) {
     this._emit('change', { remote: false, changes });
-    if (this._retryTimer !== null) this._persistOffline(); // offline: the retry will push
+    if (this._retryTimer !== null || this._readOnly) this._persistOffline(); // the retry (or a new token) will push
     else this._kick();
   }
 
@@ -242,7 +251,11 @@ export class FolioRecord {
     this.sync().catch((e) => this._failed(e));
   }
 
-  /** A background sync failed: retry if the service was unreachable, else report. */
+  /**
+   * A background sync failed: retry if the service was unreachable, else report. A token refused
+   * right after it was renewed is reported and retried with backoff too: edits meanwhile stay local
+   * instead of each costing a request and a token.
+   */
   _failed(e) {
     if (this._closed) return;
     if (isUnreachable(e)) {
@@ -250,6 +263,7 @@ export class FolioRecord {
       this._retry();
     } else {
       this._emit('error', e);
+      if (e instanceof FolioError && e.httpStatus === 401 && typeof this._o.token === 'function') this._retry();
     }
   }
 
@@ -259,6 +273,7 @@ export class FolioRecord {
     this._retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
     this._retryTimer = this._after(delay, () => {
       this._retryTimer = null;
+      this._tokenRenewed = false; // a 401 now may ask for a new token again
       this._kick();
     });
   }
@@ -291,7 +306,9 @@ export class FolioRecord {
       if (this._closed) return;
       const r = this._replica;
       const q = r ? r.request() : { version: EMPTY_VERSION, update: new Uint8Array(0), incarnation: '' };
-      if (q.update.length > 0 && this._o.persist) await this._o.persist(r.save()); // save before sending
+      // Read-only: a pull. The same request without its update, as the replica makes after a refused push.
+      const push = q.update.length > 0 && !this._readOnly;
+      if (push && this._o.persist) await this._o.persist(r.save()); // save before sending
       if (this._closed) return;
       const data = {
         organizationId: this._o.organizationId,
@@ -299,7 +316,7 @@ export class FolioRecord {
         editorId: this._o.editorId,
         version: toBase64(q.version),
       };
-      if (q.update.length > 0) data.update = toBase64(q.update);
+      if (push) data.update = toBase64(q.update);
       if (q.incarnation) data.incarnation = q.incarnation;
       if (this._o.userId !== undefined) data.userId = this._o.userId;
       if (this._o.sessionId !== undefined) data.sessionId = this._o.sessionId;
@@ -316,12 +333,19 @@ export class FolioRecord {
           this._recreated();
           continue;
         }
+        if (e instanceof FolioError && e.httpStatus === 403 && push) {
+          // The token may read but not write: say so once, then pull only (edits stay local).
+          this._readOnly = true;
+          this._emit('error', e);
+          continue;
+        }
         throw e;
       }
       if (this._closed) return;
       this._setOnline(true);
       this._answer(answer);
-      if (!this._replica.needsSync) return;
+      // Read-only, the answer brought everything the service has; the unpushed edits keep needsSync set.
+      if (this._readOnly || !this._replica.needsSync) return;
     }
     this._after(0, () => this._kick()); // still behind (edits kept coming): go on after a pause
   }
@@ -367,21 +391,52 @@ export class FolioRecord {
     return r;
   }
 
-  async _authHeaders() {
+  /** The `headers` option with `token` as `Authorization: Bearer`. */
+  _authHeaders(token) {
     const h = { ...(this._o.headers ?? {}) };
-    const token = await this._currentToken();
     if (token) h.Authorization = `Bearer ${token}`;
     return h;
   }
 
-  async _currentToken() {
-    if (this._token === undefined && typeof this._o.token === 'function') this._token = await this._o.token();
-    return this._token;
+  /** The token; a `token` function is called when there is none, once for all callers waiting. */
+  _currentToken() {
+    if (this._token !== undefined || typeof this._o.token !== 'function') return Promise.resolve(this._token);
+    if (!this._tokenFetch) {
+      const fetching = (async () => {
+        try {
+          const token = await this._o.token();
+          if (this._tokenFetch === fetching) {
+            if (token !== this._lastToken) this._readOnly = false; // a new token may write
+            this._token = this._lastToken = token;
+          }
+          return token;
+        } finally {
+          if (this._tokenFetch === fetching) this._tokenFetch = null;
+        }
+      })();
+      this._tokenFetch = fetching;
+    }
+    return this._tokenFetch;
+  }
+
+  /**
+   * `token` was refused (401). True when a request should be made again with a new one: the token
+   * function is asked again unless the current token already replaced a refused one (then the failure
+   * waits for the retry's backoff), and one renewal serves everyone who held the refused token.
+   */
+  _tokenRefused(token) {
+    if (typeof this._o.token !== 'function') return false;
+    if (this._token !== token) return true; // renewed (or being renewed) meanwhile
+    if (this._tokenRenewed) return false;
+    this._tokenRenewed = true;
+    this._token = undefined;
+    return true;
   }
 
   /** POSTs {data} to `path`; the answer's JSON, or a FolioError with the service's status and message. */
   async _post(path, data, retried = false) {
-    const headers = { 'Content-Type': 'application/json', ...(await this._authHeaders()) };
+    const token = await this._currentToken();
+    const headers = { 'Content-Type': 'application/json', ...this._authHeaders(token) };
     let res;
     try {
       res = await this._o.fetch(this._o.baseUrl + path, { method: 'POST', headers, body: JSON.stringify({ data }) });
@@ -390,12 +445,10 @@ export class FolioRecord {
     }
     const error = res.ok ? null : await errorOf(res);
     if (error) {
-      if (error.httpStatus === 401 && typeof this._o.token === 'function' && !retried) {
-        this._token = undefined; // expired: ask for a new token once
-        return this._post(path, data, true);
-      }
+      if (error.httpStatus === 401 && !retried && this._tokenRefused(token)) return this._post(path, data, true); // expired
       throw error;
     }
+    if (token === this._token) this._tokenRenewed = false; // accepted
     try {
       return await res.json();
     } catch (e) {
@@ -405,23 +458,21 @@ export class FolioRecord {
 
   // ---- subscribe -----------------------------------------------------------------------------------
 
-  async _subscribeUrl() {
-    const q = new URLSearchParams({ organizationId: this._o.organizationId, documentId: this._o.documentId, editorId: this._o.editorId });
-    const token = await this._currentToken();
-    if (token) q.set('token', token);
-    return `${this._o.baseUrl}/v2/crdt/subscribe?${q}`;
-  }
-
   /** Opens the subscription; resolves on its first `open`, rejects if it fails before. */
   async _subscribe() {
-    const url = await this._subscribeUrl();
+    const token = await this._currentToken();
     if (this._closed) return;
+    const q = new URLSearchParams({ organizationId: this._o.organizationId, documentId: this._o.documentId, editorId: this._o.editorId });
+    // FetchEventSource sends the token as a header; another EventSource (a browser's) may send no
+    // headers: the token goes in the query. The service refuses a token sent both ways (401).
+    const headers = this._o.EventSource === FetchEventSource ? this._authHeaders(token) : { ...(this._o.headers ?? {}) };
+    if (token && !headers.Authorization) q.set('token', token);
+    const url = `${this._o.baseUrl}/v2/crdt/subscribe?${q}`;
     return new Promise((resolve, reject) => {
       let opened = false;
-      const init = {};
-      if (this._o.headers) init.headers = this._o.headers;
-      if (this._o.EventSource === FetchEventSource) init.fetch = this._o.fetch;
-      const es = Object.keys(init).length ? new this._o.EventSource(url, init) : new this._o.EventSource(url);
+      let es;
+      if (this._o.EventSource === FetchEventSource) es = new FetchEventSource(url, { headers, fetch: this._o.fetch });
+      else es = this._o.headers ? new this._o.EventSource(url, { headers }) : new this._o.EventSource(url);
       this._source = es;
       es.onopen = () => {
         this._sourceDelay = RETRY_MIN_MS;
@@ -446,7 +497,7 @@ export class FolioRecord {
         }
         // CLOSED: the service refused the subscription, or answered something else. Ask it why.
         this._source = null;
-        this._whyClosed(url).then((e) => {
+        this._whyClosed(url, headers).then((e) => {
           if (this._closed) return;
           if (!opened) {
             opened = true;
@@ -454,8 +505,9 @@ export class FolioRecord {
             if (!this._replica) return reject(e ?? new FolioError('the subscription closed', { status: 'UNAVAILABLE' }));
             resolve();
           } else if (e && !isUnreachable(e)) {
-            if (!(e.httpStatus === 401 && typeof this._o.token === 'function')) return this._emit('error', e);
-            this._token = undefined; // expired: reconnect with a new token
+            if (!(e.httpStatus === 401 && this._tokenRefused(token))) this._emit('error', e);
+            if (e.httpStatus !== 401 || typeof this._o.token !== 'function') return;
+            // expired: reconnect with a new token (or, when the new one was refused too, after the backoff)
           }
           this._resubscribe();
         });
@@ -468,15 +520,16 @@ export class FolioRecord {
     this._sourceDelay = Math.min(delay * 2, RETRY_MAX_MS);
     this._after(delay, () => {
       if (this._closed) return;
+      this._tokenRenewed = false; // a 401 now may ask for a new token again
       this._subscribe().catch((e) => this._failed(e));
     });
   }
 
-  /** The error the subscribe endpoint answers now (null if it accepts: a transient close). */
-  async _whyClosed(url) {
+  /** The error the subscribe endpoint answers the subscription's request now (null if it accepts). */
+  async _whyClosed(url, headers) {
     const abort = new AbortController();
     try {
-      const res = await this._o.fetch(url, { headers: { Accept: 'text/event-stream', ...(this._o.headers ?? {}) }, signal: abort.signal });
+      const res = await this._o.fetch(url, { headers: { Accept: 'text/event-stream', ...headers }, signal: abort.signal });
       if (res.ok) return null;
       return await errorOf(res);
     } catch (e) {

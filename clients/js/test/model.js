@@ -45,6 +45,8 @@ export class ModelService {
     this.incarnation = incarnation;
     this.requests = [];
     this.offline = false;
+    this.readOnly = false; // the token's access: syncs with an update are refused (403)
+    this.expired = false; // every request is refused with 401, whatever its token
     this.refusals = []; // queued answers: { status, body } served before anything else
     this.fetch = (url, init) => this.handle(url, init);
   }
@@ -82,12 +84,15 @@ export class ModelService {
     this.requests.push(request);
     await null; // answers come later, as over a network
     if (this.offline) throw new TypeError('fetch failed');
+    if (this.expired) return json(401, { error: { message: 'The client token has expired.', status: 'UNAUTHENTICATED' } });
     if (this.refusals.length) {
       const r = this.refusals.shift();
       return json(r.httpStatus, r.body);
     }
     if (u.pathname !== '/v2/crdt/sync') return json(404, { error: { message: `No endpoint at ${u.pathname}.`, status: 'NOT_FOUND' } });
     const d = request.body.data;
+    if (this.readOnly && d.update)
+      return json(403, { error: { message: 'This token is read-only; sync without an update to only receive changes.', status: 'PERMISSION_DENIED' } });
     const version = fromBase64(d.version, 'version');
     const hasState = !(version.length === 1 && version[0] === 0) || d.update;
     if (hasState && d.incarnation === undefined)

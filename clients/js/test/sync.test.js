@@ -2,9 +2,9 @@
 // sync, pushes, pending and gaps, notices, refusals, incarnations, offline editing, persistence,
 // errors.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 
-import { connect, FolioError, loadEngine, Replica } from '../folio.js';
+import { connect, FetchEventSource, FolioError, loadEngine, Replica } from '../folio.js';
 import { FakeEventSource, ModelService, until } from './model.js';
 
 const engine = await loadEngine();
@@ -234,6 +234,8 @@ test('service errors reach the caller as FolioError: from connect, and as error 
   const probe = service.requests.at(-1);
   assert.equal(probe.path, '/v2/crdt/subscribe');
   assert.equal(probe.headers.Accept, 'text/event-stream');
+  assert.equal(probe.query.token, 'other'); // as the EventSource sent it: in the query, not also as a header
+  assert.equal(probe.headers.Authorization, undefined);
 
   // In the background: an error event.
   const { record } = await open(service);
@@ -271,6 +273,139 @@ test('a token given as a function is asked again after a 401', async () => {
     assert.equal(new URL(FakeEventSource.last().url).searchParams.get('token'), 't1');
   } finally {
     record.close();
+  }
+});
+
+test('a push refused as read-only (403) is reported once; then the client pulls only, until a new token', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('abc');
+  service.readOnly = true;
+  let n = 0;
+  const { record, es } = await open(service, { token: async () => `t${++n}` });
+  try {
+    const errors = [];
+    record.on('error', (e) => errors.push(e));
+    record.insert(0, 'mine ');
+    await until(() => errors.length === 1);
+    assert.ok(errors[0] instanceof FolioError);
+    assert.equal(errors[0].status, 'PERMISSION_DENIED');
+    assert.equal(errors[0].httpStatus, 403);
+    await record.sync(); // a pull: in step with everything the service has
+    const syncsBefore = service.syncs().length;
+    record.insert(0, 'more '); // stays local: nothing to send
+    assert.equal(service.syncs().length, syncsBefore);
+    // A gap: the client pulls what it missed.
+    service.edit((d) => d.insert(3, '1'));
+    const m2 = service.edit((d) => d.insert(4, '2'));
+    es.send(m2);
+    await until(() => record.value === 'more mine abc12');
+    const after = service.syncs().slice(syncsBefore);
+    assert.ok(after.length >= 1);
+    assert.ok(after.every((r) => !r.body.data.update), 'pulls only');
+    assert.equal(service.syncs().filter((r) => r.body.data.update).length, 1, 'one push was tried');
+    assert.equal(errors.length, 1, 'reported once');
+    assert.equal(service.doc.value, 'abc12');
+    // A new token (after a 401) may write: the edits kept locally are pushed.
+    service.readOnly = false;
+    service.refuseNext(401, 'UNAUTHENTICATED', 'The client token has expired.');
+    await record.sync();
+    await until(() => service.doc.value === 'more mine abc12');
+    assert.equal(service.syncs().at(-1).headers.Authorization, 'Bearer t2');
+    assert.equal(errors.length, 1);
+  } finally {
+    record.close();
+  }
+});
+
+test('with FetchEventSource the token is sent as a header only: no URL holds it', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('abc');
+  const seen = [];
+  let streams = true;
+  const fetch = (url, init = {}) => {
+    seen.push({ url, authorization: init.headers?.Authorization });
+    if (new URL(url).pathname === '/v2/crdt/subscribe' && streams)
+      return Promise.resolve(new Response(new ReadableStream({ start() {} }), { status: 200, headers: { 'Content-Type': 'text/event-stream' } }));
+    return service.fetch(url, init);
+  };
+  const record = await connect({ ...ids, token: 'tok', fetch, EventSource: FetchEventSource });
+  try {
+    assert.equal(record.value, 'abc');
+  } finally {
+    record.close();
+  }
+  // A refused subscription: the client asks why with the same request.
+  streams = false;
+  service.refuseNext(403, 'PERMISSION_DENIED', 'The client token does not cover this documentId.');
+  service.refuseNext(403, 'PERMISSION_DENIED', 'The client token does not cover this documentId.');
+  await assert.rejects(connect({ ...ids, token: 'tok', fetch, EventSource: FetchEventSource }), (e) => e.httpStatus === 403);
+  assert.deepEqual(seen.map((r) => new URL(r.url).pathname), ['/v2/crdt/subscribe', '/v2/crdt/sync', '/v2/crdt/subscribe', '/v2/crdt/subscribe']);
+  for (const r of seen) {
+    assert.doesNotMatch(r.url, /token=/);
+    assert.equal(r.authorization, 'Bearer tok');
+  }
+});
+
+test('while tokens are refused, edits do not each ask for a new one: renewals wait for the backoff', async () => {
+  mock.timers.enable({ apis: ['setTimeout'] }); // the retry's backoff passes only when the test says
+  const service = new ModelService(engine, 'text');
+  let calls = 0;
+  const { record } = await open(service, { token: async () => `t${++calls}` });
+  try {
+    const errors = [];
+    record.on('error', (e) => errors.push(e));
+    assert.equal(calls, 1);
+    service.expired = true;
+    for (let i = 0; i < 10; ++i) {
+      record.insert(0, 'x');
+      await record.sync().catch(() => {});
+    }
+    assert.equal(calls, 2, 'one renewal for 10 edits');
+    assert.ok(errors.length >= 1 && errors.every((e) => e.httpStatus === 401));
+    // The backoff passed: the retry syncs again; the service takes the token now, and the edits.
+    service.expired = false;
+    mock.timers.tick(500);
+    await until(() => service.doc.value === 'x'.repeat(10));
+    assert.equal(calls, 2);
+  } finally {
+    record.close();
+    mock.timers.reset();
+  }
+});
+
+test('the subscription and a sync needing a new token at once share one token() call', async () => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  const service = new ModelService(engine, 'text');
+  let calls = 0;
+  const waiting = [];
+  const token = () => {
+    const n = ++calls;
+    return new Promise((resolve) => waiting.push(() => resolve(`t${n}`)));
+  };
+  const before = FakeEventSource.instances.length;
+  const pending = connect({ ...ids, token, fetch: service.fetch, EventSource: FakeEventSource });
+  await until(() => waiting.length === 1);
+  waiting.shift()();
+  await until(() => FakeEventSource.instances.length > before);
+  FakeEventSource.last().open();
+  const record = await pending;
+  try {
+    service.expired = true;
+    FakeEventSource.last().fail(true); // refused: the client asks why (401) and subscribes again later
+    await until(() => service.requests.at(-1).path === '/v2/crdt/subscribe');
+    for (let i = 0; i < 10; ++i) await new Promise((r) => setImmediate(r));
+    record.insert(0, 'a'); // its sync needs a new token too
+    await until(() => waiting.length === 1);
+    mock.timers.tick(500); // the subscription's retry, while the token is being fetched
+    for (let i = 0; i < 10; ++i) await new Promise((r) => setImmediate(r));
+    service.expired = false;
+    while (waiting.length) waiting.shift()();
+    await until(() => service.doc.value === 'a');
+    assert.equal(calls, 2);
+    assert.equal(new URL(FakeEventSource.last().url).searchParams.get('token'), 't2');
+  } finally {
+    record.close();
+    mock.timers.reset();
   }
 });
 
