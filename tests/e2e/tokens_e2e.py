@@ -439,6 +439,7 @@ class Cors(unittest.TestCase):
         status, headers, body = raw_request(subscribe_text(ids("e1"), token=token, origin=ALLOWED))
         self.assertEqual(status, 200, body)
         self.assertEqual(headers["access-control-allow-origin"], ALLOWED)  # once: Nchan's (two make browsers refuse it)
+        self.assertNotIn("access-control-allow-credentials", headers)  # no credentials mode (Nchan's default is on)
         self.assertIn("x-request-id", headers)
         status, headers, body = raw_request(subscribe_text(ids("e1", doc="another doc"), token=token, origin=ALLOWED))
         self.assertEqual(status, 403, body)
