@@ -204,6 +204,7 @@ token_check verify_client_token(std::string_view token, const key_ring& ring, st
   std::optional<client_claims> c = decode_claims(tenant, *claims_text);
   if (!c) return out;  // signed by a key of ours, yet not what encode_claims writes: malformed
   out.claims = std::move(*c);
+  out.key_id = key_id;
   out.problem = now_ms / 1000 >= out.claims.expires ? token_problem::expired : token_problem::none;
   return out;
 }

@@ -83,6 +83,7 @@ enum class token_problem { none, malformed, unknown_key, bad_signature, expired 
 struct token_check {
   token_problem problem = token_problem::malformed;
   client_claims claims;  ///< filled when the signature verified (problem none or expired)
+  std::string key_id;    ///< the signing key's id, likewise
 };
 
 /// The expiry (seconds since the epoch) of a token minted at `now_ms` for `seconds` by a credential that
