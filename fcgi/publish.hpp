@@ -20,7 +20,7 @@
 // takes one, so a subscriber learns it missed something even when the failed change was the last
 // before a quiet period. Cost: one map entry per owed channel; a retry is one POST.
 //
-// Client tokens on open streams (docs/SECURITY.md "Client tokens"): Nchan authorizes an EventSource or
+// Client tokens on open streams (docs/SECURITY.md "Open streams"): Nchan authorizes an EventSource or
 // WebSocket subscriber once, when it opens, and pings keep it open; so the publisher remembers, per
 // channel, the earliest expiry among the client tokens let in (token_subscribed) and their signing key
 // ids. Before anything is published to a channel whose earliest token has expired, or one of whose key
@@ -29,7 +29,8 @@
 // again (an expired token gets 401) and sync, as after any reopen. A channel nothing is published to
 // sends nothing, so it leaks nothing. At most max_token_channels channels are remembered: when full,
 // those already due are deleted and forgotten; if none is, a new one is refused (the subscriber gets
-// 503). Cost: one map entry per channel (its id, an expiry, the few key ids); a check is one lookup.
+// 503). Cost: one map entry per channel (its id, an expiry, the few key ids); a check is one lookup;
+// a sweep when full is a pass over the map and one DELETE per due channel.
 // Thread-safety: `publish` and `token_subscribed` may run on many threads at once (one libcurl handle
 // per thread).
 #pragma once
