@@ -9,6 +9,7 @@
 // Thread-safety: functions over a caller's `database`.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,8 @@ namespace folio::service {
 struct client_scope {
   std::string org, doc;
   std::optional<std::string> editor;
+  std::int64_t expires = 0;  ///< the token's expiry (seconds since the epoch)
+  std::string key_id;        ///< the key that signed it: open streams end when it leaves the ring (publish.hpp)
 };
 
 struct principal {

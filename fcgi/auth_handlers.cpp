@@ -34,10 +34,13 @@ std::string auth_token(context& c) {
   const std::shared_ptr<const key_ring> ring = c.svc.client_keys();
   if (!ring) throw api_error(status::unavailable, "Client tokens are not configured on this server.");
   // Whole seconds, never more than asked for (at most 1 s less), and never past the minter's expiry.
-  std::int64_t expires = now_unix_ms() / 1000 + seconds;
-  if (c.who.expires_at)
-    if (const std::optional<std::int64_t> minter = timestamp_ms(*c.who.expires_at)) expires = std::min(expires, *minter / 1000);
-  t.expires = expires;
+  // The responder trusts a checked credential for up to 2 s (service.hpp, auth_cache_), so the minter may have expired
+  // since: then it is refused as an expired auth token is, rather than minting a dead token.
+  std::optional<std::int64_t> minter;
+  if (c.who.expires_at) minter = timestamp_ms(*c.who.expires_at);
+  const std::optional<std::int64_t> expiry = client_token_expiry(now_unix_ms(), seconds, minter);
+  if (!expiry) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+  const std::int64_t expires = t.expires = *expiry;
   const std::string token = sign_client_token(t, ring->signer());
   return success_body("Client token created.", [&](json_writer& w) {
     w.StartObject();

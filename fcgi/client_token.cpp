@@ -5,6 +5,7 @@
 #include <openssl/hmac.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -166,6 +167,14 @@ std::string seal_client_token(std::string_view tenant, const signing_key& key, s
 
 std::string sign_client_token(const client_claims& c, const signing_key& key) { return seal_client_token(c.tenant, key, encode_claims(c)); }
 
+std::optional<std::int64_t> client_token_expiry(std::int64_t now_ms, std::int64_t seconds, std::optional<std::int64_t> minter_expires_ms) {
+  std::int64_t expires = now_ms / 1000 + seconds;
+  if (minter_expires_ms) expires = std::min(expires, *minter_expires_ms / 1000);
+  // verify_client_token refuses a token from the second it names on.
+  if (expires <= now_ms / 1000) return std::nullopt;
+  return expires;
+}
+
 token_check verify_client_token(std::string_view token, const key_ring& ring, std::int64_t now_ms) {
   token_check out;
   if (token.size() > max_client_token_bytes || !token.starts_with(version_prefix)) return out;
@@ -195,6 +204,7 @@ token_check verify_client_token(std::string_view token, const key_ring& ring, st
   std::optional<client_claims> c = decode_claims(tenant, *claims_text);
   if (!c) return out;  // signed by a key of ours, yet not what encode_claims writes: malformed
   out.claims = std::move(*c);
+  out.key_id = key_id;
   out.problem = now_ms / 1000 >= out.claims.expires ? token_problem::expired : token_problem::none;
   return out;
 }

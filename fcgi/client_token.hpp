@@ -83,7 +83,15 @@ enum class token_problem { none, malformed, unknown_key, bad_signature, expired 
 struct token_check {
   token_problem problem = token_problem::malformed;
   client_claims claims;  ///< filled when the signature verified (problem none or expired)
+  std::string key_id;    ///< the signing key's id, likewise
 };
+
+/// The expiry (seconds since the epoch) of a token minted at `now_ms` for `seconds` by a credential that
+/// expires at `minter_expires_ms` (absent: never): now plus `seconds` in whole seconds (rounded down, so
+/// never later than asked), never past the minter's expiry (rounded down). nullopt when that is already
+/// past — the minter expired, or expires within the current second — so that no token is minted that
+/// would be refused from the start.
+std::optional<std::int64_t> client_token_expiry(std::int64_t now_ms, std::int64_t seconds, std::optional<std::int64_t> minter_expires_ms);
 
 /// Checks `token` against `ring` at `now_ms` (milliseconds since the epoch): its form, its key, its
 /// MAC, then its claims and expiry. Never throws for any input.

@@ -52,7 +52,7 @@ publisher::~publisher() {
   if (retrier_.joinable()) retrier_.join();
 }
 
-std::string publisher::post(const std::string& channel, const std::string& message) {
+std::string publisher::post(const std::string& channel, const std::string* message) {
   CURL* c = thread_handle();
   long code = 0;
   CURLcode rc = CURLE_FAILED_INIT;
@@ -63,8 +63,12 @@ std::string publisher::post(const std::string& channel, const std::string& messa
     curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, config_.publish_socket.c_str());
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, message.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(message.size()));
+    if (message) {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, message->data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(message->size()));
+    } else {
+      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
@@ -73,7 +77,7 @@ std::string publisher::post(const std::string& channel, const std::string& messa
     if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(headers);
   }
-  if (rc == CURLE_OK && code >= 200 && code < 300) return {};
+  if (rc == CURLE_OK && ((code >= 200 && code < 300) || (!message && code == 404))) return {};
   // 507: Nchan's shared memory is full.
   return (rc == CURLE_OK ? std::string("refused") : curl_easy_strerror(rc)) + " (HTTP " + std::to_string(code) + ")";
 }
@@ -91,8 +95,14 @@ bool publisher::take_budget(std::size_t bytes) {
 
 bool publisher::publish(const std::string& channel, const std::string& full, const std::string& notice) {
   if (config_.publish_socket.empty()) return false;
+  if (!end_due_streams(channel)) {
+    // Logged there; the channel's streams stay remembered, and the owed notice goes after a deletion that succeeds.
+    ++failures_;
+    owe(channel, notice);
+    return false;
+  }
   const std::string& message = full.size() <= max_message_bytes && take_budget(full.size()) ? full : notice;
-  const std::string why = post(channel, message);
+  const std::string why = post(channel, &message);
   if (why.empty()) {
     ++published_;
     return true;
@@ -102,6 +112,74 @@ bool publisher::publish(const std::string& channel, const std::string& full, con
              "publish to channel " + channel.substr(0, 12) + "... failed: " + why + "; a notice to sync is resent until nginx takes one");
   owe(channel, notice);
   return false;
+}
+
+namespace {
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+bool publisher::due(const token_streams& t, std::int64_t now) const {
+  if (now >= t.expires) return true;  // verify_client_token refuses a token from its second on
+  if (key_known_)
+    for (const std::string& id : t.key_ids)
+      if (!key_known_(id)) return true;
+  return false;
+}
+
+void publisher::remember(const std::string& channel, const token_streams& t) {
+  token_streams& r = streams_[channel];
+  if (r.key_ids.empty() || t.expires < r.expires) r.expires = t.expires;
+  for (const std::string& id : t.key_ids)
+    if (std::find(r.key_ids.begin(), r.key_ids.end(), id) == r.key_ids.end()) r.key_ids.push_back(id);
+}
+
+bool publisher::end_due_streams(const std::string& channel) {
+  token_streams t;
+  {
+    std::lock_guard<std::mutex> g(streams_mu_);
+    auto it = streams_.find(channel);
+    if (it == streams_.end() || !due(it->second, now_seconds())) return true;
+    // Forgotten before the deletion: a subscriber let in from now on is remembered anew.
+    t = std::move(it->second);
+    streams_.erase(it);
+  }
+  const std::string why = post(channel, nullptr);
+  if (why.empty()) {
+    log::write("info", "token_streams_ended",
+               "channel " + channel.substr(0, 12) + "...: a client token on its streams expired or lost its key; its subscribers were ended (they reconnect and are authorized again)");
+    return true;
+  }
+  log::write("warn", "token_streams_not_ended",
+             "channel " + channel.substr(0, 12) + "...: deleting it to end streams of an expired client token failed: " + why + "; nothing goes to it until a deletion succeeds");
+  std::lock_guard<std::mutex> g(streams_mu_);
+  remember(channel, t);
+  return false;
+}
+
+bool publisher::token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id) {
+  token_streams t;
+  t.expires = expires;
+  t.key_ids.push_back(key_id);
+  std::unique_lock<std::mutex> lock(streams_mu_);
+  if (streams_.size() >= max_token_channels && !streams_.count(channel)) {
+    // Full: end the channels already due (silent ones whose tokens expired), then there is room.
+    std::vector<std::string> ended;
+    const std::int64_t now = now_seconds();
+    for (const auto& [id, streams] : streams_)
+      if (due(streams, now)) ended.push_back(id);
+    lock.unlock();
+    for (const std::string& id : ended) end_due_streams(id);
+    lock.lock();
+    if (streams_.size() >= max_token_channels && !streams_.count(channel)) {
+      log::write("error", "token_streams_full",
+                 std::to_string(max_token_channels) + " channels already hold streams of unexpired client tokens; a subscriber is refused");
+      return false;
+    }
+  }
+  remember(channel, t);
+  return true;
 }
 
 void publisher::owe(const std::string& channel, const std::string& notice) {
@@ -141,7 +219,7 @@ void publisher::retry_loop() {
     std::vector<bool> delivered;
     for (const auto& [channel, message] : due) {
       if (stopping_) break;  // the destructor waits for at most the POST in flight
-      delivered.push_back(post(channel, message).empty());
+      delivered.push_back(end_due_streams(channel) && post(channel, &message).empty());
     }
     lock.lock();
     for (std::size_t i = 0; i < delivered.size(); ++i) {

@@ -226,7 +226,7 @@ principal service::client_principal(std::string_view token) {
   }
   principal p;
   p.tenant = t.claims.tenant, p.subject = t.claims.user, p.read_only = !t.claims.write;
-  p.scope = client_scope{t.claims.org, t.claims.doc, t.claims.editor};
+  p.scope = client_scope{t.claims.org, t.claims.doc, t.claims.editor, t.claims.expires, t.key_id};
   return p;
 }
 
@@ -261,7 +261,11 @@ std::shared_ptr<const key_ring> service::client_keys() const {
 service::service(config c)
     : config_(c),
       cache_(c.cache_bytes),
-      publisher_(c.live),
+      publisher_(c.live,
+                 [this](std::string_view id) {
+                   const std::shared_ptr<const key_ring> ring = client_keys();
+                   return ring && ring->find(id);
+                 }),
       start_time_(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
 
 template <class F>
@@ -378,6 +382,9 @@ response service::authorize(database& db, const request& r, std::string& key_id)
       log::write("error", "channel_mismatch", "nginx computed another channel id for a subscriber: nginx and folio-fcgi do not share the channel secret");
       throw api_error(status::internal, "Internal error.");
     }
+    // Nchan asks once per stream: the publisher ends it when the token expires or loses its key.
+    if (who.scope && !publisher_.token_subscribed(r.channel, who.scope->expires, who.scope->key_id))
+      throw api_error(status::unavailable, "Too many live streams of client tokens on this server; try again later.");
     return {200, {}};
   } catch (const api_error& e) {
     return error(e);

@@ -65,6 +65,25 @@ TEST(ClientToken, ExpiresAtItsSecond) {
   EXPECT_EQ(svc::verify_client_token(t, r, before_expiry + 1).claims.expires, 2000000000);  // for the message
 }
 
+// POST /v2/auth/token's expiry: whole seconds, capped at the minter's expiry, and never one that the
+// token would already be refused at (the credentials cache can hand over a minter that has expired).
+TEST(ClientToken, MintedExpiryIsNeverPast) {
+  const std::int64_t now = 1700000000500;  // ms, half-way through second 1700000000
+  EXPECT_EQ(svc::client_token_expiry(now, 60, std::nullopt), 1700000060);
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1700000030999), 1700000030);  // the minter's expiry, rounded down
+  EXPECT_EQ(svc::client_token_expiry(now, 1, std::nullopt), 1700000001);
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1700000001000), 1700000001);  // valid until the next second
+  // The minter expires within this second, or expired before: no token.
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1700000000999), std::nullopt);
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1700000000000), std::nullopt);
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1699999990000), std::nullopt);
+  // Whatever is returned verifies at `now`.
+  const svc::key_ring r = ring("k1 " + secret1);
+  svc::client_claims c = claims();
+  c.expires = *svc::client_token_expiry(now, 60, 1700000001000);
+  EXPECT_EQ(svc::verify_client_token(svc::sign_client_token(c, r.signer()), r, now).problem, svc::token_problem::none);
+}
+
 TEST(ClientToken, EveryChangedByteIsRefused) {
   const svc::key_ring r = ring("k1 " + secret1);
   const std::string t = svc::sign_client_token(claims(), r.signer());

@@ -38,6 +38,9 @@ def setUpModule():
     assert status == 200, body
     status, body = call("/v2/crdt/add", {"organizationId": ORG, "documentId": "another doc", "editorId": "e1", "type": "text", "data": "x"})
     assert status == 200, body
+    for editor in ("expiring", "rotated"):
+        status, body = call("/v2/crdt/add", dict(ids(editor), type="text", data=editor))
+        assert status == 200, body
 
 
 tearDownModule = stack.tearDownModule
@@ -357,6 +360,90 @@ class Subscribe(unittest.TestCase):
             self.assertEqual(json.loads(body)["error"]["message"], message)
 
 
+def warm_up(stream, editor):
+    """Updates `editor` until `stream` has had a message (a subscription reaches the channel's owning nginx
+    worker a moment after Nchan's greeting), then drops what it read."""
+    for i in range(400):
+        ok(unittest.TestCase(), call("/v2/crdt/update", dict(ids(editor), data="warm %d" % i)), "CRDT data updated successfully.")
+        if has_event(stream, 0.05):
+            stream.buf = b""
+            return
+    raise AssertionError("the stream never had a message")
+
+
+def received_before_end(stream, marker):
+    """Reads `stream` until Nchan ends it (":410: 410 Gone", then the connection closes) or an event holding
+    `marker` arrives; whether one did."""
+    while marker not in stream.buf:
+        try:
+            chunk = stream.sock.recv(65536)
+        except ConnectionResetError:
+            return False
+        if not chunk:
+            return False
+        stream.buf += chunk
+    return True
+
+
+class OpenStreams(unittest.TestCase):
+    """Nchan authorizes an EventSource subscriber once, when it opens: a token that expires, or whose key
+    is removed, while its stream is open must not keep receiving changes (publish.hpp)."""
+
+    def test_a_stream_ends_before_the_first_change_after_its_token_expired(self):
+        status, body = call("/v2/auth/token", {"organizationId": ORG, "documentId": DOC, "editorId": "expiring", "userId": "ana",
+                                               "access": "read", "expiresInSeconds": 3})
+        data = ok(self, (status, body), "Client token created.")
+        expires = datetime.strptime(data["expiresAt"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+        stream = TokenStream(ids("expiring"), token=data["token"])
+        by_key = EventStream(ids("expiring"))
+        try:
+            warm_up(stream, "expiring")
+            while time.time() < expires + 0.05:  # past the expiry on this machine's clock, which the responder shares
+                time.sleep(0.05)
+            ok(self, call("/v2/crdt/update", dict(ids("expiring"), data="after expiry", userId="after-expiry")), "CRDT data updated successfully.")
+            self.assertFalse(received_before_end(stream, b"after-expiry"), "an expired token's stream received a change")
+            self.assertIn(b":410: 410 Gone", stream.buf)  # ended by Nchan: the channel was deleted
+            # The token is refused when the client reconnects; the API key's subscriber was ended too and
+            # reconnects (its client syncs then).
+            status, headers, body = raw_request(subscribe_text(ids("expiring"), token=data["token"]))
+            self.assertEqual(status, 401, body)
+            self.assertEqual(json.loads(body)["error"]["message"], "The client token expired at %s." % data["expiresAt"])
+            self.assertFalse(received_before_end(by_key, b"after-expiry"))
+            self.assertIn(b":410: 410 Gone", by_key.buf)
+            # A fresh token's stream gets the next changes, and no channel is ended again for the old one.
+            fresh = TokenStream(ids("expiring"), token=mint(access="read", editorId="expiring"))
+            try:
+                warm_up(fresh, "expiring")
+                ok(self, call("/v2/crdt/update", dict(ids("expiring"), data="later", userId="later-user")), "CRDT data updated successfully.")
+                self.assertTrue(received_before_end(fresh, b"later-user"))
+            finally:
+                fresh.close()
+        finally:
+            stream.close()
+            by_key.close()
+
+    def test_a_stream_ends_before_the_first_change_after_its_key_was_removed(self):
+        original = read_file(STACK.client_keys)
+        try:
+            reload_keys(original + "k7 %s\n" % os.urandom(32).hex())
+            token = mint(access="read", editorId="rotated")
+            self.assertEqual(token.split(".")[2], "k7")
+            stream = TokenStream(ids("rotated"), token=token)
+            try:
+                warm_up(stream, "rotated")
+                reload_keys(original)
+                ok(self, call("/v2/crdt/update", dict(ids("rotated"), data="after removal", userId="after-removal")),
+                   "CRDT data updated successfully.")
+                self.assertFalse(received_before_end(stream, b"after-removal"), "a stream of a removed key's token received a change")
+                self.assertIn(b":410: 410 Gone", stream.buf)
+                status, headers, body = raw_request(subscribe_text(ids("rotated"), token=token))
+                self.assertEqual(status, 401, body)
+            finally:
+                stream.close()
+        finally:
+            reload_keys(original)
+
+
 class Rotation(unittest.TestCase):
     def test_keys_rotate_without_a_restart(self):
         pid = STACK.fcgi.pid
@@ -439,6 +526,7 @@ class Cors(unittest.TestCase):
         status, headers, body = raw_request(subscribe_text(ids("e1"), token=token, origin=ALLOWED))
         self.assertEqual(status, 200, body)
         self.assertEqual(headers["access-control-allow-origin"], ALLOWED)  # once: Nchan's (two make browsers refuse it)
+        self.assertNotIn("access-control-allow-credentials", headers)  # no credentials mode (Nchan's default is on)
         self.assertIn("x-request-id", headers)
         status, headers, body = raw_request(subscribe_text(ids("e1", doc="another doc"), token=token, origin=ALLOWED))
         self.assertEqual(status, 403, body)
