@@ -21,6 +21,7 @@ import time
 import unittest
 
 from stack import *  # noqa: F401,F403 (the stack, its credentials and HTTP helpers)
+from stack import raw_answer as stack_raw_answer  # noqa: E402 (abuse asks from a client address of its own)
 
 STACK.rate = 20
 IDLE = 1500
@@ -256,19 +257,8 @@ class Subscribers(unittest.TestCase):
 
 
 def raw_answer(request, source="127.0.0.5"):
-    """(status, headers lower-cased, body) of nginx's answer to raw request bytes."""
-    with socket.create_connection(("127.0.0.1", STACK.port), timeout=30, source_address=(source, 0)) as s:
-        s.sendall(request)
-        buf = b""
-        while not answer_complete(buf):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    head, _, body = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = dict((k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:]))
-    return int(lines[0].split()[1]), headers, body
+    """(status, headers lower-cased, body) of nginx's answer, from a client address of its own."""
+    return stack_raw_answer(request, source)
 
 
 class NginxAnswers(unittest.TestCase):

@@ -18,7 +18,7 @@ import time
 import urllib.parse
 
 __all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY",
-           "subscription_request", "answer_complete", "EventStream"]
+           "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 FCGI = os.path.join(BUILD, "fcgi", "folio-fcgi")
@@ -226,21 +226,44 @@ def answer_complete(buf):
     return bool(lengths) and len(body) >= int(lengths[0])
 
 
-class EventStream:
-    """One raw EventSource subscriber, greeted by Nchan (subscribed) when constructed."""
+def read_answer(sock):
+    """The bytes of one answer on `sock`: a framed answer, or an EventSource greeting."""
+    buf = b""
+    while not answer_complete(buf):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
 
-    def __init__(self, ids, who="a", source="127.0.0.1"):
+
+def raw_answer(request, source="127.0.0.1"):
+    """(status, headers lower-cased, body) of nginx's answer to raw request bytes; a repeated header's
+    values are joined with ", " (so a test sees that it was repeated)."""
+    with socket.create_connection(("127.0.0.1", STACK.port), timeout=30, source_address=(source, 0)) as s:
+        s.sendall(request)
+        buf = read_answer(s)
+    head, _, body = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        k = k.strip().lower()
+        headers[k] = headers[k] + ", " + v.strip() if k in headers else v.strip()
+    return int(lines[0].split()[1]), headers, body
+
+
+class EventStream:
+    """One raw EventSource subscriber, greeted by Nchan (subscribed) when constructed; `request` (raw
+    bytes) replaces the API-key subscription of `ids`."""
+
+    def __init__(self, ids, who="a", source="127.0.0.1", request=None):
         self.sock = socket.create_connection(("127.0.0.1", STACK.port), timeout=30, source_address=(source, 0))
-        self.sock.sendall(subscription_request(ids, who))
-        self.buf = b""
-        while not answer_complete(self.buf):
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                break
-            self.buf += chunk
+        self.sock.sendall(request if request is not None else subscription_request(ids, who))
+        self.buf = read_answer(self.sock)
         if not (self.buf.startswith(b"HTTP/1.1 200") and b": hi\n" in self.buf):
             self.sock.close()
-            raise AssertionError("subscriber not greeted: %r" % self.buf[:300])
+            raise AssertionError("subscriber not greeted: %r" % self.buf[:400])
         self.buf = self.buf.partition(b": hi\n")[2]
 
     def next_data(self):

@@ -74,24 +74,9 @@ def pull(editor, token=None, who="a"):
 
 
 def raw_request(text):
-    """Sends raw HTTP/1.1 bytes; returns (status, headers dict lower-cased, body bytes) of a framed answer,
+    """Sends raw HTTP/1.1 text; returns (status, headers dict lower-cased, body bytes) of a framed answer,
     or of an EventSource greeting."""
-    with socket.create_connection(("127.0.0.1", STACK.port), timeout=30) as s:
-        s.sendall(text.encode())
-        buf = b""
-        while not answer_complete(buf):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    head, _, body = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines[1:]:
-        k, _, v = line.partition(":")
-        k = k.strip().lower()
-        headers[k] = headers[k] + ", " + v.strip() if k in headers else v.strip()  # a repeated header shows
-    return int(lines[0].split()[1]), headers, body
+    return raw_answer(text.encode())
 
 
 def subscribe_text(query_ids, token=None, header_token=None, origin=None, extra=""):
@@ -110,18 +95,7 @@ class TokenStream(EventStream):
     """An EventSource subscriber with a client token (in the query, or in the Authorization header)."""
 
     def __init__(self, query_ids, token=None, header_token=None):
-        self.sock = socket.create_connection(("127.0.0.1", STACK.port), timeout=30)
-        self.sock.sendall(subscribe_text(query_ids, token, header_token).encode())
-        self.buf = b""
-        while not answer_complete(self.buf):
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                break
-            self.buf += chunk
-        if not (self.buf.startswith(b"HTTP/1.1 200") and b": hi\n" in self.buf):
-            self.sock.close()
-            raise AssertionError("subscriber not greeted: %r" % self.buf[:400])
-        self.buf = self.buf.partition(b": hi\n")[2]
+        super().__init__(None, request=subscribe_text(query_ids, token, header_token).encode())
 
 
 def has_event(stream, timeout):
