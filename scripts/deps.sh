@@ -1,5 +1,6 @@
 # Sourced by scripts/run, scripts/test and scripts/bench: installs the Debian packages Folio needs that are missing.
-# One list for every command, so the run and test set-ups never drift apart.
+# One list for every command, so the run and test set-ups never drift apart; only the browser the tests
+# drive (FOLIO_TEST_PACKAGES, a large download) is left out of scripts/run's set-up.
 FOLIO_PACKAGES=(
   cmake make g++                 # toolchain
   libpugixml-dev                 # the engine's one dependency: XML markup

@@ -1,7 +1,8 @@
 """The JavaScript client in a real browser: headless Chromium (Debian's package) driven by puppeteer-core
 runs tests/e2e/browser/browser.e2e.js against the real stack (nginx serving /client/ and /demo/, Nchan,
 folio-fcgi). The test pages come from a page server on another port, whose origin the stack allows
-(CORS); the demo page's screenshot is saved as BUILD_DIR/artifacts/demo.png.
+(CORS); the demo page's screenshot is saved as BUILD_DIR/artifacts/demo.png. Before the browser, the
+files nginx serves under /client/ and /demo/ are checked over HTTP (types, caching, gzip, CORS, 404s).
 Needs the WebAssembly build (scripts/build-js), `npm ci` in tests/e2e/browser, and chromium;
 scripts/test does all three and runs this after the client's own tests.
 
