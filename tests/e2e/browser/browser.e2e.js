@@ -26,6 +26,8 @@ const pagesOrigin = `http://127.0.0.1:${pagesPort}`;
 const artifacts = process.env.FOLIO_ARTIFACTS;
 const org = 'org browser';
 const DEADLINE_MS = 60000;
+// waitForFunction polls on a timer: its default, requestAnimationFrame, never fires in a tab in the background.
+const POLL_MS = 50;
 
 // ---- the backend: REST with the API key ------------------------------------------------------------
 
@@ -159,7 +161,7 @@ async function newPage(context) {
 
 async function load(page) {
   await page.goto(`${pagesOrigin}/page.html?folio=${encodeURIComponent(base)}`, { timeout: DEADLINE_MS });
-  await page.waitForFunction(() => window.harness !== undefined, { timeout: DEADLINE_MS }).catch((e) => {
+  await page.waitForFunction(() => window.harness !== undefined, { timeout: DEADLINE_MS, polling: POLL_MS }).catch((e) => {
     throw new Error(`the test page did not load the client: ${e.message}\n${page.log.join('\n')}`);
   });
 }
@@ -351,13 +353,13 @@ test('a reload with a replica persisted in localStorage keeps the offline edits'
     await call(page, 'edit', 'list', 'insert', 1, { n: 2 });   // saved before its push, which fails
     await until(async () => (await call(page, 'state', 'list')).online === false || (await call(page, 'state', 'list')), 'the page is offline');
     await call(page, 'edit', 'list', 'insert', 2, { n: 3 });   // saved as an offline edit
-    await page.waitForFunction((k) => localStorage.getItem(k) !== null, { timeout: DEADLINE_MS }, persistKey);
+    await page.waitForFunction((k) => localStorage.getItem(k) !== null, { timeout: DEADLINE_MS, polling: POLL_MS }, persistKey);
     // The page goes away before the network comes back: only what was persisted survives.
     await call(page, 'close', 'list');
     await offline(page, false);
     assert.deepEqual(await stored(ids), [{ n: 1 }], 'nothing was pushed');
     await page.reload({ timeout: DEADLINE_MS });
-    await page.waitForFunction(() => window.harness !== undefined, { timeout: DEADLINE_MS });
+    await page.waitForFunction(() => window.harness !== undefined, { timeout: DEADLINE_MS, polling: POLL_MS });
     const reopened = await open(page, 'list', { token, ids, persistKey });
     assert.deepEqual(reopened.value, [{ n: 1 }, { n: 2 }, { n: 3 }], 'the reloaded page resumes with its edits');
     await until(async () => JSON.stringify(await stored(ids)) === JSON.stringify([{ n: 1 }, { n: 2 }, { n: 3 }]) || (await stored(ids)), 'the edits reach the service');
@@ -410,9 +412,10 @@ test('the demo page: two tabs converge, a REST update appears, and a screenshot 
   const two = await ctx.newPage();
   try {
     for (const page of [one, two]) {
+      await page.bringToFront();
       await page.setViewport({ width: 1100, height: 640 });
       await page.goto(link, { timeout: DEADLINE_MS });
-      await page.waitForFunction(() => document.getElementById('status').dataset.state === 'online', { timeout: DEADLINE_MS })
+      await page.waitForFunction(() => document.getElementById('status').dataset.state === 'online', { timeout: DEADLINE_MS, polling: POLL_MS })
         .catch(async (e) => { throw new Error(`${e.message}: ${await page.$eval('#status', (s) => s.textContent)}`); });
     }
     const shown = (page) => page.$eval('#text', (t) => t.value);
