@@ -1,5 +1,6 @@
 # Sourced by scripts/run, scripts/test and scripts/bench: installs the Debian packages Folio needs that are missing.
-# One list for every command, so the run and test set-ups never drift apart.
+# One list for every command, so the run and test set-ups never drift apart; only the browser the tests
+# drive (FOLIO_TEST_PACKAGES, a large download) is left out of scripts/run's set-up.
 FOLIO_PACKAGES=(
   cmake make g++                 # toolchain
   libpugixml-dev                 # the engine's one dependency: XML markup
@@ -18,6 +19,11 @@ FOLIO_PACKAGES=(
   emscripten                     # the engine as WebAssembly for the JavaScript client (scripts/build-js)
   nodejs npm                     # the JavaScript client's tests (Debian 12: Node 18, npm 9)
 )
+# Only for the tests (scripts/test passes them to folio_install_deps): a browser for the client's tests
+# in a real page (tests/e2e/browser_e2e.py; puppeteer-core drives it and downloads no browser itself).
+FOLIO_TEST_PACKAGES=(
+  chromium
+)
 
 # A package another one may provide: NodeSource's nodejs bundles npm (and conflicts with Debian's).
 folio_provided() {
@@ -27,9 +33,10 @@ folio_provided() {
   esac
 }
 
+# Installs what is missing of FOLIO_PACKAGES and of the packages named as arguments.
 folio_install_deps() {
   local missing=()
-  for p in "${FOLIO_PACKAGES[@]}"; do
+  for p in "${FOLIO_PACKAGES[@]}" "$@"; do
     folio_provided "$p" || dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -1,5 +1,7 @@
 """The JavaScript client (clients/js, the engine as WebAssembly) against the real stack: runs
-clients/js/test/e2e/*.e2e.js under Node's test runner with the stack's URL and tenant a's credentials.
+clients/js/test/e2e/*.e2e.js under Node's test runner with the stack's URL and tenant a's credentials,
+with which the tests play the application's backend: they add records and mint the client tokens the
+clients connect with (POST /v2/auth/token).
 Needs the WebAssembly build (scripts/build-js); scripts/test runs this after the client's npm test.
 
 Run as:  js_client_e2e.py BUILD_DIR SOURCE_DIR

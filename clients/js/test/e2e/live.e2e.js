@@ -1,7 +1,9 @@
 // The JavaScript client against the real stack (nginx + Nchan + folio-fcgi), started by
-// tests/e2e/js_client_e2e.py, which passes FOLIO_URL and tenant a's API key and token. Until the
-// service takes client tokens, the client authenticates with those as `headers`, and listens through
-// its fetch-based EventSource (Node has none), which can send them.
+// tests/e2e/js_client_e2e.py, which passes FOLIO_URL and tenant a's API key and token. This file plays
+// the application's backend with those (adds records, mints client tokens through POST /v2/auth/token)
+// and connects clients as browsers do, with a client token; one case is a server-side client with the
+// API key headers, which the client documents (README: the `headers` option). Node has no EventSource:
+// the client listens through its fetch-based one, the token in the query as a browser's would send it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
@@ -48,7 +50,15 @@ function flakyNetwork() {
   return net;
 }
 
-const open = (ids, more = {}) => connect({ baseUrl, headers, ...ids, ...more });
+/** A client token for the document of `ids` (every editor of it), as a backend mints it. */
+async function mint(ids, more = {}) {
+  const r = await rest('/v2/auth/token', { organizationId: ids.organizationId, documentId: ids.documentId, userId: 'js-user', access: 'write', ...more });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.result.data;
+}
+
+/** A client of the record `ids` with a client token of its document (minted unless given). */
+const open = async (ids, more = {}) => connect({ baseUrl, token: (await mint(ids)).token, ...ids, ...more });
 
 test('two clients edit the same text concurrently, one offline for a while, and converge with the service', async () => {
   const ids = await add('text', 'Hello');
@@ -156,8 +166,65 @@ test('a record deleted and added again: the client follows the new one; refusals
     assert.deepEqual([e.status, e.httpStatus, e.message], ['NOT_FOUND', 404, 'No CRDT data found for this editor ID.']);
     return true;
   });
-  await assert.rejects(open(ids, { headers: { 'x-folio-api-key': 'fk_0', 'x-folio-auth-token': 'ft_0' } }), (e) => {
-    assert.deepEqual([e.status, e.httpStatus, e.message], ['UNAUTHENTICATED', 401, 'Missing or invalid API key or auth token.']);
+  await assert.rejects(open(ids, { token: 'fct1.nonsense' }), (e) => {
+    assert.deepEqual([e.status, e.httpStatus, e.message], ['UNAUTHENTICATED', 401, 'Malformed client token: expected fct1.<tenant>.<key id>.<claims>.<signature>.']);
     return true;
   });
+  const otherDocument = (await mint({ ...ids, documentId: 'another doc' })).token;
+  await assert.rejects(open(ids, { token: otherDocument }), (e) => {
+    assert.deepEqual([e.status, e.httpStatus, e.message], ['PERMISSION_DENIED', 403, 'The client token does not cover this documentId.']);
+    return true;
+  });
+});
+
+test('a client token\'s user is lastUpdatedBy; a read token pulls and cannot push', async () => {
+  const ids = await add('text', 'shared');
+  const writer = await open(ids);
+  const reader = await open(ids, { token: (await mint(ids, { access: 'read', userId: 'reader' })).token });
+  try {
+    const errors = [];
+    reader.on('error', (e) => errors.push(e));
+    writer.insert(6, ' text');
+    await writer.sync();
+    await until(() => reader.value === 'shared text', 'the reader receives the edit');
+    const got = await rest('/v2/crdt/get', ids);
+    assert.equal(got.body.result.data[0].lastUpdatedBy, 'js-user');
+    reader.insert(0, 'no: ');
+    await until(() => errors.length > 0, 'the refused push is reported');
+    assert.deepEqual([errors[0].status, errors[0].httpStatus, errors[0].message],
+      ['PERMISSION_DENIED', 403, 'This token is read-only; sync without an update to only receive changes.']);
+    assert.equal(await stored(ids), 'shared text');
+  } finally {
+    writer.close();
+    reader.close();
+  }
+});
+
+test('a server-side client may use the API key headers instead of a token', async () => {
+  const ids = await add('map', { k: 1 });
+  const server = await connect({ baseUrl, headers, ...ids });
+  try {
+    server.set('k', 2);
+    await server.sync();
+    assert.deepEqual(await stored(ids), { k: 2 });
+  } finally {
+    server.close();
+  }
+});
+
+test('a token function is asked again when the token expires', async () => {
+  const ids = await add('text', 'a');
+  const short = await mint(ids, { expiresInSeconds: 2 }); // at least a second left for connect (whole seconds, rounded down)
+  let asked = 0;
+  const r = await connect({ baseUrl, ...ids, token: async () => (++asked === 1 ? short.token : (await mint(ids)).token) });
+  try {
+    const expiry = Date.parse(short.expiresAt);
+    await until(() => Date.now() > expiry + 100, 'the first token expires');
+    r.insert(1, 'b');
+    await r.sync();
+    assert.equal(asked, 2);
+    assert.equal(await stored(ids), 'ab');
+  } finally {
+    r.close();
+  }
 });

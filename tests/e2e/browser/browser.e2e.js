@@ -1,0 +1,452 @@
+// The JavaScript client in a real browser (Debian's headless Chromium, driven by puppeteer-core)
+// against the real stack (nginx + Nchan + folio-fcgi), started by tests/e2e/browser_e2e.py, which
+// passes: FOLIO_URL (the stack), FOLIO_KEY / FOLIO_TOKEN (tenant a's API key and auth token: this file
+// plays the application's backend, which adds records and mints client tokens), FOLIO_PAGES_PORT (the
+// port of the page server below, whose origin the stack allows through CORS), FOLIO_CHROMIUM (the
+// browser binary) and FOLIO_ARTIFACTS (where the demo's screenshot goes).
+//
+// The test pages come from a server of their own on another port, so everything a page of another
+// origin does is exercised: it imports the client from Folio's nginx (/client/folio.js, its src/*.js
+// and its wasm, with CORS), and calls crdt/sync and crdt/subscribe cross-origin with a client token.
+// The demo page is the exception: nginx serves it, same-origin. No timed assertions: every wait is
+// for a condition, with a generous deadline.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const base = process.env.FOLIO_URL;
+const backend = { 'x-folio-api-key': process.env.FOLIO_KEY, 'x-folio-auth-token': process.env.FOLIO_TOKEN };
+const pagesPort = Number(process.env.FOLIO_PAGES_PORT);
+const pagesOrigin = `http://127.0.0.1:${pagesPort}`;
+const artifacts = process.env.FOLIO_ARTIFACTS;
+const org = 'org browser';
+const DEADLINE_MS = 60000;
+// waitForFunction polls on a timer: its default, requestAnimationFrame, never fires in a tab in the background.
+const POLL_MS = 50;
+
+// ---- the backend: REST with the API key ------------------------------------------------------------
+
+async function rest(path, data) {
+  const res = await fetch(base + path, { method: 'POST', headers: { 'Content-Type': 'application/json', ...backend }, body: JSON.stringify({ data }) });
+  return { status: res.status, body: await res.json() };
+}
+
+let documents = 0;
+/** A new document id (each test works in its own, so a token for one never opens another's). */
+const newDoc = (what) => `${what} ${++documents} ü`;
+
+async function add(ids, type, data) {
+  const r = await rest('/v2/crdt/add', { ...ids, type, data });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+}
+
+async function stored(ids) {
+  const r = await rest('/v2/crdt/get', ids);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.result.data[0].data;
+}
+
+/** A client token for one document of `org` (every editor of it), as an application's backend mints it. */
+async function mint(documentId, more = {}) {
+  const r = await rest('/v2/auth/token', { organizationId: org, documentId, userId: 'browser-user', access: 'write', ...more });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.result.data;
+}
+
+/** Waits (polling every 50 ms, up to DEADLINE_MS) until `cond()` holds; the failure names `what` and the last value seen. */
+async function until(cond, what) {
+  let last;
+  const end = Date.now() + DEADLINE_MS;
+  while (Date.now() < end) {
+    last = await cond();
+    if (last === true) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting until ${what} (last: ${JSON.stringify(last)})`);
+}
+
+// ---- the page server --------------------------------------------------------------------------------
+
+/** The ES module entry of an installed package (its "exports" import condition, else "module"/"main"). */
+function packageEntry(name) {
+  const pj = JSON.parse(readFileSync(join(here, 'node_modules', name, 'package.json'), 'utf8'));
+  let e = pj.exports?.['.'] ?? pj.exports;
+  while (e && typeof e === 'object') e = e.import ?? e.default ?? e.browser;
+  e = e ?? pj.module ?? pj.main ?? 'index.js';
+  return `/node_modules/${name}/${e.replace(/^\.\//, '')}`;
+}
+
+/** An import map of CodeMirror's view and state and everything they import (the binding's peers). */
+function importMap() {
+  const imports = {};
+  const todo = ['@codemirror/view', '@codemirror/state'];
+  while (todo.length) {
+    const name = todo.pop();
+    if (imports[name]) continue;
+    imports[name] = packageEntry(name);
+    const pj = JSON.parse(readFileSync(join(here, 'node_modules', name, 'package.json'), 'utf8'));
+    todo.push(...Object.keys(pj.dependencies ?? {}));
+  }
+  return { imports };
+}
+
+const PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Folio browser test</title>
+<script type="importmap">${JSON.stringify(importMap())}</script>
+<script type="module">import * as harness from '/harness.js'; window.harness = harness;</script>
+</head><body></body></html>`;
+
+const TYPES = { js: 'text/javascript', html: 'text/html' };
+
+function servePages() {
+  const server = createServer((req, res) => {
+    const path = new URL(req.url, pagesOrigin).pathname;
+    let body = null;
+    if (path === '/page.html') body = PAGE;
+    else if (path === '/harness.js') body = readFileSync(join(here, 'harness.js'));
+    else if (/^\/node_modules\/[@a-z0-9._/-]+\.js$/.test(path) && !path.includes('..')) {
+      try {
+        body = readFileSync(join(here, path));
+      } catch {
+        body = null;
+      }
+    }
+    if (body === null) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': TYPES[path.split('.').pop()] ?? 'application/octet-stream', 'Cache-Control': 'no-store' });
+    res.end(body);
+  });
+  return new Promise((resolve) => server.listen(pagesPort, '127.0.0.1', () => resolve(server)));
+}
+
+// ---- the browser --------------------------------------------------------------------------------------
+
+let browser;
+let pages;
+
+before(async () => {
+  pages = await servePages();
+  browser = await puppeteer.launch({
+    executablePath: process.env.FOLIO_CHROMIUM,
+    headless: /headless-shell/.test(process.env.FOLIO_CHROMIUM) ? 'shell' : true,   // Debian's chromium-headless-shell, or chromium
+    // Root in a container: Chromium's sandbox needs user namespaces it may not have; /dev/shm is small.
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+    protocolTimeout: 120000,
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  pages?.close();
+});
+
+/** A new tab (its own browser context: storage of its own, like another browser) on the test page. */
+async function newPage(context) {
+  const ctx = context ?? (await browser.createBrowserContext());
+  const page = await ctx.newPage();
+  page.log = [];
+  page.on('console', (m) => page.log.push(`${m.type()}: ${m.text()}`));
+  page.on('pageerror', (e) => page.log.push(`pageerror: ${e.message}`));
+  page.on('requestfailed', (r) => page.log.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  await load(page);
+  return page;
+}
+
+async function load(page) {
+  await page.goto(`${pagesOrigin}/page.html?folio=${encodeURIComponent(base)}`, { timeout: DEADLINE_MS });
+  await page.waitForFunction(() => window.harness !== undefined, { timeout: DEADLINE_MS, polling: POLL_MS }).catch((e) => {
+    throw new Error(`the test page did not load the client: ${e.message}\n${page.log.join('\n')}`);
+  });
+}
+
+/** Calls harness[fn](...args) in the page. */
+const call = (page, fn, ...args) => page.evaluate((f, a) => window.harness[f](...a), fn, args);
+
+async function open(page, name, options) {
+  const r = await call(page, 'open', name, options);
+  assert.ok(!r.error, `connect failed: ${JSON.stringify(r.error)}\n${page.log.join('\n')}`);
+  return r;
+}
+
+async function offline(page, on) {
+  await page.setOfflineMode(on);
+}
+
+/** Puts the caret of textarea `name` at [from, to) (UTF-16 positions) and focuses it. */
+async function select(page, name, from, to = from) {
+  await page.evaluate((n, a, b) => {
+    const ta = document.getElementById(n);
+    ta.focus();
+    ta.setSelectionRange(a, b);
+  }, name, from, to);
+}
+
+const selection = (page, name) => page.evaluate((n) => {
+  const ta = document.getElementById(n);
+  return [ta.selectionStart, ta.selectionEnd];
+}, name);
+
+// ---- the cases ----------------------------------------------------------------------------------------
+
+test('two pages edit the same text concurrently, one offline for a while, and converge with each other and with crdt/get', async () => {
+  const ids = { organizationId: org, documentId: newDoc('concurrent'), editorId: 'text' };
+  await add(ids, 'text', 'Hello');
+  const { token } = await mint(ids.documentId);
+  const a = await newPage();
+  const b = await newPage();
+  try {
+    await open(a, 'text', { token, ids });
+    await open(b, 'text', { token, ids });
+    await call(a, 'textarea', 'text');
+    await call(b, 'textarea', 'text');
+    // Typed into real textareas: the binding turns input events into record edits.
+    await select(a, 'text', 5);
+    await a.keyboard.type(', world');
+    await until(async () => (await call(b, 'shown', 'text')) === 'Hello, world' || (await call(b, 'shown', 'text')), "b shows a's edit");
+
+    await offline(b, true);
+    await select(b, 'text', 0);
+    await b.keyboard.type('Hi! ');          // offline: its push fails, the edit stays
+    await until(async () => (await call(b, 'state', 'text')).online === false || (await call(b, 'state', 'text')), 'b is offline');
+    await select(a, 'text', 12);
+    await a.keyboard.type(' again');        // meanwhile a edits online
+    await select(b, 'text', 9);
+    await b.keyboard.type(' there');        // b edits some more, offline
+    assert.ok((await call(b, 'shown', 'text')).startsWith('Hi! Hello there, world'));
+    await until(async () => (await stored(ids)) === 'Hello, world again' || (await stored(ids)), "the service has a's edit and none of b's");
+    assert.equal((await call(b, 'state', 'text')).online, false);
+
+    await offline(b, false);                // back: the client retries and merges by itself
+    const expected = 'Hi! Hello there, world again';
+    await until(async () => {
+      const seen = [await call(a, 'shown', 'text'), await call(b, 'shown', 'text'), await stored(ids)];
+      return seen.every((v) => v === expected) || seen;
+    }, 'both pages and the service hold the merged text');
+    assert.deepEqual((await call(a, 'state', 'text')).errors, []);
+    assert.deepEqual((await call(b, 'state', 'text')).errors, []);
+  } finally {
+    await a.browserContext().close();
+    await b.browserContext().close();
+  }
+});
+
+test('a REST update appears in a page without a reload', async () => {
+  const ids = { organizationId: org, documentId: newDoc('rest'), editorId: 'text' };
+  await add(ids, 'text', 'one three');
+  const { token } = await mint(ids.documentId);
+  const page = await newPage();
+  try {
+    await open(page, 'text', { token, ids });
+    await call(page, 'textarea', 'text');
+    assert.equal(await call(page, 'shown', 'text'), 'one three');
+    const r = await rest('/v2/crdt/update', { ...ids, data: 'one two three' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    await until(async () => (await call(page, 'shown', 'text')) === 'one two three' || (await call(page, 'shown', 'text')), 'the update is shown');
+  } finally {
+    await page.browserContext().close();
+  }
+});
+
+test('the textarea keeps the caret and the selection through remote inserts before them', async () => {
+  const ids = { organizationId: org, documentId: newDoc('caret'), editorId: 'text' };
+  await add(ids, 'text', 'hello world');
+  const { token } = await mint(ids.documentId);
+  const page = await newPage();
+  try {
+    await open(page, 'text', { token, ids });
+    await call(page, 'textarea', 'text');
+    await select(page, 'text', 6);          // before "world"
+    assert.equal((await rest('/v2/crdt/update', { ...ids, data: 'a big hello world' })).status, 200);
+    await until(async () => (await call(page, 'shown', 'text')) === 'a big hello world' || (await call(page, 'shown', 'text')), 'the insert arrives');
+    assert.deepEqual(await selection(page, 'text'), [12, 12], 'the caret moved with "world"');
+    await page.keyboard.type('new ');       // the user goes on typing where the caret is
+    await until(async () => (await stored(ids)) === 'a big hello new world' || (await stored(ids)), 'the typing reaches the service');
+
+    await select(page, 'text', 16, 21);     // "world" selected
+    assert.equal((await rest('/v2/crdt/update', { ...ids, data: '😀 a big hello new world' })).status, 200);
+    await until(async () => (await call(page, 'shown', 'text')) === '😀 a big hello new world' || (await call(page, 'shown', 'text')), 'the second insert arrives');
+    assert.deepEqual(await selection(page, 'text'), [19, 24], 'the selection still holds "world" (the emoji is two UTF-16 units)');
+  } finally {
+    await page.browserContext().close();
+  }
+});
+
+test('all four record types round-trip through the client in the browser', async () => {
+  const documentId = newDoc('types');
+  const { token } = await mint(documentId);
+  const cases = [
+    ['text', 'plain', ['replace', 'plain text'], 'plain text'],
+    ['map', { a: 1 }, ['set', 'b', { c: [1, 2.5, 1e-7, 'ü'] }], { a: 1, b: { c: [1, 2.5, 1e-7, 'ü'] } }],
+    ['array', [{ x: 1 }], ['insert', 1, { y: 'two' }, { z: null }], [{ x: 1 }, { y: 'two' }, { z: null }]],
+    ['xml', '<p>Hi</p>', ['replace', '<p class="x">Hi <b>there</b></p><p/>'], '<p class="x">Hi <b>there</b></p><p/>'],
+  ];
+  const page = await newPage();
+  try {
+    for (const [type, initial, edit, expected] of cases) {
+      const ids = { organizationId: org, documentId, editorId: type };
+      await add(ids, type, initial);
+      const opened = await open(page, type, { token, ids });
+      assert.deepEqual(opened, { type, value: initial }, type);
+      await call(page, 'edit', type, ...edit);
+      const synced = await call(page, 'sync', type);
+      assert.deepEqual(synced, { value: expected }, type);
+      assert.deepEqual(await stored(ids), expected, `${type}: the service holds the page's edit`);
+      await call(page, 'close', type);
+      assert.deepEqual(await open(page, type, { token, ids }), { type, value: expected }, `${type}: a new replica joins with the value`);
+      await call(page, 'close', type);
+    }
+  } finally {
+    await page.browserContext().close();
+  }
+});
+
+test('a token for one document cannot read, sync or subscribe to another (403); an expired one is refused (401)', async () => {
+  const mine = { organizationId: org, documentId: newDoc('scope'), editorId: 'text' };
+  const other = { ...mine, documentId: newDoc('scope other') };
+  await add(mine, 'text', 'mine');
+  await add(other, 'text', 'secret');
+  const { token } = await mint(mine.documentId);
+  const page = await newPage();
+  try {
+    const denied = { status: 403, body: { error: { message: 'The client token does not cover this documentId.', status: 'PERMISSION_DENIED' } } };
+    const get = await call(page, 'post', '/v2/crdt/get', token, other);
+    assert.deepEqual(get, denied, 'crdt/get');
+    const sync = await call(page, 'post', '/v2/crdt/sync', token, { ...other, version: 'AA==' });
+    assert.deepEqual(sync, denied, 'crdt/sync');
+    assert.deepEqual(await call(page, 'subscribeAnswer', token, other), denied, 'crdt/subscribe');
+    // The client itself: its EventSource is refused, and connect rejects with the service's error.
+    const refused = await call(page, 'open', 'other', { token, ids: other });
+    assert.deepEqual(refused.error, { name: 'FolioError', status: 'PERMISSION_DENIED', httpStatus: 403, message: denied.body.error.message });
+    // The token's own document opens.
+    assert.deepEqual(await open(page, 'mine', { token, ids: mine }), { type: 'text', value: 'mine' });
+    await call(page, 'close', 'mine');
+
+    const short = await mint(mine.documentId, { expiresInSeconds: 1 });
+    const expiry = Date.parse(short.expiresAt);
+    await until(() => Date.now() > expiry + 100 || new Date().toISOString(), `the token expires (${short.expiresAt})`);
+    const message = `The client token expired at ${short.expiresAt}.`;
+    const expired = await call(page, 'open', 'expired', { token: short.token, ids: mine });
+    assert.deepEqual(expired.error, { name: 'FolioError', status: 'UNAUTHENTICATED', httpStatus: 401, message });
+    assert.deepEqual(await call(page, 'post', '/v2/crdt/get', short.token, mine), { status: 401, body: { error: { message, status: 'UNAUTHENTICATED' } } });
+    assert.deepEqual(await call(page, 'subscribeAnswer', short.token, mine), { status: 401, body: { error: { message, status: 'UNAUTHENTICATED' } } });
+  } finally {
+    await page.browserContext().close();
+  }
+});
+
+test('a reload with a replica persisted in localStorage keeps the offline edits', async () => {
+  const ids = { organizationId: org, documentId: newDoc('persist'), editorId: 'list' };
+  await add(ids, 'array', [{ n: 1 }]);
+  const { token } = await mint(ids.documentId);
+  const page = await newPage();
+  const persistKey = 'folio:persist-test';
+  try {
+    await open(page, 'list', { token, ids, persistKey });
+    await offline(page, true);
+    await call(page, 'edit', 'list', 'insert', 1, { n: 2 });   // saved before its push, which fails
+    await until(async () => (await call(page, 'state', 'list')).online === false || (await call(page, 'state', 'list')), 'the page is offline');
+    await call(page, 'edit', 'list', 'insert', 2, { n: 3 });   // saved as an offline edit
+    await page.waitForFunction((k) => localStorage.getItem(k) !== null, { timeout: DEADLINE_MS, polling: POLL_MS }, persistKey);
+    // The page goes away before the network comes back: only what was persisted survives.
+    await call(page, 'close', 'list');
+    await offline(page, false);
+    assert.deepEqual(await stored(ids), [{ n: 1 }], 'nothing was pushed');
+    await page.reload({ timeout: DEADLINE_MS });
+    await page.waitForFunction(() => window.harness !== undefined, { timeout: DEADLINE_MS, polling: POLL_MS });
+    const reopened = await open(page, 'list', { token, ids, persistKey });
+    assert.deepEqual(reopened.value, [{ n: 1 }, { n: 2 }, { n: 3 }], 'the reloaded page resumes with its edits');
+    await until(async () => JSON.stringify(await stored(ids)) === JSON.stringify([{ n: 1 }, { n: 2 }, { n: 3 }]) || (await stored(ids)), 'the edits reach the service');
+  } finally {
+    await page.browserContext().close();
+  }
+});
+
+test('a CodeMirror EditorView (folioSync) and a textarea page converge', async () => {
+  const ids = { organizationId: org, documentId: newDoc('codemirror'), editorId: 'text' };
+  await add(ids, 'text', 'const x = 1;\n');
+  const { token } = await mint(ids.documentId);
+  const cm = await newPage();
+  const ta = await newPage();
+  try {
+    await open(cm, 'text', { token, ids });
+    await call(cm, 'codemirror', 'text');
+    await open(ta, 'text', { token, ids });
+    await call(ta, 'textarea', 'text');
+    assert.equal(await call(cm, 'shown', 'text'), 'const x = 1;\n');
+    // Typed into CodeMirror's contenteditable: at the end of the document.
+    await cm.click('#text .cm-content');
+    await cm.keyboard.down('Control');
+    await cm.keyboard.press('End');
+    await cm.keyboard.up('Control');
+    await cm.keyboard.type('const y = 2;');
+    await select(ta, 'text', 0);
+    await ta.keyboard.type('// two editors\n');
+    const expected = '// two editors\nconst x = 1;\nconst y = 2;';
+    await until(async () => {
+      const seen = [await call(cm, 'shown', 'text'), await call(ta, 'shown', 'text'), await stored(ids)];
+      return seen.every((v) => v === expected) || seen;
+    }, 'CodeMirror, the textarea and the service agree');
+  } finally {
+    await cm.browserContext().close();
+    await ta.browserContext().close();
+  }
+});
+
+test('the demo page: two tabs converge, a REST update appears, and a screenshot is saved', async () => {
+  const documentId = newDoc('demo');
+  const text = { organizationId: org, documentId, editorId: 'text' };
+  const tasks = { organizationId: org, documentId, editorId: 'tasks' };
+  await add(text, 'text', 'Hello from the demo.\n');
+  await add(tasks, 'array', [{ title: 'Open a second tab', done: false }]);
+  const { token } = await mint(documentId);
+  const link = `${base}/demo/#${new URLSearchParams({ token, org, doc: documentId })}`;
+  const ctx = await browser.createBrowserContext();
+  const one = await ctx.newPage();
+  const two = await ctx.newPage();
+  try {
+    for (const page of [one, two]) {
+      await page.bringToFront();
+      await page.setViewport({ width: 1100, height: 640 });
+      await page.goto(link, { timeout: DEADLINE_MS });
+      await page.waitForFunction(() => document.getElementById('status').dataset.state === 'online', { timeout: DEADLINE_MS, polling: POLL_MS })
+        .catch(async (e) => { throw new Error(`${e.message}: ${await page.$eval('#status', (s) => s.textContent)}`); });
+    }
+    const shown = (page) => page.$eval('#text', (t) => t.value);
+    const titles = (page) => page.$$eval('#tasks li span', (s) => s.map((x) => x.textContent));
+    assert.equal(await shown(one), 'Hello from the demo.\n');
+
+    await one.bringToFront();
+    await one.focus('#text');
+    await one.$eval('#text', (t) => t.setSelectionRange(t.value.length, t.value.length));
+    await one.keyboard.type('Typed in tab one.');
+    await until(async () => (await shown(two)) === 'Hello from the demo.\nTyped in tab one.' || (await shown(two)), 'tab two shows tab one\'s typing');
+
+    // Clicks need layout, which Chromium does not run for a tab in the background: bring each forward.
+    await two.bringToFront();
+    await two.type('#task-title', 'Run the curl line');
+    await two.click('#add-task button');
+    await until(async () => JSON.stringify(await titles(one)) === JSON.stringify(['Open a second tab', 'Run the curl line']) || (await titles(one)), "tab one lists tab two's task");
+    await one.bringToFront();
+    await one.click('#tasks li input[type=checkbox]');
+    await until(async () => (await stored(tasks))[0].done === true || (await stored(tasks)), 'the ticked task is stored');
+
+    assert.equal((await rest('/v2/crdt/update', { ...text, data: 'Hello from curl!\nTyped in tab one.' })).status, 200);
+    await until(async () => {
+      const seen = [await shown(one), await shown(two)];
+      return seen.every((v) => v === 'Hello from curl!\nTyped in tab one.') || seen;
+    }, 'both tabs show the REST update');
+    if (artifacts) {
+      mkdirSync(artifacts, { recursive: true });
+      await one.screenshot({ path: join(artifacts, 'demo.png') });
+    }
+  } finally {
+    await ctx.close();
+  }
+});

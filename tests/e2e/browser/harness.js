@@ -1,0 +1,123 @@
+// Runs in the test pages (served by browser.e2e.js's page server, an origin other than Folio's): loads
+// the JavaScript client from Folio's nginx (?folio=<its URL>) as any page would, cross-origin, and
+// gives the test named records and editors to drive through page.evaluate. Failures come back as
+// plain objects ({ error: { name, status, httpStatus, message } }), which page.evaluate can carry.
+const folio = new URLSearchParams(location.search).get('folio');
+const F = await import(`${folio}/client/folio.js`);
+
+export const records = {};
+export const editors = {}; // textareas and CodeMirror views, by record name
+
+const encode = (bytes) => btoa(String.fromCharCode(...bytes));
+const decode = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+
+export function failure(e) {
+  return { error: { name: e?.name, status: e?.status, httpStatus: e?.httpStatus, message: String(e?.message ?? e) } };
+}
+
+/**
+ * Connects record `name`: `ids` (organizationId, documentId, editorId) with `token`. With
+ * `persistKey` the replica is kept in localStorage under that key (the client's persist option) and
+ * resumed from it when present (saved).
+ */
+export async function open(name, { token, ids, persistKey }) {
+  const o = { baseUrl: folio, token, ...ids };
+  if (persistKey) {
+    const saved = localStorage.getItem(persistKey);
+    if (saved) o.saved = decode(saved);
+    o.persist = (bytes) => localStorage.setItem(persistKey, encode(bytes));
+  }
+  try {
+    const r = await F.connect(o);
+    records[name] = r;
+    r.errors = [];
+    r.on('error', (e) => r.errors.push(failure(e).error));
+    return { type: r.type, value: r.value };
+  } catch (e) {
+    return failure(e);
+  }
+}
+
+export function state(name) {
+  const r = records[name];
+  return { value: r.value, online: r.online, errors: r.errors };
+}
+
+/** Calls a record method (insert, delete, set, replace) and returns the value after it. */
+export function edit(name, method, ...args) {
+  records[name][method](...args);
+  return records[name].value;
+}
+
+export async function sync(name) {
+  try {
+    await records[name].sync();
+    return { value: records[name].value };
+  } catch (e) {
+    return failure(e);
+  }
+}
+
+export function close(name) {
+  records[name].close();
+  delete records[name];
+}
+
+/** A real <textarea> bound to the record (bindTextarea), appended to the page. */
+export function textarea(name) {
+  const ta = document.createElement('textarea');
+  ta.id = name;
+  ta.cols = 60;
+  document.body.append(ta);
+  editors[name] = { element: ta, binding: F.bindTextarea(records[name], ta) };
+}
+
+/** A CodeMirror 6 EditorView bound to the record (folioSync), appended to the page. */
+export async function codemirror(name) {
+  const [{ EditorView }, { EditorState }, { folioSync }] = await Promise.all([
+    import('@codemirror/view'), import('@codemirror/state'), import(`${folio}/client/src/codemirror.js`),
+  ]);
+  const parent = document.createElement('div');
+  parent.id = name;
+  document.body.append(parent);
+  const record = records[name];
+  const view = new EditorView({ parent, state: EditorState.create({ doc: record.value, extensions: [folioSync(record)] }) });
+  editors[name] = { view };
+}
+
+/** The editor's text: a textarea's value or a CodeMirror document. */
+export function shown(name) {
+  const e = editors[name];
+  return e.view ? e.view.state.doc.toString() : e.element.value;
+}
+
+/** A POST with the client token as a bearer, as the client sends it: { status, body }. */
+export async function post(path, token, data) {
+  try {
+    const res = await fetch(`${folio}${path}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+      body: JSON.stringify({ data }),
+    });
+    return { status: res.status, body: await res.json() };
+  } catch (e) {
+    return failure(e);
+  }
+}
+
+/**
+ * What crdt/subscribe answers the token (in the query, as the client's EventSource sends it), read
+ * with fetch: { status, body } for a refusal, { status: 200 } once an accepted stream starts.
+ */
+export async function subscribeAnswer(token, ids) {
+  const q = new URLSearchParams({ ...ids, token });
+  const abort = new AbortController();
+  try {
+    const res = await fetch(`${folio}/v2/crdt/subscribe?${q}`, { headers: { Accept: 'text/event-stream' }, signal: abort.signal });
+    return res.ok ? { status: res.status } : { status: res.status, body: await res.json() };
+  } catch (e) {
+    return failure(e);
+  } finally {
+    abort.abort();
+  }
+}
