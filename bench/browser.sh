@@ -30,8 +30,7 @@ done
 wants() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 parts=("$@")
 source scripts/deps.sh
-FOLIO_PACKAGES+=(chromium)  # the browser, for this benchmark only
-folio_install_deps
+folio_install_deps "${FOLIO_TEST_PACKAGES[@]}"  # the browser too (deps.sh's test-only list)
 command -v node >/dev/null || { echo "bench/browser.sh: needs Node.js (node and npm)" >&2; exit 1; }
 (cd bench/peers && { npm ls --silent >/dev/null 2>&1 || npm ci --no-audit --no-fund --silent; })
 figures=$(mktemp)

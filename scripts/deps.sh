@@ -19,7 +19,7 @@ FOLIO_PACKAGES=(
   emscripten                     # the engine as WebAssembly for the JavaScript client (scripts/build-js)
   nodejs npm                     # the JavaScript client's tests (Debian 12: Node 18, npm 9)
 )
-# Only for the tests (scripts/test passes them to folio_install_deps): a browser for the client's tests
+# Only for the tests and bench/browser.sh (they pass them to folio_install_deps): a browser for the client's tests
 # in a real page (tests/e2e/browser_e2e.py; puppeteer-core drives it and downloads no browser itself).
 FOLIO_TEST_PACKAGES=(
   chromium
