@@ -501,6 +501,8 @@ export class FolioRecord {
           if (this._closed) return;
           if (!opened) {
             opened = true;
+            // The first token had expired (or was refused): once more with a new one from the function.
+            if (e?.httpStatus === 401 && this._tokenRefused(token)) return this._subscribe().then(resolve, reject);
             if (e && !isUnreachable(e)) return reject(e);
             if (!this._replica) return reject(e ?? new FolioError('the subscription closed', { status: 'UNAVAILABLE' }));
             resolve();

@@ -276,6 +276,30 @@ test('a token given as a function is asked again after a 401', async () => {
   }
 });
 
+test('a token function whose first token is refused at subscribe is asked again, and connect succeeds', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('abc');
+  let n = 0;
+  const before = FakeEventSource.instances.length;
+  const pending = connect({ ...ids, token: async () => `t${++n}`, fetch: service.fetch, EventSource: FakeEventSource });
+  await until(() => FakeEventSource.instances.length > before);
+  const first = FakeEventSource.last();
+  service.refuseNext(401, 'UNAUTHENTICATED', 'The client token expired at 2026-11-24T10:00:00.000Z.');
+  first.fail(true); // refused: the client asks the subscribe endpoint why (the 401 above)
+  await until(() => FakeEventSource.instances.length > before + 1);
+  const second = FakeEventSource.last();
+  second.open();
+  const record = await pending;
+  try {
+    assert.equal(new URL(first.url).searchParams.get('token'), 't1');
+    assert.equal(new URL(second.url).searchParams.get('token'), 't2');
+    assert.equal(n, 2);
+    assert.equal(record.value, 'abc');
+  } finally {
+    record.close();
+  }
+});
+
 test('a push refused as read-only (403) is reported once; then the client pulls only, until a new token', async () => {
   const service = new ModelService(engine, 'text');
   service.doc.replace('abc');
