@@ -5,7 +5,7 @@
 #     one connection and throughput on 4, against (a) the bare SQLite transaction that writes the same
 #     rows with the same pragmas (Python's sqlite3, WAL, synchronous=FULL) and (b) hello-fcgi taking
 #     the same request bodies behind the same nginx;
-#   * v1 get with each filter of DESIGN.md §4 (and a v2 page) on a document holding 10,000 annotations,
+#   * v1 get with each filter of docs/API.md, "Comment annotations" (and a v2 page) on a document holding 10,000 annotations,
 #     against hello-fcgi answering the very same response bytes behind the same nginx — what moving
 #     that response costs without Folio; each filter judged against issue 23's target (>= 0.5).
 # Latency percentiles come with the number of requests that measured them (a p99 from fewer than 200 is

@@ -10,7 +10,7 @@
 # own, so that every figure it prints comes from one run) instead of running trace_bench again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-traces_dir=${FOLIO_TRACES_DIR:-$(cd .. && pwd)/shared/traces}
+traces_dir=${FOLIO_TRACES_DIR:-$PWD/bench/traces}
 folio_out=
 if [ "${1:-}" = --trace-bench-output ]; then folio_out=$2; shift 2; fi
 [ $# -gt 0 ] || set -- automerge-paper seph-blog1

@@ -1,4 +1,4 @@
-// Replays real editing traces (../shared/traces) and reports every figure beside a baseline measured
+// Replays real editing traces (bench/traces) and reports every figure beside a baseline measured
 // in the same run: a gap buffer of code points replaying the same patches.
 //
 //   local_replay   one local op per patch into folio::text

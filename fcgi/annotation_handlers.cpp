@@ -1,4 +1,4 @@
-// Comment annotations (DESIGN.md §4, docs/API.md): /v1/commentannotations/get, the paged
+// Comment annotations (docs/API.md, "Comment annotations"): /v1/commentannotations/get, the paged
 // /v2/commentannotations/get, and the write side (/v2/commentannotations/add|update|delete and
 // /v2/commentannotations/comments/add|update|delete).
 //

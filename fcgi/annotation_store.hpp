@@ -1,4 +1,4 @@
-// fcgi/annotation_store.hpp — comment annotations in SQLite (schema in store.cpp, DESIGN.md §4).
+// fcgi/annotation_store.hpp — comment annotations in SQLite (schema in store.cpp, docs/API.md, "Comment annotations").
 //
 // An annotation is a row of `annotations` (its filter columns + its JSON body without comments) and
 // rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id, with its position

@@ -1,4 +1,4 @@
-// fcgi/annotations.hpp — the shapes of comment annotations and comments (DESIGN.md §4, docs/API.md):
+// fcgi/annotations.hpp — the shapes of comment annotations and comments (docs/API.md, "Comment annotations"):
 // checking a request's items into values, and the JSON the store keeps and the API returns.
 //
 // An annotation body is written in one order (annotationId, location, from, color, status, context,

@@ -1,4 +1,4 @@
-// fcgi/auth.hpp — API keys (tenants) and tokens (DESIGN.md §3).
+// fcgi/auth.hpp — API keys (tenants) and tokens (docs/API.md, "Tenancy and credentials").
 //
 // A key is "fk_<id>_<secret>", a token "ft_<id>_<secret>" (hex). Only the id, a random salt and
 // SHA-256(salt || secret) are stored; checking recomputes the hash and compares in constant time

@@ -1,4 +1,4 @@
-// POST /v2/auth/token (DESIGN.md §3, docs/API.md): an application's backend, with its API key and
+// POST /v2/auth/token (docs/API.md, "POST /v2/auth/token"): an application's backend, with its API key and
 // auth token, mints a client token for one document (and editor) of its tenant, one user and one
 // access level (client_token.hpp). Nothing is read from or written to the database: the token is
 // checked by its signature alone. A read-only auth token mints read tokens only, and no client token

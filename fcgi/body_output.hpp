@@ -1,6 +1,6 @@
 // fcgi/body_output.hpp — a response body sent while it is produced, so that an answer of any size
 // costs the responder a bounded buffer rather than the answer's size (v1 commentannotations/get of a
-// large document, crdt/get of a document with many records; DESIGN.md §8's limits bound requests, not
+// large document, crdt/get of a document with many records; the request limits (docs/API.md, "Every call") bound requests, not
 // what a document grows to).
 //
 // Handlers write through a json_writer over buffer() or append stored JSON as it is, and call

@@ -1,4 +1,4 @@
-// fcgi/client_token.hpp — scoped client tokens (DESIGN.md §3; format and rotation in docs/SECURITY.md
+// fcgi/client_token.hpp — scoped client tokens (docs/API.md, "Client tokens"; format and rotation in docs/SECURITY.md
 // "Client tokens").
 //
 // A client token lets an end-user client (a browser) open one document — and, when it names one, one

@@ -1,4 +1,4 @@
-// /v2/crdt/add|update|get|delete|sync (DESIGN.md §5, §6). Values go through folio::document: `add`
+// /v2/crdt/add|update|get|delete|sync (docs/API.md). Values go through folio::document: `add`
 // builds a record by replace-by-value from empty, `update` diffs the new value into ops on the stored
 // state and persists only those ops; `get` folds the log into the snapshot (or uses the cached
 // document); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
@@ -8,7 +8,7 @@
 // Every committed change is then published to the record's channel (publish.hpp), still under the
 // record's lock so that subscribers see changes in commit order.
 //
-// Incarnations (DESIGN.md §5): `add` draws a random incarnation, the replica id the server edits the
+// Incarnations (docs/API.md, the /v2/crdt endpoints): `add` draws a random incarnation, the replica id the server edits the
 // record as, so a record deleted and added again never repeats an op id of the old one. Sync answers
 // and published changes carry it; a client that has state sends it back, and one holding another
 // incarnation's state is refused with ABORTED, never merged.
@@ -77,7 +77,7 @@ void write_record(json_writer& w, const record_row& row, const folio::document& 
   w.EndObject();
 }
 
-/// Publishes one committed change of `k` (DESIGN.md §6, docs/API.md "live messages"): its ops, the
+/// Publishes one committed change of `k` (docs/API.md, "live messages"): its ops, the
 /// server's version after it and its metadata, all under the record's `incarnation`; and its notice,
 /// the same without `update` and `version` (subscribers sync), which the publisher sends instead when
 /// the whole message is over 64 KiB or the minute's budget is spent, and owes the channel when nginx
@@ -121,7 +121,7 @@ void publish_change(context& c, const record_key& k, const std::string& incarnat
   c.svc.live().publish(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), full, notice);
 }
 
-/// A binary field sent as base64 (DESIGN.md §6); `required` decides whether absence is an error.
+/// A binary field sent as base64 (docs/API.md, crdt/sync and crdt/subscribe); `required` decides whether absence is an error.
 std::optional<std::string> binary_field(const rapidjson::Value& data, const char* field, bool required) {
   const rapidjson::Value* v = field_value(data, field);
   if (!v) {

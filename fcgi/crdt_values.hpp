@@ -1,4 +1,4 @@
-// fcgi/crdt_values.hpp — a CRDT record's value on the wire (DESIGN.md §5): JSON in, checked against the
+// fcgi/crdt_values.hpp — a CRDT record's value on the wire (docs/API.md, the /v2/crdt endpoints): JSON in, checked against the
 // record type's shape (with the contract's exact messages), applied by replace-by-value; the document's
 // value out as JSON. Used by the handlers and by folio-cli. Thread-safety: free functions over values.
 #pragma once

@@ -1,5 +1,5 @@
 // fcgi/fields.hpp — reading the fields of a request's `data` object, with the contract's id rules
-// (DESIGN.md §2: non-empty UTF-8, at most 256 bytes, no control characters) and its exact messages.
+// (docs/API.md, "Every call": non-empty UTF-8, at most 256 bytes, no control characters) and its exact messages.
 // Every failure is an api_error(INVALID_ARGUMENT) naming the field. Thread-safety: free functions.
 #pragma once
 
@@ -20,7 +20,7 @@ inline constexpr std::size_t max_filter_ids = 1000;
 
 /// The member `field` of `data`, or nullptr when it is absent or null.
 const rapidjson::Value* field_value(const rapidjson::Value& data, const char* field);
-/// "2025-01-20T10:30:00.000Z": ISO 8601 UTC with milliseconds, a real calendar date (DESIGN.md §2).
+/// "2025-01-20T10:30:00.000Z": ISO 8601 UTC with milliseconds, a real calendar date (docs/API.md, "Every call").
 bool is_timestamp(std::string_view s);
 /// Milliseconds since the epoch of such a timestamp; nullopt when !is_timestamp(s).
 std::optional<std::int64_t> timestamp_ms(std::string_view s);

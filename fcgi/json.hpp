@@ -2,7 +2,7 @@
 //
 // Parsing is iterative (no recursion on input depth), validates UTF-8, refuses strings that are not
 // Unicode (a lone surrogate escape), nesting deeper than 64 levels and duplicate keys, and reports
-// failures as api_error naming the field and the byte offset. Numbers (DESIGN.md §2) read as
+// failures as api_error naming the field and the byte offset. Numbers (docs/API.md, "Every call") read as
 // JavaScript reads them: integers that fit 64 bits exactly, every other number as the nearest double
 // (correctly rounded), and are written back as the shortest text that reads as the same double. Values
 // stored by the service (map values, array elements) are kept as canonical JSON: object keys sorted,

@@ -1,4 +1,4 @@
-// fcgi/service.hpp — the JSON API as a function from request to response (DESIGN.md §2–§5).
+// fcgi/service.hpp — the JSON API as a function from request to response (docs/API.md).
 //
 // `service::handle` is everything between libfcgi and SQLite: routing, the order of checks (path,
 // method, credentials before the body, content type, body size, envelope), the endpoints, and the one
@@ -65,7 +65,7 @@ struct config {
   /// A request's time budget from when nginx sent it; below nginx's fastcgi_read_timeout (60 s), so a
   /// request nginx gave up on never commits afterwards (folio-fcgi sets request::deadline with it).
   std::chrono::milliseconds request_timeout{50000};
-  live_config live;  ///< channel secret and nginx's publisher socket (DESIGN.md §6)
+  live_config live;  ///< channel secret and nginx's publisher socket (docs/API.md, crdt/sync and crdt/subscribe)
 };
 
 /// Operators' endpoints, answered without credentials (nginx lets only loopback reach them):

@@ -1,5 +1,5 @@
 // fcgi/status.hpp — the service's error statuses and the one place that maps them to HTTP
-// (DESIGN.md §2: the callable-function convention). Handlers fail with `api_error`; the router turns
+// (docs/API.md, "Every call": the callable-function convention). Handlers fail with `api_error`; the router turns
 // it into the JSON error body.
 #pragma once
 

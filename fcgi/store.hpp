@@ -1,4 +1,4 @@
-// fcgi/store.hpp — SQLite storage (DESIGN.md §7): one `database` per worker thread (its own
+// fcgi/store.hpp — SQLite storage (the README's "Storage"): one `database` per worker thread (its own
 // connection), WAL, synchronous=FULL (a committed write is on disk), BEGIN IMMEDIATE for writes, a
 // busy timeout. The schema lives here with a version number and forward migrations.
 //

@@ -261,7 +261,7 @@ TEST(Channel, IdsAreKeyedHmacsOfTheTenantAndIds) {
   EXPECT_EQ(a, svc::channel_id("secret", "k1", "o", "d", "e"));
   EXPECT_NE(a, svc::channel_id("secret", "k2", "o", "d", "e"));
   EXPECT_NE(a, svc::channel_id("other", "k1", "o", "d", "e"));
-  // The newline separator is unambiguous only because ids never hold control characters (DESIGN.md §2).
+  // The newline separator is unambiguous only because ids never hold control characters (docs/API.md, "Every call").
   EXPECT_EQ(svc::channel_id("s", "k", "o\nd", "x", "e"), svc::channel_id("s", "k", "o", "d\nx", "e"));
   EXPECT_THROW(svc::check_id("o\nd", "organizationId"), svc::api_error);
   // The value nginx's set_hmac_sha256 computes for the same input (checked by e2e.live end to end).

@@ -1,4 +1,4 @@
-// Replays the real editing traces of ../shared/traces: every sequential trace must give exactly its
+// Replays the real editing traces of bench/traces: every sequential trace must give exactly its
 // endContent, also after encode -> decode and after merging the whole op log into an empty replica;
 // the concurrent trace, replayed with one replica per agent, must converge to its endContent.
 #include "support/trace.hpp"

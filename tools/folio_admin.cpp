@@ -1,4 +1,4 @@
-// folio-admin: API keys (tenants) and tokens, against the service's database (DESIGN.md §3).
+// folio-admin: API keys (tenants) and tokens, against the service's database (docs/API.md, "Tenancy and credentials").
 //
 //   folio-admin --db var/folio.db create-key NAME
 //   folio-admin --db var/folio.db create-token KEY_ID SUBJECT [--read-only] [--expires 2026-12-31T00:00:00.000Z]

@@ -1,4 +1,4 @@
-// folio-cli: a client replica in a terminal (DESIGN.md §6) — the engine's sync_client over HTTP.
+// folio-cli: a client replica in a terminal (docs/API.md, crdt/sync and crdt/subscribe) — the engine's sync_client over HTTP.
 //
 //   folio-cli [--url URL] --org ORG --doc DOC --editor ED COMMAND
 //     watch [--transport eventsource|longpoll] [--count N]   print the live value (one JSON line per change)

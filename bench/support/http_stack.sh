@@ -17,7 +17,7 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source scripts/deps.sh
 folio_install_deps
-traces=${FOLIO_TRACES_DIR:-$(cd .. && pwd)/shared/traces}
+traces=${FOLIO_TRACES_DIR:-$PWD/bench/traces}
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DFOLIO_BUILD_TESTS=OFF -DFOLIO_BUILD_BENCH=ON -DFOLIO_TRACES_DIR="$traces" >/dev/null
 cmake --build build-release -j2 --target folio-fcgi folio-admin hello-fcgi seed-history >/dev/null
 bin=$PWD/build-release

@@ -1,4 +1,4 @@
-// folio/document.hpp — one replica of a record of any of the four types (DESIGN.md §5), behind one
+// folio/document.hpp — one replica of a record of any of the four types (docs/API.md, the /v2/crdt endpoints), behind one
 // interface: the record's type and root name (`contentKey`), its version vector, replace-by-value,
 // `apply` of encoded batches (idempotent, pending until dependencies arrive), `encode_since` for what a
 // peer lacks, and the whole-document encoding.

@@ -100,7 +100,7 @@ class sequence {
 
   /// The whole document: op log (full causal history) + live values. Pending ops are not included.
   /// O(L + n); allocates the output.
-  /// `content_key` is the name of the record's root (DESIGN.md §5), kept with the document.
+  /// `content_key` is the name of the record's root (docs/API.md, the /v2/crdt endpoints), kept with the document.
   std::string encode(std::string_view content_key = "content") const {
     std::string out;
     detail::put_header(out, detail::kind_document, detail::value_type_of<T>());

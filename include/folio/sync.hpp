@@ -1,4 +1,4 @@
-// folio/sync.hpp — the client side of DESIGN.md §6: a replica that keeps a local copy of one record in
+// folio/sync.hpp — the client side of docs/API.md, crdt/sync and crdt/subscribe: a replica that keeps a local copy of one record in
 // step with a server, over any transport.
 //
 //   folio::sync_client c(folio::record_type::text, folio::random_replica_id());
@@ -16,7 +16,7 @@
 // dropped message, a reconnect — and `needs_sync()` says so. Ops that arrive before their dependencies
 // are held as pending by the document until the sync brings what they need.
 //
-// The contract every client keeps (DESIGN.md §5, docs/API.md):
+// The contract every client keeps (docs/API.md, "The client contract"):
 //  * Persist before sending. An op id names one op forever: the server refuses an op whose id it
 //    knows with other content. A client that sent an op and lost the answer (a crash, a timeout, the
 //    server killed mid-request) must not make another op with that id, so the state holding its

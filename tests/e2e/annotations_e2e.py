@@ -203,7 +203,7 @@ class Add(unittest.TestCase):
 
 
 class V1Filters(unittest.TestCase):
-    """Every filter combination of DESIGN.md §4 against a model of its rules."""
+    """Every filter combination of docs/API.md, "Comment annotations" against a model of its rules."""
     DATA = [("a3", "L1", "u1", "2025-01-03T00:00:00.000Z"), ("a1", "L1", "u2", "2025-01-01T00:00:00.000Z"),
             ("a2", "L2", "u1", "2025-01-02T00:00:00.000Z"), ("a0", None, "u3", "2025-01-02T00:00:00.000Z"),
             ("a4", "L2", "u2", "2025-01-02T00:00:00.000Z")]

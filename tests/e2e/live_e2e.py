@@ -1,4 +1,4 @@
-"""Connected clients end to end (DESIGN.md §6, issue 6): POST /v2/crdt/sync and the live push of
+"""Connected clients end to end (docs/API.md, crdt/sync and crdt/subscribe, issue 6): POST /v2/crdt/sync and the live push of
 GET /v2/crdt/subscribe through the real nginx + Nchan in front of the real folio-fcgi. Client replicas
 are folio-cli processes (the engine's sync_client) keeping their state in files; the transports are
 also spoken raw here (EventSource, long-poll, WebSocket) so that what nginx sends is checked as bytes.
@@ -675,7 +675,7 @@ class AnswerDropper:
 
 
 class RecordIdentity(unittest.TestCase):
-    """DESIGN.md §5: a record deleted and added again is a new record whose op ids never repeat the
+    """docs/API.md, the /v2/crdt endpoints: a record deleted and added again is a new record whose op ids never repeat the
     old one's, and its old clients are told; an op id names one op forever."""
 
     def test_a_record_added_again_never_repeats_op_ids_and_its_old_clients_are_told(self):

@@ -1,4 +1,4 @@
-"""Scoped client tokens end to end (DESIGN.md §3, issue 20): POST /v2/auth/token minted with an API key,
+"""Scoped client tokens end to end (docs/API.md, "Tenancy and credentials", issue 20): POST /v2/auth/token minted with an API key,
 then crdt/get, crdt/sync and crdt/subscribe with "Authorization: Bearer <token>" (and ?token= on
 subscribe) through the real nginx + Nchan in front of the real folio-fcgi: the scope (403), bad and
 expired tokens (401), key rotation by SIGHUP without a restart, lastUpdatedBy, CORS preflights, and the

@@ -1,4 +1,4 @@
-// tests/support/trace.hpp — loads the editing traces of ../shared/traces (gzip + JSON; see its README).
+// tests/support/trace.hpp — loads the editing traces of bench/traces (gzip + JSON; see bench/traces/README.md).
 // Test and benchmark support only: the engine itself never sees JSON.
 #pragma once
 

@@ -8,8 +8,8 @@
 // values (`diff_budget`), so the work a request can cause stays proportional to its size: before, a
 // flat 2·10^8 steps let two unrelated 64 KiB texts cost as much as two 4 MiB ones.
 //
-// Why not a packaged library: the engine depends on the standard library and pugixml only (DESIGN.md
-// §1); Debian's dtl would add a dependency to every consumer of the headers.
+// Why not a packaged library: the engine depends on the standard library and pugixml only (README.md);
+// Debian's dtl would add a dependency to every consumer of the headers.
 #pragma once
 
 #include <algorithm>
