@@ -19,6 +19,8 @@
 // and each remote change reported to the driver (window.folioVisible, a DevTools binding) once the
 // textarea shows it.
 
+import { diamondDocReplay, diamondOpLogReplay, freeOpLogReplay, patchesOf, yjsReplay, yjsText } from './replays.js';
+
 /** All timed runs (ms) of `build` after `warmup` untimed ones. */
 function timed(build, check, free, reps, warmup) {
   const runs = [];
@@ -38,7 +40,7 @@ export async function replay(lib, traceUrl, reps, warmup) {
   if (typeof globalThis.gc !== 'function') throw new Error('run Chromium with --js-flags=--expose-gc');
   const res = await fetch(traceUrl);
   const trace = await new Response(res.body.pipeThrough(new DecompressionStream('gzip'))).json();
-  const patches = trace.txns.flatMap((t) => t.patches);
+  const patches = patchesOf(trace);
   const check = (what) => (text) => {
     if (text !== trace.endContent) throw new Error(`${lib} ${what}: the text is not the trace's endContent`);
   };
@@ -58,44 +60,13 @@ export async function replay(lib, traceUrl, reps, warmup) {
   } else if (lib === 'diamond-types') {
     const dt = await import('/bench/diamond-types-web/dt.js');
     await dt.default(); // fetches and instantiates dt_bg.wasm beside dt.js
-    const build = () => {
-      const oplog = new dt.OpLog('a');
-      for (const [pos, del, ins] of patches) {
-        if (del) oplog.del(pos, del);
-        if (ins) oplog.ins(pos, ins);
-      }
-      return { oplog, branch: oplog.checkout() };
-    };
-    const freeBoth = (r) => { r.branch.free(); r.oplog.free(); };
-    figures.local_replay = timed(build, (r) => check('replay')(r.branch.get()), freeBoth, reps, warmup);
-    const buildDoc = () => {
-      const d = new dt.Doc('a');
-      for (const [pos, del, ins] of patches) {
-        if (del) d.del(pos, del);
-        if (ins) d.ins(pos, ins);
-      }
-      return d;
-    };
-    figures.local_replay_doc = timed(buildDoc, (d) => check('replay')(d.get()), (d) => d.free(), reps, warmup);
+    figures.local_replay = timed(() => diamondOpLogReplay(dt, patches), (r) => check('replay')(r.branch.get()), freeOpLogReplay, reps, warmup);
+    figures.local_replay_doc = timed(() => diamondDocReplay(dt, patches), (d) => check('replay')(d.get()), (d) => d.free(), reps, warmup);
   } else if (lib === 'yjs') {
     const Y = await import('/bench/yjs.js');
-    const build = (perTxn) => () => {
-      const d = new Y.Doc();
-      d.clientID = 1;
-      const t = d.getText('t');
-      const apply = (ps) => {
-        for (const [pos, del, ins] of ps) {
-          if (del) t.delete(pos, del);
-          if (ins) t.insert(pos, ins);
-        }
-      };
-      if (perTxn) for (const txn of trace.txns) d.transact(() => apply(txn.patches));
-      else d.transact(() => { for (const txn of trace.txns) apply(txn.patches); });
-      return d;
-    };
-    const text = (d) => d.getText('t').toString();
-    figures.local_replay = timed(build(true), (d) => check('replay')(text(d)), (d) => d.destroy(), reps, warmup);
-    figures.local_replay_one_transaction = timed(build(false), (d) => check('replay')(text(d)), (d) => d.destroy(), reps, warmup);
+    const checked = (d) => check('replay')(yjsText(d));
+    figures.local_replay = timed(() => yjsReplay(Y, trace, true), checked, (d) => d.destroy(), reps, warmup);
+    figures.local_replay_one_transaction = timed(() => yjsReplay(Y, trace, false), checked, (d) => d.destroy(), reps, warmup);
   } else {
     throw new Error(`unknown library ${lib}: folio, diamond-types or yjs`);
   }

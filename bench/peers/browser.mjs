@@ -62,7 +62,7 @@ function files(extra) {
     if (p === '/bench/') return Buffer.from(PAGE);
     if (p in extra) return extra[p];
     const roots = [['/client/', clientDir], ['/bench/diamond-types-web/', dtDir]];
-    if (p === '/bench/browser-page.js') return fs.readFileSync(path.join(here, 'browser-page.js'));
+    if (p === '/bench/browser-page.js' || p === '/bench/replays.js') return fs.readFileSync(path.join(here, p.slice('/bench/'.length)));
     for (const [prefix, dir] of roots) {
       if (!p.startsWith(prefix)) continue;
       const f = path.resolve(dir, '.' + path.posix.normalize('/' + p.slice(prefix.length)));

@@ -25,6 +25,7 @@
 // Prints one JSON object per figure: {trace, lib, figure, value, unit, reps, warmup}.
 import fs from 'node:fs';
 import zlib from 'node:zlib';
+import { diamondDocReplay, diamondOpLogReplay, freeOpLogReplay, patchesOf, yjsReplay, yjsText } from './replays.js';
 
 const [lib, file, repsArg, warmArg] = process.argv.slice(2);
 const reps = Number(repsArg || 5);
@@ -52,25 +53,11 @@ const check = (what) => (text) => { if (text !== trace.endContent) throw new Err
 
 if (lib === 'yjs') {
   const Y = await import('yjs');
-  const replay = (perTxn) => {
-    const d = new Y.Doc();
-    d.clientID = 1;
-    const t = d.getText('t');
-    const apply = (patches) => {
-      for (const [pos, del, ins] of patches) {
-        if (del) t.delete(pos, del);
-        if (ins) t.insert(pos, ins);
-      }
-    };
-    if (perTxn) for (const txn of trace.txns) d.transact(() => apply(txn.patches));
-    else d.transact(() => { for (const txn of trace.txns) apply(txn.patches); });
-    return d;
-  };
-  const text = (d) => d.getText('t').toString();
+  const checked = (d) => check('replay')(yjsText(d));
   const destroy = (d) => d.destroy();
-  report('local_replay', fastest(() => replay(true), (d) => check('replay')(text(d)), destroy), 'ms');
-  report('local_replay_one_transaction', fastest(() => replay(false), (d) => check('replay')(text(d)), destroy), 'ms');
-  const doc = replay(true);
+  report('local_replay', fastest(() => yjsReplay(Y, trace, true), checked, destroy), 'ms');
+  report('local_replay_one_transaction', fastest(() => yjsReplay(Y, trace, false), checked, destroy), 'ms');
+  const doc = yjsReplay(Y, trace, true);
   const update = Y.encodeStateAsUpdate(doc);
   report('encoded_bytes', update.length, 'B');
   report('encoded_bytes_v2', Y.encodeStateAsUpdateV2(doc).length, 'B');
@@ -80,39 +67,22 @@ if (lib === 'yjs') {
     Y.applyUpdate(d, update);
     return d;
   };
-  report('remote_merge', fastest(merge, (d) => check('merge')(text(d)), destroy), 'ms');
+  report('remote_merge', fastest(merge, (d) => check('merge')(yjsText(d)), destroy), 'ms');
 } else if (lib === 'diamond-types') {
-  const { OpLog, Doc } = await import('diamond-types-node');
-  const patches = trace.txns.flatMap((t) => t.patches);
-  const replayOpLog = () => {
-    const oplog = new OpLog('a');
-    for (const [pos, del, ins] of patches) {
-      if (del) oplog.del(pos, del);
-      if (ins) oplog.ins(pos, ins);
-    }
-    return { oplog, branch: oplog.checkout() };
-  };
-  const freeBoth = (r) => { r.branch.free(); r.oplog.free(); };
-  report('local_replay', fastest(replayOpLog, (r) => check('replay')(r.branch.get()), freeBoth), 'ms');
-  const replayDoc = () => {
-    const d = new Doc('a');
-    for (const [pos, del, ins] of patches) {
-      if (del) d.del(pos, del);
-      if (ins) d.ins(pos, ins);
-    }
-    return d;
-  };
-  report('local_replay_doc', fastest(replayDoc, (d) => check('replay')(d.get()), (d) => d.free()), 'ms');
-  const built = replayOpLog();
+  const dt = await import('diamond-types-node');
+  const patches = patchesOf(trace);
+  report('local_replay', fastest(() => diamondOpLogReplay(dt, patches), (r) => check('replay')(r.branch.get()), freeOpLogReplay), 'ms');
+  report('local_replay_doc', fastest(() => diamondDocReplay(dt, patches), (d) => check('replay')(d.get()), (d) => d.free()), 'ms');
+  const built = diamondOpLogReplay(dt, patches);
   const bytes = built.oplog.toBytes();
-  freeBoth(built);
+  freeOpLogReplay(built);
   report('encoded_bytes', bytes.length, 'B');
   const merge = () => {
-    const oplog = new OpLog('b');
+    const oplog = new dt.OpLog('b');
     oplog.addFromBytes(bytes);
     return { oplog, branch: oplog.checkout() };
   };
-  report('remote_merge', fastest(merge, (r) => check('merge')(r.branch.get()), freeBoth), 'ms');
+  report('remote_merge', fastest(merge, (r) => check('merge')(r.branch.get()), freeOpLogReplay), 'ms');
 } else {
   throw new Error(`unknown library ${lib}: yjs or diamond-types`);
 }
