@@ -331,19 +331,21 @@ std::vector<shape> shapes() {
                  return apply_tree(record_type::xml, ops);
                }});
   // Markup.
-  s.push_back({"markup::parse, n attributes on one element", 10000, [](std::size_t n) -> job {
-                 std::string x = "<e";
-                 for (std::size_t i = 0; i < n; ++i) x += " a" + std::to_string(i) + "=\"v\"";
-                 x += "/>";
+  // "<e a0="v" a1="v" ... a(n-1)="v"" + `end`
+  const auto element_with_attributes = [](std::size_t n, const char* end) {
+    std::string x = "<e";
+    for (std::size_t i = 0; i < n; ++i) x += " a" + std::to_string(i) + "=\"v\"";
+    return x + end;
+  };
+  s.push_back({"markup::parse, n attributes on one element", 10000, [element_with_attributes](std::size_t n) -> job {
+                 const std::string x = element_with_attributes(n, "/>");
                  return [x] {
                    folio::markup::fragment f;
                    must(static_cast<bool>(folio::markup::parse(x, f)), "parse");
                  };
                }});
-  s.push_back({"markup::parse, n attributes, the last a duplicate", 10000, [](std::size_t n) -> job {
-                 std::string x = "<e";
-                 for (std::size_t i = 0; i < n; ++i) x += " a" + std::to_string(i) + "=\"v\"";
-                 x += " a0=\"w\"/>";
+  s.push_back({"markup::parse, n attributes, the last a duplicate", 10000, [element_with_attributes](std::size_t n) -> job {
+                 const std::string x = element_with_attributes(n, " a0=\"w\"/>");
                  return [x] {
                    folio::markup::fragment f;
                    must(folio::markup::parse(x, f).status == folio::markup::parse_status::duplicate_attribute, "duplicate refusal");

@@ -289,22 +289,17 @@ void random_scenario(record_type type, std::uint64_t seed) {
   ASSERT_EQ(value_of(*copy), value_of(reps[0]));
 }
 
-TEST(TreeConvergence, SeededRandomMapScenarios) {
+/// FOLIO_CONVERGENCE_SCENARIOS random scenarios of `type` (150 by default) from seed FOLIO_CONVERGENCE_SEED (1).
+void seeded_random_scenarios(record_type type) {
   const std::uint64_t first = env_or("FOLIO_CONVERGENCE_SEED", 1), count = env_or("FOLIO_CONVERGENCE_SCENARIOS", 150);
   for (std::uint64_t seed = first; seed < first + count; ++seed) {
-    SCOPED_TRACE("map seed " + std::to_string(seed));
-    random_scenario(record_type::map, seed);
-    if (HasFatalFailure()) return;
+    SCOPED_TRACE(std::string(folio::to_string(type)) + " seed " + std::to_string(seed));
+    random_scenario(type, seed);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-TEST(TreeConvergence, SeededRandomXmlScenarios) {
-  const std::uint64_t first = env_or("FOLIO_CONVERGENCE_SEED", 1), count = env_or("FOLIO_CONVERGENCE_SCENARIOS", 150);
-  for (std::uint64_t seed = first; seed < first + count; ++seed) {
-    SCOPED_TRACE("xml seed " + std::to_string(seed));
-    random_scenario(record_type::xml, seed);
-    if (HasFatalFailure()) return;
-  }
-}
+TEST(TreeConvergence, SeededRandomMapScenarios) { seeded_random_scenarios(record_type::map); }
+TEST(TreeConvergence, SeededRandomXmlScenarios) { seeded_random_scenarios(record_type::xml); }
 
 }  // namespace

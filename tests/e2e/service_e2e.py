@@ -25,6 +25,11 @@ def rec(editor, type_, data, doc="doc", org="org", **extra):
     return d
 
 
+def without(d, key):
+    """`d` without `key` (a request missing one field)."""
+    return {k: v for k, v in d.items() if k != key}
+
+
 def get(editor=None, doc="doc", org="org", who="a"):
     d = {"organizationId": org, "documentId": doc}
     if editor is not None:
@@ -95,12 +100,8 @@ class Crdt(unittest.TestCase):
         ok(self, call("/v2/crdt/add", rec("e", "text", "x", doc="err")), "CRDT data added successfully.")
         err(self, call("/v2/crdt/add", rec("e", "text", "y", doc="err")), 409, "ALREADY_EXISTS", "CRDT data already exists for this editor ID.")
         err(self, call("/v2/crdt/update", rec("missing", "text", "y", doc="err")), 404, "NOT_FOUND", "No CRDT data found for this editor ID.")
-        d = rec("e", "text", "y", doc="err")
-        del d["organizationId"]
-        err(self, call("/v2/crdt/add", d), 400, "INVALID_ARGUMENT", "Organization ID is required")
-        d = rec("e", "text", "y", doc="err")
-        del d["documentId"]
-        err(self, call("/v2/crdt/update", d), 400, "INVALID_ARGUMENT", "Document ID is required")
+        err(self, call("/v2/crdt/add", without(rec("e", "text", "y", doc="err"), "organizationId")), 400, "INVALID_ARGUMENT", "Organization ID is required")
+        err(self, call("/v2/crdt/update", without(rec("e", "text", "y", doc="err"), "documentId")), 400, "INVALID_ARGUMENT", "Document ID is required")
         d = rec("", "text", "y", doc="err")
         err(self, call("/v2/crdt/add", d), 400, "INVALID_ARGUMENT", "Editor ID is required.")
         err(self, call("/v2/crdt/add", rec("n", "text", 5, doc="err")), 400, "INVALID_ARGUMENT", "Data must be a string for type text.")
@@ -113,12 +114,8 @@ class Crdt(unittest.TestCase):
         err(self, call("/v2/crdt/add", rec("n", "xml", "<a x='1' x='2'/>", doc="err")), 400, "INVALID_ARGUMENT",
             "Data must be a string of XML markup for type xml. Attribute \"x\" appears twice at byte 9.")
         err(self, call("/v2/crdt/add", rec("n", "json", "x", doc="err")), 400, "INVALID_ARGUMENT", "Type must be one of text, map, array, xml.")
-        d = rec("n", "text", "x", doc="err")
-        del d["type"]
-        err(self, call("/v2/crdt/add", d), 400, "INVALID_ARGUMENT", "Type is required.")
-        d = rec("n", "text", "x", doc="err")
-        del d["data"]
-        err(self, call("/v2/crdt/add", d), 400, "INVALID_ARGUMENT", "Data is required.")
+        err(self, call("/v2/crdt/add", without(rec("n", "text", "x", doc="err"), "type")), 400, "INVALID_ARGUMENT", "Type is required.")
+        err(self, call("/v2/crdt/add", without(rec("n", "text", "x", doc="err"), "data")), 400, "INVALID_ARGUMENT", "Data is required.")
         # Type and contentKey are fixed by add.
         err(self, call("/v2/crdt/update", rec("e", "map", {}, doc="err")), 400, "INVALID_ARGUMENT", "Type map does not match the record's type text.")
         err(self, call("/v2/crdt/update", rec("e", "text", "z", doc="err", contentKey="default")), 400, "INVALID_ARGUMENT",
