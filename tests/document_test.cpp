@@ -269,7 +269,7 @@ TEST(Document, RemoteOpsCannotNestDeeperThanTheLimit) {
   o.object = {{1, v.get(1) - 1}, folio::detail::object_role::children}, o.ref = folio::document_start, o.nodes = {"a"};
   forged.ops.push_back(o);
   std::string bytes;
-  folio::detail::put_header(bytes, folio::detail::kind_batch, 4);
+  folio::detail::put_header(bytes, folio::detail::kind_batch, record_type::xml);
   folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, forged.ops);
   const folio::apply_result r = b.apply(bytes);
   EXPECT_FALSE(r);
@@ -281,7 +281,7 @@ TEST(Document, RemoteOpsMustFitTheirObjects) {
   a.replace_xml("<p>x</p>");
   auto forge = [](folio::detail::tree_op o) {
     std::string bytes;
-    folio::detail::put_header(bytes, folio::detail::kind_batch, 4);
+    folio::detail::put_header(bytes, folio::detail::kind_batch, record_type::xml);
     folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, {o});
     return bytes;
   };
@@ -642,7 +642,7 @@ std::pair<std::uint64_t, std::uint64_t> units_and_top(record_type t, const std::
   } else {
     folio::detail::byte_reader r(batch);
     std::vector<folio::detail::tree_op> ops;
-    unsigned char vt = 0;
+    record_type vt{};
     EXPECT_TRUE(folio::detail::read_header_any(r, folio::detail::kind_batch, vt));
     EXPECT_TRUE(folio::detail::read_tree_ops(r, t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml, ops));
     for (const auto& o : ops) add(o);
@@ -664,7 +664,7 @@ std::string raised_to(record_type t, const std::string& batch, std::uint64_t top
   const auto shape = t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml;
   folio::detail::byte_reader r(batch);
   std::vector<folio::detail::tree_op> ops;
-  unsigned char vt = 0;
+  record_type vt{};
   EXPECT_TRUE(folio::detail::read_header_any(r, folio::detail::kind_batch, vt) && folio::detail::read_tree_ops(r, shape, ops));
   for (auto& o : ops) o.lamport += by;
   std::string out;
@@ -803,7 +803,7 @@ TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
   const std::string all = x.encode_since({});
   folio::detail::byte_reader br(all);
   std::vector<folio::detail::tree_op> base;
-  unsigned char vt = 0;
+  record_type vt{};
   ASSERT_TRUE(folio::detail::read_header_any(br, folio::detail::kind_batch, vt) && folio::detail::read_tree_ops(br, folio::detail::tree_shape::xml, base));
   const folio::detail::tree_op& text_insert = base.back();  // the "x" of the text node
   ASSERT_EQ(text_insert.text, U"x");

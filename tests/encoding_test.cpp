@@ -192,7 +192,7 @@ TEST(Encoding, VarintsHaveOneSpellingOnly) {
 /// `cut`, only the header and the table, less its last `cut` bytes.
 std::string replica_table(unsigned char value_type, const std::vector<std::uint64_t>& ids, std::size_t cut = 0) {
   std::string out;
-  folio::detail::put_header(out, folio::detail::kind_batch, value_type);
+  folio::detail::put_header(out, folio::detail::kind_batch, static_cast<folio::record_type>(value_type));
   folio::detail::put_varint(out, ids.size());
   for (std::uint64_t id : ids) folio::detail::put_varint(out, id);
   if (cut) return out.substr(0, out.size() - cut);
@@ -233,7 +233,7 @@ TEST(Encoding, ReplicaTableRefusalsNameTheFirstProblemInTableOrder) {
       } else {
         folio::detail::byte_reader reader(bytes);
         std::vector<folio::detail::tree_op> ops;
-        unsigned char t = 0;
+        folio::record_type t{};
         ASSERT_TRUE(folio::detail::read_header_any(reader, folio::detail::kind_batch, t));
         folio::detail::read_tree_ops(reader, folio::detail::tree_shape::map, ops);
         r = reader.result();
