@@ -38,6 +38,32 @@ TEST(Document, KeepsTypeAndContentKeyThroughTheEncoding) {
   EXPECT_FALSE(folio::parse_record_type("XML").has_value());
 }
 
+// record_type.hpp numbers the types once: the number is the encodings' value type byte.
+TEST(Document, RecordTypesAreNumberedByTheirValueTypeByte) {
+  for (record_type t : folio::all_record_types) {
+    EXPECT_EQ(folio::record_type_of(static_cast<std::uint64_t>(t)), t);
+    EXPECT_EQ(static_cast<unsigned char>(document(t, 1).encode()[4]), static_cast<unsigned char>(t));
+  }
+  EXPECT_FALSE(folio::record_type_of(0).has_value());
+  EXPECT_FALSE(folio::record_type_of(5).has_value());
+}
+
+// Map and xml records have one entry point, document (folio.hpp says why there is no map.hpp or
+// xml.hpp): the example of folio.hpp, and the type checked on every call.
+TEST(Document, MapAndXmlRecordsThroughTheOneEntryPoint) {
+  document m(record_type::map, 1), x(record_type::xml, 1);
+  m.set("title", "\"Draft\"");
+  ASSERT_TRUE(x.replace_xml("<p>Hello <b>world</b></p>").first);
+  document mp(record_type::map, 2), xp(record_type::xml, 2);
+  EXPECT_TRUE(mp.apply(m.encode_since(mp.version())));
+  EXPECT_TRUE(xp.apply(x.encode_since(xp.version())));
+  EXPECT_EQ(mp.map(), (std::map<std::string, std::string>{{"title", "\"Draft\""}}));
+  EXPECT_EQ(xp.xml(), "<p>Hello <b>world</b></p>");
+  EXPECT_THROW(x.set("k", "v"), folio::error);
+  EXPECT_THROW(m.replace_xml("<p/>"), folio::error);
+  EXPECT_FALSE(xp.apply(m.encode_since({})));  // a map batch is refused by an xml record
+}
+
 TEST(Document, RefusesBatchesOfAnotherType) {
   document text(record_type::text, 1), array(record_type::array, 2), map(record_type::map, 3), xml(record_type::xml, 4);
   text.replace_text("hi");

@@ -292,4 +292,41 @@ TEST(Encoding, FuzzFoundHugeDeltasAreRefused) {
   }
 }
 
+// An op whose fields each fit but whose Lamport values or seqs run past 2^31 is refused as
+// out_of_range (it was reported as overlong_varint, though no varint was long), by the text and the
+// map decoder alike; the description keeps the words HTTP answers have shown ("bad varint").
+TEST(Encoding, CountersPastTheirRangeAreOutOfRange) {
+  const std::uint32_t top = folio::max_counter;
+  struct expect {
+    std::uint32_t seq, lamport, len;
+    const char* detail;
+  };
+  for (const expect& e : {expect{0, top, 2, "op lamport out of range"}, expect{top, 1, 2, "op seq + length out of range"}}) {
+    folio::op_batch<char32_t> text;
+    folio::op o;
+    o.id = {7, e.seq}, o.lamport = e.lamport, o.len = e.len, o.ref = folio::document_start;
+    text.ops.push_back(o), text.content = {U'a', U'b'};
+    folio::op_batch<char32_t> back;
+    const folio::decode_result t = folio::decode_batch(folio::encode_batch(text), back);
+    EXPECT_EQ(t.status, folio::decode_status::out_of_range);
+    EXPECT_STREQ(t.detail, e.detail);
+
+    folio::detail::tree_op m;
+    m.kind = folio::detail::tree_op_kind::insert, m.id = {7, e.seq}, m.lamport = e.lamport, m.len = e.len;
+    m.object = {{7, 0}, folio::detail::object_role::text}, m.text = U"ab";
+    std::string bytes;
+    folio::detail::put_header(bytes, folio::detail::kind_batch, folio::record_type::xml);
+    folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, {m});
+    folio::detail::byte_reader r(bytes);
+    folio::record_type type{};
+    std::vector<folio::detail::tree_op> ops;
+    ASSERT_TRUE(folio::detail::read_header_any(r, folio::detail::kind_batch, type));
+    EXPECT_FALSE(folio::detail::read_tree_ops(r, folio::detail::tree_shape::xml, ops));
+    EXPECT_EQ(r.result().status, folio::decode_status::out_of_range);
+    EXPECT_EQ(r.result().offset, t.offset);  // after the len field: the header fields come first in both formats
+    EXPECT_STREQ(r.result().detail, e.detail);
+    EXPECT_EQ(t.description().substr(0, 10), "bad varint");
+  }
+}
+
 }  // namespace
