@@ -74,19 +74,19 @@ std::string array_batch(const op_batch<std::string>& b) { return folio::encode_b
 
 std::string tree_batch_bytes(record_type t, const std::vector<tree_op>& ops) {
   std::string out;
-  folio::detail::put_header(out, folio::detail::kind_batch, static_cast<unsigned char>(t));
+  folio::detail::put_header(out, folio::detail::kind_batch, t);
   folio::detail::put_tree_ops(out, t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml, ops);
   return out;
 }
 
 /// A batch (sequence or tree kind) whose replica table lists n distinct ids and that holds no op.
-std::string replica_table_batch(unsigned char value_type, std::size_t n) {
+std::string replica_table_batch(record_type t, std::size_t n) {
   std::string out;
-  folio::detail::put_header(out, folio::detail::kind_batch, value_type);
+  folio::detail::put_header(out, folio::detail::kind_batch, t);
   folio::detail::put_varint(out, n);
   for (std::size_t i = 0; i < n; ++i) folio::detail::put_varint(out, 0x9e3779b97f4a7c15ull * (i + 1) | 1);
   folio::detail::put_varint(out, 0);
-  if (value_type <= 2) folio::detail::put_varint(out, 0);  // no content
+  if (t == record_type::text || t == record_type::array) folio::detail::put_varint(out, 0);  // no content
   return out;
 }
 
@@ -231,21 +231,21 @@ std::vector<shape> shapes() {
                  };
                }});
   s.push_back({"decode_batch text, replica table of n ids", 200000, [](std::size_t n) -> job {
-                 return [bytes = replica_table_batch(1, n)] {
+                 return [bytes = replica_table_batch(record_type::text, n)] {
                    op_batch<char32_t> b;
                    must(static_cast<bool>(folio::decode_batch(bytes, b)), "decode");
                  };
                }});
   s.push_back({"decode_batch array, replica table of n ids", 200000, [](std::size_t n) -> job {
-                 return [bytes = replica_table_batch(2, n)] {
+                 return [bytes = replica_table_batch(record_type::array, n)] {
                    op_batch<std::string> b;
                    must(static_cast<bool>(folio::decode_batch(bytes, b)), "decode");
                  };
                }});
   s.push_back({"apply map batch, replica table of n ids", 200000,
-               [](std::size_t n) -> job { return apply_job<void>(record_type::map, replica_table_batch(3, n)); }});
+               [](std::size_t n) -> job { return apply_job<void>(record_type::map, replica_table_batch(record_type::map, n)); }});
   s.push_back({"apply xml batch, replica table of n ids", 200000,
-               [](std::size_t n) -> job { return apply_job<void>(record_type::xml, replica_table_batch(4, n)); }});
+               [](std::size_t n) -> job { return apply_job<void>(record_type::xml, replica_table_batch(record_type::xml, n)); }});
   s.push_back({"document::decode text, n runs", 200000, [](std::size_t n) -> job {
                  document d(record_type::text, 1);
                  for (std::size_t i = 0; i < n; ++i) d.as_text().insert(i % 2 ? 0 : d.as_text().size(), std::u32string(U"ab"));

@@ -58,7 +58,7 @@ std::string value_of(const folio::document& d) {
 }
 
 void record_batch(std::string_view bytes) {
-  const bool map = bytes.size() > 4 && bytes[4] == 3;
+  const bool map = bytes.size() > 4 && bytes[4] == static_cast<char>(folio::record_type::map);  // the value type byte
   folio::document doc(map ? folio::record_type::map : folio::record_type::xml, 1);
   if (map)
     doc.replace_map({{"a", "1"}, {"b", "2"}});

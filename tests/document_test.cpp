@@ -38,6 +38,32 @@ TEST(Document, KeepsTypeAndContentKeyThroughTheEncoding) {
   EXPECT_FALSE(folio::parse_record_type("XML").has_value());
 }
 
+// record_type.hpp numbers the types once: the number is the encodings' value type byte.
+TEST(Document, RecordTypesAreNumberedByTheirValueTypeByte) {
+  for (record_type t : folio::all_record_types) {
+    EXPECT_EQ(folio::record_type_of(static_cast<std::uint64_t>(t)), t);
+    EXPECT_EQ(static_cast<unsigned char>(document(t, 1).encode()[4]), static_cast<unsigned char>(t));
+  }
+  EXPECT_FALSE(folio::record_type_of(0).has_value());
+  EXPECT_FALSE(folio::record_type_of(5).has_value());
+}
+
+// Map and xml records have one entry point, document (folio.hpp says why there is no map.hpp or
+// xml.hpp): the example of folio.hpp, and the type checked on every call.
+TEST(Document, MapAndXmlRecordsThroughTheOneEntryPoint) {
+  document m(record_type::map, 1), x(record_type::xml, 1);
+  m.set("title", "\"Draft\"");
+  ASSERT_TRUE(x.replace_xml("<p>Hello <b>world</b></p>").first);
+  document mp(record_type::map, 2), xp(record_type::xml, 2);
+  EXPECT_TRUE(mp.apply(m.encode_since(mp.version())));
+  EXPECT_TRUE(xp.apply(x.encode_since(xp.version())));
+  EXPECT_EQ(mp.map(), (std::map<std::string, std::string>{{"title", "\"Draft\""}}));
+  EXPECT_EQ(xp.xml(), "<p>Hello <b>world</b></p>");
+  EXPECT_THROW(x.set("k", "v"), folio::error);
+  EXPECT_THROW(m.replace_xml("<p/>"), folio::error);
+  EXPECT_FALSE(xp.apply(m.encode_since({})));  // a map batch is refused by an xml record
+}
+
 TEST(Document, RefusesBatchesOfAnotherType) {
   document text(record_type::text, 1), array(record_type::array, 2), map(record_type::map, 3), xml(record_type::xml, 4);
   text.replace_text("hi");
@@ -269,7 +295,7 @@ TEST(Document, RemoteOpsCannotNestDeeperThanTheLimit) {
   o.object = {{1, v.get(1) - 1}, folio::detail::object_role::children}, o.ref = folio::document_start, o.nodes = {"a"};
   forged.ops.push_back(o);
   std::string bytes;
-  folio::detail::put_header(bytes, folio::detail::kind_batch, 4);
+  folio::detail::put_header(bytes, folio::detail::kind_batch, record_type::xml);
   folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, forged.ops);
   const folio::apply_result r = b.apply(bytes);
   EXPECT_FALSE(r);
@@ -281,7 +307,7 @@ TEST(Document, RemoteOpsMustFitTheirObjects) {
   a.replace_xml("<p>x</p>");
   auto forge = [](folio::detail::tree_op o) {
     std::string bytes;
-    folio::detail::put_header(bytes, folio::detail::kind_batch, 4);
+    folio::detail::put_header(bytes, folio::detail::kind_batch, record_type::xml);
     folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, {o});
     return bytes;
   };
@@ -642,7 +668,7 @@ std::pair<std::uint64_t, std::uint64_t> units_and_top(record_type t, const std::
   } else {
     folio::detail::byte_reader r(batch);
     std::vector<folio::detail::tree_op> ops;
-    unsigned char vt = 0;
+    record_type vt{};
     EXPECT_TRUE(folio::detail::read_header_any(r, folio::detail::kind_batch, vt));
     EXPECT_TRUE(folio::detail::read_tree_ops(r, t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml, ops));
     for (const auto& o : ops) add(o);
@@ -664,7 +690,7 @@ std::string raised_to(record_type t, const std::string& batch, std::uint64_t top
   const auto shape = t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml;
   folio::detail::byte_reader r(batch);
   std::vector<folio::detail::tree_op> ops;
-  unsigned char vt = 0;
+  record_type vt{};
   EXPECT_TRUE(folio::detail::read_header_any(r, folio::detail::kind_batch, vt) && folio::detail::read_tree_ops(r, shape, ops));
   for (auto& o : ops) o.lamport += by;
   std::string out;
@@ -803,7 +829,7 @@ TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
   const std::string all = x.encode_since({});
   folio::detail::byte_reader br(all);
   std::vector<folio::detail::tree_op> base;
-  unsigned char vt = 0;
+  record_type vt{};
   ASSERT_TRUE(folio::detail::read_header_any(br, folio::detail::kind_batch, vt) && folio::detail::read_tree_ops(br, folio::detail::tree_shape::xml, base));
   const folio::detail::tree_op& text_insert = base.back();  // the "x" of the text node
   ASSERT_EQ(text_insert.text, U"x");

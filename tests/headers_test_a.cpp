@@ -9,6 +9,7 @@
 #include <folio/id.hpp>
 #include <folio/markup.hpp>
 #include <folio/ops.hpp>
+#include <folio/record_type.hpp>
 #include <folio/sequence.hpp>
 #include <folio/sync.hpp>
 #include <folio/text.hpp>
@@ -25,6 +26,7 @@
 #include <folio/id.hpp>
 #include <folio/markup.hpp>
 #include <folio/ops.hpp>
+#include <folio/record_type.hpp>
 #include <folio/sequence.hpp>
 #include <folio/sync.hpp>
 #include <folio/text.hpp>

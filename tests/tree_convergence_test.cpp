@@ -123,7 +123,7 @@ using folio::detail::tree_op_kind;
 
 std::string batch_bytes(record_type t, const std::vector<tree_op>& ops) {
   std::string out;
-  folio::detail::put_header(out, folio::detail::kind_batch, static_cast<unsigned char>(t));
+  folio::detail::put_header(out, folio::detail::kind_batch, t);
   folio::detail::put_tree_ops(out, t == record_type::map ? folio::detail::tree_shape::map : folio::detail::tree_shape::xml, ops);
   return out;
 }

@@ -33,31 +33,10 @@
 #include "diff.hpp"
 #include "encoding.hpp"
 #include "markup.hpp"
+#include "record_type.hpp"
 #include "text.hpp"
 
 namespace folio {
-
-/// A record's type; the values are the encoding's value types.
-enum class record_type : std::uint8_t { text = 1, array = 2, map = 3, xml = 4 };
-
-inline std::string_view to_string(record_type t) noexcept {
-  switch (t) {
-    case record_type::text:
-      return "text";
-    case record_type::array:
-      return "array";
-    case record_type::map:
-      return "map";
-    case record_type::xml:
-      return "xml";
-  }
-  return "?";
-}
-inline std::optional<record_type> parse_record_type(std::string_view s) noexcept {
-  for (record_type t : {record_type::text, record_type::array, record_type::map, record_type::xml})
-    if (to_string(t) == s) return t;
-  return std::nullopt;
-}
 
 /// How document::apply treats a batch.
 struct apply_options {
@@ -186,10 +165,10 @@ class document {
   apply_result apply(std::string_view batch, Check&& check, const apply_options& options = {}) {
     apply_result res;
     detail::byte_reader r(batch);
-    unsigned char t = 0;
-    if (detail::read_header_any(r, detail::kind_batch, t) && t != static_cast<unsigned char>(type_)) {
+    record_type t{};
+    if (detail::read_header_any(r, detail::kind_batch, t) && t != type_) {
       res.status = apply_status::invalid;
-      res.message = "batch holds " + std::string(to_string(static_cast<record_type>(t))) + " operations; this record is " +
+      res.message = "batch holds " + std::string(to_string(t)) + " operations; this record is " +
                     std::string(to_string(type_));
       return res;
     }
@@ -256,10 +235,9 @@ class document {
   /// Rebuilds a document of whatever type `bytes` holds, as replica `self`. `out` is unchanged on failure.
   static decode_result decode(std::string_view bytes, replica_id self, std::optional<document>& out) {
     detail::byte_reader r(bytes);
-    unsigned char t = 0;
+    record_type type{};
     std::string key;
-    if (!detail::read_header_any(r, detail::kind_document, t)) return r.result();
-    const auto type = static_cast<record_type>(t);
+    if (!detail::read_header_any(r, detail::kind_document, type)) return r.result();
     if (type == record_type::text || type == record_type::array) {
       document d(type, self);
       const decode_result dr = type == record_type::text ? folio::text::decode(bytes, self, std::get<folio::text>(d.impl_), folio::text::default_max_ops, &d.key_)
@@ -352,14 +330,14 @@ class document {
   /// A batch or document (`kind`) of what a replica at `since` lacks, written as the log is read.
   std::string tree_bytes(const detail::tree_doc& d, unsigned char kind, const version_vector& since) const {
     std::string out;
-    detail::put_header(out, kind, static_cast<unsigned char>(type_));
+    detail::put_header(out, kind, type_);
     if (kind == detail::kind_document) detail::put_content_key(out, key_);
     detail::put_tree_ops_each(out, d.shape(), [&](auto&& f) { d.for_each_op_since(since, nullptr, f); });
     return out;
   }
   std::string batch_bytes(const detail::tree_doc& d, const detail::tree_batch& b) const {
     std::string out;
-    detail::put_header(out, detail::kind_batch, static_cast<unsigned char>(type_));
+    detail::put_header(out, detail::kind_batch, type_);
     detail::put_tree_ops(out, d.shape(), b.ops);
     return out;
   }

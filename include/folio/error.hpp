@@ -30,11 +30,12 @@ enum class decode_status {
   truncated,        ///< input ended inside a field
   bad_magic,        ///< not a Folio encoding, or an unknown format version
   wrong_kind,       ///< a batch where a document was expected, text where an array was expected, ...
-  overlong_varint,  ///< a varint longer than its type allows, or a value out of its range
+  overlong_varint,  ///< a varint longer than its type allows, or above the largest value of its field
   bad_reference,    ///< an index or id that points outside what the input declared
   inconsistent,     ///< fields that contradict each other (lengths, counts, invalid UTF-8, ...)
   too_large,        ///< a count beyond the decoder's limits
   trailing_bytes,   ///< bytes left over after a complete value
+  out_of_range,     ///< fields that each fit but together leave a counter's range (an op's Lamport values or seqs)
 };
 
 /// Result of decoding untrusted bytes. `offset` is the byte where the problem was found.
@@ -45,10 +46,12 @@ struct decode_result {
 
   explicit operator bool() const noexcept { return status == decode_status::ok; }
 
-  /// A one-line human description, e.g. "truncated input at byte 17 (op length)".
+  /// A one-line human description, e.g. "truncated input at byte 17 (op length)". out_of_range reads
+  /// "bad varint": HTTP answers carry these words (docs/API.md, `update is invalid: batch: <what> at
+  /// byte N.`), and they did before out_of_range was told apart from overlong_varint.
   std::string description() const {
-    static const char* const names[] = {"ok",           "truncated input", "not a Folio encoding", "wrong kind", "bad varint", "bad reference",
-                                        "inconsistent", "too large",       "trailing bytes"};
+    static const char* const names[] = {"ok",           "truncated input", "not a Folio encoding", "wrong kind",     "bad varint", "bad reference",
+                                        "inconsistent", "too large",       "trailing bytes",       "bad varint"};
     std::string s = names[static_cast<int>(status)];
     if (status != decode_status::ok) {
       s += " at byte " + std::to_string(offset);

@@ -8,7 +8,7 @@
 import { FolioError, engineError } from './errors.js';
 import { canonicalJson, parseJson } from './json.js';
 
-const TYPES = ['text', 'array', 'map', 'xml'];
+const TYPES = ['text', 'array', 'map', 'xml'];  // TYPES[n - 1] is folio::record_type n (include/folio/record_type.hpp)
 const PUSH_STATUS = ['applied', 'gap', 'invalid', 'recreated'];
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });

@@ -165,13 +165,14 @@ EMSCRIPTEN_KEEPALIVE std::size_t fw_part_len(std::size_t i) { return parts[i].si
 EMSCRIPTEN_KEEPALIVE std::size_t fw_num_count() { return nums.size(); }
 EMSCRIPTEN_KEEPALIVE std::uint32_t fw_num(std::size_t i) { return nums[i]; }
 
-/// A new empty replica of a record of `type` (1 text, 2 array, 3 map, 4 xml) as replica hi·2^32 + lo.
+/// A new empty replica of a record of `type` (folio::record_type's number: 1 text, 2 array, 3 map, 4 xml) as replica hi·2^32 + lo.
 EMSCRIPTEN_KEEPALIVE replica* fw_new(int type, std::uint32_t hi, std::uint32_t lo, const char* key, std::size_t key_len) {
   replica* out = nullptr;
   guarded([&] {
-    if (type < 1 || type > 4) folio::detail::fail("folio.type", "unknown record type");
+    const std::optional<folio::record_type> t = folio::record_type_of(static_cast<std::uint64_t>(type));
+    if (!t) folio::detail::fail("folio.type", "unknown record type");
     auto r = std::make_unique<replica>();
-    r->client.emplace(static_cast<folio::record_type>(type), folio::replica_id(hi) << 32 | lo, std::string(key, key_len));
+    r->client.emplace(*t, folio::replica_id(hi) << 32 | lo, std::string(key, key_len));
     out = r.release();
     return 0;
   });

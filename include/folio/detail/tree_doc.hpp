@@ -19,7 +19,7 @@
 // and its object's creator, its origin, its targets and its preds are; until then it is pending. An
 // op that names something that is not what it claims (a target in another object, a map op on a
 // sequence, a tag that is not an XML name) is invalid. The log keeps every integrated op, with its
-// values, in integration order, packed into bytes (see "the packed log"); `ops_since` and the document
+// values, in integration order, packed into bytes (packed_log.hpp); `ops_since` and the document
 // encoding read it.
 //
 // Thread-safety: none; one thread at a time per document.
@@ -45,64 +45,14 @@
 #include "../version.hpp"
 #include "hash.hpp"
 #include "or_map.hpp"
+#include "packed_log.hpp"
 #include "rga.hpp"
+#include "tree_op.hpp"
 #include "utf8.hpp"
 #include "varint.hpp"
 #include "xml_diff.hpp"
 
 namespace folio::detail {
-
-enum class object_role : std::uint8_t { root = 0, attributes = 1, children = 2, text = 3 };
-
-/// Names an object: the op that created it (document_start for the root) and its role.
-struct object_name {
-  op_id creator;
-  object_role role = object_role::root;
-  friend constexpr bool operator==(const object_name&, const object_name&) = default;
-  friend constexpr auto operator<=>(const object_name&, const object_name&) = default;
-};
-inline constexpr object_name root_object{document_start, object_role::root};
-
-/// Keyed (detail/hash.hpp): the creator's replica id and seq are chosen by peers.
-struct object_name_hash {
-  std::size_t operator()(const object_name& n) const noexcept {
-    return id_hash{}(n.creator.replica, std::uint64_t(n.creator.seq) << 2 | static_cast<std::uint8_t>(n.role));
-  }
-};
-
-enum class tree_op_kind : std::uint8_t { insert = 0, remove = 1, set = 2, unset = 3 };
-
-/// One operation on one object. Sequence ops (insert/remove) may be runs (len > 1); map ops are units.
-struct tree_op {
-  tree_op_kind kind = tree_op_kind::insert;
-  op_id id;
-  std::uint32_t lamport = 0;
-  std::uint32_t len = 1;
-  object_name object = root_object;
-  op_id ref;              ///< insert: origin of the first item (document_start: the object's start); remove: first target
-  bool backward = false;  ///< remove: targets ref.seq, ref.seq-1, ...
-  std::u32string text;    ///< insert into a text: the code points (len of them)
-  std::vector<std::string> nodes;  ///< insert into children: per item, an element's tag or "" for a text node
-  std::string key, value;          ///< set: key and value; unset: key
-  std::vector<op_id> preds;        ///< set/unset: the entries of `key` the author observed
-
-  op_id target(std::uint32_t k) const noexcept { return {ref.replica, backward ? ref.seq - k : ref.seq + k}; }
-  friend bool operator==(const tree_op&, const tree_op&) = default;
-};
-
-struct tree_batch {
-  std::vector<tree_op> ops;
-  bool empty() const noexcept { return ops.empty(); }
-  std::size_t unit_count() const noexcept {
-    std::size_t n = 0;
-    for (const tree_op& o : ops) n += o.len;
-    return n;
-  }
-  friend bool operator==(const tree_batch&, const tree_batch&) = default;
-};
-
-/// Map records: the root is an OR-map. XML records: the root is a children sequence.
-enum class tree_shape : std::uint8_t { map, xml };
 
 class tree_doc {
  public:
@@ -596,83 +546,17 @@ class tree_doc {
     return outcome::done;
   }
 
-  // ---- the packed log -----------------------------------------------------------------------------
-  // After a logged entry's inline fields, at `at`: a byte (kind, 0x04 backward), the object's index in
-  // objects_, then by kind: insert, the origin (0 = the object's start, else replica index + 1, then
-  // seq) and the values (a text's UTF-8, or per node its tag); remove, the first target (replica
-  // index, seq); set, key and value; unset, key; set and unset, the preds (count, then replica index
-  // and seq each). Numbers are LEB128, strings length-prefixed. Indices name replicas and objects that
-  // exist for as long as the document does. Only this class writes these bytes; unpack reads them
-  // with byte_reader, which never reads past their end.
+  // ---- the packed log (packed_log.hpp) ---------------------------------------------------------
 
-  void pack(std::uint32_t oi, const tree_op& o) {
-    std::string& out = log_bytes_;
-    out.push_back(static_cast<char>(static_cast<std::uint8_t>(o.kind) | (o.backward ? 0x04 : 0)));
-    put_varint(out, oi);
-    switch (o.kind) {
-      case tree_op_kind::insert:
-        put_varint(out, o.ref == document_start ? 0 : std::uint64_t(rep_index_.at(o.ref.replica)) + 1);
-        if (o.ref != document_start) put_varint(out, o.ref.seq);
-        if (objects_[oi].kind == object_kind::text) {
-          std::string utf8;
-          for (char32_t c : o.text) append_utf8(utf8, c);
-          put_string(out, utf8);
-        } else {
-          for (const std::string& tag : o.nodes) put_string(out, tag);
-        }
-        break;
-      case tree_op_kind::remove:
-        put_varint(out, rep_index_.at(o.ref.replica)), put_varint(out, o.ref.seq);
-        break;
-      case tree_op_kind::set:
-      case tree_op_kind::unset:
-        put_string(out, o.key);
-        if (o.kind == tree_op_kind::set) put_string(out, o.value);
-        put_varint(out, o.preds.size());
-        for (const op_id& p : o.preds) put_varint(out, rep_index_.at(p.replica)), put_varint(out, p.seq);
-        break;
-    }
-  }
+  void pack(std::uint32_t oi, const tree_op& o) { pack_tree_op(log_bytes_, oi, objects_[oi].kind == object_kind::text, o, packed_replicas{rep_index_}); }
 
   /// The op of log entry `e`, into `o` (whose buffers are reused).
   void unpack(const logged& e, tree_op& o) const {
-    byte_reader in(std::string_view(log_bytes_).substr(static_cast<std::size_t>(e.at)));
-    auto num = [&in] { return in.varint("packed log"); };
-    auto index = [&in] { return static_cast<std::size_t>(in.varint("packed log")); };  // this log's own indices
-    auto str = [&] { return in.bytes(num(), "packed log"); };
-    const std::uint8_t flags = in.byte("packed log");
-    o.kind = static_cast<tree_op_kind>(flags & 0x03), o.backward = (flags & 0x04) != 0;
     o.id = {reps_[e.rep].id, e.seq}, o.len = e.len, o.lamport = e.lamport;
-    o.ref = {};
-    o.text.clear(), o.nodes.clear(), o.key.clear(), o.value.clear(), o.preds.clear();
-    const object& obj = objects_[index()];
-    o.object = obj.name;
-    switch (o.kind) {
-      case tree_op_kind::insert:
-        if (const std::size_t r = index(); r != 0) o.ref = {reps_[r - 1].id, static_cast<std::uint32_t>(num())};
-        if (obj.kind == object_kind::text) {
-          decode_utf8(str(), o.text);
-        } else {
-          for (std::uint32_t k = 0; k < e.len; ++k) o.nodes.emplace_back(str());
-        }
-        break;
-      case tree_op_kind::remove: {
-        const std::size_t r = index();
-        o.ref = {reps_[r].id, static_cast<std::uint32_t>(num())};
-        break;
-      }
-      case tree_op_kind::set:
-      case tree_op_kind::unset: {
-        o.key.assign(str());
-        if (o.kind == tree_op_kind::set) o.value.assign(str());
-        const std::uint64_t n = num();
-        for (std::uint64_t k = 0; k < n; ++k) {
-          const std::size_t r = index();
-          o.preds.push_back({reps_[r].id, static_cast<std::uint32_t>(num())});
-        }
-        break;
-      }
-    }
+    unpack_tree_op(
+        std::string_view(log_bytes_).substr(static_cast<std::size_t>(e.at)), o,
+        [&](std::size_t i) { return std::pair{objects_[i].name, objects_[i].kind == object_kind::text}; }, reps_.size(),
+        [&](std::size_t r) { return reps_[r].id; });
   }
 
   bool valid_values(object_kind ok, const tree_op& o, std::string& why) const {

@@ -1,0 +1,59 @@
+// folio/detail/packed_log.hpp — tree_doc's op log, packed into bytes.
+//
+// tree_doc keeps every integrated op, in integration order: a small inline entry (author, seq, len,
+// Lamport value: what ops_since filters on) and the rest packed here, at the entry's offset in one
+// byte string. A packed op is a byte (kind in bits 0-1, 0x04 backward), the index of its object in
+// the document, then the op's payload as the wire writes it (tree_op.hpp: put_tree_payload and
+// read_tree_payload are the one serialisation of a tree op's own fields). Replica indices are the
+// document's. Indices name replicas and objects that exist for as long as the document does. Only
+// tree_doc writes these bytes; unpacking reads them with byte_reader, which never reads past their end
+// (a failure there is a broken invariant: "[folio.invariant]").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "../error.hpp"
+#include "../id.hpp"
+#include "hash.hpp"
+#include "tree_op.hpp"
+#include "varint.hpp"
+
+namespace folio::detail {
+
+/// A document's replica indices by id, as put_tree_payload asks for them.
+struct packed_replicas {
+  const std::unordered_map<replica_id, std::uint32_t, id_hash>& index_of;
+  std::size_t index(replica_id id) const { return index_of.at(id); }
+  std::size_t ref_index(replica_id id) const { return id == 0 ? 0 : index(id) + 1; }
+};
+
+inline constexpr std::uint8_t packed_backward = 0x04;
+
+/// Appends op `o` of object `object` (an insert into a text when `text`) to `bytes`.
+inline void pack_tree_op(std::string& bytes, std::uint32_t object, bool text, const tree_op& o, const packed_replicas& reps) {
+  bytes.push_back(static_cast<char>(static_cast<std::uint8_t>(o.kind) | (o.backward ? packed_backward : 0)));
+  put_varint(bytes, object);
+  std::string utf8;
+  put_tree_payload(bytes, o, text, reps, utf8);
+}
+
+/// Reads the op packed at the start of `bytes` into `o`, whose id, len and Lamport value the caller has
+/// set (from the inline entry) and whose buffers are reused. object_at(i) gives the name of object i
+/// and whether it holds text; replica_at(i) the id of replica i, i < nrep.
+template <class ObjectAt, class ReplicaAt>
+void unpack_tree_op(std::string_view bytes, tree_op& o, ObjectAt&& object_at, std::size_t nrep, ReplicaAt&& replica_at) {
+  byte_reader in(bytes);
+  const std::uint8_t flags = in.byte("packed log");
+  o.kind = static_cast<tree_op_kind>(flags & 0x03), o.backward = (flags & packed_backward) != 0;
+  o.ref = {};
+  o.text.clear(), o.nodes.clear(), o.key.clear(), o.value.clear(), o.preds.clear();
+  const auto [name, text] = object_at(static_cast<std::size_t>(in.varint("packed log")));
+  o.object = name;
+  if (!read_tree_payload(in, o, text, nrep, replica_at)) fail("folio.invariant", "packed log entry does not read back");
+}
+
+}  // namespace folio::detail
