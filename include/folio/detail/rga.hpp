@@ -90,7 +90,7 @@ struct rga_parked {
   op_id awaits;  ///< the missing op it waits for
 };
 template <class T>
-class rga : public replica_core<rga_replica<T>, rga_parked<T>>, public run_tree<rga<T>> {
+class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_parked<T>> {
   using core = replica_core<rga_replica<T>, rga_parked<T>>;
   using tree = run_tree<rga<T>>;
   friend tree;  // key_of, index_assign
