@@ -114,10 +114,10 @@ struct tree_parked {
   op_id awaits;  ///< the missing op it waits for
 };
 
-/// The document (see the top of this file). clock() is the largest Lamport value integrated in any
-/// object (0 for an empty document); objects keep their own for new ops.
 class tree_editor;
 
+/// The document (see the top of this file). clock() is the largest Lamport value integrated in any
+/// object (0 for an empty document); objects keep their own for new ops.
 class tree_doc : public replica_core<tree_replica, tree_parked> {
   friend class tree_editor;  // the local edits (detail/tree_edit.hpp)
   using core = replica_core<tree_replica, tree_parked>;
