@@ -3,7 +3,7 @@
 //   6 XML markup (parse; what parses must serialise to markup that parses to the same nodes)
 //   7 batch (map or xml record, by its header)   8 document (any record type, folio::document)
 // Anything accepted must make sense afterwards: batches are applied to a small document and
-// check() must hold; documents must pass check() and re-encode to bytes that decode again.
+// check_invariants() must hold; documents must pass check_invariants() and re-encode to bytes that decode again.
 #include <cstddef>
 #include <cstdint>
 #include <folio/folio.hpp>
@@ -23,7 +23,7 @@ void batch(std::string_view bytes) {
   else
     doc.insert(0, std::vector<std::string>{"1", "2"});
   doc.apply(b);  // may be invalid; it must leave the replica consistent either way
-  doc.check();
+  doc.check_invariants();
   (void)doc.ops_since({});
 }
 
@@ -31,7 +31,7 @@ template <class Doc>
 void document(std::string_view bytes) {
   Doc doc(1);
   if (!Doc::decode(bytes, 1, doc, 1 << 16)) return;  // a small limit keeps executions fast
-  doc.check();
+  doc.check_invariants();
   Doc again(2);
   if (!Doc::decode(doc.encode(), 2, again)) __builtin_trap();
   if (again.values() != doc.values()) __builtin_trap();
@@ -65,7 +65,7 @@ void record_batch(std::string_view bytes) {
   else
     doc.replace_xml("<p a=\"1\">seed<b/></p>");
   doc.apply(bytes);  // may be invalid; it must leave the replica consistent either way
-  doc.check();
+  doc.check_invariants();
   std::optional<folio::document> again;
   if (!folio::document::decode(doc.encode(), 2, again) || value_of(*again) != value_of(doc)) __builtin_trap();
 }
@@ -73,7 +73,7 @@ void record_batch(std::string_view bytes) {
 void record_document(std::string_view bytes) {
   std::optional<folio::document> doc;
   if (!folio::document::decode(bytes, 1, doc)) return;
-  doc->check();
+  doc->check_invariants();
   std::optional<folio::document> again;
   if (!folio::document::decode(doc->encode(), 2, again)) __builtin_trap();
   if (value_of(*again) != value_of(*doc) || again->content_key() != doc->content_key()) __builtin_trap();

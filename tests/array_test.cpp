@@ -13,7 +13,7 @@ TEST(Array, HoldsOpaqueValuesInOrder) {
   a.erase(1, 1);
   EXPECT_EQ(a.values(), (std::vector<std::string>{"1", R"({"id":1})", R"({"id":2})"}));
   EXPECT_EQ(a.at(2), R"({"id":2})");
-  a.check();
+  a.check_invariants();
 }
 
 TEST(Array, ReplicasConverge) {
@@ -58,10 +58,10 @@ TEST(Array, RemovesHoldNoValueSlots) {
   EXPECT_EQ(a.size(), 0u);
   EXPECT_EQ(a.ops_since({}).ops.size(), std::size_t(k) + 1);
   EXPECT_LT(a.memory_usage() - before, std::size_t(k) * 1024) << "per remover, not per remove unit";
-  a.check();
+  a.check_invariants();
   folio::array c(2);
   ASSERT_TRUE(folio::array::decode(a.encode(), 2, c));
-  c.check();
+  c.check_invariants();
   EXPECT_EQ(c.ops_since({}).ops, a.ops_since({}).ops);  // its removed values are placeholders: not encoded
 }
 

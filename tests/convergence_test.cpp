@@ -68,7 +68,7 @@ TEST(Convergence, EveryDeliveryOrderOfSixBatchesGivesOneResult) {
     if (orders == 0) expected = t.to_u32string(), expected_version = t.version();
     ASSERT_EQ(t.to_u32string(), expected) << "order #" << orders;
     ASSERT_EQ(t.version(), expected_version);
-    if (orders % 60 == 0) t.check();
+    if (orders % 60 == 0) t.check_invariants();
     ++orders;
   } while (std::next_permutation(order.begin(), order.end()));
   EXPECT_EQ(orders, 720u);
@@ -90,7 +90,7 @@ TEST(Convergence, EveryOrderWithDuplicatesAndTheBaseLastGivesOneResult) {
     ASSERT_EQ(t.pending(), 0u);
     if (orders == 0) expected = t.to_u32string();
     ASSERT_EQ(t.to_u32string(), expected) << "order #" << orders;
-    if (orders % 100 == 0) t.check();
+    if (orders % 100 == 0) t.check_invariants();
     ++orders;
   } while (std::next_permutation(order.begin(), order.end()));
   EXPECT_EQ(orders, 720u);
@@ -130,7 +130,7 @@ std::string run_scenario(std::uint64_t seed, std::size_t steps) {
     if (!d) return "decode failed: " + d.description();
     const auto r = docs[m.to].apply(b);
     if (!r) return "apply failed: " + r.message;
-    docs[m.to].check();
+    docs[m.to].check_invariants();
     return "";
   };
   for (std::size_t step = 0; step < steps; ++step) {
@@ -161,7 +161,7 @@ std::string run_scenario(std::uint64_t seed, std::size_t steps) {
       for (std::size_t b = 0; b < n; ++b)
         if (a != b && !docs[b].apply(docs[a].ops_since(docs[b].version()))) return "sync failed";
   for (std::size_t r = 0; r < n; ++r) {
-    docs[r].check();
+    docs[r].check_invariants();
     if (docs[r].pending() != 0) return "replica " + std::to_string(r) + " still has pending ops";
     if (docs[r].values() != docs[0].values()) return "replica " + std::to_string(r) + " diverged";
     if (docs[r].version() != docs[0].version()) return "versions differ";
@@ -274,10 +274,10 @@ void siblings_in_every_kind_of_order(std::size_t n) {
         b.content.push_back(value_of(static_cast<Doc*>(nullptr), order[k]));
       }
       ASSERT_TRUE(d.apply(b));
-      if (at % 1000 == 0) d.check();
+      if (at % 1000 == 0) d.check_invariants();
     }
     ASSERT_EQ(d.pending(), 0u);
-    d.check();
+    d.check_invariants();
     EXPECT_EQ(d.values(), expected);
   }
 }
@@ -311,7 +311,7 @@ TEST(Convergence, RemovesOfRangesSpanningManyRunsConvergeInEveryDeliveryOrder) {
     ASSERT_TRUE(t.apply(base));
     for (std::size_t i : order) {
       ASSERT_TRUE(t.apply(changes[i]));
-      if (orders % 30 == 0) t.check();
+      if (orders % 30 == 0) t.check_invariants();
     }
     ASSERT_EQ(t.pending(), 0u);
     ASSERT_EQ(t.to_string(), "PXR") << "order #" << orders;
@@ -355,7 +355,7 @@ TEST(Convergence, ManyRemovesOfOverlappingRangesOfManyRunsMatchTheModel) {
         const std::size_t pos = rng() % t.size(), n = 1 + rng() % std::min<std::size_t>(t.size() - pos, 5);
         for (const op& o : t.ops(t.erase(pos, n)).ops)
           for (std::uint32_t k = 0; k < o.len; ++k) removed.insert(o.target(k));
-        t.check();
+        t.check_invariants();
       }
     }
     std::u32string expected;
@@ -363,7 +363,7 @@ TEST(Convergence, ManyRemovesOfOverlappingRangesOfManyRunsMatchTheModel) {
       if (!removed.count({1, k})) expected += char32_t(U'a' + k % 26);
       if (!removed.count({2, k})) expected += char32_t(U'A' + k % 26);
     }
-    t.check();
+    t.check_invariants();
     EXPECT_EQ(t.to_u32string(), expected);
   }
 }

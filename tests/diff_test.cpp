@@ -22,7 +22,7 @@ TEST(Diff, TextChangesBecomeMinimalOps) {
   EXPECT_EQ(t.to_string(), "the quick red fox!");
   // "brown" -> "red": Myers keeps the common "r"; remove b,o,w,n (4), insert e,d (2), insert ! (1).
   EXPECT_EQ(units(t.ops(c)), 7u);
-  t.check();
+  t.check_invariants();
 }
 
 TEST(Diff, ReplicasReceivingTheDiffConverge) {
@@ -63,7 +63,7 @@ TEST(Diff, OneWordChangeInAMebibyteTextIsAFewOps) {
   const auto c = folio::replace_text(t, changed);
   EXPECT_EQ(t.to_u32string(), changed);
   EXPECT_LE(units(t.ops(c)), 16u);
-  t.check();
+  t.check_invariants();
 }
 
 TEST(Diff, UnrelatedLargeValuesStillReplaceCorrectly) {

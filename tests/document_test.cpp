@@ -19,7 +19,7 @@ document round_trip(const document& d, folio::replica_id self) {
   const folio::decode_result r = document::decode(d.encode(), self, out);
   EXPECT_TRUE(r) << r.description();
   if (!out) throw std::runtime_error("decode failed");
-  out->check();
+  out->check_invariants();
   return std::move(*out);
 }
 
@@ -230,7 +230,7 @@ TEST(Document, DeletingAnElementWhileAnotherEditsInsideConverges) {
   ASSERT_TRUE(b.apply(a.encode_since(b.version())));
   EXPECT_EQ(a.xml(), "<doc><p>keep</p></doc>");
   EXPECT_EQ(b.xml(), a.xml());
-  a.check(), b.check();
+  a.check_invariants(), b.check_invariants();
   EXPECT_EQ(round_trip(b, 3).xml(), a.xml());
 }
 
@@ -322,7 +322,7 @@ TEST(Document, RemoteOpsMustFitTheirObjects) {
   o.object = folio::detail::root_object, o.ref = {1, 1};  // an origin that lives in another object
   EXPECT_EQ(a.apply(forge(o)).message, "insert origin is not an item of its object");
   EXPECT_EQ(a.xml(), "<p>x</p>");
-  a.check();
+  a.check_invariants();
 }
 
 TEST(Document, TheOpLogGivesBackEveryOpAsItWasIntegrated) {
@@ -357,7 +357,7 @@ TEST(Document, TheOpLogGivesBackEveryOpAsItWasIntegrated) {
   const folio::apply_result r = d.apply(in);
   ASSERT_TRUE(r) << r.message;
   ASSERT_EQ(r.applied, in.unit_count());
-  d.check();
+  d.check_invariants();
   EXPECT_EQ(d.ops_since({}), in);
   EXPECT_EQ(folio::markup::serialize(d.fragment()), "<w:p><b/></w:p>xy\U0010FFFDz");
 
@@ -411,7 +411,7 @@ void expect_reused_ids_refused(record_type t, const std::function<void(document&
   const folio::apply_result again = peer.apply(sender.encode_since(before));
   EXPECT_TRUE(again) << again.message;
   EXPECT_EQ(again.applied, 0u);
-  peer.check();
+  peer.check_invariants();
 }
 
 TEST(Document, AnOpIdKnownWithOtherContentIsRefusedNotSkipped) {
@@ -497,7 +497,7 @@ TEST(Document, ALongInsertResentAsOneOpPerUnitIsADuplicateAndOneChangedUnitIsRef
   EXPECT_FALSE(changed);
   EXPECT_EQ(changed.op_index, 3000u);
   EXPECT_NE(changed.message.find("is taken by an operation with another value"), std::string::npos) << changed.message;
-  a.check();
+  a.check_invariants();
 }
 
 TEST(Document, AResentInsertOfAnItemDeletedSinceIsStillADuplicate) {
@@ -574,11 +574,11 @@ TEST(Document, AValueCheckJudgesTheValuesThatCanShowAndNoPlaceholder) {
   EXPECT_EQ(refused.message, "not an object");
   EXPECT_EQ(refused.op_index, 1u);
   EXPECT_EQ(fresh.array(), a.array());
-  fresh.check(), early.check();
+  fresh.check_invariants(), early.check_invariants();
 }
 
 // Random mutation of valid encodings of every type: decoding and applying never crash, and either
-// fail cleanly or leave a document that passes check().
+// fail cleanly or leave a document that passes check_invariants().
 TEST(Document, MutatedBytesNeverCrash) {
   document t(record_type::text, 1), r(record_type::array, 1), m(record_type::map, 1), x(record_type::xml, 1);
   t.replace_text("Hello, world");
@@ -601,11 +601,11 @@ TEST(Document, MutatedBytesNeverCrash) {
       }
       if (i % 2) {
         std::optional<document> out;
-        if (document::decode(s, 2, out)) out->check(), (void)out->encode();
+        if (document::decode(s, 2, out)) out->check_invariants(), (void)out->encode();
       } else {
         document fresh(d->type(), 2);
         fresh.apply(s);
-        fresh.check();
+        fresh.check_invariants();
         (void)fresh.encode();
       }
     }
@@ -755,7 +755,7 @@ TEST(Document, ARecordWhoseClockReachedTheLimitRefusesLocalEditsAndStaysUsable) 
     const std::string top = raised_to(t, peer.encode_since(d.version()), folio::max_counter);
     ASSERT_TRUE(d.apply(top));  // what an old build accepted
     ASSERT_EQ(d.clock(), folio::max_counter);
-    d.check();
+    d.check_invariants();
     const std::string value = value_of(d);
     EXPECT_EQ(value, value_of(peer));
     // Local edits of what holds the top Lamport value fail with [folio.overflow] and change nothing.
@@ -773,7 +773,7 @@ TEST(Document, ARecordWhoseClockReachedTheLimitRefusesLocalEditsAndStaysUsable) 
       EXPECT_THROW(d.set("b", "1"), folio::error);
     }
     // Everything else goes on: encoding, decoding, answering peers, integrating their duplicates.
-    d.check();
+    d.check_invariants();
     const document back = round_trip(d, 3);
     EXPECT_EQ(value_of(back), value_of(d));
     document fresh(t, 4);
@@ -787,7 +787,7 @@ TEST(Document, ARecordWhoseClockReachedTheLimitRefusesLocalEditsAndStaysUsable) 
   }
 }
 
-// Pending ops are tried again when what they wait for arrives (release_parked_ops), not in passes over
+// Pending ops are tried again when what they wait for arrives (replica_core::release_parked), not in passes over
 // all of them: a batch listing each op before the one it needs integrates whole, in text and in xml,
 // and what still waits stays pending until its dependency comes.
 TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
@@ -809,7 +809,7 @@ TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
   EXPECT_EQ(r.applied, n);
   EXPECT_EQ(d.pending(), 0u);
   EXPECT_EQ(d.text(), want);
-  d.check();
+  d.check_invariants();
   // Without the last op everything waits, and comes in when it arrives.
   document e(record_type::text, 1);
   folio::op_batch<char32_t> head{{b.ops.begin(), b.ops.end() - 1}, {b.content.begin(), b.content.end() - 1}};
@@ -852,7 +852,7 @@ TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
   std::string chars = "x";
   for (std::uint32_t i = m; i-- > 0;) chars += char('a' + i % 26);
   EXPECT_EQ(x.xml(), "<p>" + chars + "</p>");
-  x.check();
+  x.check_invariants();
   EXPECT_EQ(round_trip(x, 3).xml(), x.xml());
   EXPECT_TRUE(peer.apply(x.encode_since(peer.version())));
   EXPECT_EQ(peer.xml(), x.xml());

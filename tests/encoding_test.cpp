@@ -45,7 +45,7 @@ TEST(Encoding, ForeignReferencesAndBackwardRemovesRoundTrip) {
   folio::text c(3);
   ASSERT_TRUE(folio::text::decode(b.encode(), 3, c));
   EXPECT_EQ(c.to_string(), "he!");
-  c.check();
+  c.check_invariants();
 }
 
 TEST(Encoding, HeaderErrorsNameTheirField) {
@@ -139,7 +139,7 @@ TEST(Encoding, RandomMutationsAreRejectedOrYieldValidDocuments) {
       const auto r = folio::text::decode(bytes, 77, out);
       if (r) {
         ++accepted;
-        out.check();
+        out.check_invariants();
       } else {
         ++refused;
         EXPECT_LE(r.offset, bytes.size());
@@ -154,7 +154,7 @@ TEST(Encoding, RandomMutationsAreRejectedOrYieldValidDocuments) {
       ++accepted;
       folio::text target(77);
       target.apply(b);  // valid or invalid, it must not break the replica
-      target.check();
+      target.check_invariants();
     }
   }
   EXPECT_GT(refused, 0u);

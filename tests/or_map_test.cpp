@@ -25,7 +25,7 @@ TEST(OrMap, SetOverwritesWhatItObserved) {
   m.set("k", {2, 1, 1}, "\"b\"", ids(m.entries("k")));
   EXPECT_EQ(*m.get("k"), "\"b\"");
   EXPECT_EQ(ids(m.entries("k")).size(), 1u);
-  m.check();
+  m.check_invariants();
 }
 
 TEST(OrMap, ConcurrentSetsResolveToTheHighestIdEverywhere) {
@@ -62,7 +62,7 @@ TEST(OrMap, RemovingEverythingObservedDropsTheKey) {
   m.remove("missing", {});
   m.remove("b", {});  // observed nothing: removes nothing
   EXPECT_EQ(*m.get("b"), "2");
-  m.check();
+  m.check_invariants();
 }
 
 TEST(OrMap, DiffSetsChangedAndNewKeysAndRemovesVanishedOnes) {
@@ -102,7 +102,7 @@ TEST(OrMap, EveryDeliveryOrderOfConcurrentOpsGivesOneState) {
   do {
     or_map m = base;
     for (std::size_t i : order) integrate(m, ops[i]);
-    m.check();
+    m.check_invariants();
     if (!first) first = m;
     ASSERT_EQ(m, *first);
   } while (std::next_permutation(order.begin(), order.end()));
@@ -158,7 +158,7 @@ TEST(OrMap, SeededRandomCausalDeliveryConverges) {
     }
     for (std::size_t r = 0; r < n; ++r) {
       ASSERT_TRUE(inbox[r].empty());
-      maps[r].check();
+      maps[r].check_invariants();
       ASSERT_EQ(maps[r], maps[0]) << "replica " << r;
     }
   }
@@ -199,7 +199,7 @@ TEST(OrMap, ThousandsOfConcurrentSetsOfOneKeyKeepTheModelsEntries) {
       m.set("k", id, std::to_string(id.lamport), {});
     }
     for (const map_op& o : later) integrate(m, o);
-    m.check();
+    m.check_invariants();
     std::vector<item_key> expected(live.rbegin(), live.rend());
     EXPECT_EQ(ids(m.entries("k")), expected);
     EXPECT_EQ(*m.get("j"), "j");

@@ -96,8 +96,8 @@ void expect_same(const folio::document& a, const folio::document& b) {
     case record_type::xml: EXPECT_EQ(a.xml(), b.xml()); break;
   }
   EXPECT_EQ(a.version(), b.version());
-  a.check();
-  b.check();
+  a.check_invariants();
+  b.check_invariants();
 }
 
 TEST(SyncClient, TwoOfflineTextEditorsConvergeInBothSyncOrders) {

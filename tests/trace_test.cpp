@@ -27,7 +27,7 @@ TEST_P(SequentialTrace, ReplayGivesEndContent) {
   const auto t = load_trace(GetParam());
   const folio::text doc = replay(t, 1);
   EXPECT_EQ(doc.to_u32string(), t.end);
-  doc.check();
+  doc.check_invariants();
 }
 
 TEST_P(SequentialTrace, EncodeDecodeRoundTrips) {
@@ -39,7 +39,7 @@ TEST_P(SequentialTrace, EncodeDecodeRoundTrips) {
   ASSERT_TRUE(r) << r.description();
   EXPECT_EQ(copy.to_u32string(), t.end);
   EXPECT_EQ(copy.version(), doc.version());
-  copy.check();
+  copy.check_invariants();
   // The decoded copy keeps the full history: it can serve a replica that has nothing.
   folio::text fresh(3);
   ASSERT_TRUE(fresh.apply(copy.ops_since({})));
@@ -61,7 +61,7 @@ TEST_P(SequentialTrace, MergingTheWholeLogIntoAnEmptyReplicaConverges) {
   EXPECT_EQ(r.pending, 0u);
   EXPECT_EQ(remote.to_u32string(), t.end);
   EXPECT_EQ(remote.version(), doc.version());
-  remote.check();
+  remote.check_invariants();
 }
 
 INSTANTIATE_TEST_SUITE_P(Traces, SequentialTrace, ::testing::ValuesIn(folio::testing::sequential_traces()), [](const auto& param_info) {
@@ -102,12 +102,12 @@ TEST(ConcurrentTrace, FriendsforeverConvergesWithOneReplicaPerAgent) {
   }
   EXPECT_GT(merges, 0u);
   EXPECT_EQ(archive.to_u32string(), t.end);
-  archive.check();
+  archive.check_invariants();
   for (auto& doc : agents) {
     ASSERT_TRUE(doc.apply(archive.ops_since(doc.version())));
     EXPECT_EQ(doc.to_u32string(), t.end);
     EXPECT_EQ(doc.version(), archive.version());
-    doc.check();
+    doc.check_invariants();
   }
 }
 

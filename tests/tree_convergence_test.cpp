@@ -1,7 +1,7 @@
 // Convergence of map and xml records: every delivery order of a set of concurrent changes (including
 // edits inside an element another replica deletes, attribute races and inserts at one place), and
 // seeded random scenarios — 2 to 5 replicas editing concurrently, changes delivered out of order,
-// duplicated, and through the wire encoding, check() after every step.
+// duplicated, and through the wire encoding, check_invariants() after every step.
 //
 // FOLIO_CONVERGENCE_SCENARIOS sets the number of random scenarios per type (default 150);
 // FOLIO_CONVERGENCE_SEED picks the first seed (default 1). A failure prints its seed.
@@ -48,7 +48,7 @@ std::string deliver_in_every_order(const document& base, const std::vector<std::
     for (std::size_t i : order) {
       const folio::apply_result r = d->apply(changes[i]);
       EXPECT_TRUE(r) << r.message;
-      d->check();
+      d->check_invariants();
     }
     EXPECT_EQ(d->pending(), 0u);
     const std::string v = value_of(*d);
@@ -150,7 +150,7 @@ TEST(TreeConvergence, XmlManySiblingElementsAtOnePlaceTakeOneOrder) {
     document d(record_type::xml, 1);
     const folio::apply_result r = d.apply(batch_bytes(record_type::xml, order));
     ASSERT_TRUE(r) << r.message;
-    d.check();
+    d.check_invariants();
     EXPECT_EQ(d.xml(), markup::serialize(f));
   }
 }
@@ -270,18 +270,18 @@ void random_scenario(record_type type, std::uint64_t seed) {
       for (std::size_t to = 0; to < n; ++to)
         if (to != r) inbox[to].push_back(batch);
     }
-    reps[r].check();
+    reps[r].check_invariants();
   }
   for (std::size_t r = 0; r < n; ++r) {  // deliver the rest in a random order
     std::shuffle(inbox[r].begin(), inbox[r].end(), rng);
     for (const std::string& b : inbox[r]) ASSERT_TRUE(reps[r].apply(b));
-    reps[r].check();
+    reps[r].check_invariants();
     ASSERT_EQ(reps[r].pending(), 0u);
   }
   // Every replica also decodes from another's encoding to the same value.
   std::optional<document> copy;
   ASSERT_TRUE(document::decode(reps[n - 1].encode(), 77, copy));
-  copy->check();
+  copy->check_invariants();
   for (std::size_t r = 0; r < n; ++r) {
     ASSERT_EQ(reps[r].version(), reps[0].version()) << "replica " << r;
     ASSERT_EQ(value_of(reps[r]), value_of(reps[0])) << "replica " << r;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "support/xml_documents.hpp"
+#include "support/xml_edit.hpp"
 
 namespace {
 
@@ -22,7 +23,7 @@ fragment parsed(std::string_view s) {
 std::size_t check_diff(const fragment& a, const fragment& b) {
   const auto script = folio::detail::diff_xml(a, b);
   fragment patched = a;
-  folio::detail::apply_xml_edit(patched, script);
+  folio::testing::apply_xml_edit(patched, script);
   EXPECT_EQ(folio::markup::serialize(patched), folio::markup::serialize(b));
   EXPECT_EQ(patched, b);
   return folio::detail::xml_edit_size(script);

@@ -9,7 +9,7 @@
 // TOKEN_ID are the ids `list` shows; the whole credential, or its "fk_<id>" / "ft_<id>" part, works too
 // (revoking a leaked token by pasting it). `--expires` takes the API's timestamp form. `check` verifies
 // a database (after a crash, a restore, a full disk): SQLite's integrity check, every CRDT record's
-// snapshot and log decode and pass the engine's check(), its map and array values are JSON, every
+// snapshot and log decode and pass the engine's check_invariants(), its map and array values are JSON, every
 // annotation and comment body parses.
 // It changes nothing; exit status 1 when anything is wrong.
 #include <cstdio>
@@ -79,7 +79,7 @@ int check(folio::service::database& db) {
       for (const std::string& batch : log)
         if (const folio::apply_result r = d->apply(batch); !r || r.pending) problem(name + ": a logged change does not apply: " + r.message);
       try {
-        d->check();
+        d->check_invariants();
       } catch (const std::exception& e) {
         problem(name + ": " + e.what());
       }

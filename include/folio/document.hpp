@@ -267,8 +267,8 @@ class document {
   }
 
   /// Verifies every invariant; throws "[folio.invariant] ..." on a violation.
-  void check() const {
-    std::visit([](const auto& d) { d.check(); }, impl_);
+  void check_invariants() const {
+    std::visit([](const auto& d) { d.check_invariants(); }, impl_);
   }
   /// Heap bytes held (approximate for map and xml).
   std::size_t memory_usage() const {

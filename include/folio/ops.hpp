@@ -35,6 +35,17 @@ struct op {
   friend bool operator==(const op&, const op&) = default;
 };
 
+namespace detail {
+/// The unit operations of `ops` (a sequence of ops, each with a `len`): op_batch's and the tree
+/// engine's batches (detail/tree_doc.hpp) count theirs with it.
+template <class Ops>
+std::size_t unit_count(const Ops& ops) noexcept {
+  std::size_t n = 0;
+  for (const auto& o : ops) n += o.len;
+  return n;
+}
+}  // namespace detail
+
 /// Ops plus the values their inserts carry (concatenated in op order).
 /// T is char32_t for text and std::string (one canonical JSON value) for arrays.
 template <class T>
@@ -44,11 +55,7 @@ struct op_batch {
 
   bool empty() const noexcept { return ops.empty(); }
   /// Number of unit operations in the batch.
-  std::size_t unit_count() const noexcept {
-    std::size_t n = 0;
-    for (const op& o : ops) n += o.len;
-    return n;
-  }
+  std::size_t unit_count() const noexcept { return detail::unit_count(ops); }
   friend bool operator==(const op_batch&, const op_batch&) = default;
 };
 

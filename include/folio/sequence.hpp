@@ -91,7 +91,7 @@ class sequence {
   }
 
   /// Verifies all invariants (docs/INTERNALS.md); throws "[folio.invariant] ..." on a violation.
-  void check() const { impl_.check(); }
+  void check_invariants() const { impl_.check_invariants(); }
   /// Heap bytes held by this replica.
   std::size_t memory_usage() const { return impl_.memory_usage(); }
   /// Runs in document order and entries in the op log (for diagnostics and benchmarks).

@@ -2,7 +2,7 @@
 """End-to-end fault tests: the responder SIGKILLed at random moments under concurrent writes — REST
 updates, comments and folio-cli client replicas (text and array) editing and syncing — (every
 acknowledged write survives, every client ends equal to the server, every record decodes and passes
-check()), a client whose answers are lost before it removes what it inserted, and a full
+check_invariants()), a client whose answers are lost before it removes what it inserted, and a full
 database (writes refused with RESOURCE_EXHAUSTED, reads served, nothing corrupted, writes back once
 space returns).
 
@@ -276,7 +276,7 @@ class CrashDurability(unittest.TestCase):
             self.assertEqual(code, 0, stderr)
         self.assertEqual(json.loads(out.strip().splitlines()[-1]), expected)
         self.assertEqual(record_value(self, doc, "cli-array"), expected)
-        # Every record decodes from snapshot + log and passes check(); SQLite's integrity check holds.
+        # Every record decodes from snapshot + log and passes check_invariants(); SQLite's integrity check holds.
         print("\n%d kills; acknowledged %s; unanswered or refused %s; %s" % (
             kills, {w.name: len(w.acked) for w in writers.values()}, {w.name: w.failed for w in writers.values()}, admin_check(self).strip()),
             file=sys.stderr)

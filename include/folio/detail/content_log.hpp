@@ -20,10 +20,8 @@ class content_log {
  public:
   std::size_t size() const noexcept { return values_.size(); }
   const T& operator[](std::size_t i) const noexcept { return values_[i]; }
-  void push_back(const T& v) { values_.push_back(v); }
   void append(const T* v, std::size_t n) { values_.insert(values_.end(), v, v + n); }
   void push_placeholders(std::size_t n) { values_.resize(values_.size() + n); }
-  void set(std::size_t i, const T& v) { values_[i] = v; }
   /// Overwrites slots [at, at + n).
   void assign(std::size_t at, const T* v, std::size_t n) { std::copy(v, v + n, values_.begin() + std::ptrdiff_t(at)); }
   std::size_t memory_usage() const noexcept {
@@ -56,11 +54,6 @@ class content_log<char32_t> {
     return v;
   }
 
-  void push_back(char32_t c) {
-    widen_for(c);
-    bytes_.resize(bytes_.size() + width_);
-    store(size() - 1, c);
-  }
   void append(const char32_t* v, std::size_t n) {
     const std::size_t at = size();
     push_placeholders(n);
@@ -83,22 +76,9 @@ class content_log<char32_t> {
       std::memcpy(&bytes_[at * 4], v, n * 4);
     }
   }
-  void set(std::size_t i, char32_t c) {
-    widen_for(c);
-    store(i, c);
-  }
   std::size_t memory_usage() const noexcept { return bytes_.capacity(); }
 
  private:
-  void store(std::size_t i, char32_t c) noexcept {
-    if (width_ == 1)
-      bytes_[i] = static_cast<std::uint8_t>(c);
-    else if (width_ == 2) {
-      const auto v = static_cast<std::uint16_t>(c);
-      std::memcpy(&bytes_[i * 2], &v, 2);
-    } else
-      std::memcpy(&bytes_[i * 4], &c, 4);
-  }
   void widen_for(char32_t c) {
     const unsigned need = c < 0x100 ? 1 : c < 0x10000 ? 2 : 4;
     if (need <= width_) return;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace folio::detail {
@@ -77,17 +78,23 @@ std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t 
     const std::int64_t delta = N - M;
     const bool front = (delta & 1) != 0;
     std::int64_t k1s = 0, k1e = 0, k2s = 0, k2e = 0, sx = -1, sy = -1;
+    // The furthest reaching D-path on diagonal k from the (D-1)-paths in `p` (forward: p1, from the
+    // start; reverse: p2, from the end, `same` comparing from the back), stored in p; (x, y) of its end.
+    auto extend = [&](std::int64_t* p, std::int64_t k, std::int64_t d, auto&& same) {
+      const std::int64_t ko = off + k;
+      std::int64_t xe = (k == -d || (k != d && p[ko - 1] < p[ko + 1])) ? p[ko + 1] : p[ko - 1] + 1;
+      std::int64_t ye = xe - k;
+      const std::int64_t s = xe;
+      while (xe < N && ye < M && same(xe, ye)) ++xe, ++ye;
+      budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(xe - s));
+      p[ko] = xe;
+      return std::pair<std::int64_t, std::int64_t>(xe, ye);
+    };
     for (std::int64_t d = 0; d < max_d && sx < 0; ++d) {
       if (budget < static_cast<std::uint64_t>(2 * d + 2)) break;
       budget -= 2 * d + 2;
       for (std::int64_t k1 = -d + k1s; k1 <= d - k1e && sx < 0; k1 += 2) {
-        const std::int64_t ko = off + k1;
-        std::int64_t x1 = (k1 == -d || (k1 != d && p1[ko - 1] < p1[ko + 1])) ? p1[ko + 1] : p1[ko - 1] + 1;
-        std::int64_t y1 = x1 - k1;
-        const std::int64_t s = x1;
-        while (x1 < N && y1 < M && x[x1] == y[y1]) ++x1, ++y1;
-        budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(x1 - s));
-        p1[ko] = x1;
+        const auto [x1, y1] = extend(p1, k1, d, [&](std::int64_t i, std::int64_t j) { return x[i] == y[j]; });
         if (x1 > N)
           k1e += 2;
         else if (y1 > M)
@@ -98,13 +105,7 @@ std::vector<hunk> myers_diff(const T* a, std::size_t n, const T* b, std::size_t 
         }
       }
       for (std::int64_t k2 = -d + k2s; k2 <= d - k2e && sx < 0; k2 += 2) {
-        const std::int64_t ko = off + k2;
-        std::int64_t x2 = (k2 == -d || (k2 != d && p2[ko - 1] < p2[ko + 1])) ? p2[ko + 1] : p2[ko - 1] + 1;
-        std::int64_t y2 = x2 - k2;
-        const std::int64_t s = x2;
-        while (x2 < N && y2 < M && x[N - x2 - 1] == y[M - y2 - 1]) ++x2, ++y2;
-        budget -= std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(x2 - s));
-        p2[ko] = x2;
+        const auto [x2, y2] = extend(p2, k2, d, [&](std::int64_t i, std::int64_t j) { return x[N - i - 1] == y[M - j - 1]; });
         if (x2 > N)
           k2e += 2;
         else if (y2 > M)

@@ -104,7 +104,7 @@ class or_map {
   friend bool operator==(const or_map&, const or_map&) = default;
 
   /// Verifies that the key count is the number of keys with entries.
-  void check() const {
+  void check_invariants() const {
     std::size_t keys = 0;
     for_each([&](const std::string&, const std::string&) { ++keys; });
     if (keys != keys_) fail("folio.invariant", "map key count " + std::to_string(keys_) + " differs from the keys present (" + std::to_string(keys) + ")");

@@ -22,6 +22,11 @@
 // values, in integration order, packed into bytes (packed_log.hpp); `ops_since` and the document
 // encoding read it.
 //
+// Files: the replica table, version, clock, the integrate preamble and the parked ops are the
+// sequence engine's too (detail/replica_core.hpp); this file is the object model, the id translation,
+// integration and the log; the local edits (map sets, replace_map, replace_xml) are
+// detail/tree_edit.hpp, which this file includes at its end.
+//
 // Thread-safety: none; one thread at a time per document.
 #pragma once
 
@@ -30,7 +35,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,45 +50,42 @@
 #include "hash.hpp"
 #include "or_map.hpp"
 #include "packed_log.hpp"
+#include "replica_core.hpp"
 #include "rga.hpp"
 #include "tree_op.hpp"
 #include "utf8.hpp"
 #include "varint.hpp"
-#include "xml_diff.hpp"
 
 namespace folio::detail {
 
-class tree_doc {
+/// tree_doc's per-replica state.
+struct tree_replica : replica_base {
+  std::vector<std::uint32_t> log_pos{};  ///< log_ indices of this replica's ops, by seq (finding an op by id)
+};
+/// An op tree_doc holds for a missing dependency.
+struct tree_parked {
+  tree_op o;
+  op_id awaits;  ///< the missing op it waits for
+};
+
+class tree_editor;
+
+/// The document (see the top of this file). clock() is the largest Lamport value integrated in any
+/// object (0 for an empty document); objects keep their own for new ops.
+class tree_doc : public replica_core<tree_replica, tree_parked> {
+  friend class tree_editor;  // the local edits (detail/tree_edit.hpp)
+  using core = replica_core<tree_replica, tree_parked>;
+  using replica_state = tree_replica;
+  using parked = tree_parked;
+
  public:
   enum class object_kind : std::uint8_t { map, children, text };
 
-  tree_doc(tree_shape shape, replica_id self) : shape_(shape) {
-    if (self == 0) fail("folio.replica", "replica id 0 is reserved");
-    replica_index(self);
+  tree_doc(tree_shape shape, replica_id me) : core(me), shape_(shape) {
     add_object(root_object, shape == tree_shape::map ? object_kind::map : object_kind::children);
   }
 
   tree_shape shape() const noexcept { return shape_; }
-  replica_id self() const noexcept { return reps_[0].id; }
-
-  const version_vector& version() const {
-    if (version_dirty_) {
-      version_ = version_vector{};
-      for (const replica_state& r : reps_) version_.observe(r.id, r.next_seq);
-      version_dirty_ = false;
-    }
-    return version_;
-  }
-  std::size_t pending() const noexcept {
-    std::size_t n = 0;
-    for (const parked& p : parked_) n += p.o.len;
-    return n;
-  }
-  std::size_t rejected() const noexcept { return rejected_; }
-  /// Largest Lamport value integrated in any object (0 for an empty document). O(1).
-  std::uint32_t clock() const noexcept { return clock_; }
-  std::size_t object_count() const noexcept { return objects_.size(); }
-  std::size_t log_size() const noexcept { return log_.size(); }
 
   // ---- remote operations ----------------------------------------------------------------------
 
@@ -113,8 +114,10 @@ class tree_doc {
       }
       ++i;
     });
-    if (res.applied != 0 && !parked_.empty()) release_parked(res);
-    res.pending = pending();
+    finish_batch(res, [&](parked& p) {
+      std::string why;
+      return integrate(p.o, res, why);
+    });
     compared_.clear();
     return res;
   }
@@ -171,7 +174,6 @@ class tree_doc {
   void for_each_entry(F&& f) const {
     objects_[0].map->for_each(std::forward<F>(f));
   }
-  const or_map& root_map() const { return *objects_[0].map; }
 
   /// The tree as a fragment: every live item, so positions match the children sequences (a text node
   /// whose code points were all removed is an empty text node; concurrent text nodes may be adjacent).
@@ -211,110 +213,26 @@ class tree_doc {
     return out;
   }
 
-  // ---- local edits ----------------------------------------------------------------------------
+  // ---- local edits (detail/tree_edit.hpp) ----------------------------------------------------
 
   /// Sets `key` of the root map (map records) to `value`. No op if it already is its only value.
-  local_change set(const std::string& key, std::string value) {
-    const std::uint32_t first = reps_[0].next_seq;
-    local_set(0, key, std::move(value));
-    return change_since(first);
-  }
+  local_change set(const std::string& key, std::string value);
   /// Removes `key` from the root map. No op if absent.
-  local_change remove(const std::string& key) {
-    const std::uint32_t first = reps_[0].next_seq;
-    local_unset(0, key);
-    return change_since(first);
-  }
+  local_change remove(const std::string& key);
   /// Makes the root map hold exactly `entries`: sets for new or changed keys, removes for vanished ones.
-  local_change replace_map(const std::map<std::string, std::string>& entries) {
-    const std::uint32_t first = reps_[0].next_seq;
-    auto changes = diff_map(*objects_[0].map, entries);
-    reserve_counters(first, clock_, changes.size());  // all or nothing
-    for (auto& [k, v] : changes)
-      if (v)
-        local_set(0, k, std::move(*v));
-      else
-        local_unset(0, k);
-    return change_since(first);
-  }
-
+  local_change replace_map(const std::map<std::string, std::string>& entries);
   /// Makes the XML tree equal to `to` through the edit script of diff_xml: children inserted and
   /// removed, attributes set and removed, code points inserted and removed in text nodes.
-  local_change replace_xml(const markup::fragment& to) {
-    const std::uint32_t first = reps_[0].next_seq;
-    const markup::fragment from = fragment();
-    const xml_children_edit script = diff_xml(from, to);
-    reserve_counters(first, clock_, script_units(script));  // all or nothing
-    std::vector<std::pair<std::uint32_t, const xml_children_edit*>> stack{{0, &script}};
-    while (!stack.empty()) {
-      auto [obj, edit] = stack.back();
-      stack.pop_back();
-      for (auto it = edit->ops.rbegin(); it != edit->ops.rend(); ++it) {  // last first: old positions stay valid
-        const xml_child_op& op = *it;
-        switch (op.type) {
-          case xml_child_op::kind::insert:
-            insert_nodes(obj, op.pos, op.nodes);
-            break;
-          case xml_child_op::kind::remove:
-            local_erase(obj, op.pos, op.count);
-            break;
-          case xml_child_op::kind::update_element: {
-            const op_id el = item_at(obj, op.pos);
-            const std::uint32_t attrs = find({el, object_role::attributes});
-            for (const std::string& name : op.unset) local_unset(attrs, name);
-            for (const markup::attribute& a : op.set) local_set(attrs, a.name, a.value);
-            if (op.children) stack.push_back({find({el, object_role::children}), op.children.get()});
-            break;
-          }
-          case xml_child_op::kind::update_text: {
-            const std::uint32_t t = find({item_at(obj, op.pos), object_role::text});
-            for (auto h = op.text.rbegin(); h != op.text.rend(); ++h) {
-              if (h->a_len) local_erase(t, h->a_pos, h->a_len);
-              if (h->b_len) local_insert_text(t, h->a_pos, std::u32string(op.text_source, h->b_pos, h->b_len));
-            }
-            break;
-          }
-        }
-      }
-    }
-    return change_since(first);
-  }
-
-  /// The unit operations replace_xml makes for `script`, at most: xml_edit_size's count, plus what
-  /// the subtrees it inserts hold (their attributes, code points and nodes). Iterative.
-  static std::uint64_t script_units(const xml_children_edit& script) {
-    std::uint64_t n = xml_edit_size(script);
-    std::vector<const xml_children_edit*> edits{&script};
-    std::vector<const markup::node*> inserted;
-    while (!edits.empty()) {
-      const xml_children_edit* e = edits.back();
-      edits.pop_back();
-      for (const xml_child_op& op : e->ops) {
-        for (const markup::node& x : op.nodes) inserted.push_back(&x);
-        if (op.children) edits.push_back(op.children.get());
-      }
-    }
-    while (!inserted.empty()) {
-      const markup::node* x = inserted.back();
-      inserted.pop_back();
-      if (x->type == markup::node::kind::text) {
-        for (char c : x->text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points
-        continue;
-      }
-      n += x->attributes.size() + x->children.size();
-      for (const markup::node& c : x->children) inserted.push_back(&c);
-    }
-    return n;
-  }
+  local_change replace_xml(const markup::fragment& to);
 
   // ---- checking and size ----------------------------------------------------------------------
 
   /// Verifies every object's invariants and the translation tables against the log.
-  void check() const {
+  void check_invariants() const {
     for (const object& o : objects_) {
-      if (o.map) o.map->check();
-      if (o.kids) o.kids->check();
-      if (o.chars) o.chars->check();
+      if (o.map) o.map->check_invariants();
+      if (o.kids) o.kids->check_invariants();
+      if (o.chars) o.chars->check_invariants();
       for (const auto& [rep, segs] : o.xlate)
         for (std::size_t i = 1; i < segs.size(); ++i)
           if (segs[i].doc < segs[i - 1].doc + segs[i - 1].len || segs[i].local != segs[i - 1].local + segs[i - 1].len)
@@ -368,11 +286,6 @@ class tree_doc {
     std::unique_ptr<std::unordered_map<replica_id, std::uint32_t, id_hash>> xlate_index;
   };
   static constexpr std::size_t xlate_scan = 8;
-  struct replica_state {
-    replica_id id;
-    std::uint32_t next_seq = 0;
-    std::vector<std::uint32_t> log_pos{};  ///< log_ indices of this replica's ops, by seq (finding an op by id)
-  };
   /// An integrated op in the log: what ops_since filters on, inline; the rest packed at `at` in
   /// log_bytes_ (pack / unpack). A map set costs these 24 bytes, 4 in its replica's log_pos, its key
   /// and value, and 5-9 bytes packed around them (more with concurrent preds); as a tree_op it cost
@@ -382,17 +295,6 @@ class tree_doc {
     std::uint32_t seq, len, lamport;
     std::uint64_t at;
   };
-  enum class outcome { done, parked, invalid };
-
-  std::uint32_t replica_index(replica_id id) {
-    auto [it, added] = rep_index_.try_emplace(id, static_cast<std::uint32_t>(reps_.size()));
-    if (added) reps_.push_back({id, 0, {}});
-    return it->second;
-  }
-  bool integrated(const op_id& id) const {
-    auto it = rep_index_.find(id.replica);
-    return it != rep_index_.end() && id.seq < reps_[it->second].next_seq;
-  }
   /// The item key (Lamport value, replica, seq) of integrated op `id`: what names a map entry. O(log n).
   item_key key_of(const op_id& id) const {
     const replica_state& r = reps_[rep_index_.find(id.replica)->second];
@@ -481,11 +383,7 @@ class tree_doc {
   }
 
   outcome integrate(const tree_op& in, apply_result& res, std::string& why) {
-    if (in.id.replica == 0) return why = "operation from replica 0", outcome::invalid;
-    if (in.len == 0) return why = "operation of length 0", outcome::invalid;
-    if (std::uint64_t(in.id.seq) + in.len > std::uint64_t(max_counter) + 1 || in.lamport == 0 ||
-        std::uint64_t(in.lamport) + in.len > std::uint64_t(max_counter) + 1)
-      return why = "operation counter out of range", outcome::invalid;
+    if (!valid_counters(in, true, "operation counter out of range", why)) return outcome::invalid;
     const bool is_seq = in.kind == tree_op_kind::insert || in.kind == tree_op_kind::remove;
     if (!is_seq && in.len != 1) return why = "map operation of length other than 1", outcome::invalid;
     if (in.kind == tree_op_kind::insert && in.text.size() != in.len && in.nodes.size() != in.len)
@@ -497,14 +395,19 @@ class tree_doc {
         (in.ref.replica == 0 || (in.backward ? in.ref.seq < in.len - 1 : std::uint64_t(in.ref.seq) + in.len > std::uint64_t(max_counter) + 1)))
       return why = "remove target range out of bounds", outcome::invalid;
     const std::uint32_t rep = replica_index(in.id.replica);
-    const std::uint32_t next = reps_[rep].next_seq;
-    if (in.id.seq < next && !same_as_integrated(rep, in, why)) return outcome::invalid;
-    if (in.id.seq + in.len <= next) return res.duplicate += in.len, outcome::done;
-    std::optional<tree_op> trimmed;  // copied only when part of it was integrated before
-    if (in.id.seq < next) res.duplicate += next - in.id.seq, trim_front(trimmed.emplace(in), next - in.id.seq);
-    const tree_op& o = trimmed ? *trimmed : in;
-    if (o.id.seq > next) return park(o, {o.id.replica, o.id.seq - 1}), outcome::parked;
+    return admit(
+        rep, in, res, [&](op_id awaits) { park(in, awaits); }, [&] { return same_as_integrated(rep, in, why); },
+        [&](std::uint32_t skip) {
+          if (skip == 0) return integrate_next(rep, in, res, why);
+          tree_op trimmed = in;  // copied only when part of it was integrated before
+          trim_front(trimmed, skip);
+          return integrate_next(rep, trimmed, res, why);
+        });
+  }
 
+  /// Integrates `o`, the next op of replica `rep`, once its object and dependencies are (else parks it).
+  outcome integrate_next(std::uint32_t rep, const tree_op& o, apply_result& res, std::string& why) {
+    const bool is_seq = o.kind == tree_op_kind::insert || o.kind == tree_op_kind::remove;
     // The object.
     if (o.object.creator != document_start && !integrated(o.object.creator)) return park(o, o.object.creator), outcome::parked;
     auto oit = by_name_.find(o.object);
@@ -536,10 +439,7 @@ class tree_doc {
         if (!integrate_map(oi, o, why)) return outcome::invalid;
         break;
     }
-    reps_[rep].next_seq += o.len;
-    clock_ = std::max(clock_, o.lamport + o.len - 1);
-    version_dirty_ = true;
-    res.applied += o.len;
+    advance(rep, o.lamport, o.len, res);
     reps_[rep].log_pos.push_back(static_cast<std::uint32_t>(log_.size()));
     log_.push_back({rep, o.id.seq, o.len, o.lamport, log_bytes_.size()});
     pack(oi, o);
@@ -695,27 +595,7 @@ class tree_doc {
 
   void park(const tree_op& o, op_id awaits) { parked_.push_back({o, awaits}); }
 
-  void release_parked(apply_result& res) {
-    release_parked_ops(
-        parked_,
-        [&](parked& p) {
-          std::string why;
-          switch (integrate(p.o, res, why)) {
-            case outcome::invalid:
-              return ++rejected_, retried::invalid;
-            case outcome::parked:
-              return retried::parked;
-            case outcome::done:
-              break;
-          }
-          return retried::integrated;
-        },
-        [&](replica_id r) { return reps_[rep_index_.at(r)].next_seq; });
-  }
-
-  // ---- local edits ----------------------------------------------------------------------------
-
-  local_change change_since(std::uint32_t first) const { return {self(), first, reps_[0].next_seq - first}; }
+  // ---- local ops ------------------------------------------------------------------------------
 
   /// Integrates an op made here; it is ready by construction.
   void local(tree_op&& o) {
@@ -728,123 +608,11 @@ class tree_doc {
     if (oc != outcome::done || res.applied != o.len) fail("folio.invariant", "local operation not integrated");
   }
 
-  std::uint32_t seq_clock(const object& obj) const {
-    if (obj.chars) return obj.chars->clock();
-    if (obj.kids) return obj.kids->clock();
-    return 0;
-  }
-  std::size_t seq_size(const object& obj) const {
-    if (obj.chars) return obj.chars->size();
-    if (obj.kids) return obj.kids->size();
-    return 0;
-  }
-  /// Doc id of the live item at `pos` of sequence object `oi`.
-  op_id item_at(std::uint32_t oi, std::size_t pos) const {
-    const object& obj = objects_[oi];
-    const auto ids = obj.chars ? obj.chars->live_ids(pos, 1) : obj.kids ? obj.kids->live_ids(pos, 1) : std::vector<std::pair<op_id, std::uint32_t>>{};
-    if (ids.empty()) fail("folio.range", "position " + std::to_string(pos) + " past the end of a sequence");
-    return to_doc(obj, ids[0].first);
-  }
-  op_id origin_for(std::uint32_t oi, std::size_t pos) const {
-    if (pos > seq_size(objects_[oi])) fail("folio.range", "insert position past the end of a sequence");
-    return pos == 0 ? document_start : item_at(oi, pos - 1);
-  }
-
-  void local_insert_text(std::uint32_t oi, std::size_t pos, std::u32string cps) {
-    if (cps.empty()) return;
-    tree_op o;
-    o.kind = tree_op_kind::insert, o.object = name_of(oi), o.ref = origin_for(oi, pos);
-    o.lamport = seq_clock(objects_[oi]) + 1, o.len = static_cast<std::uint32_t>(cps.size()), o.text = std::move(cps);
-    local(std::move(o));
-  }
-
-  /// Removes the live items [pos, pos+n): one remove per run of consecutive doc ids.
-  void local_erase(std::uint32_t oi, std::size_t pos, std::size_t n) {
-    const object& obj = objects_[oi];
-    const auto pieces = obj.chars ? obj.chars->live_ids(pos, n) : obj.kids ? obj.kids->live_ids(pos, n) : decltype(obj.kids->live_ids(0, 0)){};
-    std::vector<std::pair<op_id, std::uint32_t>> targets;  // doc ids, split where the translation breaks
-    for (auto [id, count] : pieces)
-      for (std::uint32_t k = 0; k < count;) {
-        const op_id d = to_doc(obj, {id.replica, id.seq + k});
-        const seg* s = seg_of(obj, d);
-        const std::uint32_t take = std::min(count - k, s->len - (d.seq - s->doc));
-        targets.push_back({d, take});
-        k += take;
-      }
-    const object_name name = name_of(oi);
-    for (auto [d, take] : targets) {
-      tree_op o;
-      o.kind = tree_op_kind::remove, o.object = name, o.ref = d, o.len = take, o.lamport = seq_clock(objects_[oi]) + 1;
-      local(std::move(o));
-    }
-  }
-
-  void local_set(std::uint32_t oi, const std::string& key, std::string value) {
-    const or_map::entry_range live = objects_[oi].map->entries(key);
-    if (!live.empty() && std::next(live.begin()) == live.end() && live.begin()->second == value) return;
-    tree_op o;
-    o.kind = tree_op_kind::set, o.object = name_of(oi), o.key = key, o.value = std::move(value), o.lamport = objects_[oi].map_clock + 1;
-    for (const auto& [name, v] : live) o.preds.push_back({name.id.replica, name.id.seq});
-    local(std::move(o));
-  }
-  void local_unset(std::uint32_t oi, const std::string& key) {
-    const or_map::entry_range live = objects_[oi].map->entries(key);
-    if (live.empty()) return;
-    tree_op o;
-    o.kind = tree_op_kind::unset, o.object = name_of(oi), o.key = key, o.lamport = objects_[oi].map_clock + 1;
-    for (const auto& [name, v] : live) o.preds.push_back({name.id.replica, name.id.seq});
-    local(std::move(o));
-  }
-
-  /// Inserts whole subtrees before `pos` of children object `oi`: one insert for the nodes of each
-  /// list, then their attributes and texts, then their children (explicit stack).
-  void insert_nodes(std::uint32_t oi, std::size_t pos, const std::vector<markup::node>& nodes) {
-    struct work {
-      std::uint32_t object;
-      std::size_t pos;
-      const std::vector<markup::node>* nodes;
-    };
-    std::vector<work> stack{{oi, pos, &nodes}};
-    while (!stack.empty()) {
-      const work w = stack.back();
-      stack.pop_back();
-      if (w.nodes->empty()) continue;
-      tree_op o;
-      o.kind = tree_op_kind::insert, o.object = name_of(w.object), o.ref = origin_for(w.object, w.pos);
-      o.lamport = seq_clock(objects_[w.object]) + 1, o.len = static_cast<std::uint32_t>(w.nodes->size());
-      for (const markup::node& n : *w.nodes) o.nodes.push_back(n.type == markup::node::kind::text ? std::string() : n.name);
-      const std::uint32_t first = reps_[0].next_seq;
-      local(std::move(o));
-      for (std::uint32_t k = 0; k < w.nodes->size(); ++k) {
-        const markup::node& n = (*w.nodes)[k];
-        const op_id item{self(), first + k};
-        if (n.type == markup::node::kind::text) {
-          std::u32string cps;
-          decode_utf8(n.text, cps);
-          local_insert_text(find({item, object_role::text}), 0, std::move(cps));
-        } else {
-          const std::uint32_t attrs = find({item, object_role::attributes});
-          for (const markup::attribute& a : n.attributes) local_set(attrs, a.name, a.value);
-          stack.push_back({find({item, object_role::children}), 0, &n.children});
-        }
-      }
-    }
-  }
-
-  object_name name_of(std::uint32_t oi) const { return objects_[oi].name; }
-
   tree_shape shape_;
-  std::vector<replica_state> reps_;  ///< index 0 is this replica
-  std::unordered_map<replica_id, std::uint32_t, id_hash> rep_index_;
   std::vector<object> objects_;  ///< index 0 is the root
   std::unordered_map<object_name, std::uint32_t, object_name_hash> by_name_;
   std::vector<logged> log_;  ///< every integrated op, in integration order
   std::string log_bytes_;    ///< their packed parts
-  struct parked {
-    tree_op o;
-    op_id awaits;  ///< the missing op it waits for
-  };
-  std::vector<parked> parked_;
   /// The logged op same_as_integrated last unpacked, per replica index: kept for one batch (apply_each
   /// clears it), so the ops of a batch that fall in one logged op unpack it once.
   struct unpacked {
@@ -852,10 +620,8 @@ class tree_doc {
     tree_op op;
   };
   mutable std::unordered_map<std::uint32_t, unpacked> compared_;
-  mutable version_vector version_;
-  mutable bool version_dirty_ = false;
-  std::uint32_t clock_ = 0;  ///< largest Lamport value integrated (objects keep their own for new ops)
-  std::size_t rejected_ = 0;
 };
 
 }  // namespace folio::detail
+
+#include "tree_edit.hpp"  // defines the local edits declared above

@@ -22,6 +22,7 @@
 
 #include "../error.hpp"
 #include "../id.hpp"
+#include "../ops.hpp"
 #include "hash.hpp"
 #include "utf8.hpp"
 #include "varint.hpp"
@@ -69,11 +70,7 @@ struct tree_op {
 struct tree_batch {
   std::vector<tree_op> ops;
   bool empty() const noexcept { return ops.empty(); }
-  std::size_t unit_count() const noexcept {
-    std::size_t n = 0;
-    for (const tree_op& o : ops) n += o.len;
-    return n;
-  }
+  std::size_t unit_count() const noexcept { return detail::unit_count(ops); }
   friend bool operator==(const tree_batch&, const tree_batch&) = default;
 };
 

@@ -1,0 +1,192 @@
+// folio/detail/op_log.hpp — the op log of the sequence engine (detail/rga.hpp) and the map from a
+// replica's insert seqs to the slots of its content log (detail/content_log.hpp).
+//
+// Model:
+//  * The log keeps every operation in the (causal) order it was integrated, run-length merged: an
+//    entry continues the previous one when it is the same kind by the same author with the next seqs
+//    and Lamport values, and (insert) each item's origin is the one before it or (remove) its targets
+//    continue the previous ones in one direction. `ops_since` reads it (since, emit), so nothing has
+//    to be reconstructed from the tree; per replica, `log_pos` lists its entries in seq order, which
+//    finds the op holding an id in O(log n) (entry_holding).
+//  * A replica's seqs are inserts (items, each with a content slot) or removes (no slot).
+//    replica_removes keeps the seq ranges of its removes, so an insert's slot is its seq less the
+//    remove units before it, and a remove's targets can be checked against "is this seq an item".
+//
+// Invariants (verified by rga::check_invariants): per replica, log_pos covers seqs 0..next_seq-1
+// exactly once; the remove ranges are the log's removes, touching ones merged, with their running
+// unit counts per page; the content log has a slot per insert unit.
+//
+// Thread-safety: none.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../id.hpp"
+#include "../ops.hpp"
+#include "../version.hpp"
+#include "id_index.hpp"
+#include "replica_core.hpp"
+
+namespace folio::detail {
+
+/// One entry of the op log. 28 bytes.
+struct log_entry {
+  std::uint32_t replica;      ///< local index of the author
+  std::uint32_t seq;          ///< first unit's seq
+  std::uint32_t len;          ///< unit count
+  std::uint32_t lamport;      ///< first unit's Lamport value
+  std::uint32_t ref_replica;  ///< local index, or no_replica for document_start
+  std::uint32_t ref_seq;      ///< insert: origin of the first item; remove: first target
+  op_kind kind;
+  bool backward;  ///< remove: targets descend
+
+  std::uint32_t last_target() const noexcept { return backward ? ref_seq - (len - 1) : ref_seq + (len - 1); }
+};
+
+/// Log entries picked for a batch: (log position, first unit taken).
+using log_picks = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+
+/// The seqs of one replica that are removes (see the top of this file).
+struct replica_removes {
+  struct before {
+    std::uint32_t ranges, units;
+  };
+  /// Seq ranges [first, second) of the replica's removes, in seq order, touching ones merged: the
+  /// seqs that are not items (rga::check_refs finds a remove's faults in O(log n) with them).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
+  std::uint32_t units = 0;  ///< seqs that are removes (they hold no content slot)
+  /// before_page[p]: the remove ranges that start before seq p·2^index_page_bits and their units, for
+  /// the pages up to the one where the last range starts (later pages: all of them).
+  std::vector<before> before_page;
+
+  /// The content slot of insert unit `seq`: seq less the remove units before it. O(1) plus the
+  /// remove ranges that start in seq's page before it (at most half a page, usually none). A run's
+  /// seqs are all inserts, so its slots are consecutive.
+  std::size_t slot(std::uint32_t seq) const noexcept {
+    const std::size_t page = seq >> index_page_bits;
+    if (page >= before_page.size()) return seq - units;  // every remove range ends before seq
+    std::uint32_t n = before_page[page].units;
+    for (std::size_t i = before_page[page].ranges; i < ranges.size() && ranges[i].first < seq; ++i) n += ranges[i].second - ranges[i].first;
+    return seq - n;
+  }
+
+  /// Records that seqs [seq, seq + n) are a remove (not items). O(1) amortised.
+  void note(std::uint32_t seq, std::uint32_t n) {
+    if (!ranges.empty() && ranges.back().second == seq) {
+      ranges.back().second += n;
+    } else {
+      // Pages after the previous range's start and up to this one's: every range so far starts before them.
+      before_page.resize((seq >> index_page_bits) + 1, before{static_cast<std::uint32_t>(ranges.size()), units});
+      ranges.emplace_back(seq, seq + n);
+    }
+    units += n;
+  }
+
+  std::size_t memory_usage() const noexcept { return ranges.capacity() * sizeof(ranges[0]) + before_page.capacity() * sizeof(before_page[0]); }
+};
+
+/// The op log (see the top of this file).
+class op_log {
+ public:
+  const log_entry& operator[](std::size_t i) const noexcept { return entries_[i]; }
+  std::size_t size() const noexcept { return entries_.size(); }
+  std::size_t memory_usage() const noexcept { return entries_.capacity() * sizeof(log_entry); }
+
+  /// Appends `e`, extending the last entry when `e` continues it; `log_pos` is e's author's.
+  void append(const log_entry& e, std::vector<std::uint32_t>& log_pos) {
+    if (!entries_.empty()) {
+      log_entry& last = entries_.back();
+      if (last.kind == e.kind && last.replica == e.replica && last.seq + last.len == e.seq && last.lamport + last.len == e.lamport) {
+        if (e.kind == op_kind::insert) {
+          if (e.ref_replica == e.replica && e.ref_seq + 1 == e.seq) {
+            last.len += e.len;
+            return;
+          }
+        } else if (e.ref_replica == last.ref_replica) {
+          const std::uint32_t lt = last.last_target();
+          if ((!last.backward || last.len == 1) && (!e.backward || e.len == 1) && e.ref_seq == lt + 1) {
+            last.backward = false, last.len += e.len;
+            return;
+          }
+          if ((last.backward || last.len == 1) && (e.backward || e.len == 1) && lt != 0 && e.ref_seq == lt - 1) {
+            last.backward = true, last.len += e.len;
+            return;
+          }
+        }
+      }
+    }
+    log_pos.push_back(static_cast<std::uint32_t>(entries_.size()));
+    entries_.push_back(e);
+  }
+
+  /// The origin (local replica, seq) of item (rep, seq), whose replica's entries are `log_pos`.
+  std::pair<std::uint32_t, std::uint32_t> origin_of(const std::vector<std::uint32_t>& log_pos, std::uint32_t rep, std::uint32_t seq) const {
+    const log_entry& e = entries_[*entry_holding(log_pos, seq, *this)];
+    if (e.kind != op_kind::insert) fail("folio.invariant", "item id belongs to a remove");
+    if (seq == e.seq) return {e.ref_replica, e.ref_seq};
+    return {rep, seq - 1};
+  }
+
+  /// Adds to `picks` the entries of one replica (its `log_pos`: `lp`) holding seqs [from, to).
+  void collect(const std::vector<std::uint32_t>& lp, std::uint32_t from, std::uint32_t to, log_picks& picks) const {
+    if (from >= to) return;
+    auto it = std::upper_bound(lp.begin(), lp.end(), from, [&](std::uint32_t s, std::uint32_t pos) { return s < entries_[pos].seq; });
+    if (it != lp.begin()) --it;
+    for (; it != lp.end() && entries_[*it].seq < to; ++it) {
+      const log_entry& e = entries_[*it];
+      if (e.seq + e.len <= from) continue;
+      picks.emplace_back(*it, from > e.seq ? from - e.seq : 0);
+    }
+  }
+
+  /// The entries a replica at version `since` lacks (with `upto`: only those that version holds), in
+  /// log order, of the replica table `reps` (each with id, next_seq and log_pos). O(k log k) for k picked.
+  template <class Replicas>
+  log_picks since(const Replicas& reps, const version_vector& since, const version_vector* upto) const {
+    log_picks picks;
+    for (std::uint32_t r = 0; r < reps.size(); ++r) {
+      const std::uint32_t to = upto ? std::min(upto->get(reps[r].id), reps[r].next_seq) : reps[r].next_seq;
+      collect(reps[r].log_pos, since.get(reps[r].id), to, picks);
+    }
+    std::sort(picks.begin(), picks.end());
+    return picks;
+  }
+
+  /// The ops of `picks` as a batch, cut at `upto`; with their values (read from each replica's content
+  /// and slot) when `with_content`.
+  template <class T, class Replicas>
+  op_batch<T> emit(const log_picks& picks, const Replicas& reps, bool with_content, const version_vector* upto) const {
+    op_batch<T> b;
+    b.ops.reserve(picks.size());
+    for (auto [pos, skip] : picks) {
+      const log_entry& e = entries_[pos];
+      const auto& rs = reps[e.replica];
+      std::uint32_t len = e.len - skip;
+      if (upto) len = std::min(len, upto->get(rs.id) - (e.seq + skip));
+      op o;
+      o.kind = e.kind, o.id = {rs.id, e.seq + skip}, o.lamport = e.lamport + skip, o.len = len, o.backward = e.backward;
+      if (e.kind == op_kind::insert) {
+        if (skip)
+          o.ref = {rs.id, e.seq + skip - 1};
+        else
+          o.ref = e.ref_replica == no_replica ? document_start : op_id{reps[e.ref_replica].id, e.ref_seq};
+        if (with_content)
+          for (std::size_t k = 0, at = rs.slot(o.id.seq); k < len; ++k) b.content.push_back(rs.content[at + k]);
+      } else {
+        o.ref = {reps[e.ref_replica].id, e.backward ? e.ref_seq - skip : e.ref_seq + skip};
+      }
+      b.ops.push_back(o);
+    }
+    return b;
+  }
+
+ private:
+  std::vector<log_entry> entries_;  ///< every op, in integration order (a causal order)
+};
+
+}  // namespace folio::detail

@@ -1,0 +1,249 @@
+// folio/detail/tree_edit.hpp — the local edits of a tree document (detail/tree_doc.hpp): a map set or
+// removed, a whole map replaced, an XML tree replaced through its edit script (detail/xml_diff.hpp).
+//
+// Model: an edit becomes unit ops made here (each integrated by tree_doc::local at once, so the next
+// op may depend on it): map sets and unsets with the entries they observed as preds; inserts of nodes
+// (one op per list), then their attributes and texts, then their children; removes, one per run of
+// consecutive doc ids. A whole edit reserves its counters first (all or nothing). Positions are
+// applied last first within a list, so the edit script's old positions stay valid.
+//
+// Complexity: replace_xml O(script x log n) after the diff; replace_map O(keys).
+//
+// Thread-safety: none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../markup.hpp"
+#include "../ops.hpp"
+#include "or_map.hpp"
+#include "tree_doc.hpp"
+#include "utf8.hpp"
+#include "xml_diff.hpp"
+
+namespace folio::detail {
+
+/// The local edits of one tree_doc (see the top of this file); made per edit.
+class tree_editor {
+ public:
+  explicit tree_editor(tree_doc& d) : d_(d) {}
+
+  /// Sets `key` of the root map (map records) to `value`. No op if it already is its only value.
+  local_change set(const std::string& key, std::string value) {
+    const std::uint32_t first = d_.reps_[0].next_seq;
+    local_set(0, key, std::move(value));
+    return change_since(first);
+  }
+  /// Removes `key` from the root map. No op if absent.
+  local_change remove(const std::string& key) {
+    const std::uint32_t first = d_.reps_[0].next_seq;
+    local_unset(0, key);
+    return change_since(first);
+  }
+  /// Makes the root map hold exactly `entries`: sets for new or changed keys, removes for vanished ones.
+  local_change replace_map(const std::map<std::string, std::string>& entries) {
+    const std::uint32_t first = d_.reps_[0].next_seq;
+    auto changes = diff_map(*d_.objects_[0].map, entries);
+    reserve_counters(first, d_.clock_, changes.size());  // all or nothing
+    for (auto& [k, v] : changes)
+      if (v)
+        local_set(0, k, std::move(*v));
+      else
+        local_unset(0, k);
+    return change_since(first);
+  }
+
+  /// Makes the XML tree equal to `to` through the edit script of diff_xml: children inserted and
+  /// removed, attributes set and removed, code points inserted and removed in text nodes.
+  local_change replace_xml(const markup::fragment& to) {
+    const std::uint32_t first = d_.reps_[0].next_seq;
+    const markup::fragment from = d_.fragment();
+    const xml_children_edit script = diff_xml(from, to);
+    reserve_counters(first, d_.clock_, script_units(script));  // all or nothing
+    std::vector<std::pair<std::uint32_t, const xml_children_edit*>> stack{{0, &script}};
+    while (!stack.empty()) {
+      auto [obj, edit] = stack.back();
+      stack.pop_back();
+      for (auto it = edit->ops.rbegin(); it != edit->ops.rend(); ++it) {  // last first: old positions stay valid
+        const xml_child_op& op = *it;
+        switch (op.type) {
+          case xml_child_op::kind::insert:
+            insert_nodes(obj, op.pos, op.nodes);
+            break;
+          case xml_child_op::kind::remove:
+            local_erase(obj, op.pos, op.count);
+            break;
+          case xml_child_op::kind::update_element: {
+            const op_id el = item_at(obj, op.pos);
+            const std::uint32_t attrs = d_.find({el, object_role::attributes});
+            for (const std::string& name : op.unset) local_unset(attrs, name);
+            for (const markup::attribute& a : op.set) local_set(attrs, a.name, a.value);
+            if (op.children) stack.push_back({d_.find({el, object_role::children}), op.children.get()});
+            break;
+          }
+          case xml_child_op::kind::update_text: {
+            const std::uint32_t t = d_.find({item_at(obj, op.pos), object_role::text});
+            for (auto h = op.text.rbegin(); h != op.text.rend(); ++h) {
+              if (h->a_len) local_erase(t, h->a_pos, h->a_len);
+              if (h->b_len) local_insert_text(t, h->a_pos, std::u32string(op.text_source, h->b_pos, h->b_len));
+            }
+            break;
+          }
+        }
+      }
+    }
+    return change_since(first);
+  }
+
+  /// The unit operations replace_xml makes for `script`, at most: xml_edit_size's count, plus what
+  /// the subtrees it inserts hold (their attributes, code points and nodes). Iterative.
+  static std::uint64_t script_units(const xml_children_edit& script) {
+    std::uint64_t n = xml_edit_size(script);
+    std::vector<const xml_children_edit*> edits{&script};
+    std::vector<const markup::node*> inserted;
+    while (!edits.empty()) {
+      const xml_children_edit* e = edits.back();
+      edits.pop_back();
+      for (const xml_child_op& op : e->ops) {
+        for (const markup::node& x : op.nodes) inserted.push_back(&x);
+        if (op.children) edits.push_back(op.children.get());
+      }
+    }
+    while (!inserted.empty()) {
+      const markup::node* x = inserted.back();
+      inserted.pop_back();
+      if (x->type == markup::node::kind::text) {
+        for (char c : x->text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points
+        continue;
+      }
+      n += x->attributes.size() + x->children.size();
+      for (const markup::node& c : x->children) inserted.push_back(&c);
+    }
+    return n;
+  }
+
+ private:
+  using object = tree_doc::object;
+  using seg = tree_doc::seg;
+
+  local_change change_since(std::uint32_t first) const { return {d_.self(), first, d_.reps_[0].next_seq - first}; }
+
+  std::uint32_t seq_clock(const object& obj) const {
+    if (obj.chars) return obj.chars->clock();
+    if (obj.kids) return obj.kids->clock();
+    return 0;
+  }
+  std::size_t seq_size(const object& obj) const {
+    if (obj.chars) return obj.chars->size();
+    if (obj.kids) return obj.kids->size();
+    return 0;
+  }
+  /// Doc id of the live item at `pos` of sequence object `oi`.
+  op_id item_at(std::uint32_t oi, std::size_t pos) const {
+    const object& obj = d_.objects_[oi];
+    const auto ids = obj.chars ? obj.chars->live_ids(pos, 1) : obj.kids ? obj.kids->live_ids(pos, 1) : std::vector<std::pair<op_id, std::uint32_t>>{};
+    if (ids.empty()) fail("folio.range", "position " + std::to_string(pos) + " past the end of a sequence");
+    return tree_doc::to_doc(obj, ids[0].first);
+  }
+  op_id origin_for(std::uint32_t oi, std::size_t pos) const {
+    if (pos > seq_size(d_.objects_[oi])) fail("folio.range", "insert position past the end of a sequence");
+    return pos == 0 ? document_start : item_at(oi, pos - 1);
+  }
+
+  void local_insert_text(std::uint32_t oi, std::size_t pos, std::u32string cps) {
+    if (cps.empty()) return;
+    tree_op o;
+    o.kind = tree_op_kind::insert, o.object = name_of(oi), o.ref = origin_for(oi, pos);
+    o.lamport = seq_clock(d_.objects_[oi]) + 1, o.len = static_cast<std::uint32_t>(cps.size()), o.text = std::move(cps);
+    d_.local(std::move(o));
+  }
+
+  /// Removes the live items [pos, pos+n): one remove per run of consecutive doc ids.
+  void local_erase(std::uint32_t oi, std::size_t pos, std::size_t n) {
+    const object& obj = d_.objects_[oi];
+    const auto pieces = obj.chars ? obj.chars->live_ids(pos, n) : obj.kids ? obj.kids->live_ids(pos, n) : decltype(obj.kids->live_ids(0, 0)){};
+    std::vector<std::pair<op_id, std::uint32_t>> targets;  // doc ids, split where the translation breaks
+    for (auto [id, count] : pieces)
+      for (std::uint32_t k = 0; k < count;) {
+        const op_id d = tree_doc::to_doc(obj, {id.replica, id.seq + k});
+        const seg* s = tree_doc::seg_of(obj, d);
+        const std::uint32_t take = std::min(count - k, s->len - (d.seq - s->doc));
+        targets.push_back({d, take});
+        k += take;
+      }
+    const object_name name = name_of(oi);
+    for (auto [d, take] : targets) {
+      tree_op o;
+      o.kind = tree_op_kind::remove, o.object = name, o.ref = d, o.len = take, o.lamport = seq_clock(d_.objects_[oi]) + 1;
+      d_.local(std::move(o));
+    }
+  }
+
+  void local_set(std::uint32_t oi, const std::string& key, std::string value) {
+    const or_map::entry_range live = d_.objects_[oi].map->entries(key);
+    if (!live.empty() && std::next(live.begin()) == live.end() && live.begin()->second == value) return;
+    tree_op o;
+    o.kind = tree_op_kind::set, o.object = name_of(oi), o.key = key, o.value = std::move(value), o.lamport = d_.objects_[oi].map_clock + 1;
+    for (const auto& [name, v] : live) o.preds.push_back({name.id.replica, name.id.seq});
+    d_.local(std::move(o));
+  }
+  void local_unset(std::uint32_t oi, const std::string& key) {
+    const or_map::entry_range live = d_.objects_[oi].map->entries(key);
+    if (live.empty()) return;
+    tree_op o;
+    o.kind = tree_op_kind::unset, o.object = name_of(oi), o.key = key, o.lamport = d_.objects_[oi].map_clock + 1;
+    for (const auto& [name, v] : live) o.preds.push_back({name.id.replica, name.id.seq});
+    d_.local(std::move(o));
+  }
+
+  /// Inserts whole subtrees before `pos` of children object `oi`: one insert for the nodes of each
+  /// list, then their attributes and texts, then their children (explicit stack).
+  void insert_nodes(std::uint32_t oi, std::size_t pos, const std::vector<markup::node>& nodes) {
+    struct work {
+      std::uint32_t object;
+      std::size_t pos;
+      const std::vector<markup::node>* nodes;
+    };
+    std::vector<work> stack{{oi, pos, &nodes}};
+    while (!stack.empty()) {
+      const work w = stack.back();
+      stack.pop_back();
+      if (w.nodes->empty()) continue;
+      tree_op o;
+      o.kind = tree_op_kind::insert, o.object = name_of(w.object), o.ref = origin_for(w.object, w.pos);
+      o.lamport = seq_clock(d_.objects_[w.object]) + 1, o.len = static_cast<std::uint32_t>(w.nodes->size());
+      for (const markup::node& n : *w.nodes) o.nodes.push_back(n.type == markup::node::kind::text ? std::string() : n.name);
+      const std::uint32_t first = d_.reps_[0].next_seq;
+      d_.local(std::move(o));
+      for (std::uint32_t k = 0; k < w.nodes->size(); ++k) {
+        const markup::node& n = (*w.nodes)[k];
+        const op_id item{d_.self(), first + k};
+        if (n.type == markup::node::kind::text) {
+          std::u32string cps;
+          decode_utf8(n.text, cps);
+          local_insert_text(d_.find({item, object_role::text}), 0, std::move(cps));
+        } else {
+          const std::uint32_t attrs = d_.find({item, object_role::attributes});
+          for (const markup::attribute& a : n.attributes) local_set(attrs, a.name, a.value);
+          stack.push_back({d_.find({item, object_role::children}), 0, &n.children});
+        }
+      }
+    }
+  }
+
+  object_name name_of(std::uint32_t oi) const { return d_.objects_[oi].name; }
+
+  tree_doc& d_;
+};
+
+inline local_change tree_doc::set(const std::string& key, std::string value) { return tree_editor(*this).set(key, std::move(value)); }
+inline local_change tree_doc::remove(const std::string& key) { return tree_editor(*this).remove(key); }
+inline local_change tree_doc::replace_map(const std::map<std::string, std::string>& entries) { return tree_editor(*this).replace_map(entries); }
+inline local_change tree_doc::replace_xml(const markup::fragment& to) { return tree_editor(*this).replace_xml(to); }
+
+}  // namespace folio::detail
