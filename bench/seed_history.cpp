@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "service.hpp"
-#include "store.hpp"
+#include "platform/server.hpp"
+#include "platform/database.hpp"
 #include "support/trace.hpp"
 
 int main(int argc, char** argv) {

@@ -27,11 +27,11 @@
 #include <string_view>
 #include <utility>
 
-#include "auth.hpp"
-#include "base64.hpp"
-#include "client_token.hpp"
-#include "log.hpp"
-#include "service.hpp"
+#include "platform/auth.hpp"
+#include "wire/base64.hpp"
+#include "platform/client_token.hpp"
+#include "platform/log.hpp"
+#include "platform/server.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Client tokens (fcgi/client_token.hpp): the format, the signature, expiry, the key ring and its
+// Client tokens (service/platform/client_token.hpp): the format, the signature, expiry, the key ring and its
 // rotation, and hostile input — every byte of a token changed, every truncation, signed claims that
 // are not of the written form — refused without a crash.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <random>
 #include <string>
 
-#include "base64.hpp"
-#include "client_token.hpp"
+#include "wire/base64.hpp"
+#include "platform/client_token.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The publisher's bookkeeping of client-token streams (fcgi/publish.hpp): a channel whose earliest
+// The publisher's bookkeeping of client-token streams (service/crdt/publish.hpp): a channel whose earliest
 // token expired, or one of whose keys left the ring, is deleted before the next message; a failed
 // deletion publishes nothing and keeps the channel remembered; at most max_token_channels channels.
 // nginx's publisher location is played by a unix-socket server that records each request's method.
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "publish.hpp"
+#include "crdt/publish.hpp"
 
 namespace {
 

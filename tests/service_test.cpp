@@ -15,13 +15,13 @@
 #include <folio/document.hpp>
 #include <sqlite3.h>
 
-#include "annotation_store.hpp"
-#include "annotations.hpp"
-#include "auth.hpp"
-#include "base64.hpp"
-#include "fields.hpp"
-#include "json.hpp"
-#include "service.hpp"
+#include "annotations/store.hpp"
+#include "annotations/model.hpp"
+#include "platform/auth.hpp"
+#include "wire/base64.hpp"
+#include "platform/fields.hpp"
+#include "wire/json.hpp"
+#include "platform/server.hpp"
 
 namespace {
 
@@ -731,7 +731,7 @@ TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {
   EXPECT_EQ(a.use_count(), 1);  // out of the cache, still valid for whoever holds it
 }
 
-// Client tokens through the router (fcgi/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
+// Client tokens through the router (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
 struct tokens : fixture {
   void SetUp() override {
     fixture::SetUp();

@@ -20,11 +20,11 @@
 #include <string_view>
 #include <vector>
 
-#include "auth.hpp"
-#include "crdt_values.hpp"
-#include "fields.hpp"
-#include "json.hpp"
-#include "service.hpp"
+#include "platform/auth.hpp"
+#include "wire/crdt_values.hpp"
+#include "platform/fields.hpp"
+#include "wire/json.hpp"
+#include "platform/server.hpp"
 
 namespace {
 
