@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "platform/log.hpp"
-#include "platform/server.hpp"
+#include "responder.hpp"
 
 namespace {
 
@@ -155,7 +155,7 @@ folio::service::deadline_clock::time_point deadline_of(const std::string& start,
   return now + timeout - duration_cast<milliseconds>(duration<double>(std::clamp(waited, 0.0, 3600.0)));
 }
 
-void serve(FCGX_Request& req, folio::service::service& svc, folio::service::database& db) {
+void serve(FCGX_Request& req, folio::service::responder& svc, folio::service::database& db) {
   folio::service::request r;
   r.deadline = deadline_of(param(req, "FOLIO_REQUEST_START"), svc.settings().request_timeout);
   r.method = param(req, "REQUEST_METHOD");
@@ -212,11 +212,11 @@ std::string read_secret(const std::string& path) {
 
 /// Loads the client-token key file into `svc` (at start, and on SIGHUP); false, with an error line,
 /// when it does not load (the keys in use stay).
-bool load_client_keys(folio::service::service& svc, const std::string& path) {
+bool load_client_keys(folio::service::responder& svc, const std::string& path) {
   try {
     auto ring = std::make_shared<const folio::service::key_ring>(folio::service::key_ring::load(path));
     const std::string what = std::to_string(ring->size()) + " key(s) from " + path + ", signing with " + ring->signer().id;
-    svc.set_client_keys(std::move(ring));
+    svc.platform().set_client_keys(std::move(ring));
     folio::service::log::write("info", "client_token_keys_loaded", what);
     return true;
   } catch (const std::exception& e) {
@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
   if (!std::getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   folio::service::log::set_access(o.access_log);
   try {
-    folio::service::database probe(o.db, o.max_db_pages);  // creates and migrates before the socket opens
+    folio::service::database probe(o.db, folio::service::responder::tables(), o.max_db_pages);  // creates and migrates before the socket opens
   } catch (const std::exception& e) {
     folio::service::log::write("error", "startup_failed", std::string("cannot open the database: ") + e.what());
     return 1;
@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
   cfg.request_timeout = std::chrono::seconds(o.request_timeout_s);
   if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
   cfg.live.publish_socket = o.publish_socket;
-  folio::service::service svc(cfg);
+  folio::service::responder svc(cfg);
   if (!o.client_token_keys.empty() && !load_client_keys(svc, o.client_token_keys)) return 1;
   std::atomic<bool> stopping{false};
   std::vector<std::thread> workers;
@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
     workers.emplace_back([&, &state = states[i]] {
       std::unique_ptr<folio::service::database> db;
       try {
-        db = std::make_unique<folio::service::database>(o.db, o.max_db_pages);
+        db = std::make_unique<folio::service::database>(o.db, folio::service::responder::tables(), o.max_db_pages);
       } catch (const std::exception& e) {
         folio::service::log::write("error", "worker_failed", std::string("worker cannot open the database: ") + e.what());
         state.busy_since_ms = worker_state::gone;

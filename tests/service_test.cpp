@@ -21,7 +21,8 @@
 #include "wire/base64.hpp"
 #include "platform/fields.hpp"
 #include "wire/json.hpp"
-#include "platform/server.hpp"
+#include "platform/clock.hpp"
+#include "responder.hpp"
 
 namespace {
 
@@ -36,8 +37,8 @@ struct temp_db {
 
 struct fixture : ::testing::Test {
   temp_db tmp;
-  svc::database db{tmp.path()};
-  svc::service service{svc::config{}};
+  svc::database db{tmp.path(), svc::responder::tables()};
+  svc::responder service{svc::config{}};
   std::string key, token;
   void SetUp() override {
     key = svc::create_key(db, "t", svc::now_iso());
@@ -182,7 +183,7 @@ TEST_F(fixture, RecordLifeThroughTheHandlers) {
   EXPECT_NE(r.body.find(R"("data":"Hello!","id":"e")"), std::string::npos) << r.body;
   EXPECT_NE(r.body.find(R"("lastUpdatedBy":"alice")"), std::string::npos) << r.body;
   // A second service (another process, an empty cache) reads the same value from snapshot + log.
-  svc::service other{svc::config{}};
+  svc::responder other{svc::config{}};
   svc::request req{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d"}})", 0, {}, {}, {}};
   EXPECT_NE(other.handle(db, req).body.find(R"("data":"Hello!")"), std::string::npos);
 }
@@ -190,20 +191,20 @@ TEST_F(fixture, RecordLifeThroughTheHandlers) {
 TEST_F(fixture, AFailedPublishNeverFailsTheWrite) {
   svc::config c;
   c.live = {std::string(64, 'f'), (tmp.dir / "no-nginx-here.sock").string()};
-  svc::service live{c};
+  svc::responder live{c};
   auto run = [&](const char* path, const std::string& body) {
     svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
     return live.handle(db, r);
   };
   EXPECT_EQ(run("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","type":"text","data":"a"}})").http, 200);
   EXPECT_EQ(run("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","data":"ab"}})").http, 200);
-  EXPECT_EQ(live.live().failures(), 1u);
-  EXPECT_EQ(live.live().published(), 0u);
+  EXPECT_EQ(live.crdt().live().failures(), 1u);
+  EXPECT_EQ(live.crdt().live().published(), 0u);
   EXPECT_EQ(run("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","data":"ab"}})").http, 200);
-  EXPECT_EQ(live.live().failures(), 1u);  // no ops, nothing to publish
+  EXPECT_EQ(live.crdt().live().failures(), 1u);  // no ops, nothing to publish
   EXPECT_EQ(run("/v2/crdt/sync", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","version":"AA=="}})").http, 200);
   EXPECT_EQ(run("/v2/crdt/delete", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p"}})").http, 200);
-  EXPECT_EQ(live.live().failures(), 2u);
+  EXPECT_EQ(live.crdt().live().failures(), 2u);
 }
 
 TEST_F(fixture, ARefusedPushKeepsTheCachedDocumentUnlessItChangedIt) {
@@ -212,19 +213,19 @@ TEST_F(fixture, ARefusedPushKeepsTheCachedDocumentUnlessItChangedIt) {
   const auto push = [&](const std::string& update) { return fixture::push(ids, update); };
   const auto get = [&] { return call("/v2/crdt/get", ids + "}}"); };
   ASSERT_EQ(get().http, 200);
-  const std::uint64_t misses = service.cache().misses();
+  const std::uint64_t misses = service.crdt().cache().misses();
   // Malformed, or for another record type: nothing was integrated, the cached document still serves.
   EXPECT_EQ(push(std::string("\x01\x02\x03", 3)).http, 400);
   EXPECT_EQ(push(std::string("Fo\x01" "B\x03\x00\x00", 7)).http, 400);
   EXPECT_NE(get().body.find(R"("data":"Hello")"), std::string::npos);
-  EXPECT_EQ(service.cache().misses(), misses);
+  EXPECT_EQ(service.crdt().cache().misses(), misses);
   // Ops held back for missing dependencies did change the document: it is rebuilt from storage.
   const std::string missing_deps("Fo\x01" "B\x01\x01\x05\x01>\x00\x03\x02\x02\x00\x02hi", 17);
   const svc::response held = push(missing_deps);
   EXPECT_NE(held.body.find("FAILED_PRECONDITION"), std::string::npos) << held.body;
   const svc::response after = get();
   EXPECT_NE(after.body.find(R"("data":"Hello")"), std::string::npos) << after.body;
-  EXPECT_EQ(service.cache().misses(), misses + 1);
+  EXPECT_EQ(service.crdt().cache().misses(), misses + 1);
 }
 
 TEST_F(fixture, PushedMapAndArrayValuesMustBeJson) {
@@ -447,7 +448,7 @@ TEST_F(fixture, APushThatWouldSpendTheRecordsOpIdsIsRefusedAndNoRecordAnswersUpd
   for (const std::string& batch : svc::load_log(db, {key.substr(3, 16), "o", "d", "t"})) ASSERT_TRUE(frozen->apply(batch));
   ASSERT_TRUE(frozen->apply(jump));
   db.write([&] { svc::compact(db, {key.substr(3, 16), "o", "d", "t"}, frozen->encode()); });
-  svc::service fresh{svc::config{}};  // an empty cache reads the stored record
+  svc::responder fresh{svc::config{}};  // an empty cache reads the stored record
   const std::string body = ids + R"(,"data":"abcde"}})";
   const svc::response r = fresh.handle(db, svc::request{"POST", "/v2/crdt/update", "application/json", key, token, body, body.size(), {}, {}, {}});
   EXPECT_EQ(r.http, 400);
@@ -506,7 +507,7 @@ TEST_F(fixture, AFullDatabaseRefusesWritesKeepsReadsAndTakesWritesOnceSpaceRetur
   ASSERT_NE(added.body.find(R"("success":true)"), std::string::npos) << added.body;
 
   // Another connection (another responder) with the file capped a few pages above its size.
-  svc::database capped(tmp.path(), static_cast<std::int64_t>(db.usage().pages) + 8);
+  svc::database capped(tmp.path(), svc::responder::tables(), static_cast<std::int64_t>(db.usage().pages) + 8);
   auto call_on = [&](svc::database& on, const std::string& path, const std::string& body) {
     svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
     return service.handle(on, r);
@@ -551,7 +552,7 @@ TEST_F(fixture, AFullDatabaseRefusesWritesKeepsReadsAndTakesWritesOnceSpaceRetur
   EXPECT_EQ(service.handle(db, health).http, 200);
   EXPECT_EQ(integrity(tmp.path()), "ok");
   // A fresh reader (empty cache) decodes the record to the same value: nothing half-written.
-  svc::service other{svc::config{}};
+  svc::responder other{svc::config{}};
   EXPECT_NE(other.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})", 0, {}, {}, {}})
                 .body.find(R"("data":")" + next + R"(")"),
             std::string::npos);
@@ -632,8 +633,8 @@ PRAGMA user_version = 1;
     sqlite3_finalize(st);
     sqlite3_close(raw);
   }
-  svc::database db(tmp.path());
-  EXPECT_EQ(db.version(), svc::schema_version);
+  svc::database db(tmp.path(), svc::responder::tables());
+  EXPECT_EQ(db.version(), svc::responder::tables().version());
   // 2: comments in their own table; 3: listed in the order they were before (commentId), and a comment
   // added now comes after them, whatever its id.
   const svc::annotation_scope s{"t", "o", "d"};
@@ -735,7 +736,7 @@ TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {
 struct tokens : fixture {
   void SetUp() override {
     fixture::SetUp();
-    service.set_client_keys(std::make_shared<const svc::key_ring>(svc::key_ring::parse("k1 " + std::string(64, 'b'))));
+    service.platform().set_client_keys(std::make_shared<const svc::key_ring>(svc::key_ring::parse("k1 " + std::string(64, 'b'))));
     call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":"hi"}})");
   }
   svc::response bearer(const std::string& path, const std::string& body, const std::string& client) {
@@ -771,7 +772,7 @@ TEST_F(tokens, MintedTokensOpenTheirRecordOnly) {
 TEST_F(tokens, AnExpiredTokenNamesItsExpiry) {
   svc::client_claims c;
   c.tenant = key.substr(3, 16), c.org = "o", c.doc = "d", c.user = "ana", c.expires = 1700000000;
-  const std::string client = svc::sign_client_token(c, service.client_keys()->signer());
+  const std::string client = svc::sign_client_token(c, service.platform().client_keys()->signer());
   const svc::response r = bearer("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d"}})", client);
   EXPECT_EQ(r.http, 401);
   EXPECT_EQ(error_of(r), "The client token expired at 2023-11-14T22:13:20.000Z.");
@@ -789,7 +790,7 @@ TEST_F(tokens, NoClientTokenOutlivesItsMinter) {
 TEST_F(tokens, WithoutKeysMintingAndBearersAreUnavailable) {
   const rapidjson::Document answer = mint(R"("userId":"ana","access":"write")");
   const std::string client = answer["result"]["data"]["token"].GetString();
-  service.set_client_keys(nullptr);
+  service.platform().set_client_keys(nullptr);
   const svc::response m = call("/v2/auth/token", R"({"data":{"organizationId":"o","documentId":"d","userId":"u","access":"read"}})");
   EXPECT_EQ(m.http, 503);
   EXPECT_EQ(error_of(m), "Client tokens are not configured on this server.");

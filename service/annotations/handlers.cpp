@@ -20,7 +20,8 @@
 #include "annotations/model.hpp"
 #include "wire/base64.hpp"
 #include "platform/fields.hpp"
-#include "platform/routes.hpp"
+#include "annotations/handlers.hpp"
+#include "platform/clock.hpp"
 #include "wire/json.hpp"
 
 namespace folio::service {
@@ -60,8 +61,7 @@ std::string results_body(const std::string& message, const std::vector<item_resu
       w.Key("success");
       w.Bool(r.success);
       if (r.annotation_id) {
-        w.Key("annotationId");
-        write_string(w, *r.annotation_id);
+        write_member(w, "annotationId", *r.annotation_id);
       }
       if (r.comment_id) {
         w.Key("commentId");
@@ -73,8 +73,7 @@ std::string results_body(const std::string& message, const std::vector<item_resu
         for (std::int64_t id : *r.comment_ids) w.Int64(id);
         w.EndArray();
       }
-      w.Key("message");
-      write_string(w, r.message);
+      write_member(w, "message", r.message);
       w.EndObject();
     }
     w.EndObject();
@@ -262,14 +261,36 @@ std::optional<std::vector<std::int64_t>> comment_id_list(const rapidjson::Value&
   return ids;
 }
 
-}  // namespace
+/// Runs `act` on each annotation the request selects (select_targets; `everything`: as there), all in
+/// one write transaction, and answers the selected ones "Annotation <verb> successfully." and each
+/// requested id not acted on with why.
+template <class F>
+std::string for_each_target(context& c, const annotation_scope& s, bool everything, const char* verb, F&& act) {
+  std::vector<item_result> results = c.db.write([&] {
+    targets t = select_targets(c.db, s, c.data, everything);
+    std::vector<item_result> out;
+    for (const std::string& id : t.ids) {
+      act(id);
+      out.push_back({id, true, std::string("Annotation ") + verb + " successfully.", id, {}, {}});
+    }
+    for (item_result& r : t.not_acted_on) out.push_back(std::move(r));
+    return out;
+  });
+  return results_body(count_message(results, "annotations", verb), results);
+}
+
+/// The filters both reads take: locationIds, userIds and annotationIds (each id once).
+annotation_filter filter_of(const rapidjson::Value& data) {
+  annotation_filter f;
+  f.locations = id_list(data, "locationIds");
+  f.users = id_list(data, "userIds");
+  f.ids = distinct(id_list(data, "annotationIds"));
+  return f;
+}
 
 std::string annotations_get(context& c) {
   const annotation_scope s = scope_of(c);
-  annotation_filter f;
-  f.locations = id_list(c.data, "locationIds");
-  f.users = id_list(c.data, "userIds");
-  f.ids = distinct(id_list(c.data, "annotationIds"));
+  annotation_filter f = filter_of(c.data);
   // Streamed (body_output.hpp): an answer of any size holds one comment at a time in memory.
   return c.db.read([&] {
     return success_body(c.out, "Annotations fetched successfully.", [&](json_writer& w) {
@@ -307,10 +328,7 @@ std::string annotations_get(context& c) {
 
 std::string annotations_get_page(context& c) {
   const annotation_scope s = scope_of(c);
-  annotation_filter f;
-  f.locations = id_list(c.data, "locationIds");
-  f.users = id_list(c.data, "userIds");
-  f.ids = distinct(id_list(c.data, "annotationIds"));
+  annotation_filter f = filter_of(c.data);
   f.statuses = id_list(c.data, "statusIds");
   f.updated_after = optional_timestamp(c.data, "updatedAfter", "updatedAfter");
   f.updated_before = optional_timestamp(c.data, "updatedBefore", "updatedBefore");
@@ -392,40 +410,22 @@ std::string annotations_update(context& c) {
   if (!data) throw api_error(status::invalid_argument, "updatedData is required.");
   const annotation_update u = parse_annotation_update(*data);
   const std::string now = now_iso();
-  std::vector<item_result> results = c.db.write([&] {
-    targets t = select_targets(c.db, s, c.data, false);
-    std::vector<item_result> out;
-    for (const std::string& id : t.ids) {
-      const std::optional<annotation_row> row = load_annotation(c.db, s, id);
-      annotation_value a = stored_annotation(row->body);
-      if (u.status) a.status = *u.status;
-      if (u.location) a.location = *u.location;
-      if (u.color) a.color = *u.color;
-      if (u.from) a.from = *u.from;
-      if (u.context) a.context = *u.context;
-      a.last_updated = now;
-      update_annotation(c.db, s, {id, a.location ? std::optional(a.location->id) : std::nullopt, a.from.id, a.status.id, *a.created_at, now, annotation_body(a)});
-      out.push_back({id, true, "Annotation updated successfully.", id, {}, {}});
-    }
-    for (item_result& r : t.not_acted_on) out.push_back(std::move(r));
-    return out;
+  return for_each_target(c, s, false, "updated", [&](const std::string& id) {
+    const std::optional<annotation_row> row = load_annotation(c.db, s, id);
+    annotation_value a = stored_annotation(row->body);
+    if (u.status) a.status = *u.status;
+    if (u.location) a.location = *u.location;
+    if (u.color) a.color = *u.color;
+    if (u.from) a.from = *u.from;
+    if (u.context) a.context = *u.context;
+    a.last_updated = now;
+    update_annotation(c.db, s, {id, a.location ? std::optional(a.location->id) : std::nullopt, a.from.id, a.status.id, *a.created_at, now, annotation_body(a)});
   });
-  return results_body(count_message(results, "annotations", "updated"), results);
 }
 
 std::string annotations_delete(context& c) {
   const annotation_scope s = scope_of(c);
-  std::vector<item_result> results = c.db.write([&] {
-    targets t = select_targets(c.db, s, c.data, true);
-    std::vector<item_result> out;
-    for (const std::string& id : t.ids) {
-      delete_annotation(c.db, s, id);
-      out.push_back({id, true, "Annotation deleted successfully.", id, {}, {}});
-    }
-    for (item_result& r : t.not_acted_on) out.push_back(std::move(r));
-    return out;
-  });
-  return results_body(count_message(results, "annotations", "deleted"), results);
+  return for_each_target(c, s, true, "deleted", [&](const std::string& id) { delete_annotation(c.db, s, id); });
 }
 
 std::string comments_add(context& c) {
@@ -546,6 +546,19 @@ std::string comments_delete(context& c) {
     return out;
   });
   return results_body(count_message(results, "comments", "deleted"), results);
+}
+
+}  // namespace
+
+void register_annotation_routes(route_table& routes) {
+  routes.add({"/v1/commentannotations/get", annotations_get, false});
+  routes.add({"/v2/commentannotations/get", annotations_get_page, false});
+  routes.add({"/v2/commentannotations/add", annotations_add, true});
+  routes.add({"/v2/commentannotations/update", annotations_update, true});
+  routes.add({"/v2/commentannotations/delete", annotations_delete, true});
+  routes.add({"/v2/commentannotations/comments/add", comments_add, true});
+  routes.add({"/v2/commentannotations/comments/update", comments_update, true});
+  routes.add({"/v2/commentannotations/comments/delete", comments_delete, true});
 }
 
 }  // namespace folio::service

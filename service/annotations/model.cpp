@@ -102,12 +102,9 @@ std::string parse_context(const rapidjson::Value& v, const std::string& name) {
 
 void write_user(json_writer& w, const user& u) {
   w.StartObject();
-  w.Key("userId");
-  write_string(w, u.id);
-  w.Key("name");
-  write_string(w, u.name);
-  w.Key("email");
-  write_string(w, u.email);
+  write_member(w, "userId", u.id);
+  write_member(w, "name", u.name);
+  write_member(w, "email", u.email);
   w.EndObject();
 }
 
@@ -202,38 +199,31 @@ annotation_update parse_annotation_update(const rapidjson::Value& v) {
 std::string annotation_body(const annotation_value& a) {
   return written([&](json_writer& w) {
     w.StartObject();
-    w.Key("annotationId");
-    write_string(w, *a.id);
+    write_member(w, "annotationId", *a.id);
     if (a.location) {
       w.Key("location");
       w.StartObject();
-      w.Key("id");
-      write_string(w, a.location->id);
+      write_member(w, "id", a.location->id);
       if (a.location->name) {
-        w.Key("locationName");
-        write_string(w, *a.location->name);
+        write_member(w, "locationName", *a.location->name);
       }
       w.EndObject();
     }
     w.Key("from");
     write_user(w, a.from);
-    w.Key("color");
-    write_string(w, a.color);
+    write_member(w, "color", a.color);
     w.Key("status");
     w.StartObject();
     for (const auto& [k, val] : {std::pair{"id", &a.status.id}, {"name", &a.status.name}, {"color", &a.status.color}, {"type", &a.status.type}}) {
-      w.Key(k);
-      write_string(w, *val);
+      write_member(w, k, *val);
     }
     w.EndObject();
     if (a.context) {
       w.Key("context");
       w.RawValue(a.context->data(), a.context->size(), rapidjson::kObjectType);
     }
-    w.Key("createdAt");
-    write_string(w, *a.created_at);
-    w.Key("lastUpdated");
-    write_string(w, *a.last_updated);
+    write_member(w, "createdAt", *a.created_at);
+    write_member(w, "lastUpdated", *a.last_updated);
     w.EndObject();
   });
 }
@@ -243,18 +233,13 @@ std::string comment_body(const comment_value& c) {
     w.StartObject();
     w.Key("commentId");
     w.Int64(*c.id);
-    w.Key("commentText");
-    write_string(w, c.text);
-    w.Key("commentHtml");
-    write_string(w, c.html);
+    write_member(w, "commentText", c.text);
+    write_member(w, "commentHtml", c.html);
     w.Key("from");
     write_user(w, *c.from);
-    w.Key("createdAt");
-    write_string(w, *c.created_at);
-    w.Key("lastUpdated");
-    write_string(w, *c.last_updated);
-    w.Key("type");
-    write_string(w, c.type);
+    write_member(w, "createdAt", *c.created_at);
+    write_member(w, "lastUpdated", *c.last_updated);
+    write_member(w, "type", c.type);
     w.EndObject();
   });
 }

@@ -4,6 +4,44 @@ namespace folio::service {
 
 namespace {
 
+const migration steps[] = {
+    {1, R"sql(
+CREATE TABLE annotations (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
+  location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (tenant, org, doc, annotation_id)) WITHOUT ROWID;
+CREATE INDEX annotations_by_time ON annotations (tenant, org, doc, created_at, annotation_id);
+CREATE INDEX annotations_by_location ON annotations (tenant, org, doc, location_id, created_at, annotation_id);
+CREATE INDEX annotations_by_user ON annotations (tenant, org, doc, user_id, created_at, annotation_id);
+)sql"},
+    // 2: the annotation write side. Comments move to their own table (a comment write no longer
+    // rewrites its thread); status and lastUpdated become columns for the v2 filters.
+    {2, R"sql(
+CREATE TABLE annotation_comments (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
+  comment_id INTEGER NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (tenant, org, doc, annotation_id, comment_id)) WITHOUT ROWID;
+INSERT OR IGNORE INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body)
+  SELECT a.tenant, a.org, a.doc, a.annotation_id, json_extract(c.value, '$.commentId'), json(c.value)
+  FROM annotations a, json_each(a.body, '$.comments') c WHERE json_type(c.value, '$.commentId') = 'integer';
+ALTER TABLE annotations ADD COLUMN status_id TEXT NOT NULL DEFAULT 'OPEN';
+ALTER TABLE annotations ADD COLUMN last_updated TEXT NOT NULL DEFAULT '';
+ALTER TABLE annotations ADD COLUMN next_comment_id INTEGER NOT NULL DEFAULT 1;
+UPDATE annotations SET next_comment_id = 1 + coalesce((SELECT max(c.comment_id) FROM annotation_comments c WHERE c.tenant = annotations.tenant
+  AND c.org = annotations.org AND c.doc = annotations.doc AND c.annotation_id = annotations.annotation_id), 0);
+UPDATE annotations SET status_id = coalesce(json_extract(body, '$.status.id'), 'OPEN'),
+  last_updated = coalesce(json_extract(body, '$.lastUpdated'), created_at), body = json_remove(body, '$.comments');
+CREATE INDEX annotations_by_status ON annotations (tenant, org, doc, status_id, created_at, annotation_id);
+)sql"},
+    // 3: a thread lists its comments in the order they were added, whatever their ids. Comments stored
+    // before keep the commentId order they were listed in; later ones follow them.
+    {3, R"sql(
+ALTER TABLE annotation_comments ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+UPDATE annotation_comments SET position = comment_id + 1;
+CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, doc, annotation_id, position);
+)sql"},
+};
+
 /// " AND ..." conditions for a filter over table alias-free columns, and their values in bind order.
 struct where_clause {
   std::string text;
@@ -43,6 +81,8 @@ int bind_scope(query& q, const annotation_scope& s, int i = 1) {
 }
 
 }  // namespace
+
+std::span<const migration> annotation_migrations() { return steps; }
 
 void scan_annotations(database& db, const annotation_scope& s, const annotation_filter& f, const std::function<bool(const annotation_head&)>& each) {
   const where_clause w = conditions(f);

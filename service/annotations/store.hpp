@@ -1,4 +1,4 @@
-// service/annotations/store.hpp — comment annotations in SQLite (schema in store.cpp, docs/API.md, "Comment annotations").
+// service/annotations/store.hpp — comment annotations in SQLite (docs/API.md, "Comment annotations").
 //
 // An annotation is a row of `annotations` (its filter columns + its JSON body without comments) and
 // rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id, with its position
@@ -8,12 +8,14 @@
 // can reach another tenant's or another document's annotations.
 // Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
 // a page boundary never moves under concurrent inserts, updates or deletes.
+// This module owns both tables and their migrations (annotation_migrations).
 // Thread-safety: as `database` (one thread at a time per connection).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +24,10 @@
 #include "platform/database.hpp"
 
 namespace folio::service {
+
+/// The tables annotations (schema 1) and annotation_comments (schema 2), status and order columns
+/// (schemas 2 and 3) and their indexes.
+std::span<const migration> annotation_migrations();
 
 /// Where annotations live: a tenant's organization's document.
 struct annotation_scope {

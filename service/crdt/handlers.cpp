@@ -5,25 +5,26 @@
 // Each goes through a record_session (record_session.hpp): everything that depends only on the request
 // and the record — parsing the value, decoding a batch, the diff, encoding, a compaction's snapshot —
 // happens before the process-wide writer section, which holds only the statements and the commit.
-// Every committed change is then published to the record's channel (publish.hpp), still under the
-// record's lock so that subscribers see changes in commit order.
+// Every committed change is then published to the record's channel (crdt_family::publish_change),
+// still under the record's lock so that subscribers see changes in commit order. So each handler reads:
+// parse the request, then one record_session (open, change, append or commit), then publish.
 //
 // Incarnations (docs/API.md, the /v2/crdt endpoints): `add` draws a random incarnation, the replica id the server edits the
 // record as, so a record deleted and added again never repeats an op id of the old one. Sync answers
 // and published changes carry it; a client that has state sends it back, and one holding another
 // incarnation's state is refused with ABORTED, never merged.
 #include <folio/document.hpp>
-#include <map>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "crdt/family.hpp"
+#include "crdt/handlers.hpp"
+#include "crdt/record_session.hpp"
+#include "platform/clock.hpp"
+#include "platform/fields.hpp"
 #include "wire/base64.hpp"
 #include "wire/crdt_values.hpp"
-#include "platform/fields.hpp"
-#include "platform/routes.hpp"
 #include "wire/json.hpp"
-#include "crdt/record_session.hpp"
 
 namespace folio::service {
 
@@ -62,63 +63,13 @@ void write_record(json_writer& w, const record_row& row, const folio::document& 
   w.StartObject();
   w.Key("data");
   write_value(w, d);
-  w.Key("id");
-  write_string(w, row.editor);
-  w.Key("lastUpdate");
-  write_string(w, row.last_update);
-  w.Key("lastUpdatedBy");
-  write_string(w, row.last_updated_by);
-  w.Key("sessionId");
-  write_optional(w, row.session_id);
-  w.Key("type");
-  write_string(w, row.type);
-  w.Key("contentKey");
-  write_string(w, row.content_key);
+  write_member(w, "id", row.editor);
+  write_member(w, "lastUpdate", row.last_update);
+  write_member(w, "lastUpdatedBy", row.last_updated_by);
+  write_optional_member(w, "sessionId", row.session_id);
+  write_member(w, "type", row.type);
+  write_member(w, "contentKey", row.content_key);
   w.EndObject();
-}
-
-/// Publishes one committed change of `k` (docs/API.md, "live messages"): its ops, the
-/// server's version after it and its metadata, all under the record's `incarnation`; and its notice,
-/// the same without `update` and `version` (subscribers sync), which the publisher sends instead when
-/// the whole message is over 64 KiB or the minute's budget is spent, and owes the channel when nginx
-/// refuses a message (service/crdt/publish.hpp).
-/// `ops` null: the record was deleted (one small message, `deleted: true`).
-void publish_change(context& c, const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
-                    const std::string& last_update, const std::string& by, const std::optional<std::string>& session) {
-  const live_config& live = c.svc.live().settings();
-  if (live.channel_secret.empty() || live.publish_socket.empty()) return;
-  const auto message = [&](bool with_ops) {
-    rapidjson::StringBuffer sb;
-    json_writer w(sb);
-    w.StartObject();
-    w.Key("editorId");
-    write_string(w, k.editor);
-    w.Key("incarnation");
-    write_string(w, incarnation);
-    if (!ops) {
-      w.Key("deleted");
-      w.Bool(true);
-    } else {
-      if (with_ops) {
-        w.Key("update");
-        write_string(w, base64_encode(*ops));
-        w.Key("version");
-        write_string(w, base64_encode(version->encode()));
-      }
-      w.Key("lastUpdatedBy");
-      write_string(w, by);
-      w.Key("sessionId");
-      write_optional(w, session);
-    }
-    w.Key("lastUpdate");
-    write_string(w, last_update);
-    w.EndObject();
-    return std::string(sb.GetString(), sb.GetSize());
-  };
-  const std::string notice = message(false);
-  // Ops that alone exceed the largest message are not even encoded.
-  const std::string full = ops && ops->size() <= publisher::max_message_bytes ? message(true) : notice;
-  c.svc.live().publish(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), full, notice);
 }
 
 /// A binary field sent as base64 (docs/API.md, crdt/sync and crdt/subscribe); `required` decides whether absence is an error.
@@ -145,23 +96,14 @@ std::optional<std::string> incarnation_field(const rapidjson::Value& data) {
   return std::string(s);
 }
 
-/// The record the request names, inside the caller's tenant — and inside a client token's scope
-/// (check_scope). Without `editor_required`, `editor` gets the optional editorId (crdt/get).
-record_key key_of(context& c, bool editor_required = true, std::optional<std::string>* editor = nullptr) {
-  record_key k;
-  k.tenant = c.who.tenant;
-  k.org = required_id(c.data, "organizationId", "Organization ID is required");
-  k.doc = required_id(c.data, "documentId", "Document ID is required");
-  if (editor_required) k.editor = required_id(c.data, "editorId", "Editor ID is required.");
-  const std::optional<std::string> named = editor_required ? std::optional<std::string>(k.editor) : optional_id(c.data, "editorId");
-  check_scope(c.who, k.org, k.doc, named);
-  if (editor) *editor = named;
-  return k;
+/// The record the request names, inside the caller's tenant and a client token's scope (scoped_key).
+record_key key_of(context& c) {
+  std::string org = required_id(c.data, "organizationId", "Organization ID is required");
+  std::string doc = required_id(c.data, "documentId", "Document ID is required");
+  return scoped_key(c.who, std::move(org), std::move(doc), required_id(c.data, "editorId", "Editor ID is required."));
 }
 
-}  // namespace
-
-std::string crdt_add(context& c) {
+std::string crdt_add(context& c, crdt_family& f) {
   const record_key k = key_of(c);
   const rapidjson::Value* t = field_value(c.data, "type");
   if (!t) throw api_error(status::invalid_argument, "Type is required.");
@@ -171,7 +113,7 @@ std::string crdt_add(context& c) {
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
 
   with_retries([&] {
-    record_session s(c.svc, c.db, k);
+    record_session s(f, c.db, k);
     if (s.open()) throw api_error(status::already_exists, "CRDT data already exists for this editor ID.");
     record_row row;
     row.incarnation = new_incarnation();
@@ -188,7 +130,7 @@ std::string crdt_add(context& c) {
   return success_body("CRDT data added successfully.", nullptr);
 }
 
-std::string crdt_update(context& c) {
+std::string crdt_update(context& c, crdt_family& f) {
   const record_key k = key_of(c);
   std::optional<folio::record_type> type;
   if (const rapidjson::Value* t = field_value(c.data, "type")) type = parse_type(*t);
@@ -198,35 +140,30 @@ std::string crdt_update(context& c) {
   if (type) value = value_of(*type, c.data);  // else once the record's type is known
 
   with_retries([&] {
-    record_session s(c.svc, c.db, k);
-    const std::optional<record_row>& row = s.open();
-    if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
-    if (type && folio::to_string(*type) != row->type)
-      throw api_error(status::invalid_argument, "Type " + std::string(folio::to_string(*type)) + " does not match the record's type " + row->type + ".");
-    if (content_key && *content_key != row->content_key)
-      throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row->content_key + "\".");
-    if (const folio::record_type stored = *folio::parse_record_type(row->type); !value || value->type != stored) value = value_of(stored, c.data);
-    const std::string when = now_iso(), by = author(c.who, user), incarnation = incarnation_text(*row);
-    // Diff, encode and (every compact_after changes) the new snapshot, all before the writer section.
+    record_session s(f, c.db, k);
+    const record_row& row = s.open_existing();
+    if (type && folio::to_string(*type) != row.type)
+      throw api_error(status::invalid_argument, "Type " + std::string(folio::to_string(*type)) + " does not match the record's type " + row.type + ".");
+    if (content_key && *content_key != row.content_key)
+      throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row.content_key + "\".");
+    if (const folio::record_type stored = *folio::parse_record_type(row.type); !value || value->type != stored) value = value_of(stored, c.data);
+    const change_meta meta{now_iso(), author(c.who, user), session};
+    const std::string incarnation = incarnation_text(row);
+    // Diff and encode before the writer section (append() encodes a compaction's snapshot there too).
     folio::document& d = s.change();
     const folio::local_change change = replace_value(d, *value);
     const std::string batch = change.count ? d.encode_change(change) : std::string();
-    const bool compacting = change.count && row->log_len + 1 >= compact_after;
-    const std::string snapshot = compacting ? d.encode() : std::string();
-    s.commit([&] {
-      const std::int64_t revision = append_change(c.db, k, *row, change.count ? &batch : nullptr, when, by, session);
-      if (compacting) compact(c.db, k, snapshot);
-      return revision;
-    });
-    if (compacting) c.svc.stats().compaction();
-    if (!batch.empty()) publish_change(c, k, incarnation, &batch, &d.version(), when, by, session);
+    s.append(change.count ? &batch : nullptr, meta);
+    if (!batch.empty()) f.publish_change(k, incarnation, &batch, &d.version(), meta.when, meta.by, meta.session);
   });
   return success_body("CRDT data updated successfully.", nullptr);
 }
 
-std::string crdt_get(context& c) {
-  std::optional<std::string> editor;
-  const record_key k = key_of(c, false, &editor);
+std::string crdt_get(context& c, crdt_family& f) {
+  std::string org = required_id(c.data, "organizationId", "Organization ID is required");
+  std::string doc = required_id(c.data, "documentId", "Document ID is required");
+  const std::optional<std::string> editor = optional_id(c.data, "editorId");
+  const record_key k = scoped_key(c.who, std::move(org), std::move(doc), editor);
   std::vector<std::string> editors;
   if (editor)
     editors.push_back(*editor);
@@ -239,7 +176,7 @@ std::string crdt_get(context& c) {
       record_key rk = k;
       rk.editor = id;
       // Each record as its latest committed state; one at a time, under its own lock.
-      record_session s(c.svc, c.db, std::move(rk));
+      record_session s(f, c.db, std::move(rk));
       if (const std::optional<record_row>& row = s.open()) write_record(w, *row, s.doc());
       c.out.flush_if_full();
     }
@@ -247,23 +184,22 @@ std::string crdt_get(context& c) {
   });
 }
 
-std::string crdt_delete(context& c) {
+std::string crdt_delete(context& c, crdt_family& f) {
   const record_key k = key_of(c);
   with_retries([&] {
-    record_session s(c.svc, c.db, k);
-    const std::optional<record_row>& row = s.open(false);
-    if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+    record_session s(f, c.db, k);
+    const record_row& row = s.open_existing(false);
     s.commit([&] {
       delete_record(c.db, k);
       return std::int64_t(-1);
     });
     s.forget();
-    publish_change(c, k, incarnation_text(*row), nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
+    f.publish_change(k, incarnation_text(row), nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
   });
   return success_body("CRDT data deleted successfully.", nullptr);
 }
 
-std::string crdt_sync(context& c) {
+std::string crdt_sync(context& c, crdt_family& f) {
   const record_key k = key_of(c);
   const std::string version_bytes = *binary_field(c.data, "version", true);
   folio::version_vector client_version;
@@ -281,10 +217,9 @@ std::string crdt_sync(context& c) {
   const std::string by = author(c.who, user);
 
   return with_retries([&] {
-    record_session s(c.svc, c.db, k);
-    const std::optional<record_row>& row = s.open();
-    if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
-    const std::string record_incarnation = incarnation_text(*row);
+    record_session s(f, c.db, k);
+    const record_row& row = s.open_existing();
+    const std::string record_incarnation = incarnation_text(row);
     if (incarnation && *incarnation != record_incarnation)
       throw api_error(status::aborted,
                       "This record was deleted and added again since the client's state was synced (incarnation " + *incarnation + ", now " +
@@ -312,33 +247,33 @@ std::string crdt_sync(context& c) {
         s.unchanged();  // all duplicates: nothing to store
       } else {
         const std::string ops = d.encode_since(before);
-        const bool compacting = row->log_len + 1 >= compact_after;
-        const std::string snapshot = compacting ? d.encode() : std::string();
-        const std::string when = now_iso();
-        s.commit([&] {
-          const std::int64_t revision = append_change(c.db, k, *row, &ops, when, by, session);
-          if (compacting) compact(c.db, k, snapshot);
-          return revision;
-        });
-        if (compacting) c.svc.stats().compaction();
-        publish_change(c, k, record_incarnation, &ops, &d.version(), when, by, session);
+        const change_meta meta{now_iso(), by, session};
+        s.append(&ops, meta);
+        f.publish_change(k, record_incarnation, &ops, &d.version(), meta.when, meta.by, meta.session);
       }
     }
     return success_body("CRDT data synced successfully.", [&](json_writer& w) {
       w.StartObject();
-      w.Key("incarnation");
-      write_string(w, record_incarnation);
-      w.Key("update");
-      write_string(w, base64_encode(answer));
-      w.Key("version");
-      write_string(w, base64_encode(s.doc().version().encode()));
-      w.Key("type");
-      write_string(w, row->type);
-      w.Key("contentKey");
-      write_string(w, row->content_key);
+      write_member(w, "incarnation", record_incarnation);
+      write_member(w, "update", base64_encode(answer));
+      write_member(w, "version", base64_encode(s.doc().version().encode()));
+      write_member(w, "type", row.type);
+      write_member(w, "contentKey", row.content_key);
       w.EndObject();
     });
   });
+}
+
+}  // namespace
+
+void register_crdt_routes(route_table& routes, crdt_family& f) {
+  const auto with = [&f](std::string (*handler)(context&, crdt_family&)) { return [&f, handler](context& c) { return handler(c, f); }; };
+  routes.add({"/v2/crdt/add", with(crdt_add), true});
+  routes.add({"/v2/crdt/update", with(crdt_update), true});
+  routes.add({"/v2/crdt/get", with(crdt_get), false, true});
+  routes.add({"/v2/crdt/delete", with(crdt_delete), true});
+  // A pull reads; a push is checked for a writable token by the handler.
+  routes.add({"/v2/crdt/sync", with(crdt_sync), false, true});
 }
 
 }  // namespace folio::service

@@ -48,12 +48,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "platform/config.hpp"
+
 namespace folio::service {
 
-struct live_config {
-  std::string channel_secret;  ///< shared with nginx; empty: live push is off (subscribe answers 503)
-  std::string publish_socket;  ///< nginx's publisher listener (unix socket); empty: nothing is published
-};
 
 /// The channel of one record.
 std::string channel_id(std::string_view secret, std::string_view tenant, std::string_view org, std::string_view doc, std::string_view editor);

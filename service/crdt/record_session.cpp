@@ -1,5 +1,7 @@
 #include "crdt/record_session.hpp"
 
+#include "crdt/family.hpp"
+
 #include <utility>
 
 namespace folio::service {
@@ -21,7 +23,7 @@ folio::document rebuild(database& db, const record_key& k, const record_row& row
 
 }  // namespace
 
-record_session::record_session(service& svc, database& db, record_key k) : svc_(svc), db_(db), key_(std::move(k)), cache_key_(key_.cache_key()) {}
+record_session::record_session(crdt_family& family, database& db, record_key k) : family_(family), db_(db), key_(std::move(k)), cache_key_(key_.cache_key()) {}
 
 void record_session::lock(std::shared_ptr<cached_doc> entry) {
   if (entry_ == entry) return;
@@ -40,18 +42,18 @@ record_session::~record_session() {
 }
 
 const std::optional<record_row>& record_session::open(bool with_document) {
-  std::shared_ptr<cached_doc> entry = svc_.cache().find(cache_key_);
+  std::shared_ptr<cached_doc> entry = family_.cache().find(cache_key_);
   if (!entry) {  // nothing cached: is there a record at all?
     row_ = load_record(db_, key_, false);
     if (!row_) return row_;
-    entry = svc_.cache().get(cache_key_);
+    entry = family_.cache().get(cache_key_);
   }
   lock(std::move(entry));
   row_ = load_record(db_, key_, false);  // under the lock: the revision no other request of ours can move
   if (!row_ || !with_document) return row_;
   cached_doc& e = *entry_;
   const bool hit = e.doc && e.revision == row_->revision && e.doc->replica() == row_->incarnation;
-  svc_.cache().note(hit);
+  family_.cache().note(hit);
   if (hit) return row_;
   e.doc.reset();
   e.revision = -1;
@@ -67,6 +69,24 @@ const std::optional<record_row>& record_session::open(bool with_document) {
   e.revision = row_->revision;
   account();
   return row_;
+}
+
+const record_row& record_session::open_existing(bool with_document) {
+  const std::optional<record_row>& row = open(with_document);
+  if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+  return *row;
+}
+
+std::int64_t record_session::append(const std::string* batch, const change_meta& meta) {
+  const bool compacting = batch && row_->log_len + 1 >= compact_after;
+  const std::string snapshot = compacting ? entry_->doc->encode() : std::string();  // before the writer section
+  const std::int64_t revision = commit([&] {
+    const std::int64_t r = append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session);
+    if (compacting) compact(db_, key_, snapshot);
+    return r;
+  });
+  if (compacting) family_.platform().stats().compaction();
+  return revision;
 }
 
 folio::document& record_session::change() {
@@ -88,7 +108,7 @@ void record_session::committed(std::int64_t revision) {
 }
 
 void record_session::hold(folio::document d, std::int64_t revision) {
-  lock(svc_.cache().get(cache_key_));
+  lock(family_.cache().get(cache_key_));
   entry_->doc = std::move(d);
   committed(revision);
 }
@@ -99,9 +119,9 @@ void record_session::forget() {
     entry_->doc.reset();
     entry_->revision = -1;
   }
-  svc_.cache().erase(cache_key_);
+  family_.cache().erase(cache_key_);
 }
 
-void record_session::account() { svc_.cache().account(cache_key_, entry_ && entry_->doc ? entry_->doc->memory_usage() : 0); }
+void record_session::account() { family_.cache().account(cache_key_, entry_ && entry_->doc ? entry_->doc->memory_usage() : 0); }
 
 }  // namespace folio::service

@@ -11,7 +11,9 @@
 //   4. commit(write) takes the writer section, checks that the stored row is still the one open()
 //      read (another process may have written; then the change is dropped and record_moved thrown,
 //      and the handler starts again), runs `write` and commits. Only then does the entry say it holds
-//      the new revision.
+//      the new revision. append() is commit() for a change of an existing record: the change's batch
+//      appended to the log with its metadata, and every compact_after batches the log compacted into
+//      a snapshot encoded before the writer section.
 //
 // Invariant: an entry's document is at the revision the entry names, or the entry names none (-1).
 // A session that changed the document and did not commit leaves the entry empty, so the next request
@@ -28,9 +30,9 @@
 #include <string>
 
 #include "crdt/doc_cache.hpp"
-#include "platform/server.hpp"
-#include "wire/status.hpp"
+#include "crdt/records.hpp"
 #include "platform/database.hpp"
+#include "wire/status.hpp"
 
 namespace folio::service {
 
@@ -39,9 +41,17 @@ struct record_moved : std::runtime_error {
   record_moved() : std::runtime_error("the record changed while the request was being prepared") {}
 };
 
+class crdt_family;
+
+/// Who changed a record and when (the metadata every write of a record stores).
+struct change_meta {
+  std::string when, by;
+  std::optional<std::string> session;
+};
+
 class record_session {
  public:
-  record_session(service& svc, database& db, record_key k);
+  record_session(crdt_family& family, database& db, record_key k);
   ~record_session();
   record_session(const record_session&) = delete;
   record_session& operator=(const record_session&) = delete;
@@ -52,6 +62,8 @@ class record_session {
   /// `with_document` is false), or nullopt when there is no record. Locks the record's entry first;
   /// throws deadline_exceeded when the deadline of `db` passes while waiting for it.
   const std::optional<record_row>& open(bool with_document = true);
+  /// open(), for a record that must exist: 404 NOT_FOUND when it does not.
+  const record_row& open_existing(bool with_document = true);
   /// The document at the opened row's revision.
   folio::document& doc() { return *entry_->doc; }
   /// doc(), to be changed: until commit() the entry names no revision.
@@ -75,6 +87,10 @@ class record_session {
     committed(revision);
     return revision;
   }
+  /// After change(): commits the change — `batch` appended to the record's log (null: no ops, only the
+  /// metadata and the revision move), compacting the log into a snapshot when it reaches
+  /// compact_after batches. Returns the new revision; throws as commit().
+  std::int64_t append(const std::string* batch, const change_meta& meta);
   /// Puts `d` (a new record just inserted by commit's `write`) in the record's entry at `revision`.
   void hold(folio::document d, std::int64_t revision);
   /// Drops the entry (the record was deleted).
@@ -85,7 +101,7 @@ class record_session {
   void account();
   void lock(std::shared_ptr<cached_doc> entry);
 
-  service& svc_;
+  crdt_family& family_;
   database& db_;
   record_key key_;
   std::string cache_key_;

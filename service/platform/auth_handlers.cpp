@@ -5,12 +5,16 @@
 // outlives the auth token that minted it.
 #include <algorithm>
 
+#include "platform/auth_handlers.hpp"
 #include "platform/client_token.hpp"
+#include "platform/clock.hpp"
 #include "platform/fields.hpp"
-#include "platform/routes.hpp"
+#include "platform/server.hpp"
 #include "wire/json.hpp"
 
 namespace folio::service {
+
+namespace {
 
 std::string auth_token(context& c) {
   client_claims t;
@@ -34,7 +38,7 @@ std::string auth_token(context& c) {
   const std::shared_ptr<const key_ring> ring = c.svc.client_keys();
   if (!ring) throw api_error(status::unavailable, "Client tokens are not configured on this server.");
   // Whole seconds, never more than asked for (at most 1 s less), and never past the minter's expiry.
-  // The responder trusts a checked credential for up to 2 s (service.hpp, auth_cache_), so the minter may have expired
+  // The responder trusts a checked credential for up to 2 s (server.hpp, auth_cache_), so the minter may have expired
   // since: then it is refused as an expired auth token is, rather than minting a dead token.
   std::optional<std::int64_t> minter;
   if (c.who.expires_at) minter = timestamp_ms(*c.who.expires_at);
@@ -44,12 +48,17 @@ std::string auth_token(context& c) {
   const std::string token = sign_client_token(t, ring->signer());
   return success_body("Client token created.", [&](json_writer& w) {
     w.StartObject();
-    w.Key("token");
-    write_string(w, token);
-    w.Key("expiresAt");
-    write_string(w, iso_time(expires * 1000));
+    write_member(w, "token", token);
+    write_member(w, "expiresAt", iso_time(expires * 1000));
     w.EndObject();
   });
+}
+
+}  // namespace
+
+void register_auth_routes(route_table& routes) {
+  // A read-only token mints read client tokens only (the handler checks).
+  routes.add({"/v2/auth/token", auth_token, false});
 }
 
 }  // namespace folio::service

@@ -1,9 +1,9 @@
 #include "platform/database.hpp"
 
-#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -15,10 +15,9 @@ namespace {
   throw store_error(rc, where + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
 }
 
-// Schema migrations: entry k takes the schema from version k to k + 1. Never edit a shipped entry;
-// append a new one.
-const char* const migrations[] = {
-    R"sql(
+
+const migration platform_steps[] = {
+    {1, R"sql(
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE api_keys (
   key_id TEXT PRIMARY KEY, name TEXT NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,
@@ -27,61 +26,28 @@ CREATE TABLE tokens (
   token_id TEXT PRIMARY KEY, key_id TEXT NOT NULL REFERENCES api_keys(key_id), subject TEXT NOT NULL,
   read_only INTEGER NOT NULL, expires_at TEXT, salt BLOB NOT NULL, hash BLOB NOT NULL,
   created_at TEXT NOT NULL, revoked_at TEXT) WITHOUT ROWID;
-CREATE TABLE crdt_records (
-  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
-  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot BLOB NOT NULL,
-  log_len INTEGER NOT NULL, revision INTEGER NOT NULL,
-  last_update TEXT NOT NULL, last_updated_by TEXT NOT NULL, session_id TEXT,
-  PRIMARY KEY (tenant, org, doc, editor)) WITHOUT ROWID;
-CREATE TABLE crdt_log (
-  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
-  seq INTEGER NOT NULL, batch BLOB NOT NULL,
-  PRIMARY KEY (tenant, org, doc, editor, seq)) WITHOUT ROWID;
-CREATE TABLE annotations (
-  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
-  location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
-  PRIMARY KEY (tenant, org, doc, annotation_id)) WITHOUT ROWID;
-CREATE INDEX annotations_by_time ON annotations (tenant, org, doc, created_at, annotation_id);
-CREATE INDEX annotations_by_location ON annotations (tenant, org, doc, location_id, created_at, annotation_id);
-CREATE INDEX annotations_by_user ON annotations (tenant, org, doc, user_id, created_at, annotation_id);
-)sql",
-    // 2: the annotation write side. Comments move to their own table (a comment write no longer
-    // rewrites its thread); status and lastUpdated become columns for the v2 filters.
-    R"sql(
-CREATE TABLE annotation_comments (
-  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
-  comment_id INTEGER NOT NULL, body TEXT NOT NULL,
-  PRIMARY KEY (tenant, org, doc, annotation_id, comment_id)) WITHOUT ROWID;
-INSERT OR IGNORE INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body)
-  SELECT a.tenant, a.org, a.doc, a.annotation_id, json_extract(c.value, '$.commentId'), json(c.value)
-  FROM annotations a, json_each(a.body, '$.comments') c WHERE json_type(c.value, '$.commentId') = 'integer';
-ALTER TABLE annotations ADD COLUMN status_id TEXT NOT NULL DEFAULT 'OPEN';
-ALTER TABLE annotations ADD COLUMN last_updated TEXT NOT NULL DEFAULT '';
-ALTER TABLE annotations ADD COLUMN next_comment_id INTEGER NOT NULL DEFAULT 1;
-UPDATE annotations SET next_comment_id = 1 + coalesce((SELECT max(c.comment_id) FROM annotation_comments c WHERE c.tenant = annotations.tenant
-  AND c.org = annotations.org AND c.doc = annotations.doc AND c.annotation_id = annotations.annotation_id), 0);
-UPDATE annotations SET status_id = coalesce(json_extract(body, '$.status.id'), 'OPEN'),
-  last_updated = coalesce(json_extract(body, '$.lastUpdated'), created_at), body = json_remove(body, '$.comments');
-CREATE INDEX annotations_by_status ON annotations (tenant, org, doc, status_id, created_at, annotation_id);
-)sql",
-    // 3: a thread lists its comments in the order they were added, whatever their ids. Comments stored
-    // before keep the commentId order they were listed in; later ones follow them.
-    R"sql(
-ALTER TABLE annotation_comments ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
-UPDATE annotation_comments SET position = comment_id + 1;
-CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, doc, annotation_id, position);
-)sql",
-    // 4: a CRDT record has an incarnation, the replica id its server edits it as, drawn at random when
-    // the record is added: a record deleted and added again never repeats the old one's op ids, and a
-    // client holding the old one's state is told. Records stored before were edited as the database's
-    // one server replica (kept in meta by schema 1-3), which stays their incarnation.
-    R"sql(
-ALTER TABLE crdt_records ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 0;
-UPDATE crdt_records SET incarnation = (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'server_replica');
-)sql",
+)sql"},
 };
 
 }  // namespace
+
+// ---- schema -----------------------------------------------------------------------------------------
+
+std::span<const migration> platform_migrations() { return platform_steps; }
+
+schema& schema::add(std::span<const migration> module) {
+  modules_.push_back(module);
+  for (const migration& m : module) version_ = std::max(version_, m.version);
+  return *this;
+}
+
+std::vector<const char*> schema::step(int v) const {
+  std::vector<const char*> out;
+  for (const std::span<const migration>& module : modules_)
+    for (const migration& m : module)
+      if (m.version == v) out.push_back(m.sql);
+  return out;
+}
 
 // ---- query ------------------------------------------------------------------------------------------
 
@@ -126,7 +92,7 @@ std::string query::blob(int col) const {
 
 // ---- database -----------------------------------------------------------------------------------------
 
-database::database(const std::string& path, std::int64_t max_pages) : path_(path) {
+database::database(const std::string& path, const schema& tables, std::int64_t max_pages) : path_(path) {
   if (int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr); rc != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
@@ -141,7 +107,7 @@ database::database(const std::string& path, std::int64_t max_pages) : path_(path
   exec("PRAGMA mmap_size=268435456");
   exec("PRAGMA foreign_keys=ON");
   if (max_pages > 0) exec(("PRAGMA max_page_count=" + std::to_string(max_pages)).c_str());
-  migrate();
+  migrate(tables);
 }
 
 int database::busy_wait(void* self, int attempt) {
@@ -238,7 +204,8 @@ query database::prepare(const std::string& text) {
   return query(db_, st);
 }
 
-void database::migrate() {
+void database::migrate(const schema& tables) {
+  const int target = tables.version();
   write([&] {
     int have = 0;
     {
@@ -247,97 +214,13 @@ void database::migrate() {
       if (sqlite3_step(st) == SQLITE_ROW) have = sqlite3_column_int(st, 0);
       sqlite3_finalize(st);
     }
-    if (have > schema_version) throw store_error(SQLITE_ERROR, "database schema " + std::to_string(have) + " is newer than this build's");
-    for (int v = have; v < schema_version; ++v) exec(migrations[v]);
-    if (have != schema_version) exec(("PRAGMA user_version=" + std::to_string(schema_version)).c_str());
-    version_ = schema_version;
+    if (have > target) throw store_error(SQLITE_ERROR, "database schema " + std::to_string(have) + " is newer than this build's");
+    for (int v = have + 1; v <= target; ++v)
+      for (const char* sql : tables.step(v)) exec(sql);
+    if (have != target) exec(("PRAGMA user_version=" + std::to_string(target)).c_str());
+    version_ = target;
   });
 }
 
-std::uint64_t new_incarnation() {
-  std::uint64_t r = 0;
-  while (r == 0) {
-    if (RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r) != 1) throw store_error(SQLITE_ERROR, "no randomness for a record's incarnation");
-    r >>= 1;  // below 2^63: fits SQLite's signed integers
-  }
-  return r;
-}
-
-// ---- CRDT records ---------------------------------------------------------------------------------------
-
-namespace {
-record_row row_of(query& q) {
-  record_row r;
-  r.editor = q.text(0), r.type = q.text(1), r.content_key = q.text(2), r.snapshot = q.blob(3);
-  r.log_len = q.integer(4), r.revision = q.integer(5);
-  r.last_update = q.text(6), r.last_updated_by = q.text(7), r.session_id = q.text_opt(8);
-  r.incarnation = static_cast<std::uint64_t>(q.integer(9));
-  return r;
-}
-}  // namespace
-
-std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot) {
-  query q = db.sql(with_snapshot ? "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, incarnation "
-                                   "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?"
-                                 : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id, incarnation "
-                                   "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
-  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
-  if (!q.step()) return std::nullopt;
-  return row_of(q);
-}
-
-std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc) {
-  query q = db.sql("SELECT editor FROM crdt_records WHERE tenant=? AND org=? AND doc=? ORDER BY editor");
-  q.bind(1, tenant).bind(2, org).bind(3, doc);
-  std::vector<std::string> out;
-  while (q.step()) out.push_back(q.text(0));
-  return out;
-}
-
-std::vector<std::string> load_log(database& db, const record_key& k) {
-  query q = db.sql("SELECT batch FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? ORDER BY seq");
-  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
-  std::vector<std::string> out;
-  while (q.step()) out.push_back(q.blob(0));
-  return out;
-}
-
-void insert_record(database& db, const record_key& k, const record_row& r) {
-  db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, "
-         "incarnation) VALUES (?,?,?,?,?,?,?,0,?,?,?,?,?)")
-      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, r.type).bind(6, r.content_key).bind_blob(7, r.snapshot)
-      .bind(8, r.revision).bind(9, r.last_update).bind(10, r.last_updated_by).bind_opt(11, r.session_id).bind(12, static_cast<std::int64_t>(r.incarnation))
-      .step();
-}
-
-std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
-                           const std::string& by, const std::optional<std::string>& session) {
-  std::int64_t log_len = before.log_len;
-  if (batch) {
-    db.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES (?,?,?,?,?,?)")
-        .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, log_len).bind_blob(6, *batch)
-        .step();
-    ++log_len;
-  }
-  const std::int64_t revision = before.revision + 1;
-  db.sql("UPDATE crdt_records SET log_len=?, revision=?, last_update=?, last_updated_by=?, session_id=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
-      .bind(1, log_len).bind(2, revision).bind(3, last_update).bind(4, by).bind_opt(5, session)
-      .bind(6, k.tenant).bind(7, k.org).bind(8, k.doc).bind(9, k.editor)
-      .step();
-  return revision;
-}
-
-void compact(database& db, const record_key& k, const std::string& snapshot) {
-  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
-  db.sql("UPDATE crdt_records SET snapshot=?, log_len=0 WHERE tenant=? AND org=? AND doc=? AND editor=?")
-      .bind_blob(1, snapshot).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
-      .step();
-}
-
-bool delete_record(database& db, const record_key& k) {
-  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
-  db.sql("DELETE FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
-  return db.changes() > 0;
-}
 
 }  // namespace folio::service

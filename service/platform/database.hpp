@@ -1,12 +1,9 @@
 // service/platform/database.hpp — SQLite storage (the README's "Storage"): one `database` per worker thread (its own
 // connection), WAL, synchronous=FULL (a committed write is on disk), BEGIN IMMEDIATE for writes, a
-// busy timeout. The schema lives here with a version number and forward migrations.
-//
-// A CRDT record is a row (type, root name, snapshot = encoded document, metadata, a revision that
-// every write bumps, the incarnation that `add` draws) plus an append-only log of encoded change batches since the snapshot; readers
-// fold the log into the snapshot, and a write compacts the log into a new snapshot once it passes
-// `compact_after` batches. Every row is keyed by the tenant (the API key's id) first, so no query
-// can reach another tenant's data.
+// busy timeout. The schema carries a version number (PRAGMA user_version) and forward migrations; each
+// module owns its tables' migrations (`schema`: the platform its own, crdt/records.cpp and
+// annotations/store.cpp theirs; docs/SERVICE.md lists who owns which table). Every row is keyed by the
+// tenant (the API key's id) first, so no query can reach another tenant's data.
 // Thread-safety: a `database` is used by one thread at a time; several may share the file.
 #pragma once
 
@@ -16,6 +13,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -72,13 +70,39 @@ struct deadline_exceeded : std::runtime_error {
 
 using deadline_clock = std::chrono::steady_clock;
 
-inline constexpr int schema_version = 4;
+/// One module's part of a schema version: the SQL that takes the module's tables from `version - 1` to
+/// `version`. Never edit a shipped entry; append a new one.
+struct migration {
+  int version;
+  const char* sql;
+};
+
+/// A database's schema: the migrations of every module that owns tables (the platform's credentials
+/// and meta, each family's own), in the order the modules were added. Version v is reached from v - 1
+/// by running each module's step to v, module by module in that order, in one transaction.
+class schema {
+ public:
+  schema& add(std::span<const migration> module);
+  /// The highest version a module's migrations reach (PRAGMA user_version of a migrated database).
+  int version() const noexcept { return version_; }
+  /// The SQL texts that take a database from version `v - 1` to `v`, in module order.
+  std::vector<const char*> step(int v) const;
+
+ private:
+  std::vector<std::span<const migration>> modules_;
+  int version_ = 0;
+};
+
+/// The platform's tables: meta (the health probe; schema 1-3 kept the server replica there) and the
+/// credentials (api_keys, tokens; auth.hpp).
+std::span<const migration> platform_migrations();
 
 class database {
  public:
-  /// Opens (creating if needed) and migrates the database at `path`. `max_pages` > 0 caps the file
-  /// (SQLite's max_page_count): a write that needs more fails with SQLITE_FULL, as on a full disk.
-  explicit database(const std::string& path, std::int64_t max_pages = 0);
+  /// Opens (creating if needed) and migrates the database at `path` to `tables` (a database of a newer
+  /// schema is refused). `max_pages` > 0 caps the file (SQLite's max_page_count): a write that needs
+  /// more fails with SQLITE_FULL, as on a full disk.
+  database(const std::string& path, const schema& tables, std::int64_t max_pages = 0);
   ~database();
   database(const database&) = delete;
   database& operator=(const database&) = delete;
@@ -141,7 +165,7 @@ class database {
   }
 
  private:
-  void migrate();
+  void migrate(const schema& tables);
   template <class F>
   auto transaction(const char* begin, F&& f, bool writes) {
     sql(begin).step();
@@ -178,41 +202,5 @@ class database {
   deadline_clock::time_point deadline_ = deadline_clock::time_point::max();
   bool busy_past_deadline_ = false;  ///< busy_wait stopped waiting because of the deadline
 };
-
-// ---- CRDT records ---------------------------------------------------------------------------------
-
-struct record_key {
-  std::string tenant, org, doc, editor;
-  std::string cache_key() const { return tenant + '\x1f' + org + '\x1f' + doc + '\x1f' + editor; }
-};
-
-struct record_row {
-  std::string editor, type, content_key, snapshot;
-  std::int64_t log_len = 0, revision = 0;
-  std::string last_update, last_updated_by;
-  std::optional<std::string> session_id;
-  /// The record's incarnation: the replica id the server edits this record as, random per `add`
-  /// (new_incarnation), so a record deleted and added again never reuses an op id of the old one.
-  std::uint64_t incarnation = 0;
-};
-
-/// A fresh incarnation: 63 random bits, never 0 (a valid replica id that fits a signed column).
-std::uint64_t new_incarnation();
-
-inline constexpr std::int64_t compact_after = 64;
-
-/// The record's row; without its snapshot when `with_snapshot` is false (enough when the cached
-/// document is at the row's revision).
-std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot = true);
-/// The editorIds of a document's records, in order.
-std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
-std::vector<std::string> load_log(database& db, const record_key& k);
-void insert_record(database& db, const record_key& k, const record_row& r);
-/// Appends one encoded change (or none), bumps the revision, writes the metadata. Returns the revision.
-std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
-                           const std::string& by, const std::optional<std::string>& session);
-/// Replaces snapshot + log by one snapshot (same revision: the value is unchanged).
-void compact(database& db, const record_key& k, const std::string& snapshot);
-bool delete_record(database& db, const record_key& k);
 
 }  // namespace folio::service

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "platform/server.hpp"
+#include "platform/clock.hpp"
 
 namespace folio::service::log {
 

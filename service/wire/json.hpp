@@ -90,4 +90,16 @@ inline void write_optional(json_writer& w, const std::optional<std::string>& s) 
     w.Null();
 }
 
+/// An object member "key": "value".
+inline void write_member(json_writer& w, std::string_view key, std::string_view value) {
+  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+  write_string(w, value);
+}
+
+/// An object member "key": "value", or "key": null when absent.
+inline void write_optional_member(json_writer& w, std::string_view key, const std::optional<std::string>& value) {
+  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+  write_optional(w, value);
+}
+
 }  // namespace folio::service
