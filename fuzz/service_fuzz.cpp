@@ -1,4 +1,4 @@
-// libFuzzer targets for whole requests: the router and the handlers (service::handle) against a
+// libFuzzer targets for whole requests: the server and the handlers (responder::handle) against a
 // temporary SQLite database holding a record of each type and a comment thread. FOLIO_FUZZ_TARGET:
 //   1 request: byte 0 picks the path (every endpoint, /healthz, /metrics, an unknown one), the rest
 //     is the body, sent with valid credentials.

@@ -1,5 +1,5 @@
 // service/crdt/record_session.hpp — one request's hold on a CRDT record, and the one protocol that keeps the
-// cached document (doc_cache.hpp) and the stored record (store.hpp) in step:
+// cached document (doc_cache.hpp) and the stored record (records.hpp) in step:
 //
 //   1. open() locks the record's cache entry (one request per record at a time in this process),
 //      waiting no longer than the request's deadline, reads the record's row (one statement, no

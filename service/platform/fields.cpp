@@ -56,7 +56,7 @@ void check_id(const std::string& value, const std::string& what) {
   for (unsigned char c : value)
     if (c < 0x20 || c == 0x7f) throw api_error(status::invalid_argument, what + " must not contain control characters.");
   // UTF-8 validity: ids from a JSON body are Unicode already (parse_json); a query string's are checked
-  // where it is decoded (router.cpp). C1 controls U+0080-U+009F:
+  // where it is decoded (platform/nginx_query.cpp). C1 controls U+0080-U+009F:
   for (std::size_t i = 0; i + 1 < value.size(); ++i)
     if (static_cast<unsigned char>(value[i]) == 0xC2 && static_cast<unsigned char>(value[i + 1]) < 0xA0)
       throw api_error(status::invalid_argument, what + " must not contain control characters.");

@@ -1,5 +1,5 @@
 // service/wire/status.hpp — the service's error statuses and the one place that maps them to HTTP
-// (docs/API.md, "Every call": the callable-function convention). Handlers fail with `api_error`; the router turns
+// (docs/API.md, "Every call": the callable-function convention). Handlers fail with `api_error`; the server (platform/server.cpp, failure_response) turns
 // it into the JSON error body.
 #pragma once
 

@@ -8,11 +8,12 @@
 #include <random>
 #include <string>
 
-#include "support.hpp"
+#include "wire/base64.hpp"
+#include "wire/json.hpp"
 
 namespace {
 
-using namespace folio_service_test;
+namespace svc = folio::service;
 
 TEST(Json, CanonicalFormSortsKeysAtEveryLevel) {
   const auto d = svc::parse_json(R"({"b":{"z":1,"a":[{"y":2,"x":1}]},"a":null})");
