@@ -6,9 +6,9 @@
 //      snapshot) and makes the entry hold the document at that revision of that incarnation: the
 //      cached one when it does, else rebuilt from the snapshot and log in one read transaction. A
 //      record that does not exist gets no entry (requests for missing records never evict others).
-//   3. The handler changes the document (change()) — parsing, decoding, diffing, encoding — outside
+//   2. The handler changes the document (change()) — parsing, decoding, diffing, encoding — outside
 //      the process-wide writer section, so one request's CPU never holds other records' writes.
-//   4. commit(write) takes the writer section, checks that the stored row is still the one open()
+//   3. commit(write) takes the writer section, checks that the stored row is still the one open()
 //      read (another process may have written; then the change is dropped and record_moved thrown,
 //      and the handler starts again), runs `write` and commits. Only then does the entry say it holds
 //      the new revision. append() is commit() for a change of an existing record: the change's batch
