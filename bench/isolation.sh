@@ -77,6 +77,8 @@ PY
 
 measure "folio-fcgi ($(git rev-parse --short HEAD))"
 if [ -n "${FOLIO_COMPARE_BIN:-}" ]; then
-  responder "$FOLIO_COMPARE_BIN/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}"
+  compare="$FOLIO_COMPARE_BIN/service/folio-fcgi"
+  [ -x "$compare" ] || compare="$FOLIO_COMPARE_BIN/fcgi/folio-fcgi"  # a build from before the service/ layout
+  responder "$compare" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}"
   measure "folio-fcgi ($FOLIO_COMPARE_BIN)"
 fi

@@ -1,4 +1,4 @@
-// Request bodies in and stored values out (fcgi/json.hpp), against RapidJSON on the same bytes in the
+// Request bodies in and stored values out (service/wire/json.hpp), against RapidJSON on the same bytes in the
 // same run: parse_json (iterative, validating, depth, duplicate keys, Unicode of every string with the
 // field's path, numbers converted exactly) against RapidJSON's own validating DOM parse, and
 // canonical_json (keys sorted, shortest doubles) against RapidJSON's writer of the same document.
@@ -13,7 +13,7 @@
 #include <random>
 #include <string>
 
-#include "json.hpp"
+#include "wire/json.hpp"
 #include "support/fastest_reporter.hpp"
 
 namespace {

@@ -30,8 +30,8 @@
 #include <vector>
 
 #ifdef FOLIO_LINEARITY_SERVICE
-#include "../fcgi/base64.hpp"
-#include "../fcgi/json.hpp"
+#include "wire/base64.hpp"
+#include "wire/json.hpp"
 #endif
 
 namespace {

@@ -6,14 +6,15 @@
 #include <fstream>
 #include <iostream>
 
-#include "service.hpp"
-#include "store.hpp"
+#include "platform/clock.hpp"
+#include "responder.hpp"
+#include "platform/database.hpp"
 #include "support/trace.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 7) return std::cerr << "usage: seed-history DB TENANT ORG DOC TRACE_FILE OUT_TEXT\n", 2;
   namespace svc = folio::service;
-  svc::database db(argv[1]);
+  svc::database db(argv[1], svc::responder::tables());
   const folio::testing::trace t = folio::testing::load_trace(argv[5]);
   const std::uint64_t history_incarnation = svc::new_incarnation(), fresh_incarnation = svc::new_incarnation();
   folio::document history(folio::record_type::text, history_incarnation);

@@ -11,5 +11,5 @@ set -euo pipefail
 secs=1
 source "$(dirname "$0")/support/http_stack.sh"
 cmake --build build-release -j2 --target folio-cli >/dev/null
-responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 --cache-mb 32 "${live[@]}"
+responder "$bin/service/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 --cache-mb 32 "${live[@]}"
 python3 bench/support/soak.py "$url" "$key" "$token" "${1:-600}" "$resp_pid" "$work/nginx/nginx.pid" "$db" "$bin/tools/folio-cli"

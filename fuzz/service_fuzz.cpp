@@ -1,4 +1,4 @@
-// libFuzzer targets for whole requests: the router and the handlers (service::handle) against a
+// libFuzzer targets for whole requests: the server and the handlers (responder::handle) against a
 // temporary SQLite database holding a record of each type and a comment thread. FOLIO_FUZZ_TARGET:
 //   1 request: byte 0 picks the path (every endpoint, /healthz, /metrics, an unknown one), the rest
 //     is the body, sent with valid credentials.
@@ -27,11 +27,12 @@
 #include <string_view>
 #include <utility>
 
-#include "auth.hpp"
-#include "base64.hpp"
-#include "client_token.hpp"
-#include "log.hpp"
-#include "service.hpp"
+#include "platform/auth.hpp"
+#include "wire/base64.hpp"
+#include "platform/client_token.hpp"
+#include "platform/log.hpp"
+#include "platform/clock.hpp"
+#include "responder.hpp"
 
 namespace {
 
@@ -50,7 +51,7 @@ constexpr const char* editors[] = {"t", "m", "x", "a"};
 struct world {
   std::filesystem::path dir;
   std::unique_ptr<svc::database> db;
-  std::unique_ptr<svc::service> service;
+  std::unique_ptr<svc::responder> service;
   std::string key, token;
   std::string incarnations[std::size(editors)];  ///< each record's, as a first sync answers it
   std::size_t runs = 0;
@@ -73,10 +74,10 @@ struct world {
     db.reset();
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
-    db = std::make_unique<svc::database>((dir / "folio.db").string());
+    db = std::make_unique<svc::database>((dir / "folio.db").string(), svc::responder::tables());
     svc::config c;
     c.cache_bytes = std::size_t(8) << 20;
-    service = std::make_unique<svc::service>(c);
+    service = std::make_unique<svc::responder>(c);
     key = svc::create_key(*db, "fuzz", svc::now_iso());
     token = svc::create_token(*db, key.substr(3, 16), "fuzzer", false, std::nullopt, svc::now_iso());
     const std::pair<std::string_view, std::string> seeds[] = {
@@ -97,7 +98,7 @@ struct world {
     }
   }
 
-  svc::response call(std::string_view path, const std::string& body, svc::service* with = nullptr) {
+  svc::response call(std::string_view path, const std::string& body, svc::responder* with = nullptr) {
     svc::request r;
     r.method = path == "/healthz" || path == "/metrics" ? "GET" : "POST";
     r.path = path;
@@ -146,7 +147,7 @@ void sync(world& w, std::string_view bytes) {
   if (res.http != 200 || update.empty()) return;
   // What the cache answers and what the database holds must be the same record.
   const std::string get = ids + "}}";
-  svc::service fresh{svc::config{}};
+  svc::responder fresh{svc::config{}};
   const svc::response cached = w.call("/v2/crdt/get", get), stored = w.call("/v2/crdt/get", get, &fresh);
   check_answer(cached);  // the record's value, written into the answer, is JSON too
   if (cached.http != 200 || cached.body != stored.body) __builtin_trap();

@@ -1,5 +1,5 @@
 // sync_client (folio/sync.hpp) against a model of the server's /v2/crdt/sync and its pushes: the same
-// rules as fcgi/crdt_handlers.cpp (an update is integrated whole or refused; the answer is what the
+// rules as service/crdt/handlers.cpp (an update is integrated whole or refused; the answer is what the
 // client's version lacks; every change is published with the server's version after it).
 #include <folio/sync.hpp>
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@ struct pushed {
 enum class outcome { ok, invalid, refused, aborted };
 
 /// The service's rule for the values a push gives array items and map entries (json_value_rule in
-/// fcgi/crdt_values.cpp), as far as these tests need it: the empty string — an array placeholder — is
+/// service/wire/crdt_values.cpp), as far as these tests need it: the empty string — an array placeholder — is
 /// never JSON.
 std::string model_value_rule(std::string_view v) { return v.empty() ? "array item is not valid JSON" : ""; }
 

@@ -20,11 +20,12 @@
 #include <string_view>
 #include <vector>
 
-#include "auth.hpp"
-#include "crdt_values.hpp"
-#include "fields.hpp"
-#include "json.hpp"
-#include "service.hpp"
+#include "platform/auth.hpp"
+#include "wire/crdt_values.hpp"
+#include "platform/fields.hpp"
+#include "wire/json.hpp"
+#include "platform/clock.hpp"
+#include "responder.hpp"
 
 namespace {
 
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
   if (args.size() >= 2 && args[0] == "--db") db_path = args[1], args.erase(args.begin(), args.begin() + 2);
   if (args.empty()) return usage();
   try {
-    folio::service::database db(db_path);
+    folio::service::database db(db_path, folio::service::responder::tables());
     const std::string now = folio::service::now_iso();
     const std::string& cmd = args[0];
     if (cmd == "create-key" && args.size() == 2) {

@@ -35,9 +35,9 @@
 
 #include <folio/sync.hpp>
 
-#include "base64.hpp"
-#include "crdt_values.hpp"
-#include "json.hpp"
+#include "wire/base64.hpp"
+#include "wire/crdt_values.hpp"
+#include "wire/json.hpp"
 
 namespace {
 

@@ -49,7 +49,7 @@ scripts/nginx-conf "$work" "$port" > /dev/null  # makes $work/channel.secret, be
 live=(--channel-secret-file "$work/channel.secret" --publish-socket "$work/run/nginx-publish.sock")
 # A client-token signing key, as scripts/run makes one (POST /v2/auth/token; bench/browser.sh's page uses one).
 (umask 077; echo "bench1 $(openssl rand -hex 32)" > "$work/client-token.keys")
-responder "$bin/fcgi/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}" --client-token-keys "$work/client-token.keys"
+responder "$bin/service/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}" --client-token-keys "$work/client-token.keys"
 FOLIO_ACCESS_LOG=off scripts/nginx-start "$work" "$port" 10000000 &   # as scripts/run starts it
 pids+=($!)
 sleep 0.5

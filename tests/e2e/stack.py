@@ -21,7 +21,7 @@ __all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err
            "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
-FCGI = os.path.join(BUILD, "fcgi", "folio-fcgi")
+FCGI = os.path.join(BUILD, "service", "folio-fcgi")
 ADMIN = os.path.join(BUILD, "tools", "folio-admin")
 RESPONDER_MAX_BODY = 3 * 1024 * 1024  # below nginx's 4 MiB, so both limits can be seen
 

@@ -1,4 +1,4 @@
-// Map values and array items as the service keeps them: canonical JSON (fcgi/json.hpp,
+// Map values and array items as the service keeps them: canonical JSON (service/wire/json.hpp,
 // canonical_json), so that a value written here has the bytes the service gives the same value, and
 // the engine's diffs, which compare values by bytes, see equal values as equal.
 //

@@ -1,4 +1,4 @@
-// canonicalJson writes values with the bytes the service's canonical_json gives them (fcgi/json.cpp):
+// canonicalJson writes values with the bytes the service's canonical_json gives them (service/wire/json.cpp):
 // keys in UTF-8 byte order, RapidJSON's string escapes, integers as sent, other numbers as
 // std::to_chars writes a double (docs/API.md, "Numbers").
 import assert from 'node:assert/strict';

@@ -1,0 +1,93 @@
+// service/annotations/store.hpp — comment annotations in SQLite (docs/API.md, "Comment annotations").
+//
+// An annotation is a row of `annotations` (its filter columns + its JSON body without comments) and
+// rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id, with its position
+// in the thread: comments are listed in the order they were added, whatever their ids). Readers put a
+// thread together from both: the annotations through the index that fits the filter, then each one's
+// comments by primary key. Every statement is keyed by (tenant, org, doc) first: no query
+// can reach another tenant's or another document's annotations.
+// Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
+// a page boundary never moves under concurrent inserts, updates or deletes.
+// This module owns both tables and their migrations (annotation_migrations).
+// Thread-safety: as `database` (one thread at a time per connection).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "platform/database.hpp"
+
+namespace folio::service {
+
+/// The tables annotations (schema 1) and annotation_comments (schema 2), status and order columns
+/// (schemas 2 and 3) and their indexes.
+std::span<const migration> annotation_migrations();
+
+/// Where annotations live: a tenant's organization's document.
+struct annotation_scope {
+  std::string tenant, org, doc;
+};
+
+/// Filters: ids within a list are OR'ed, lists (and the other conditions) are AND'ed; an empty list
+/// is no filter.
+struct annotation_filter {
+  std::vector<std::string> locations, users, ids, statuses;
+  std::optional<std::string> updated_after, updated_before;  ///< exclusive bounds on lastUpdated
+  std::optional<std::pair<std::string, std::string>> after;  ///< keyset cursor: (createdAt, annotationId) last seen
+  std::int64_t limit = -1;                                    ///< at most this many (-1: all)
+  bool empty() const { return locations.empty() && users.empty() && ids.empty() && statuses.empty() && !updated_after && !updated_before; }
+};
+
+/// One stored annotation without its comments.
+struct annotation_row {
+  std::string id;
+  std::optional<std::string> location;  ///< location.id, for the location filter
+  std::string user;                     ///< from.userId, for the user filter
+  std::string status;                   ///< status.id, for the status filter
+  std::string created_at, last_updated;
+  std::string body;                     ///< the annotation's JSON object, without "comments"
+  std::int64_t next_comment_id = 1;     ///< above every comment id the thread ever had: ids are never reused
+};
+
+/// A matching annotation as the store holds it: its JSON body without "comments".
+struct annotation_head {
+  std::string id, created_at;
+  std::string body;
+};
+
+/// Calls `each` for the matching annotations, oldest first, ties by id, until it answers false. One
+/// row in memory at a time.
+void scan_annotations(database& db, const annotation_scope& s, const annotation_filter& f, const std::function<bool(const annotation_head&)>& each);
+/// Calls `each` with the JSON body of every comment of the thread, in the order they were added.
+void scan_comments(database& db, const annotation_scope& s, const std::string& annotation, const std::function<void(std::string_view)>& each);
+/// Ids of the matching annotations (no bodies), oldest first.
+std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f);
+/// Which of `ids` exist in the document.
+std::vector<std::string> existing_annotations(database& db, const annotation_scope& s, const std::vector<std::string>& ids);
+
+std::optional<annotation_row> load_annotation(database& db, const annotation_scope& s, const std::string& id);
+/// Inserts a new annotation; false (nothing written) if the id exists in the document.
+bool insert_annotation(database& db, const annotation_scope& s, const annotation_row& a);
+/// Rewrites an existing annotation's columns and body (not next_comment_id).
+void update_annotation(database& db, const annotation_scope& s, const annotation_row& a);
+/// After a comment write: lastUpdated (column and body) and the next comment id.
+void touch_annotation(database& db, const annotation_scope& s, const std::string& id, const std::string& body, const std::string& last_updated,
+                      std::int64_t next_comment_id);
+/// Deletes an annotation and its comments; false if it did not exist.
+bool delete_annotation(database& db, const annotation_scope& s, const std::string& id);
+
+/// The annotation's comment ids, in the order the comments were added.
+std::vector<std::int64_t> comment_ids(database& db, const annotation_scope& s, const std::string& annotation);
+std::optional<std::string> load_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id);
+/// Inserts a comment after the thread's last; false (nothing written) if the id exists in the annotation.
+bool insert_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body);
+void update_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body);
+bool delete_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id);
+
+}  // namespace folio::service

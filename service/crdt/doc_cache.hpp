@@ -1,0 +1,115 @@
+// service/crdt/doc_cache.hpp — decoded CRDT documents kept in memory (the README's "Storage"), so that an update of a hot
+// record costs the diff, not a reload. Bounded by the documents' memory_usage(), least recently used
+// first out. Each entry carries the record revision it reflects; users compare it with the revision
+// read in their transaction and rebuild on a mismatch (another process, a failed write), so a stale
+// entry is never used. An entry's mutex serialises the requests of one record in this process.
+// Thread-safety: all members are safe to call concurrently.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <folio/document.hpp>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace folio::service {
+
+struct cached_doc {
+  std::timed_mutex lock;             ///< held while the record is read or written through this entry
+  std::optional<folio::document> doc;
+  std::int64_t revision = -1;        ///< record revision `doc` reflects (-1: none)
+  std::size_t bytes = 0;             ///< memory_usage() when last stored
+};
+
+class doc_cache {
+ public:
+  explicit doc_cache(std::size_t max_bytes, std::size_t max_entries = 65536) : max_bytes_(max_bytes), max_entries_(max_entries) {}
+
+  /// The entry of `key` if there is one (marked most recently used), else null.
+  std::shared_ptr<cached_doc> find(const std::string& key) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second.pos);
+    return it->second.entry;
+  }
+
+  /// The entry of `key`, created empty if absent; marks it most recently used.
+  std::shared_ptr<cached_doc> get(const std::string& key) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.pos);
+      return it->second.entry;
+    }
+    // Entries are made before anyone knows the record exists (an update of a missing editorId), so
+    // their number is bounded too, not just their bytes.
+    while (map_.size() >= max_entries_) evict_last();
+    auto e = std::make_shared<cached_doc>();
+    lru_.push_front(key);
+    map_.emplace(key, slot{e, lru_.begin(), 0});
+    return e;
+  }
+
+  /// Records the size of `key`'s document after a change and evicts least recently used entries beyond
+  /// the budget (never `key` itself). Eviction drops only the cache's reference; holders keep theirs.
+  void account(const std::string& key, std::size_t bytes) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return;
+    total_ = total_ - it->second.bytes + bytes;
+    it->second.bytes = bytes;
+    lru_.splice(lru_.begin(), lru_, it->second.pos);  // just used
+    while (total_ > max_bytes_ && lru_.size() > 1) evict_last();
+  }
+
+  void erase(const std::string& key) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return;
+    total_ -= it->second.bytes;
+    lru_.erase(it->second.pos);
+    map_.erase(it);
+  }
+
+  std::size_t bytes() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return total_;
+  }
+  std::size_t size() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return map_.size();
+  }
+
+  /// Counts a use of an entry: `hit` when its document was at the wanted revision (for /metrics).
+  void note(bool hit) noexcept { ++(hit ? hits_ : misses_); }
+  std::uint64_t hits() const noexcept { return hits_.load(); }
+  std::uint64_t misses() const noexcept { return misses_.load(); }
+
+ private:
+  void evict_last() {  // caller holds mu_
+    auto victim = map_.find(lru_.back());
+    total_ -= victim->second.bytes;
+    map_.erase(victim);
+    lru_.pop_back();
+  }
+
+  struct slot {
+    std::shared_ptr<cached_doc> entry;
+    std::list<std::string>::iterator pos;
+    std::size_t bytes;
+  };
+  std::size_t max_bytes_, max_entries_;
+  mutable std::mutex mu_;
+  std::list<std::string> lru_;
+  std::unordered_map<std::string, slot> map_;
+  std::size_t total_ = 0;
+  std::atomic<std::uint64_t> hits_{0}, misses_{0};
+};
+
+}  // namespace folio::service

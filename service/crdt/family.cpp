@@ -1,0 +1,59 @@
+#include "crdt/family.hpp"
+
+#include "crdt/handlers.hpp"
+#include "wire/base64.hpp"
+#include "wire/json.hpp"
+
+namespace folio::service {
+
+crdt_family::crdt_family(server& platform)
+    : server_(platform),
+      cache_(platform.settings().cache_bytes),
+      publisher_(platform.settings().live, [&platform](std::string_view id) {
+        const std::shared_ptr<const key_ring> ring = platform.client_keys();
+        return ring && ring->find(id);
+      }) {
+  register_crdt_routes(platform.routes(), *this);
+  platform.add_gauges([this](metrics::gauges& g) {
+    g.cache_hits = cache_.hits(), g.cache_misses = cache_.misses(), g.cache_bytes = cache_.bytes(), g.cache_entries = cache_.size();
+    g.published = publisher_.published(), g.publish_failures = publisher_.failures();
+  });
+}
+
+record_key scoped_key(const principal& who, std::string org, std::string doc, const std::optional<std::string>& named) {
+  check_scope(who, org, doc, named);
+  return record_key{who.tenant, std::move(org), std::move(doc), named.value_or(std::string())};
+}
+
+void crdt_family::publish_change(const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
+                                 const std::string& last_update, const std::string& by, const std::optional<std::string>& session) {
+  const live_config& live = publisher_.settings();
+  if (live.channel_secret.empty() || live.publish_socket.empty()) return;
+  const auto message = [&](bool with_ops) {
+    rapidjson::StringBuffer sb;
+    json_writer w(sb);
+    w.StartObject();
+    write_member(w, "editorId", k.editor);
+    write_member(w, "incarnation", incarnation);
+    if (!ops) {
+      w.Key("deleted");
+      w.Bool(true);
+    } else {
+      if (with_ops) {
+        write_member(w, "update", base64_encode(*ops));
+        write_member(w, "version", base64_encode(version->encode()));
+      }
+      write_member(w, "lastUpdatedBy", by);
+      write_optional_member(w, "sessionId", session);
+    }
+    write_member(w, "lastUpdate", last_update);
+    w.EndObject();
+    return std::string(sb.GetString(), sb.GetSize());
+  };
+  const std::string notice = message(false);
+  // Ops that alone exceed the largest message are not even encoded.
+  const std::string full = ops && ops->size() <= publisher::max_message_bytes ? message(true) : notice;
+  publisher_.publish(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), full, notice);
+}
+
+}  // namespace folio::service

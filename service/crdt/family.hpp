@@ -1,0 +1,58 @@
+// service/crdt/family.hpp — the CRDT records' part of the service (docs/API.md, the /v2/crdt endpoints;
+// docs/SERVICE.md): the decoded documents kept in memory (doc_cache.hpp), the live push to nginx's
+// Nchan (publish.hpp), the five endpoints (handlers.cpp, registered on the server's route table) and
+// the subscribe authorization nginx asks for (subscribe.cpp). Its tables are crdt/records.hpp's.
+// Thread-safety: as the server; the cache and the publisher lock themselves.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <folio/document.hpp>
+
+#include "crdt/doc_cache.hpp"
+#include "crdt/publish.hpp"
+#include "crdt/records.hpp"
+#include "platform/server.hpp"
+
+namespace folio::service {
+
+class crdt_family {
+ public:
+  /// Registers the /v2/crdt routes on `platform` and the cache's and publisher's gauges on its /metrics.
+  explicit crdt_family(server& platform);
+  crdt_family(const crdt_family&) = delete;
+  crdt_family& operator=(const crdt_family&) = delete;
+
+  server& platform() noexcept { return server_; }
+  doc_cache& cache() noexcept { return cache_; }
+  publisher& live() noexcept { return publisher_; }
+
+  /// Answers nginx's nchan_authorize_request for GET /v2/crdt/subscribe (`r.query`, `r.channel`):
+  /// 200 to let the subscriber in; otherwise the JSON error nginx passes to the client — the same
+  /// credentials rules as every endpoint, and a record of another tenant is as missing as no record.
+  /// Never throws.
+  response authorize_subscriber(database& db, const request& r);
+
+  /// Publishes one committed change of `k` (docs/API.md, "live messages"): its ops, the server's
+  /// version after it and its metadata, all under the record's `incarnation`; and its notice, the
+  /// same without `update` and `version` (subscribers sync), which the publisher sends instead when
+  /// the whole message is over 64 KiB or the minute's budget is spent, and owes the channel when nginx
+  /// refuses a message (publish.hpp). `ops` null: the record was deleted (one small message,
+  /// `deleted: true`). Nothing when live push is off.
+  void publish_change(const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
+                      const std::string& last_update, const std::string& by, const std::optional<std::string>& session);
+
+ private:
+  server& server_;
+  doc_cache cache_;
+  publisher publisher_;
+};
+
+/// The record `org`/`doc`/`editor` of the caller's tenant, kept inside a client token's scope
+/// (check_scope; `named` is the editor the request names, if any). The one place a record key is made
+/// from a request.
+record_key scoped_key(const principal& who, std::string org, std::string doc, const std::optional<std::string>& named);
+
+}  // namespace folio::service

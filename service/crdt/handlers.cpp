@@ -1,0 +1,279 @@
+// /v2/crdt/add|update|get|delete|sync (docs/API.md). Values go through folio::document: `add`
+// builds a record by replace-by-value from empty, `update` diffs the new value into ops on the stored
+// state and persists only those ops; `get` folds the log into the snapshot (or uses the cached
+// document); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
+// Each goes through a record_session (record_session.hpp): everything that depends only on the request
+// and the record — parsing the value, decoding a batch, the diff, encoding, a compaction's snapshot —
+// happens before the process-wide writer section, which holds only the statements and the commit.
+// Every committed change is then published to the record's channel (crdt_family::publish_change),
+// still under the record's lock so that subscribers see changes in commit order. So each handler reads:
+// parse the request, then one record_session (open, change, append or commit), then publish.
+//
+// Incarnations (docs/API.md, the /v2/crdt endpoints): `add` draws a random incarnation, the replica id the server edits the
+// record as, so a record deleted and added again never repeats an op id of the old one. Sync answers
+// and published changes carry it; a client that has state sends it back, and one holding another
+// incarnation's state is refused with ABORTED, never merged.
+#include <folio/document.hpp>
+#include <string>
+#include <vector>
+
+#include "crdt/family.hpp"
+#include "crdt/handlers.hpp"
+#include "crdt/record_session.hpp"
+#include "platform/clock.hpp"
+#include "platform/fields.hpp"
+#include "wire/base64.hpp"
+#include "wire/crdt_values.hpp"
+#include "wire/json.hpp"
+
+namespace folio::service {
+
+namespace {
+
+/// The request's `data` member, checked against the record type's shape.
+new_value value_of(folio::record_type type, const rapidjson::Value& data) {
+  const rapidjson::Value* v = field_value(data, "data");
+  if (!v) throw api_error(status::invalid_argument, "Data is required.");
+  return parse_value(type, *v);
+}
+
+std::string content_key_of(const rapidjson::Value& data) {
+  const std::optional<std::string> k = optional_id(data, "contentKey");
+  return k ? *k : std::string("content");
+}
+
+/// A record's incarnation as the API writes it: a decimal string (a JavaScript number could not hold
+/// its 63 bits).
+std::string incarnation_text(const record_row& row) { return std::to_string(row.incarnation); }
+
+/// replace() through the engine, with a record whose op counter is spent answered as a client error:
+/// nothing can be added to it (its ids are capped at 2^31), and every later update would fail alike.
+folio::local_change replace_value(folio::document& d, const new_value& v) {
+  try {
+    return replace(d, v);
+  } catch (const folio::error& e) {
+    if (std::string_view(e.what()).starts_with("[folio.overflow]"))
+      throw api_error(status::failed_precondition,
+                      "This record has used all the operation ids a record can hold (2^31); add its value as a new record under another editorId.");
+    throw;
+  }
+}
+
+void write_record(json_writer& w, const record_row& row, const folio::document& d) {
+  w.StartObject();
+  w.Key("data");
+  write_value(w, d);
+  write_member(w, "id", row.editor);
+  write_member(w, "lastUpdate", row.last_update);
+  write_member(w, "lastUpdatedBy", row.last_updated_by);
+  write_optional_member(w, "sessionId", row.session_id);
+  write_member(w, "type", row.type);
+  write_member(w, "contentKey", row.content_key);
+  w.EndObject();
+}
+
+/// A binary field sent as base64 (docs/API.md, crdt/sync and crdt/subscribe); `required` decides whether absence is an error.
+std::optional<std::string> binary_field(const rapidjson::Value& data, const char* field, bool required) {
+  const rapidjson::Value* v = field_value(data, field);
+  if (!v) {
+    if (required) throw api_error(status::invalid_argument, std::string(field) + " is required.");
+    return std::nullopt;
+  }
+  if (!v->IsString()) throw api_error(status::invalid_argument, std::string(field) + " must be a base64 string.");
+  std::optional<std::string> bytes = base64_decode({v->GetString(), v->GetStringLength()});
+  if (!bytes) throw api_error(status::invalid_argument, std::string(field) + " is not valid base64.");
+  return bytes;
+}
+
+/// The sync request's `incarnation`: absent or null is nullopt; else the decimal string a sync answer
+/// gave (1-19 digits).
+std::optional<std::string> incarnation_field(const rapidjson::Value& data) {
+  const rapidjson::Value* v = field_value(data, "incarnation");
+  if (!v) return std::nullopt;
+  const std::string_view s = v->IsString() ? std::string_view(v->GetString(), v->GetStringLength()) : std::string_view();
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string_view::npos)
+    throw api_error(status::invalid_argument, "incarnation must be the string a sync answer gave (decimal digits).");
+  return std::string(s);
+}
+
+/// The record the request names, inside the caller's tenant and a client token's scope (scoped_key).
+record_key key_of(context& c) {
+  std::string org = required_id(c.data, "organizationId", "Organization ID is required");
+  std::string doc = required_id(c.data, "documentId", "Document ID is required");
+  return scoped_key(c.who, std::move(org), std::move(doc), required_id(c.data, "editorId", "Editor ID is required."));
+}
+
+std::string crdt_add(context& c, crdt_family& f) {
+  const record_key k = key_of(c);
+  const rapidjson::Value* t = field_value(c.data, "type");
+  if (!t) throw api_error(status::invalid_argument, "Type is required.");
+  const folio::record_type type = parse_type(*t);
+  const std::string content_key = content_key_of(c.data);
+  const new_value value = value_of(type, c.data);
+  const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
+
+  with_retries([&] {
+    record_session s(f, c.db, k);
+    if (s.open()) throw api_error(status::already_exists, "CRDT data already exists for this editor ID.");
+    record_row row;
+    row.incarnation = new_incarnation();
+    folio::document d(type, row.incarnation, content_key);
+    replace(d, value);
+    row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d.encode();
+    row.revision = 1, row.last_update = now_iso(), row.last_updated_by = author(c.who, user), row.session_id = session;
+    s.commit([&] {
+      insert_record(c.db, k, row);
+      return row.revision;
+    });
+    s.hold(std::move(d), row.revision);
+  });
+  return success_body("CRDT data added successfully.", nullptr);
+}
+
+std::string crdt_update(context& c, crdt_family& f) {
+  const record_key k = key_of(c);
+  std::optional<folio::record_type> type;
+  if (const rapidjson::Value* t = field_value(c.data, "type")) type = parse_type(*t);
+  const std::optional<std::string> content_key = optional_id(c.data, "contentKey");
+  const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
+  std::optional<new_value> value;
+  if (type) value = value_of(*type, c.data);  // else once the record's type is known
+
+  with_retries([&] {
+    record_session s(f, c.db, k);
+    const record_row& row = s.open_existing();
+    if (type && folio::to_string(*type) != row.type)
+      throw api_error(status::invalid_argument, "Type " + std::string(folio::to_string(*type)) + " does not match the record's type " + row.type + ".");
+    if (content_key && *content_key != row.content_key)
+      throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row.content_key + "\".");
+    if (const folio::record_type stored = *folio::parse_record_type(row.type); !value || value->type != stored) value = value_of(stored, c.data);
+    const change_meta meta{now_iso(), author(c.who, user), session};
+    const std::string incarnation = incarnation_text(row);
+    // Diff and encode before the writer section (append() encodes a compaction's snapshot there too).
+    folio::document& d = s.change();
+    const folio::local_change change = replace_value(d, *value);
+    const std::string batch = change.count ? d.encode_change(change) : std::string();
+    s.append(change.count ? &batch : nullptr, meta);
+    if (!batch.empty()) f.publish_change(k, incarnation, &batch, &d.version(), meta.when, meta.by, meta.session);
+  });
+  return success_body("CRDT data updated successfully.", nullptr);
+}
+
+std::string crdt_get(context& c, crdt_family& f) {
+  std::string org = required_id(c.data, "organizationId", "Organization ID is required");
+  std::string doc = required_id(c.data, "documentId", "Document ID is required");
+  const std::optional<std::string> editor = optional_id(c.data, "editorId");
+  const record_key k = scoped_key(c.who, std::move(org), std::move(doc), editor);
+  std::vector<std::string> editors;
+  if (editor)
+    editors.push_back(*editor);
+  else
+    editors = document_editors(c.db, k.tenant, k.org, k.doc);
+  // Streamed (body_output.hpp): a document of many records is held one record at a time.
+  return success_body(c.out, "CRDT data retrieved successfully.", [&](json_writer& w) {
+    w.StartArray();
+    for (const std::string& id : editors) {
+      record_key rk = k;
+      rk.editor = id;
+      // Each record as its latest committed state; one at a time, under its own lock.
+      record_session s(f, c.db, std::move(rk));
+      if (const std::optional<record_row>& row = s.open()) write_record(w, *row, s.doc());
+      c.out.flush_if_full();
+    }
+    w.EndArray();
+  });
+}
+
+std::string crdt_delete(context& c, crdt_family& f) {
+  const record_key k = key_of(c);
+  with_retries([&] {
+    record_session s(f, c.db, k);
+    const record_row& row = s.open_existing(false);
+    s.commit([&] {
+      delete_record(c.db, k);
+      return std::int64_t(-1);
+    });
+    s.forget();
+    f.publish_change(k, incarnation_text(row), nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
+  });
+  return success_body("CRDT data deleted successfully.", nullptr);
+}
+
+std::string crdt_sync(context& c, crdt_family& f) {
+  const record_key k = key_of(c);
+  const std::string version_bytes = *binary_field(c.data, "version", true);
+  folio::version_vector client_version;
+  if (const folio::decode_result r = folio::version_vector::decode(version_bytes, client_version); !r)
+    throw api_error(status::invalid_argument, "version is not a valid version vector: " + r.description() + ".");
+  const std::optional<std::string> update = binary_field(c.data, "update", false);
+  const bool push = update && !update->empty();
+  const std::optional<std::string> incarnation = incarnation_field(c.data);
+  if (!incarnation && (push || !client_version.empty()))
+    throw api_error(status::invalid_argument,
+                    "incarnation is required with a version that is not empty or an update: send the incarnation of the record's last sync "
+                    "answer (a client that has nothing syncs with the empty version and no update).");
+  if (push && c.who.read_only) throw api_error(status::permission_denied, "This token is read-only; sync without an update to only receive changes.");
+  const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
+  const std::string by = author(c.who, user);
+
+  return with_retries([&] {
+    record_session s(f, c.db, k);
+    const record_row& row = s.open_existing();
+    const std::string record_incarnation = incarnation_text(row);
+    if (incarnation && *incarnation != record_incarnation)
+      throw api_error(status::aborted,
+                      "This record was deleted and added again since the client's state was synced (incarnation " + *incarnation + ", now " +
+                          record_incarnation + "): drop the local state and sync again from the empty version.");
+    const std::string answer = s.doc().encode_since(client_version);  // before the push: the client has its own ops
+    if (push) {
+      // Decode and integrate before the writer section; only the append is written inside it.
+      folio::document& d = s.change();
+      const folio::version_vector before = d.version();
+      const folio::record_type record_type = d.type();
+      // The Lamport headroom rule: a client's push can never leave the record without op ids for
+      // its later edits (docs/INTERNALS.md).
+      const folio::apply_result r =
+          d.apply(*update, [&](std::string_view value) { return json_value_rule(record_type, value); }, folio::apply_options{.bounded_lamport = true});
+      if (!r || d.pending() != 0) {
+        if (d.version() == before && d.pending() == 0) s.unchanged();  // nothing integrated (a malformed batch, a first op invalid)
+        // else: partly integrated; the session leaves the entry empty, rebuilt by the next request
+        if (!r)
+          throw api_error(status::invalid_argument,
+                          "update is invalid: " + r.message + (r.message.starts_with("batch") ? "." : " (operation " + std::to_string(r.op_index) + ")."));
+        throw api_error(status::failed_precondition,
+                        "update depends on operations the server does not have; sync without an update first, then send the operations the server's version lacks.");
+      }
+      if (d.version() == before) {
+        s.unchanged();  // all duplicates: nothing to store
+      } else {
+        const std::string ops = d.encode_since(before);
+        const change_meta meta{now_iso(), by, session};
+        s.append(&ops, meta);
+        f.publish_change(k, record_incarnation, &ops, &d.version(), meta.when, meta.by, meta.session);
+      }
+    }
+    return success_body("CRDT data synced successfully.", [&](json_writer& w) {
+      w.StartObject();
+      write_member(w, "incarnation", record_incarnation);
+      write_member(w, "update", base64_encode(answer));
+      write_member(w, "version", base64_encode(s.doc().version().encode()));
+      write_member(w, "type", row.type);
+      write_member(w, "contentKey", row.content_key);
+      w.EndObject();
+    });
+  });
+}
+
+}  // namespace
+
+void register_crdt_routes(route_table& routes, crdt_family& f) {
+  const auto with = [&f](std::string (*handler)(context&, crdt_family&)) { return [&f, handler](context& c) { return handler(c, f); }; };
+  routes.add({"/v2/crdt/add", with(crdt_add), true});
+  routes.add({"/v2/crdt/update", with(crdt_update), true});
+  routes.add({"/v2/crdt/get", with(crdt_get), false, true});
+  routes.add({"/v2/crdt/delete", with(crdt_delete), true});
+  // A pull reads; a push is checked for a writable token by the handler.
+  routes.add({"/v2/crdt/sync", with(crdt_sync), false, true});
+}
+
+}  // namespace folio::service

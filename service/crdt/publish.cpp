@@ -1,0 +1,240 @@
+#include "crdt/publish.hpp"
+
+#include <curl/curl.h>
+#include <openssl/hmac.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "platform/log.hpp"
+
+namespace folio::service {
+
+std::string channel_id(std::string_view secret, std::string_view tenant, std::string_view org, std::string_view doc, std::string_view editor) {
+  std::string msg;
+  msg.reserve(tenant.size() + org.size() + doc.size() + editor.size() + 3);
+  msg.append(tenant).append(1, '\n').append(org).append(1, '\n').append(doc).append(1, '\n').append(editor);
+  unsigned char mac[32];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac, &len);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) out += hex[mac[i] >> 4], out += hex[mac[i] & 15];
+  return out;
+}
+
+namespace {
+
+struct curl_deleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+
+std::size_t discard(char*, std::size_t size, std::size_t n, void*) { return size * n; }
+
+/// One handle per thread, kept: its connection to nginx is reused from one publish to the next.
+CURL* thread_handle() {
+  static const bool global = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  thread_local std::unique_ptr<CURL, curl_deleter> handle(global ? curl_easy_init() : nullptr);
+  return handle.get();
+}
+
+}  // namespace
+
+publisher::~publisher() {
+  {
+    std::lock_guard<std::mutex> g(owed_mu_);
+    stopping_ = true;
+  }
+  owed_cv_.notify_all();
+  if (retrier_.joinable()) retrier_.join();
+}
+
+std::string publisher::post(const std::string& channel, const std::string* message) {
+  CURL* c = thread_handle();
+  long code = 0;
+  CURLcode rc = CURLE_FAILED_INIT;
+  if (c) {
+    curl_easy_reset(c);
+    const std::string url = "http://localhost/_folio/publish/" + channel;
+    struct curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, config_.publish_socket.c_str());
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    if (message) {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, message->data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(message->size()));
+    } else {
+      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+    }
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    rc = curl_easy_perform(c);
+    if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(headers);
+  }
+  if (rc == CURLE_OK && ((code >= 200 && code < 300) || (!message && code == 404))) return {};
+  // 507: Nchan's shared memory is full.
+  return (rc == CURLE_OK ? std::string("refused") : curl_easy_strerror(rc)) + " (HTTP " + std::to_string(code) + ")";
+}
+
+bool publisher::take_budget(std::size_t bytes) {
+  std::lock_guard<std::mutex> g(budget_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  const double full = static_cast<double>(full_bytes_per_window);
+  budget_ = std::min(full, budget_ + full * std::chrono::duration<double>(now - refilled_).count() / std::chrono::duration<double>(window).count());
+  refilled_ = now;
+  if (budget_ < static_cast<double>(bytes)) return false;
+  budget_ -= static_cast<double>(bytes);
+  return true;
+}
+
+bool publisher::publish(const std::string& channel, const std::string& full, const std::string& notice) {
+  if (config_.publish_socket.empty()) return false;
+  if (!end_due_streams(channel)) {
+    // Logged there; the channel's streams stay remembered, and the owed notice goes after a deletion that succeeds.
+    ++failures_;
+    owe(channel, notice);
+    return false;
+  }
+  const std::string& message = full.size() <= max_message_bytes && take_budget(full.size()) ? full : notice;
+  const std::string why = post(channel, &message);
+  if (why.empty()) {
+    ++published_;
+    return true;
+  }
+  ++failures_;
+  log::write("warn", "publish_failed",
+             "publish to channel " + channel.substr(0, 12) + "... failed: " + why + "; a notice to sync is resent until nginx takes one");
+  owe(channel, notice);
+  return false;
+}
+
+namespace {
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+bool publisher::due(const token_streams& t, std::int64_t now) const {
+  if (now >= t.expires) return true;  // verify_client_token refuses a token from its second on
+  if (key_known_)
+    for (const std::string& id : t.key_ids)
+      if (!key_known_(id)) return true;
+  return false;
+}
+
+void publisher::remember(const std::string& channel, const token_streams& t) {
+  token_streams& r = streams_[channel];
+  if (r.key_ids.empty() || t.expires < r.expires) r.expires = t.expires;
+  for (const std::string& id : t.key_ids)
+    if (std::find(r.key_ids.begin(), r.key_ids.end(), id) == r.key_ids.end()) r.key_ids.push_back(id);
+}
+
+bool publisher::end_due_streams(const std::string& channel) {
+  token_streams t;
+  {
+    std::lock_guard<std::mutex> g(streams_mu_);
+    auto it = streams_.find(channel);
+    if (it == streams_.end() || !due(it->second, now_seconds())) return true;
+    // Forgotten before the deletion: a subscriber let in from now on is remembered anew.
+    t = std::move(it->second);
+    streams_.erase(it);
+  }
+  const std::string why = post(channel, nullptr);
+  if (why.empty()) {
+    log::write("info", "token_streams_ended",
+               "channel " + channel.substr(0, 12) + "...: a client token on its streams expired or lost its key; its subscribers were ended (they reconnect and are authorized again)");
+    return true;
+  }
+  log::write("warn", "token_streams_not_ended",
+             "channel " + channel.substr(0, 12) + "...: deleting it to end streams of an expired client token failed: " + why + "; nothing goes to it until a deletion succeeds");
+  std::lock_guard<std::mutex> g(streams_mu_);
+  remember(channel, t);
+  return false;
+}
+
+bool publisher::token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id) {
+  token_streams t;
+  t.expires = expires;
+  t.key_ids.push_back(key_id);
+  std::unique_lock<std::mutex> lock(streams_mu_);
+  if (streams_.size() >= max_token_channels && !streams_.count(channel)) {
+    // Full: end the channels already due (silent ones whose tokens expired), then there is room.
+    std::vector<std::string> ended;
+    const std::int64_t now = now_seconds();
+    for (const auto& [id, streams] : streams_)
+      if (due(streams, now)) ended.push_back(id);
+    lock.unlock();
+    for (const std::string& id : ended) end_due_streams(id);
+    lock.lock();
+    if (streams_.size() >= max_token_channels && !streams_.count(channel)) {
+      log::write("error", "token_streams_full",
+                 std::to_string(max_token_channels) + " channels already hold streams of unexpired client tokens; a subscriber is refused");
+      return false;
+    }
+  }
+  remember(channel, t);
+  return true;
+}
+
+void publisher::owe(const std::string& channel, const std::string& notice) {
+  std::lock_guard<std::mutex> g(owed_mu_);
+  if (stopping_) return;
+  auto it = owed_.find(channel);
+  if (it == owed_.end() && owed_.size() >= max_owed) {
+    log::write("error", "publish_notice_dropped",
+               "channel " + channel.substr(0, 12) + "... is not owed a notice: " + std::to_string(max_owed) +
+                   " channels already are (nginx has refused publishes for long); its subscribers sync when they reconnect");
+    return;
+  }
+  owed_notice& o = owed_[channel];
+  o.message = notice;  // the latest: any notice makes subscribers sync
+  o.attempts = 0;
+  o.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  if (!retrier_.joinable()) retrier_ = std::thread([this] { retry_loop(); });
+  owed_cv_.notify_one();
+}
+
+void publisher::retry_loop() {
+  std::unique_lock<std::mutex> lock(owed_mu_);
+  while (!stopping_) {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, std::string>> due;
+    auto wake = std::chrono::steady_clock::time_point::max();
+    for (const auto& [channel, o] : owed_) {
+      if (o.next_try <= now) due.emplace_back(channel, o.message);
+      else wake = std::min(wake, o.next_try);
+    }
+    if (due.empty()) {
+      if (wake == std::chrono::steady_clock::time_point::max()) owed_cv_.wait(lock);
+      else owed_cv_.wait_until(lock, wake);
+      continue;
+    }
+    lock.unlock();
+    std::vector<bool> delivered;
+    for (const auto& [channel, message] : due) {
+      if (stopping_) break;  // the destructor waits for at most the POST in flight
+      delivered.push_back(end_due_streams(channel) && post(channel, &message).empty());
+    }
+    lock.lock();
+    for (std::size_t i = 0; i < delivered.size(); ++i) {
+      auto it = owed_.find(due[i].first);
+      if (it == owed_.end() || it->second.message != due[i].second) continue;  // a newer notice is owed: it goes next
+      if (delivered[i]) {
+        log::write("info", "publish_notice_delivered",
+                   "channel " + due[i].first.substr(0, 12) + "... got its notice to sync after " + std::to_string(it->second.attempts + 1) + " attempt(s)");
+        owed_.erase(it);
+      } else {
+        it->second.attempts = std::min(it->second.attempts + 1, 5);
+        it->second.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(1 << it->second.attempts);  // 2 s ... 32 s
+      }
+    }
+  }
+}
+
+}  // namespace folio::service

@@ -1,0 +1,130 @@
+// service/crdt/publish.hpp — live push (docs/API.md, crdt/sync and crdt/subscribe): the channel a record's changes go to, and publishing a
+// committed change to it through nginx's Nchan publisher location.
+//
+// A channel id is hex(HMAC-SHA256(secret, keyId "\n" organizationId "\n" documentId "\n" editorId)):
+// without the secret it cannot be derived from the ids, and the key id keeps tenants apart. nginx
+// computes the same id for a subscriber (nginx/folio.conf, set_hmac_sha256 over the decoded query)
+// and the authorizer checks that both agree. The publisher location listens on a unix socket only
+// (nginx/standalone.conf.in), so nothing off the host can publish.
+//
+// What nginx holds (nginx/publish.conf, docs/OPERATIONS.md has the arithmetic): a channel keeps its
+// last 16 messages for 60 s, and a message is at most max_message_bytes. A change goes with its ops
+// only while it fits in that and in the budget of full_bytes_per_window bytes of such messages a
+// window (60 s, a token bucket); otherwise its notice goes: the same message without `update` and
+// `version`, which tells subscribers to sync (docs/API.md). So one tenant's large or many changes
+// cannot fill Nchan's shared memory and crowd out another's.
+//
+// A publish is a POST with a short timeout after the change is committed; a failure is never
+// reported to the writer. Instead the channel is owed a notice: a background thread resends the
+// channel's latest owed notice (one per channel, at most max_owed channels) with backoff until nginx
+// takes one, so a subscriber learns it missed something even when the failed change was the last
+// before a quiet period. Cost: one map entry per owed channel; a retry is one POST.
+//
+// Client tokens on open streams (docs/SECURITY.md "Open streams"): Nchan authorizes an EventSource or
+// WebSocket subscriber once, when it opens, and pings keep it open; so the publisher remembers, per
+// channel, the earliest expiry among the client tokens let in (token_subscribed) and their signing key
+// ids. Before anything is published to a channel whose earliest token has expired, or one of whose key
+// ids has left the key ring, the channel is deleted (DELETE to the publisher location: Nchan ends its
+// subscribers at once, 410) and forgotten; then the message goes. Subscribers reconnect, are authorized
+// again (an expired token gets 401) and sync, as after any reopen. A channel nothing is published to
+// sends nothing, so it leaks nothing. At most max_token_channels channels are remembered: when full,
+// those already due are deleted and forgotten; if none is, a new one is refused (the subscriber gets
+// 503). Cost: one map entry per channel (its id, an expiry, the few key ids); a check is one lookup;
+// a sweep when full is a pass over the map and one DELETE per due channel.
+// Thread-safety: `publish` and `token_subscribed` may run on many threads at once (one libcurl handle
+// per thread).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "platform/config.hpp"
+
+namespace folio::service {
+
+
+/// The channel of one record.
+std::string channel_id(std::string_view secret, std::string_view tenant, std::string_view org, std::string_view doc, std::string_view editor);
+
+class publisher {
+ public:
+  /// The largest message published (nginx/publish.conf's client_max_body_size is the same).
+  static constexpr std::size_t max_message_bytes = 64 * 1024;
+  /// Bytes of messages with ops published per window, at most (a token bucket refilled over the window).
+  static constexpr std::size_t full_bytes_per_window = std::size_t(32) << 20;
+  static constexpr std::chrono::seconds window{60};  ///< nginx/publish.conf's nchan_message_timeout
+  static constexpr std::size_t max_owed = 10000;     ///< channels owed a notice, at most
+
+  static constexpr std::size_t max_token_channels = 100000;  ///< channels with client-token streams remembered, at most
+
+  /// `key_known(id)`: whether the client-token key ring in use holds the key `id` (absent: every key does).
+  explicit publisher(live_config c, std::function<bool(std::string_view)> key_known = {})
+      : config_(std::move(c)), key_known_(std::move(key_known)), budget_(static_cast<double>(full_bytes_per_window)) {}
+  ~publisher();
+  publisher(const publisher&) = delete;
+  publisher& operator=(const publisher&) = delete;
+  const live_config& settings() const noexcept { return config_; }
+
+  /// Publishes one message to `channel`: `full` (a change with its ops) when it is at most
+  /// max_message_bytes and the window's budget has room, else `notice` (small; for a deletion both
+  /// are the same). When nginx does not take it, the channel is owed `notice` (retried in the
+  /// background). True when nginx took the message.
+  /// A channel remembered as holding a stream of a client token is deleted first when that token has
+  /// expired or its key left the ring (above); if nginx does not take the deletion, nothing is published,
+  /// the channel stays remembered and is owed `notice` (sent after a deletion that succeeds).
+  bool publish(const std::string& channel, const std::string& full, const std::string& notice);
+  /// A client token signed by `key_id` and valid until `expires` (seconds since the epoch) is being let
+  /// into `channel`. False when max_token_channels channels are remembered and none is due to be ended.
+  bool token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id);
+
+  std::uint64_t published() const noexcept { return published_.load(); }
+  std::uint64_t failures() const noexcept { return failures_.load(); }  ///< first attempts nginx did not take
+
+ private:
+  struct owed_notice {
+    std::string message;
+    int attempts = 0;
+    std::chrono::steady_clock::time_point next_try;
+  };
+  struct token_streams {
+    std::int64_t expires = 0;          ///< the earliest expiry among the tokens let in
+    std::vector<std::string> key_ids;  ///< their signing keys, each once
+  };
+  /// One POST of `message` (or, with `message` null, a DELETE of the channel); the libcurl or HTTP
+  /// failure as text, "" on success (a DELETE of a channel Nchan does not hold, 404, succeeds).
+  std::string post(const std::string& channel, const std::string* message);
+  bool due(const token_streams& t, std::int64_t now) const;
+  /// Deletes `channel` when its remembered token streams are due (and forgets them). False when the
+  /// deletion failed (they stay remembered).
+  bool end_due_streams(const std::string& channel);
+  void remember(const std::string& channel, const token_streams& t);  ///< streams_mu_ held
+  bool take_budget(std::size_t bytes);
+  void owe(const std::string& channel, const std::string& notice);
+  void retry_loop();
+
+  live_config config_;
+  std::function<bool(std::string_view)> key_known_;
+  std::mutex streams_mu_;
+  std::unordered_map<std::string, token_streams> streams_;  ///< by channel
+  std::atomic<std::uint64_t> published_{0}, failures_{0};
+  std::mutex budget_mu_;
+  double budget_;  ///< bytes of full messages that may go now
+  std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();
+  std::mutex owed_mu_;
+  std::condition_variable owed_cv_;
+  std::unordered_map<std::string, owed_notice> owed_;  ///< by channel
+  std::atomic<bool> stopping_{false};
+  std::thread retrier_;  ///< started with the first owed notice
+};
+
+}  // namespace folio::service

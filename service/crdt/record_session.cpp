@@ -1,0 +1,127 @@
+#include "crdt/record_session.hpp"
+
+#include "crdt/family.hpp"
+
+#include <utility>
+
+namespace folio::service {
+
+namespace {
+
+/// The stored record as a document: the snapshot with the log folded in.
+folio::document rebuild(database& db, const record_key& k, const record_row& row) {
+  std::optional<folio::document> d;
+  if (const folio::decode_result r = folio::document::decode(row.snapshot, row.incarnation, d); !r)
+    throw std::runtime_error("stored snapshot does not decode: " + r.description());
+  if (row.log_len > 0)
+    for (const std::string& batch : load_log(db, k)) {
+      const folio::apply_result r = d->apply(batch);
+      if (!r || r.pending) throw std::runtime_error("stored change does not apply: " + r.message);
+    }
+  return std::move(*d);
+}
+
+}  // namespace
+
+record_session::record_session(crdt_family& family, database& db, record_key k) : family_(family), db_(db), key_(std::move(k)), cache_key_(key_.cache_key()) {}
+
+void record_session::lock(std::shared_ptr<cached_doc> entry) {
+  if (entry_ == entry) return;
+  std::unique_lock<std::timed_mutex> l(entry->lock, std::defer_lock);
+  if (!l.try_lock_until(db_.deadline())) throw deadline_exceeded();
+  if (lock_.owns_lock()) lock_.unlock();
+  entry_ = std::move(entry);
+  lock_ = std::move(l);
+}
+
+record_session::~record_session() {
+  if (changing_ && entry_) {  // changed and not committed: the entry must not keep the change
+    entry_->doc.reset();
+    entry_->revision = -1;
+  }
+}
+
+const std::optional<record_row>& record_session::open(bool with_document) {
+  std::shared_ptr<cached_doc> entry = family_.cache().find(cache_key_);
+  if (!entry) {  // nothing cached: is there a record at all?
+    row_ = load_record(db_, key_, false);
+    if (!row_) return row_;
+    entry = family_.cache().get(cache_key_);
+  }
+  lock(std::move(entry));
+  row_ = load_record(db_, key_, false);  // under the lock: the revision no other request of ours can move
+  if (!row_ || !with_document) return row_;
+  cached_doc& e = *entry_;
+  const bool hit = e.doc && e.revision == row_->revision && e.doc->replica() == row_->incarnation;
+  family_.cache().note(hit);
+  if (hit) return row_;
+  e.doc.reset();
+  e.revision = -1;
+  // The snapshot and the log at one revision: the row is read again inside the transaction (another
+  // process may have written since the read above).
+  db_.read([&] {
+    row_ = load_record(db_, key_, true);
+    if (row_) e.doc.emplace(rebuild(db_, key_, *row_));
+  });
+  if (!row_) return row_;
+  row_->snapshot.clear();
+  row_->snapshot.shrink_to_fit();
+  e.revision = row_->revision;
+  account();
+  return row_;
+}
+
+const record_row& record_session::open_existing(bool with_document) {
+  const std::optional<record_row>& row = open(with_document);
+  if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
+  return *row;
+}
+
+std::int64_t record_session::append(const std::string* batch, const change_meta& meta) {
+  const bool compacting = batch && row_->log_len + 1 >= compact_after;
+  const std::string snapshot = compacting ? entry_->doc->encode() : std::string();  // before the writer section
+  const std::int64_t revision = commit([&] {
+    const std::int64_t r = append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session);
+    if (compacting) compact(db_, key_, snapshot);
+    return r;
+  });
+  if (compacting) family_.platform().stats().compaction();
+  return revision;
+}
+
+folio::document& record_session::change() {
+  changing_ = true;
+  entry_->revision = -1;
+  return *entry_->doc;
+}
+
+void record_session::unchanged() {
+  changing_ = false;
+  if (entry_->doc && row_) entry_->revision = row_->revision;
+}
+
+void record_session::committed(std::int64_t revision) {
+  changing_ = false;
+  if (!entry_) return;  // a record added: hold() puts it in the cache
+  entry_->revision = revision;
+  account();
+}
+
+void record_session::hold(folio::document d, std::int64_t revision) {
+  lock(family_.cache().get(cache_key_));
+  entry_->doc = std::move(d);
+  committed(revision);
+}
+
+void record_session::forget() {
+  changing_ = false;
+  if (entry_) {
+    entry_->doc.reset();
+    entry_->revision = -1;
+  }
+  family_.cache().erase(cache_key_);
+}
+
+void record_session::account() { family_.cache().account(cache_key_, entry_ && entry_->doc ? entry_->doc->memory_usage() : 0); }
+
+}  // namespace folio::service

@@ -1,0 +1,127 @@
+// service/crdt/record_session.hpp — one request's hold on a CRDT record, and the one protocol that keeps the
+// cached document (doc_cache.hpp) and the stored record (records.hpp) in step:
+//
+//   1. open() locks the record's cache entry (one request per record at a time in this process),
+//      waiting no longer than the request's deadline, reads the record's row (one statement, no
+//      snapshot) and makes the entry hold the document at that revision of that incarnation: the
+//      cached one when it does, else rebuilt from the snapshot and log in one read transaction. A
+//      record that does not exist gets no entry (requests for missing records never evict others).
+//   2. The handler changes the document (change()) — parsing, decoding, diffing, encoding — outside
+//      the process-wide writer section, so one request's CPU never holds other records' writes.
+//   3. commit(write) takes the writer section, checks that the stored row is still the one open()
+//      read (another process may have written; then the change is dropped and record_moved thrown,
+//      and the handler starts again), runs `write` and commits. Only then does the entry say it holds
+//      the new revision. append() is commit() for a change of an existing record: the change's batch
+//      appended to the log with its metadata, and every compact_after batches the log compacted into
+//      a snapshot encoded before the writer section.
+//
+// Invariant: an entry's document is at the revision the entry names, or the entry names none (-1).
+// A session that changed the document and did not commit leaves the entry empty, so the next request
+// rebuilds it from storage: a cached document never holds an uncommitted change.
+// Thread-safety: a session belongs to one request (one thread).
+#pragma once
+
+#include <folio/document.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "crdt/doc_cache.hpp"
+#include "crdt/records.hpp"
+#include "platform/database.hpp"
+#include "wire/status.hpp"
+
+namespace folio::service {
+
+/// The stored row changed between a session's open() and its commit (a writer in another process).
+struct record_moved : std::runtime_error {
+  record_moved() : std::runtime_error("the record changed while the request was being prepared") {}
+};
+
+class crdt_family;
+
+/// Who changed a record and when (the metadata every write of a record stores).
+struct change_meta {
+  std::string when, by;
+  std::optional<std::string> session;
+};
+
+class record_session {
+ public:
+  record_session(crdt_family& family, database& db, record_key k);
+  ~record_session();
+  record_session(const record_session&) = delete;
+  record_session& operator=(const record_session&) = delete;
+
+  const record_key& key() const noexcept { return key_; }
+
+  /// The record's row (without its snapshot) with its document ready in doc() (unless
+  /// `with_document` is false), or nullopt when there is no record. Locks the record's entry first;
+  /// throws deadline_exceeded when the deadline of `db` passes while waiting for it.
+  const std::optional<record_row>& open(bool with_document = true);
+  /// open(), for a record that must exist: 404 NOT_FOUND when it does not.
+  const record_row& open_existing(bool with_document = true);
+  /// The document at the opened row's revision.
+  folio::document& doc() { return *entry_->doc; }
+  /// doc(), to be changed: until commit() the entry names no revision.
+  folio::document& change();
+  /// After change(): the document is as it was (the change was refused before anything was
+  /// integrated), so the entry holds the opened revision again.
+  void unchanged();
+
+  /// Runs `write` (returning the record's new revision) in a write transaction after checking that
+  /// the stored row is still the opened one (or still absent); then the entry holds that revision.
+  /// Throws record_moved when the row changed, deadline_exceeded when the deadline passed (nothing is
+  /// committed either way).
+  template <class F>
+  std::int64_t commit(F&& write) {
+    const std::int64_t revision = db_.write([&] {
+      const std::optional<record_row> now = load_record(db_, key_, false);
+      if (now.has_value() != row_.has_value() || (now && (now->revision != row_->revision || now->incarnation != row_->incarnation)))
+        throw record_moved();
+      return write();
+    });
+    committed(revision);
+    return revision;
+  }
+  /// After change(): commits the change — `batch` appended to the record's log (null: no ops, only the
+  /// metadata and the revision move), compacting the log into a snapshot when it reaches
+  /// compact_after batches. Returns the new revision; throws as commit().
+  std::int64_t append(const std::string* batch, const change_meta& meta);
+  /// Puts `d` (a new record just inserted by commit's `write`) in the record's entry at `revision`.
+  void hold(folio::document d, std::int64_t revision);
+  /// Drops the entry (the record was deleted).
+  void forget();
+
+ private:
+  void committed(std::int64_t revision);
+  void account();
+  void lock(std::shared_ptr<cached_doc> entry);
+
+  crdt_family& family_;
+  database& db_;
+  record_key key_;
+  std::string cache_key_;
+  std::shared_ptr<cached_doc> entry_;
+  std::unique_lock<std::timed_mutex> lock_;
+  std::optional<record_row> row_;
+  bool changing_ = false;
+};
+
+/// Runs `attempt` (which opens its own record_session) again when a writer in another process moved
+/// the record under it; a third move is 503 UNAVAILABLE.
+template <class F>
+auto with_retries(F&& attempt) {
+  for (int tries = 1;; ++tries) {
+    try {
+      return attempt();
+    } catch (const record_moved&) {
+      if (tries == 3) throw api_error(status::unavailable, "The record kept changing while the request was prepared; retry it.");
+    }
+  }
+}
+
+}  // namespace folio::service

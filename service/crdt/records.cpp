@@ -1,0 +1,120 @@
+#include "crdt/records.hpp"
+
+#include <openssl/rand.h>
+
+namespace folio::service {
+
+namespace {
+
+const migration steps[] = {
+    {1, R"sql(
+CREATE TABLE crdt_records (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot BLOB NOT NULL,
+  log_len INTEGER NOT NULL, revision INTEGER NOT NULL,
+  last_update TEXT NOT NULL, last_updated_by TEXT NOT NULL, session_id TEXT,
+  PRIMARY KEY (tenant, org, doc, editor)) WITHOUT ROWID;
+CREATE TABLE crdt_log (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  seq INTEGER NOT NULL, batch BLOB NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor, seq)) WITHOUT ROWID;
+)sql"},
+    // 4: a CRDT record has an incarnation, the replica id its server edits it as, drawn at random when
+    // the record is added: a record deleted and added again never repeats the old one's op ids, and a
+    // client holding the old one's state is told. Records stored before were edited as the database's
+    // one server replica (kept in meta by schema 1-3), which stays their incarnation.
+    {4, R"sql(
+ALTER TABLE crdt_records ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 0;
+UPDATE crdt_records SET incarnation = (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'server_replica');
+)sql"},
+};
+
+}  // namespace
+
+std::span<const migration> crdt_migrations() { return steps; }
+
+std::uint64_t new_incarnation() {
+  std::uint64_t r = 0;
+  while (r == 0) {
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r) != 1) throw store_error(SQLITE_ERROR, "no randomness for a record's incarnation");
+    r >>= 1;  // below 2^63: fits SQLite's signed integers
+  }
+  return r;
+}
+
+namespace {
+record_row row_of(query& q) {
+  record_row r;
+  r.editor = q.text(0), r.type = q.text(1), r.content_key = q.text(2), r.snapshot = q.blob(3);
+  r.log_len = q.integer(4), r.revision = q.integer(5);
+  r.last_update = q.text(6), r.last_updated_by = q.text(7), r.session_id = q.text_opt(8);
+  r.incarnation = static_cast<std::uint64_t>(q.integer(9));
+  return r;
+}
+}  // namespace
+
+std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot) {
+  query q = db.sql(with_snapshot ? "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, incarnation "
+                                   "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?"
+                                 : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id, incarnation "
+                                   "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
+  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
+  if (!q.step()) return std::nullopt;
+  return row_of(q);
+}
+
+std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc) {
+  query q = db.sql("SELECT editor FROM crdt_records WHERE tenant=? AND org=? AND doc=? ORDER BY editor");
+  q.bind(1, tenant).bind(2, org).bind(3, doc);
+  std::vector<std::string> out;
+  while (q.step()) out.push_back(q.text(0));
+  return out;
+}
+
+std::vector<std::string> load_log(database& db, const record_key& k) {
+  query q = db.sql("SELECT batch FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? ORDER BY seq");
+  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
+  std::vector<std::string> out;
+  while (q.step()) out.push_back(q.blob(0));
+  return out;
+}
+
+void insert_record(database& db, const record_key& k, const record_row& r) {
+  db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, "
+         "incarnation) VALUES (?,?,?,?,?,?,?,0,?,?,?,?,?)")
+      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, r.type).bind(6, r.content_key).bind_blob(7, r.snapshot)
+      .bind(8, r.revision).bind(9, r.last_update).bind(10, r.last_updated_by).bind_opt(11, r.session_id).bind(12, static_cast<std::int64_t>(r.incarnation))
+      .step();
+}
+
+std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
+                           const std::string& by, const std::optional<std::string>& session) {
+  std::int64_t log_len = before.log_len;
+  if (batch) {
+    db.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES (?,?,?,?,?,?)")
+        .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, log_len).bind_blob(6, *batch)
+        .step();
+    ++log_len;
+  }
+  const std::int64_t revision = before.revision + 1;
+  db.sql("UPDATE crdt_records SET log_len=?, revision=?, last_update=?, last_updated_by=?, session_id=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind(1, log_len).bind(2, revision).bind(3, last_update).bind(4, by).bind_opt(5, session)
+      .bind(6, k.tenant).bind(7, k.org).bind(8, k.doc).bind(9, k.editor)
+      .step();
+  return revision;
+}
+
+void compact(database& db, const record_key& k, const std::string& snapshot) {
+  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+  db.sql("UPDATE crdt_records SET snapshot=?, log_len=0 WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind_blob(1, snapshot).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
+      .step();
+}
+
+bool delete_record(database& db, const record_key& k) {
+  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+  db.sql("DELETE FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+  return db.changes() > 0;
+}
+
+}  // namespace folio::service

@@ -1,0 +1,58 @@
+// service/crdt/records.hpp — CRDT records in SQLite (the README's "Storage"; docs/SERVICE.md).
+//
+// A CRDT record is a row of crdt_records (type, root name, snapshot = encoded document, metadata, a
+// revision that every write bumps, the incarnation that `add` draws) plus an append-only log of
+// encoded change batches since the snapshot (crdt_log); readers fold the log into the snapshot, and a
+// write compacts the log into a new snapshot once it passes `compact_after` batches. This module owns
+// both tables and their migrations (crdt_migrations). Every row is keyed by the tenant first.
+// Thread-safety: functions over a caller's `database`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "platform/database.hpp"
+
+namespace folio::service {
+
+/// The tables crdt_records and crdt_log (schema 1) and the incarnation column (schema 4).
+std::span<const migration> crdt_migrations();
+
+struct record_key {
+  std::string tenant, org, doc, editor;
+  std::string cache_key() const { return tenant + '\x1f' + org + '\x1f' + doc + '\x1f' + editor; }
+};
+
+struct record_row {
+  std::string editor, type, content_key, snapshot;
+  std::int64_t log_len = 0, revision = 0;
+  std::string last_update, last_updated_by;
+  std::optional<std::string> session_id;
+  /// The record's incarnation: the replica id the server edits this record as, random per `add`
+  /// (new_incarnation), so a record deleted and added again never reuses an op id of the old one.
+  std::uint64_t incarnation = 0;
+};
+
+/// A fresh incarnation: 63 random bits, never 0 (a valid replica id that fits a signed column).
+std::uint64_t new_incarnation();
+
+inline constexpr std::int64_t compact_after = 64;
+
+/// The record's row; without its snapshot when `with_snapshot` is false (enough when the cached
+/// document is at the row's revision).
+std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot = true);
+/// The editorIds of a document's records, in order.
+std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
+std::vector<std::string> load_log(database& db, const record_key& k);
+void insert_record(database& db, const record_key& k, const record_row& r);
+/// Appends one encoded change (or none), bumps the revision, writes the metadata. Returns the revision.
+std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
+                           const std::string& by, const std::optional<std::string>& session);
+/// Replaces snapshot + log by one snapshot (same revision: the value is unchanged).
+void compact(database& db, const record_key& k, const std::string& snapshot);
+bool delete_record(database& db, const record_key& k);
+
+}  // namespace folio::service

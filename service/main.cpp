@@ -1,0 +1,341 @@
+// folio-fcgi: the FastCGI responder. Flags, signals and the accept loop; everything else is in the
+// folio_service library. A pool of worker threads, each with its own FCGX_Request and its own SQLite
+// connection, accepts on one unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
+// finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
+// on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
+// a stop signal, and pets the watchdog while a worker can answer (deploy/systemd/folio-fcgi.service).
+// SIGHUP reloads the client-token key file (--client-token-keys; a file that does not load keeps the
+// keys in use, with an error line).
+//
+//   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
+//              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
+//              [--max-db-pages N] [--access-log on|off] [--request-timeout 50]
+//              [--client-token-keys /etc/folio/client-token.keys]
+#include <fcgiapp.h>
+#include <malloc.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "platform/log.hpp"
+#include "responder.hpp"
+
+namespace {
+
+struct options {
+  std::string socket = "var/run/folio.sock", db = "var/folio.db";
+  unsigned workers = 4;
+  std::size_t max_body = std::size_t(4) << 20, cache_mb = 256;
+  std::string channel_secret_file, publish_socket;
+  long long max_db_pages = 0;
+  bool access_log = true;
+  unsigned request_timeout_s = 50;
+  std::string client_token_keys;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH] [--workers N] [--max-body BYTES] [--cache-mb MB]\n"
+               "                  [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
+               "                  [--request-timeout SECONDS] [--client-token-keys PATH]\n",
+               why);
+  std::exit(2);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value for " + a).c_str());
+      return argv[++i];
+    };
+    auto number = [&](const std::string& v) -> unsigned long long {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end || n == 0) usage(("not a positive number: " + v).c_str());
+      return n;
+    };
+    if (a == "--socket") o.socket = value();
+    else if (a == "--db") o.db = value();
+    else if (a == "--workers") o.workers = static_cast<unsigned>(number(value()));
+    else if (a == "--max-body") o.max_body = number(value());
+    else if (a == "--cache-mb") o.cache_mb = number(value());
+    else if (a == "--channel-secret-file") o.channel_secret_file = value();
+    else if (a == "--publish-socket") o.publish_socket = value();
+    else if (a == "--max-db-pages") o.max_db_pages = static_cast<long long>(number(value()));
+    else if (a == "--access-log") {
+      const std::string v = value();
+      if (v != "on" && v != "off") usage("--access-log takes on or off");
+      o.access_log = v == "on";
+    }
+    else if (a == "--request-timeout") o.request_timeout_s = static_cast<unsigned>(number(value()));
+    else if (a == "--client-token-keys") o.client_token_keys = value();
+    else if (a == "--help" || a == "-h") usage("help");
+    else usage(("unknown argument " + a).c_str());
+  }
+  return o;
+}
+
+std::string param(FCGX_Request& r, const char* name) {
+  const char* v = FCGX_GetParam(name, r.envp);
+  return v ? v : "";
+}
+
+const char* reason(int code) {
+  switch (code) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return "Internal Server Error";
+  }
+}
+
+void put(FCGX_Request& req, std::string_view bytes) {
+  while (!bytes.empty()) {  // FCGX_PutStr takes an int
+    const int n = static_cast<int>(std::min<std::size_t>(bytes.size(), 1 << 30));
+    if (FCGX_PutStr(bytes.data(), n, req.out) != n) return;  // the peer went away; FCGX_Finish_r ends it
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+void respond(FCGX_Request& req, const folio::service::response& res) {
+  if (res.cut_short) {  // part of a 200 was sent: end the connection without ending the response
+    shutdown(req.ipcFd, SHUT_RDWR);
+    return;
+  }
+  if (!res.streamed) {
+    // FCGX_FPrintF knows no %zu: the head is built here.
+    const std::string head = "Status: " + std::to_string(res.http) + " " + reason(res.http) + "\r\nContent-Type: " + std::string(res.content_type) +
+                             "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n\r\n";
+    put(req, head);
+  }
+  put(req, res.body);
+}
+
+/// A streamed answer (body_output.hpp): a 200 whose length is not known in advance (nginx sends it
+/// to the client chunked), its head before the first bytes.
+folio::service::body_output::sink stream_to(FCGX_Request& req) {
+  return [&req, head_sent = false](std::string_view bytes) mutable {
+    if (!head_sent) put(req, "Status: 200 OK\r\nContent-Type: application/json\r\n\r\n"), head_sent = true;
+    put(req, bytes);
+  };
+}
+
+/// When the request's time budget ends: `timeout` after nginx sent it (FOLIO_REQUEST_START, nginx's
+/// $msec: seconds since the epoch with milliseconds), or after now when nginx did not say.
+folio::service::deadline_clock::time_point deadline_of(const std::string& start, std::chrono::milliseconds timeout) {
+  using namespace std::chrono;
+  const auto now = folio::service::deadline_clock::now();
+  char* end = nullptr;
+  const double sent = std::strtod(start.c_str(), &end);
+  if (start.empty() || *end != '\0' || !(sent > 0)) return now + timeout;
+  const double waited = duration<double>(system_clock::now().time_since_epoch()).count() - sent;  // in nginx's and our queues
+  return now + timeout - duration_cast<milliseconds>(duration<double>(std::clamp(waited, 0.0, 3600.0)));
+}
+
+void serve(FCGX_Request& req, folio::service::responder& svc, folio::service::database& db) {
+  folio::service::request r;
+  r.deadline = deadline_of(param(req, "FOLIO_REQUEST_START"), svc.settings().request_timeout);
+  r.method = param(req, "REQUEST_METHOD");
+  r.path = param(req, "DOCUMENT_URI");
+  if (r.path.empty()) r.path = param(req, "SCRIPT_NAME");
+  r.content_type = param(req, "CONTENT_TYPE");
+  r.api_key = param(req, "HTTP_X_FOLIO_API_KEY");
+  r.auth_token = param(req, "HTTP_X_FOLIO_AUTH_TOKEN");
+  r.authorization = param(req, "HTTP_AUTHORIZATION");
+  r.content_length = std::strtoull(param(req, "CONTENT_LENGTH").c_str(), nullptr, 10);
+  r.query = param(req, "QUERY_STRING");
+  r.request_id = param(req, "FOLIO_REQUEST_ID");
+  r.stream = stream_to(req);
+  if (r.path == "/_folio/authorize") {  // nginx's nchan_authorize_request for /v2/crdt/subscribe
+    r.channel = param(req, "FOLIO_CHANNEL");
+    return respond(req, svc.authorize_subscriber(db, r));
+  }
+  // Read at most the limit + 1 bytes: enough to know a body is too large without holding it.
+  const std::size_t cap = svc.settings().max_body + 1;
+  if (r.content_length <= svc.settings().max_body) {
+    r.body.resize(std::min(r.content_length, cap));
+    std::size_t got = 0;
+    while (got < r.body.size()) {
+      const int n = FCGX_GetStr(r.body.data() + got, static_cast<int>(std::min<std::size_t>(r.body.size() - got, 1 << 20)), req.in);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    r.body.resize(got);
+  }
+  respond(req, svc.handle(db, r));
+}
+
+/// What the watchdog knows of a worker: when it took its current request (steady clock, ms), or idle
+/// (waiting for one) or gone (its thread ended).
+struct worker_state {
+  static constexpr std::int64_t idle = 0, gone = -1;
+  std::atomic<std::int64_t> busy_since_ms{idle};
+};
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() + 1;  // never idle's 0
+}
+
+/// The channel secret: the file's first line (hex from `openssl rand -hex 32`, as scripts/run makes it).
+std::string read_secret(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line) || line.size() < 32) {
+    folio::service::log::write("error", "startup_failed", "cannot read a channel secret of at least 32 characters from " + path);
+    std::exit(1);
+  }
+  return line;
+}
+
+/// Loads the client-token key file into `svc` (at start, and on SIGHUP); false, with an error line,
+/// when it does not load (the keys in use stay).
+bool load_client_keys(folio::service::responder& svc, const std::string& path) {
+  try {
+    auto ring = std::make_shared<const folio::service::key_ring>(folio::service::key_ring::load(path));
+    const std::string what = std::to_string(ring->size()) + " key(s) from " + path + ", signing with " + ring->signer().id;
+    svc.platform().set_client_keys(std::move(ring));
+    folio::service::log::write("info", "client_token_keys_loaded", what);
+    return true;
+  } catch (const std::exception& e) {
+    folio::service::log::write("error", "client_token_keys_failed", std::string("client-token keys not loaded: ") + e.what());
+    return false;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const options o = parse(argc, argv);
+  // Block the stop signals in every thread; the main thread waits for them with sigwait.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGHUP);  // reload the client-token keys
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  // The C heap keeps what freed documents held. In the soak (bench/soak.sh: 4 workers decoding and
+  // evicting documents that grow as they are edited) glibc's defaults let the memory it held free
+  // grow past the cache's own size: it gives threads that allocate at once arenas of their own (up
+  // to 8 per core), each keeping its free memory, and after a large block is freed it raises the
+  // size from which blocks are mmapped (up to 32 MiB), so large blocks too come from the arenas. Two
+  // arenas, and blocks of 128 KiB or more always mmapped (returned to the system when freed), kept
+  // the held memory at 0.5-0.6x the live heap (19-22 MB against 35-36 MB) and the heap's mean at
+  // 0.66x the defaults'. The environment's MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_ win.
+  if (!std::getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 2);
+  if (!std::getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  folio::service::log::set_access(o.access_log);
+  try {
+    folio::service::database probe(o.db, folio::service::responder::tables(), o.max_db_pages);  // creates and migrates before the socket opens
+  } catch (const std::exception& e) {
+    folio::service::log::write("error", "startup_failed", std::string("cannot open the database: ") + e.what());
+    return 1;
+  }
+  if (FCGX_Init() != 0) return folio::service::log::write("error", "startup_failed", "FCGX_Init failed"), 1;
+  unlink(o.socket.c_str());
+  // A burst of (re)subscribing clients each costs an authorization (bench/subscriber_burst.sh: 2,000 at
+  // once); listen() caps the backlog at net.core.somaxconn (4,096 on Debian 12).
+  const int fd = FCGX_OpenSocket(o.socket.c_str(), 4096);
+  if (fd < 0) return folio::service::log::write("error", "startup_failed", "cannot listen on " + o.socket + ": " + std::strerror(errno)), 1;
+  chmod(o.socket.c_str(), 0666);  // nginx's workers may run as another user
+
+  folio::service::config cfg;
+  cfg.max_body = o.max_body;
+  cfg.cache_bytes = o.cache_mb << 20;
+  cfg.request_timeout = std::chrono::seconds(o.request_timeout_s);
+  if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
+  cfg.live.publish_socket = o.publish_socket;
+  folio::service::responder svc(cfg);
+  if (!o.client_token_keys.empty() && !load_client_keys(svc, o.client_token_keys)) return 1;
+  std::atomic<bool> stopping{false};
+  std::vector<std::thread> workers;
+  std::vector<worker_state> states(o.workers);
+  for (unsigned i = 0; i < o.workers; ++i)
+    workers.emplace_back([&, &state = states[i]] {
+      std::unique_ptr<folio::service::database> db;
+      try {
+        db = std::make_unique<folio::service::database>(o.db, folio::service::responder::tables(), o.max_db_pages);
+      } catch (const std::exception& e) {
+        folio::service::log::write("error", "worker_failed", std::string("worker cannot open the database: ") + e.what());
+        state.busy_since_ms = worker_state::gone;
+        return;
+      }
+      FCGX_Request req;
+      FCGX_InitRequest(&req, fd, 0);
+      state.busy_since_ms = worker_state::idle;
+      while (!stopping.load() && FCGX_Accept_r(&req) >= 0) {
+        state.busy_since_ms = steady_ms();
+        serve(req, svc, *db);
+        FCGX_Finish_r(&req);
+        state.busy_since_ms = worker_state::idle;
+      }
+      state.busy_since_ms = worker_state::gone;
+      FCGX_Free(&req, 1);
+    });
+  folio::service::log::write("info", "started",
+                             "listening on " + o.socket + " (" + std::to_string(o.workers) + " workers, database " + o.db + ", live push " +
+                                 (cfg.live.channel_secret.empty() ? "off" : cfg.live.publish_socket.empty() ? "subscribe only" : "via " + cfg.live.publish_socket) +
+                                 ")");
+  sd_notify(0, "READY=1");
+  // The main thread waits for a stop signal, petting systemd's watchdog (if one is set) meanwhile —
+  // but only while the workers can answer: when every one of them has been on one request for more
+  // than twice the request timeout (a request past its deadline commits nothing, so a worker still on
+  // it is stuck) or has gone, the watchdog is left to fire and systemd restarts the responder.
+  std::uint64_t watchdog_us = 0;
+  if (sd_watchdog_enabled(0, &watchdog_us) <= 0) watchdog_us = 0;
+  const std::int64_t stuck_ms = 2 * static_cast<std::int64_t>(o.request_timeout_s) * 1000;
+  int sig = -1;
+  bool stuck = false;
+  const timespec half{static_cast<time_t>(watchdog_us / 2000000), static_cast<long>(watchdog_us / 2 % 1000000) * 1000};
+  while (sig < 0) {
+    sig = watchdog_us ? sigtimedwait(&stop, nullptr, &half) : sigwaitinfo(&stop, nullptr);
+    if (sig == SIGHUP) {
+      if (!o.client_token_keys.empty()) load_client_keys(svc, o.client_token_keys);
+      sig = -1;  // and on to the watchdog, as after a timeout
+    }
+    if (sig >= 0 || !watchdog_us) continue;
+    const std::int64_t now = steady_ms();
+    const bool able = std::any_of(states.begin(), states.end(), [&](const worker_state& w) {
+      const std::int64_t since = w.busy_since_ms.load();
+      return since == worker_state::idle || (since != worker_state::gone && now - since < stuck_ms);
+    });
+    if (!able && !stuck)
+      folio::service::log::write("error", "workers_stuck", "every worker has been on one request for more than " + std::to_string(stuck_ms / 1000) +
+                                                               " s (or has stopped); the systemd watchdog is no longer petted");
+    stuck = !able;
+    if (able) sd_notify(0, "WATCHDOG=1");
+  }
+  sd_notify(0, "STOPPING=1");
+  folio::service::log::write("info", "stopping", std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ", finishing in-flight requests");
+  stopping = true;
+  FCGX_ShutdownPending();
+  shutdown(fd, SHUT_RDWR);  // wakes the workers blocked in accept; requests in progress finish
+  for (std::thread& t : workers) t.join();
+  close(fd);
+  unlink(o.socket.c_str());
+  return 0;
+}

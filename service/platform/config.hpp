@@ -1,0 +1,26 @@
+// service/platform/config.hpp — the responder's settings (folio-fcgi's flags; docs/OPERATIONS.md).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace folio::service {
+
+/// Live push (docs/API.md, crdt/sync and crdt/subscribe; crdt/publish.hpp).
+struct live_config {
+  std::string channel_secret;  ///< shared with nginx; empty: live push is off (subscribe answers 503)
+  std::string publish_socket;  ///< nginx's publisher listener (unix socket); empty: nothing is published
+};
+
+struct config {
+  std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
+  std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
+  std::chrono::milliseconds auth_ttl{2000};  ///< how long a checked key + token pair is trusted without the database
+  /// A request's time budget from when nginx sent it; below nginx's fastcgi_read_timeout (60 s), so a
+  /// request nginx gave up on never commits afterwards (folio-fcgi sets request::deadline with it).
+  std::chrono::milliseconds request_timeout{50000};
+  live_config live;  ///< channel secret and nginx's publisher socket (docs/API.md, crdt/sync and crdt/subscribe)
+};
+
+}  // namespace folio::service

@@ -1,0 +1,92 @@
+// Who is calling (server::identify): an API key + auth token checked against the database and
+// remembered for auth_ttl, or a client token (client_token.hpp) checked against the key ring alone.
+#include <cctype>
+#include <chrono>
+
+#include "platform/clock.hpp"
+#include "platform/nginx_query.hpp"
+#include "platform/server.hpp"
+
+namespace folio::service {
+
+namespace {
+
+/// The client token of an Authorization header "Bearer <token>" (the scheme in any case, then spaces
+/// or tabs; "Bearer" alone is an empty, malformed token); nullopt for no header or another scheme
+/// (which may be meant for a proxy in front).
+std::optional<std::string_view> bearer_token(std::string_view h) {
+  constexpr std::string_view scheme = "bearer";
+  if (h.size() < scheme.size() || (h.size() > scheme.size() && h[scheme.size()] != ' ' && h[scheme.size()] != '\t')) return std::nullopt;
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(h[i])) != scheme[i]) return std::nullopt;
+  h.remove_prefix(scheme.size());
+  while (!h.empty() && (h.front() == ' ' || h.front() == '\t')) h.remove_prefix(1);
+  while (!h.empty() && (h.back() == ' ' || h.back() == '\t')) h.remove_suffix(1);
+  return h;
+}
+
+}  // namespace
+
+std::optional<principal> server::check_credentials(database& db, const request& r) {
+  const std::string id = r.api_key + '\n' + r.auth_token;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> g(auth_mu_);
+    if (auto it = auth_cache_.find(id); it != auth_cache_.end() && now < it->second.until) return it->second.who;
+  }
+  std::optional<principal> who = authenticate(db, r.api_key, r.auth_token, now_iso());
+  if (who && config_.auth_ttl.count() > 0) {
+    std::lock_guard<std::mutex> g(auth_mu_);
+    if (auth_cache_.size() >= 10000) auth_cache_.clear();  // bounded: callers are few, credentials fewer
+    auth_cache_[id] = {*who, now + config_.auth_ttl};
+  }
+  return who;
+}
+
+principal server::client_principal(std::string_view token) {
+  const std::shared_ptr<const key_ring> ring = client_keys();
+  if (!ring) throw api_error(status::unavailable, "Client tokens are not configured on this server.");
+  const token_check t = verify_client_token(token, *ring, now_unix_ms());
+  switch (t.problem) {
+    case token_problem::malformed:
+      throw api_error(status::unauthenticated, "Malformed client token: expected fct1.<tenant>.<key id>.<claims>.<signature>.");
+    case token_problem::unknown_key: throw api_error(status::unauthenticated, "Invalid client token: unknown signing key.");
+    case token_problem::bad_signature: throw api_error(status::unauthenticated, "Invalid client token: bad signature.");
+    case token_problem::expired: throw api_error(status::unauthenticated, "The client token expired at " + iso_time(t.claims.expires * 1000) + ".");
+    case token_problem::none: break;
+  }
+  principal p;
+  p.tenant = t.claims.tenant, p.subject = t.claims.user, p.read_only = !t.claims.write;
+  p.scope = client_scope{t.claims.org, t.claims.doc, t.claims.editor, t.claims.expires, t.key_id};
+  return p;
+}
+
+principal server::identify(database& db, const request& r, bool query_token) {
+  const std::optional<std::string_view> bearer = bearer_token(r.authorization);
+  std::optional<std::string> in_query;
+  if (query_token)
+    if (const std::optional<std::string_view> raw = nginx_arg(r.query, "token")) in_query = nginx_unescape(*raw);
+  if (bearer || in_query) {
+    if (!r.api_key.empty() || !r.auth_token.empty())
+      throw api_error(status::unauthenticated, "Send either the x-folio-api-key and x-folio-auth-token headers or a client token, not both.");
+    if (bearer && in_query)
+      throw api_error(status::unauthenticated, "Send the client token once: in the Authorization header or in the token parameter, not both.");
+    return client_principal(bearer ? *bearer : std::string_view(*in_query));
+  }
+  if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+  const std::optional<principal> who = check_credentials(db, r);
+  if (!who) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+  return *who;
+}
+
+void server::set_client_keys(std::shared_ptr<const key_ring> ring) {
+  std::lock_guard<std::mutex> g(keys_mu_);
+  client_keys_ = std::move(ring);
+}
+
+std::shared_ptr<const key_ring> server::client_keys() const {
+  std::lock_guard<std::mutex> g(keys_mu_);
+  return client_keys_;
+}
+
+}  // namespace folio::service

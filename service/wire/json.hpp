@@ -1,0 +1,105 @@
+// service/wire/json.hpp — request bodies in, response bodies out (RapidJSON).
+//
+// Parsing is iterative (no recursion on input depth), validates UTF-8, refuses strings that are not
+// Unicode (a lone surrogate escape), nesting deeper than 64 levels and duplicate keys, and reports
+// failures as api_error naming the field and the byte offset. Numbers (docs/API.md, "Every call") read as
+// JavaScript reads them: integers that fit 64 bits exactly, every other number as the nearest double
+// (correctly rounded), and are written back as the shortest text that reads as the same double. Values
+// stored by the service (map values, array elements) are kept as canonical JSON: object keys sorted,
+// no whitespace, so equal values have equal bytes. Thread-safety: free functions over values.
+#pragma once
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wire/body_output.hpp"
+#include "wire/status.hpp"
+
+namespace folio::service {
+
+inline constexpr int max_json_depth = 64;
+
+using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+/// 0 when `text` is Unicode as UTF-8: well-formed, no overlong forms, nothing beyond U+10FFFF, no
+/// surrogate code points (U+D800-DFFF, which RapidJSON writes for a lone surrogate escape); 1 for
+/// bytes that are not UTF-8; else the first surrogate's code point. O(n), eight ASCII bytes a step.
+unsigned unicode_problem(std::string_view text) noexcept;
+
+/// Parses an untrusted body; throws api_error(INVALID_ARGUMENT) naming the rule it broke (`what`
+/// names the text in the message for invalid JSON: "Body is not valid JSON: ...").
+rapidjson::Document parse_json(std::string_view body, std::string_view what = "Body");
+/// parse_json for JSON the service stored itself (annotation and comment bodies): the same rules,
+/// except that a surrogate code point is let through. Builds before the Unicode rule stored a lone
+/// surrogate escape (\udc00) as the bytes ED B0 80; writes to such a thread keep working, and
+/// `folio-admin check` (which reads with parse_json) reports the body.
+rapidjson::Document parse_stored_json(std::string_view body);
+
+/// Canonical bytes of a value: keys sorted (byte order), integers as they are, other numbers as
+/// write_double writes them. Iterative.
+std::string canonical_json(const rapidjson::Value& v);
+
+/// A finite double as the shortest text that reads back as the same double (std::to_chars: "0.1",
+/// "1e+300", "-0", "100" for 100.0); JSON.parse reads the same double from it (its text may differ from
+/// JavaScript's own: "1.5e-07", "1e+20").
+void write_double(json_writer& w, double d);
+
+/// {"result":{"status":"success","message":...}} with `data` written by `write_data` when given,
+/// into `out` (which `write_data` may flush between items); answers what `out` has not sent.
+template <class F>
+std::string success_body(body_output& out, std::string_view message, F&& write_data) {
+  json_writer w(out.buffer());
+  w.StartObject();
+  w.Key("result");
+  w.StartObject();
+  w.Key("status");
+  w.String("success");
+  w.Key("message");
+  w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
+  if constexpr (!std::is_same_v<std::decay_t<F>, std::nullptr_t>) {
+    w.Key("data");
+    write_data(w);
+  }
+  w.EndObject();
+  w.EndObject();
+  return out.take();
+}
+
+/// The same, as a whole string.
+template <class F>
+std::string success_body(std::string_view message, F&& write_data) {
+  body_output out;
+  return success_body(out, message, std::forward<F>(write_data));
+}
+
+/// {"error":{"message":...,"status":...}}
+std::string error_body(std::string_view message, std::string_view status);
+
+inline void write_string(json_writer& w, std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
+/// The string, or null when absent.
+inline void write_optional(json_writer& w, const std::optional<std::string>& s) {
+  if (s)
+    write_string(w, *s);
+  else
+    w.Null();
+}
+
+/// An object member "key": "value".
+inline void write_member(json_writer& w, std::string_view key, std::string_view value) {
+  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+  write_string(w, value);
+}
+
+/// An object member "key": "value", or "key": null when absent.
+inline void write_optional_member(json_writer& w, std::string_view key, const std::optional<std::string>& value) {
+  w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size()));
+  write_optional(w, value);
+}
+
+}  // namespace folio::service

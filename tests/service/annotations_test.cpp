@@ -1,0 +1,131 @@
+// The comment annotation family (service/annotations/): its handlers through the responder (selection
+// rules, bodies stored by earlier builds, comment ids) and its model (timestamps, ids, stored bodies).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "annotations/model.hpp"
+#include "annotations/store.hpp"
+#include "platform/fields.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace folio_service_test;
+
+/// Adds annotation "a" by user "u" with comment 1 ("one") to the document `doc` names
+/// (`{"data":{...ids...`).
+svc::response add_thread(fixture& f, const std::string& doc) {
+  return f.call("/v2/commentannotations/add", doc + R"(,"commentAnnotations":[{"annotationId":"a","from":{"userId":"u","name":"U","email":"u@e"},)"
+                                                    R"("commentData":[{"commentId":1,"commentText":"one"}]}]}})");
+}
+
+TEST_F(fixture, AnEmptyListSelectsNothingOnEveryWriteAndDelete) {
+  const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
+  ASSERT_EQ(add_thread(*this, doc).http, 200);
+  const std::string before = call("/v1/commentannotations/get", doc + "}}").body;
+  const auto answers = [&](const char* path, const std::string& fields, const char* message) {
+    const svc::response r = call(path, doc + fields + "}}");
+    EXPECT_EQ(r.http, 200) << path << fields << r.body;
+    EXPECT_NE(r.body.find(std::string(R"("message":")") + message + R"(","data":{}})"), std::string::npos) << path << fields << r.body;
+  };
+  answers("/v2/commentannotations/delete", R"(,"annotationIds":[])", "0 of 0 annotations deleted.");
+  answers("/v2/commentannotations/delete", R"(,"locationIds":[],"userIds":["u"])", "0 of 0 annotations deleted.");
+  answers("/v2/commentannotations/update", R"(,"userIds":[],"updatedData":{"color":"red"})", "0 of 0 annotations updated.");
+  answers("/v2/commentannotations/comments/update", R"(,"annotationId":"a","commentIds":[],"updatedData":{"commentText":"x"})", "0 of 0 comments updated.");
+  answers("/v2/commentannotations/comments/delete", R"(,"annotationId":"a","commentIds":[])", "0 of 0 comments deleted.");
+  // A requested id is still reported when another list selects nothing.
+  const svc::response reported = call("/v2/commentannotations/delete", doc + R"(,"annotationIds":["a","nope"],"userIds":[]}})");
+  EXPECT_NE(reported.body.find(R"("message":"0 of 2 annotations deleted.","data":{"a":{"success":false,"annotationId":"a","message":"Annotation does not match locationIds or userIds."},)"
+                               R"("nope":{"success":false,"annotationId":"nope","message":"Annotation not found."}})"),
+            std::string::npos)
+      << reported.body;
+  // null is not "no list": a client sending null for "no ids" must not select everything.
+  for (const auto& [path, fields, field] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"/v2/commentannotations/delete", R"(,"annotationIds":null)", "annotationIds"},
+           {"/v2/commentannotations/update", R"(,"locationIds":null,"updatedData":{"color":"red"})", "locationIds"},
+           {"/v2/commentannotations/comments/delete", R"(,"annotationId":"a","commentIds":null)", "commentIds"}}) {
+    const svc::response r = call(path, doc + fields + "}}");
+    EXPECT_EQ(r.http, 400) << path << r.body;
+    EXPECT_EQ(r.body, R"({"error":{"message":")" + field + R"( is null; send a list (an empty one selects nothing), or leave the field out.","status":"INVALID_ARGUMENT"}})")
+        << path;
+  }
+  EXPECT_EQ(call("/v1/commentannotations/get", doc + "}}").body, before);
+}
+
+TEST_F(fixture, AThreadStoredWithALoneSurrogateByAnEarlierBuildStaysWritable) {
+  // Before the Unicode rule a lone surrogate escape was stored as the bytes ED B0 80. Such a body is
+  // read back with parse_stored_json, so writes to the thread keep working.
+  const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
+  ASSERT_EQ(add_thread(*this, doc).http, 200);
+  db.exec(R"sql(UPDATE annotations SET body = replace(body, '"name":"U"', '"name":"U' || char(56320) || '"');
+                UPDATE annotation_comments SET body = replace(body, '"one"', '"one' || char(56320) || '"');)sql");
+  const svc::response added = call("/v2/commentannotations/comments/add", doc + R"(,"annotationId":"a","commentData":[{"commentText":"two","from":{"userId":"u","name":"U","email":"u@e"}}]}})");
+  EXPECT_EQ(added.http, 200) << added.body;
+  const svc::response edited = call("/v2/commentannotations/comments/update", doc + R"(,"annotationId":"a","commentIds":[1],"updatedData":{"commentHtml":"<p>1</p>"}}})");
+  EXPECT_EQ(edited.http, 200) << edited.body;
+  EXPECT_NE(edited.body.find("1 of 1 comments updated."), std::string::npos) << edited.body;
+  EXPECT_THROW(svc::parse_json(svc::load_comment(db, {key.substr(3, 16), "o", "d"}, "a", 1).value()), svc::api_error);  // what folio-admin check reports
+}
+
+TEST_F(fixture, TheLargestCommentIdGivenByAClientNeverBlocksGeneratedIds) {
+  // Ids are handed out after the largest the thread has had; a client giving 2^53 - 1 used to leave no
+  // id for any comment sent without one ("No comment id is left ..."). Now the smallest free ids follow.
+  const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
+  const std::string from = R"("from":{"userId":"u","name":"U","email":"u@e"})";
+  const svc::response added = call("/v2/commentannotations/add", doc + R"(,"commentAnnotations":[{"annotationId":"a",)" + from +
+                                                                    R"(,"commentData":[{"commentId":9007199254740991,"commentText":"max"},{"commentText":"next"}]}]}})");
+  EXPECT_NE(added.body.find(R"("commentIds":[9007199254740991,1])"), std::string::npos) << added.body;
+  const std::string more = R"(,"annotationId":"a","commentData":[{"commentText":"x",)" + from + R"(},{"commentId":2,"commentText":"y",)" + from + R"(}]}})";
+  const svc::response a2 = call("/v2/commentannotations/comments/add", doc + more);
+  EXPECT_NE(a2.body.find(R"("3":{"success":true,"commentId":3)"), std::string::npos) << a2.body;
+  EXPECT_NE(a2.body.find(R"("2":{"success":true,"commentId":2)"), std::string::npos) << a2.body;
+  const std::string thread = call("/v1/commentannotations/get", doc + "}}").body;
+  for (const char* c : {R"("commentId":9007199254740991,"commentText":"max")", R"("commentId":1,"commentText":"next")", R"("commentId":3,"commentText":"x")",
+                        R"("commentId":2,"commentText":"y")"})
+    EXPECT_NE(thread.find(c), std::string::npos) << c << "\n" << thread;
+}
+
+TEST(Annotations, TimestampsAreIso8601UtcWithMillisecondsOnRealDates) {
+  EXPECT_TRUE(svc::is_timestamp("2025-01-20T10:30:00.000Z"));
+  EXPECT_TRUE(svc::is_timestamp("2024-02-29T23:59:59.999Z"));
+  EXPECT_TRUE(svc::is_timestamp("2000-02-29T00:00:00.000Z"));
+  for (const char* bad : {"2025-02-29T00:00:00.000Z", "1900-02-29T00:00:00.000Z", "2025-04-31T00:00:00.000Z", "2025-13-01T00:00:00.000Z",
+                          "2025-01-20T24:00:00.000Z", "2025-01-20T10:60:00.000Z", "2025-01-20T10:30:00Z", "2025-01-20T10:30:00.000+00:00",
+                          "2025-01-20 10:30:00.000Z", "2025-01-2OT10:30:00.000Z", ""})
+    EXPECT_FALSE(svc::is_timestamp(bad)) << bad;
+}
+
+TEST(Annotations, GeneratedIdsAreUrlSafeDistinctAndInTimeOrder) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = svc::random_annotation_id();
+    ASSERT_EQ(id.size(), 20u);
+    ASSERT_EQ(id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"), std::string::npos) << id;
+    seen.insert(id);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+  const std::string before = svc::random_annotation_id();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_LT(before, svc::random_annotation_id());  // time first: inserts stay together in the keys
+}
+
+TEST(Annotations, StoredBodiesReadBackThroughTheSameChecks) {
+  const auto item = svc::parse_json(
+      R"({"annotationId":"x","from":{"userId":"u","name":"U","email":"u@e"},"context":{"b":1,"a":[2]},"commentData":[{"commentText":"t"}]})");
+  svc::annotation_value a = svc::parse_annotation(item);
+  a.created_at = a.last_updated = "2025-01-20T10:30:00.000Z";
+  const std::string body = svc::annotation_body(a);
+  EXPECT_EQ(body, R"({"annotationId":"x","from":{"userId":"u","name":"U","email":"u@e"},"color":"",)"
+                  R"("status":{"id":"OPEN","name":"Open","color":"#625DF5","type":"default"},"context":{"a":[2],"b":1},)"
+                  R"("createdAt":"2025-01-20T10:30:00.000Z","lastUpdated":"2025-01-20T10:30:00.000Z"})");
+  EXPECT_EQ(svc::annotation_body(svc::stored_annotation(body)), body);
+  svc::comment_value c = a.comments.at(0);
+  c.id = 3, c.from = a.from, c.created_at = c.last_updated = a.created_at;
+  EXPECT_EQ(svc::comment_body(svc::stored_comment(svc::comment_body(c))), svc::comment_body(c));
+}
+
+}  // namespace

@@ -1,0 +1,226 @@
+// Client tokens (service/platform/client_token.hpp): the format, the signature, expiry, the key ring and its
+// rotation, and hostile input — every byte of a token changed, every truncation, signed claims that
+// are not of the written form — refused without a crash.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "wire/base64.hpp"
+#include "platform/client_token.hpp"
+
+namespace {
+
+namespace svc = folio::service;
+
+const std::string secret1(64, 'a'), secret2 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+svc::key_ring ring(const std::string& text) { return svc::key_ring::parse(text); }
+
+svc::client_claims claims() {
+  svc::client_claims c;
+  c.tenant = "0123456789abcdef", c.org = "org 1", c.doc = "doc/ü+1", c.editor = "body", c.user = "ana", c.write = true;
+  c.expires = 2000000000;  // 2033-05-18T03:33:20Z
+  return c;
+}
+
+constexpr std::int64_t before_expiry = 1999999999999;  // ms: the last millisecond the token is valid
+
+void expect_same(const svc::client_claims& a, const svc::client_claims& b) {
+  EXPECT_EQ(a.tenant, b.tenant);
+  EXPECT_EQ(a.org, b.org);
+  EXPECT_EQ(a.doc, b.doc);
+  EXPECT_EQ(a.editor, b.editor);
+  EXPECT_EQ(a.user, b.user);
+  EXPECT_EQ(a.write, b.write);
+  EXPECT_EQ(a.expires, b.expires);
+}
+
+TEST(ClientToken, SignsAndVerifies) {
+  const svc::key_ring r = ring("k1 " + secret1 + "\n");
+  for (const bool write : {false, true})
+    for (const bool with_editor : {false, true}) {
+      svc::client_claims c = claims();
+      c.write = write;
+      if (!with_editor) c.editor.reset();
+      const std::string t = svc::sign_client_token(c, r.signer());
+      EXPECT_TRUE(t.starts_with("fct1.0123456789abcdef.k1.")) << t;
+      EXPECT_EQ(t.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."), std::string::npos) << t;
+      const svc::token_check v = svc::verify_client_token(t, r, before_expiry);
+      ASSERT_EQ(v.problem, svc::token_problem::none);
+      expect_same(v.claims, c);
+    }
+}
+
+TEST(ClientToken, ExpiresAtItsSecond) {
+  const svc::key_ring r = ring("k1 " + secret1);
+  const std::string t = svc::sign_client_token(claims(), r.signer());
+  EXPECT_EQ(svc::verify_client_token(t, r, before_expiry).problem, svc::token_problem::none);
+  EXPECT_EQ(svc::verify_client_token(t, r, before_expiry + 1).problem, svc::token_problem::expired);
+  EXPECT_EQ(svc::verify_client_token(t, r, before_expiry + 86400000).problem, svc::token_problem::expired);
+  EXPECT_EQ(svc::verify_client_token(t, r, before_expiry + 1).claims.expires, 2000000000);  // for the message
+}
+
+// POST /v2/auth/token's expiry: whole seconds, capped at the minter's expiry, and never one that the
+// token would already be refused at (the credentials cache can hand over a minter that has expired).
+TEST(ClientToken, MintedExpiryIsNeverPast) {
+  const std::int64_t now = 1700000000500;  // ms, half-way through second 1700000000
+  EXPECT_EQ(svc::client_token_expiry(now, 60, std::nullopt), 1700000060);
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1700000030999), 1700000030);  // the minter's expiry, rounded down
+  EXPECT_EQ(svc::client_token_expiry(now, 1, std::nullopt), 1700000001);
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1700000001000), 1700000001);  // valid until the next second
+  // The minter expires within this second, or expired before: no token.
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1700000000999), std::nullopt);
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1700000000000), std::nullopt);
+  EXPECT_EQ(svc::client_token_expiry(now, 60, 1699999990000), std::nullopt);
+  // Whatever is returned verifies at `now`.
+  const svc::key_ring r = ring("k1 " + secret1);
+  svc::client_claims c = claims();
+  c.expires = *svc::client_token_expiry(now, 60, 1700000001000);
+  EXPECT_EQ(svc::verify_client_token(svc::sign_client_token(c, r.signer()), r, now).problem, svc::token_problem::none);
+}
+
+TEST(ClientToken, EveryChangedByteIsRefused) {
+  const svc::key_ring r = ring("k1 " + secret1);
+  const std::string t = svc::sign_client_token(claims(), r.signer());
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ \n";
+  std::size_t refused = 0;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    for (const char c : alphabet) {
+      if (c == t[i]) continue;
+      std::string bad = t;
+      bad[i] = c;
+      const svc::token_check v = svc::verify_client_token(bad, r, 0);
+      ASSERT_NE(v.problem, svc::token_problem::none) << "byte " << i << " -> " << c;
+      ASSERT_NE(v.problem, svc::token_problem::expired) << "byte " << i << " -> " << c;  // never past the signature
+      ++refused;
+    }
+  EXPECT_GT(refused, t.size() * 60);
+  // Every truncation, and every extension.
+  for (std::size_t n = 0; n < t.size(); ++n) EXPECT_NE(svc::verify_client_token(t.substr(0, n), r, 0).problem, svc::token_problem::none) << n;
+  EXPECT_EQ(svc::verify_client_token(t + "A", r, 0).problem, svc::token_problem::malformed);
+  EXPECT_EQ(svc::verify_client_token(t + ".", r, 0).problem, svc::token_problem::malformed);
+}
+
+TEST(ClientToken, AnotherKeyOrAnUnknownOneIsRefused) {
+  const std::string t = svc::sign_client_token(claims(), ring("k1 " + secret1).signer());
+  EXPECT_EQ(svc::verify_client_token(t, ring("k1 " + secret2), 0).problem, svc::token_problem::bad_signature);
+  EXPECT_EQ(svc::verify_client_token(t, ring("k2 " + secret1), 0).problem, svc::token_problem::unknown_key);
+  // The key id is under the MAC: the same secret under another id does not verify a renamed token.
+  std::string renamed = t;
+  renamed.replace(renamed.find(".k1.") + 1, 2, "k2");
+  EXPECT_EQ(svc::verify_client_token(renamed, ring("k1 " + secret1 + "\nk2 " + secret1), 0).problem, svc::token_problem::bad_signature);
+}
+
+TEST(ClientToken, RotatesWithTwoKeys) {
+  const svc::key_ring before = ring("k1 " + secret1);
+  const std::string old_token = svc::sign_client_token(claims(), before.signer());
+  // Staged: the new key verifies but does not sign yet.
+  const svc::key_ring staged = ring("k1 " + secret1 + "\nk2 " + secret2 + " verify-only\n");
+  EXPECT_EQ(staged.signer().id, "k1");
+  EXPECT_EQ(svc::verify_client_token(svc::sign_client_token(claims(), ring("k2 " + secret2).signer()), staged, 0).problem, svc::token_problem::none);
+  // Promoted: it signs; the old key still verifies.
+  const svc::key_ring both = ring("# rotation\nk1 " + secret1 + "\n\nk2 " + secret2 + "  # new\n");
+  EXPECT_EQ(both.signer().id, "k2");
+  const std::string new_token = svc::sign_client_token(claims(), both.signer());
+  EXPECT_NE(new_token.find(".k2."), std::string::npos);
+  EXPECT_EQ(svc::verify_client_token(old_token, both, 0).problem, svc::token_problem::none);
+  EXPECT_EQ(svc::verify_client_token(new_token, both, 0).problem, svc::token_problem::none);
+  // The old key removed: its tokens are refused.
+  const svc::key_ring after = ring("k2 " + secret2);
+  EXPECT_EQ(svc::verify_client_token(old_token, after, 0).problem, svc::token_problem::unknown_key);
+  EXPECT_EQ(svc::verify_client_token(new_token, after, 0).problem, svc::token_problem::none);
+}
+
+TEST(ClientToken, KeyFilesAreChecked) {
+  const std::pair<std::string, std::string> bad[] = {
+      {"", "no key that signs (every key is verify-only, or there is none)"},
+      {"# nothing\n\n", "no key that signs (every key is verify-only, or there is none)"},
+      {"k1 " + secret1 + " verify-only", "no key that signs (every key is verify-only, or there is none)"},
+      {"k1", "line 1: expected \"<id> <secret hex> [verify-only]\""},
+      {"\nk1 " + secret1 + " sign", "line 2: expected \"<id> <secret hex> [verify-only]\""},
+      {"k1 " + secret1 + " verify-only x", "line 1: expected \"<id> <secret hex> [verify-only]\""},
+      {"k.1 " + secret1, "line 1: a key id is 1-32 characters of A-Z a-z 0-9 - _"},
+      {std::string(33, 'k') + " " + secret1, "line 1: a key id is 1-32 characters of A-Z a-z 0-9 - _"},
+      {"k1 " + secret1 + "\nk1 " + secret2, "line 2: key id k1 appears twice"},
+      {"k1 " + secret1.substr(2), "line 1: a secret is at least 64 hex digits (32 bytes), an even number of them"},
+      {"k1 " + secret1 + "a", "line 1: a secret is at least 64 hex digits (32 bytes), an even number of them"},
+      {"k1 " + secret1.substr(2) + "zz", "line 1: a secret is hex digits"},
+  };
+  for (const auto& [text, message] : bad) {
+    try {
+      svc::key_ring::parse(text);
+      ADD_FAILURE() << text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), message) << text;
+    }
+  }
+  EXPECT_EQ(ring("k1 " + secret1 + "\r\n").signer().secret, std::string(32, '\xaa'));  // CRLF lines
+  // A file other users can read is refused; 0600 and 0640 load.
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("folio-keys-" + std::to_string(::getpid()));
+  std::ofstream(path) << "k1 " << secret1 << "\n";
+  ::chmod(path.c_str(), 0644);
+  EXPECT_THROW(svc::key_ring::load(path.string()), std::runtime_error);
+  for (const mode_t mode : {0600, 0640}) {
+    ::chmod(path.c_str(), mode);
+    EXPECT_EQ(svc::key_ring::load(path.string()).signer().id, "k1");
+  }
+  std::filesystem::remove(path);
+  EXPECT_THROW(svc::key_ring::load(path.string()), std::runtime_error);
+}
+
+TEST(ClientToken, SignedClaimsOfAnotherFormAreMalformed) {
+  // A key of ours signing what encode_claims never writes (the token parser's last line of defence).
+  const svc::key_ring r = ring("k1 " + secret1);
+  const std::string bad[] = {
+      "o\nd\n\nu\nw",                  // five fields
+      "o\nd\n\nu\nw\n2000000000\n",    // seven
+      "\nd\n\nu\nw\n2000000000",       // an empty organization
+      "o\nd\n\n\nw\n2000000000",       // an empty user
+      "o\nd\ne\tx\nu\nw\n2000000000",  // a control character
+      "o\nd\n\nu\nrw\n2000000000",     // access
+      "o\nd\n\nu\nW\n2000000000",
+      "o\nd\n\nu\nw\n02000000000",     // not canonical decimal
+      "o\nd\n\nu\nw\n-1",
+      "o\nd\n\nu\nw\n+1",
+      "o\nd\n\nu\nw\n1234567890123",   // 13 digits
+      "o\nd\n\nu\nw\n",
+      "o\nd\n\nu\nw\n1 ",
+      std::string(257, 'o') + "\nd\n\nu\nw\n1",
+  };
+  for (const std::string& text : bad) EXPECT_EQ(svc::verify_client_token(svc::seal_client_token("0123456789abcdef", r.signer(), text), r, 0).problem,
+                                                svc::token_problem::malformed)
+                                          << text;
+  EXPECT_EQ(svc::verify_client_token(svc::seal_client_token("0123456789abcdef", r.signer(), "o\nd\n\nu\nw\n1"), r, 0).problem, svc::token_problem::none);
+  // The tenant: 16 lowercase hex digits.
+  for (const char* tenant : {"0123456789ABCDEF", "0123456789abcde", "0123456789abcdef0", "0123456789abcdeg"})
+    EXPECT_EQ(svc::verify_client_token(svc::seal_client_token(tenant, r.signer(), "o\nd\n\nu\nw\n1"), r, 0).problem, svc::token_problem::malformed)
+        << tenant;
+}
+
+TEST(ClientToken, RandomInputNeverVerifies) {
+  const svc::key_ring r = ring("k1 " + secret1);
+  const std::string t = svc::sign_client_token(claims(), r.signer());
+  std::mt19937 rng(20);
+  for (int i = 0; i < 20000; ++i) {
+    std::string s = i % 2 ? t : std::string();
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = s.empty() ? 0 : rng() % (s.size() + 1);
+      switch (rng() % 3) {
+        case 0: s.insert(at, 1, static_cast<char>(rng())); break;
+        case 1: if (at < s.size()) s.erase(at, 1 + rng() % 8); break;
+        default: if (at < s.size()) s[at] = static_cast<char>(rng()); break;
+      }
+    }
+    if (s == t) continue;
+    EXPECT_NE(svc::verify_client_token(s, r, 0).problem, svc::token_problem::none) << s;
+  }
+  EXPECT_EQ(svc::verify_client_token(std::string(svc::max_client_token_bytes + 1, 'a'), r, 0).problem, svc::token_problem::malformed);
+}
+
+}  // namespace

@@ -1,0 +1,223 @@
+// The CRDT family (service/crdt/) through the responder on a temporary database: a record's life through
+// the cache and the log, the record session's protocol (a refused or partial push, a record added
+// again, the writer section), live-push messages and channel ids, and the document cache's bounds.
+#include <gtest/gtest.h>
+
+#include <folio/document.hpp>
+
+#include <chrono>
+#include <future>
+#include <string>
+
+#include "crdt/doc_cache.hpp"
+#include "crdt/publish.hpp"
+#include "crdt/records.hpp"
+#include "platform/fields.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace folio_service_test;
+
+TEST_F(fixture, RecordLifeThroughTheHandlers) {
+  auto r = call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":"Hello"}})");
+  EXPECT_EQ(r.http, 200) << r.body;
+  r = call("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","data":"Hello!"}})");
+  EXPECT_EQ(r.http, 200) << r.body;
+  r = call("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})");
+  EXPECT_EQ(r.http, 200);
+  EXPECT_NE(r.body.find(R"("data":"Hello!","id":"e")"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"("lastUpdatedBy":"alice")"), std::string::npos) << r.body;
+  // A second service (another process, an empty cache) reads the same value from snapshot + log.
+  svc::responder other{svc::config{}};
+  svc::request req{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d"}})", 0, {}, {}, {}};
+  EXPECT_NE(other.handle(db, req).body.find(R"("data":"Hello!")"), std::string::npos);
+}
+
+TEST_F(fixture, AFailedPublishNeverFailsTheWrite) {
+  svc::config c;
+  c.live = {std::string(64, 'f'), (tmp.dir / "no-nginx-here.sock").string()};
+  svc::responder live{c};
+  auto run = [&](const char* path, const std::string& body) {
+    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
+    return live.handle(db, r);
+  };
+  EXPECT_EQ(run("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","type":"text","data":"a"}})").http, 200);
+  EXPECT_EQ(run("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","data":"ab"}})").http, 200);
+  EXPECT_EQ(live.crdt().live().failures(), 1u);
+  EXPECT_EQ(live.crdt().live().published(), 0u);
+  EXPECT_EQ(run("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","data":"ab"}})").http, 200);
+  EXPECT_EQ(live.crdt().live().failures(), 1u);  // no ops, nothing to publish
+  EXPECT_EQ(run("/v2/crdt/sync", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","version":"AA=="}})").http, 200);
+  EXPECT_EQ(run("/v2/crdt/delete", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p"}})").http, 200);
+  EXPECT_EQ(live.crdt().live().failures(), 2u);
+}
+
+TEST_F(fixture, ARefusedPushKeepsTheCachedDocumentUnlessItChangedIt) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"Hello"}})").http, 200);
+  const auto push = [&](const std::string& update) { return fixture::push(ids, update); };
+  const auto get = [&] { return call("/v2/crdt/get", ids + "}}"); };
+  ASSERT_EQ(get().http, 200);
+  const std::uint64_t misses = service.crdt().cache().misses();
+  // Malformed, or for another record type: nothing was integrated, the cached document still serves.
+  EXPECT_EQ(push(std::string("\x01\x02\x03", 3)).http, 400);
+  EXPECT_EQ(push(std::string("Fo\x01" "B\x03\x00\x00", 7)).http, 400);
+  EXPECT_NE(get().body.find(R"("data":"Hello")"), std::string::npos);
+  EXPECT_EQ(service.crdt().cache().misses(), misses);
+  // Ops held back for missing dependencies did change the document: it is rebuilt from storage.
+  const std::string missing_deps("Fo\x01" "B\x01\x01\x05\x01>\x00\x03\x02\x02\x00\x02hi", 17);
+  const svc::response held = push(missing_deps);
+  EXPECT_NE(held.body.find("FAILED_PRECONDITION"), std::string::npos) << held.body;
+  const svc::response after = get();
+  EXPECT_NE(after.body.find(R"("data":"Hello")"), std::string::npos) << after.body;
+  EXPECT_EQ(service.crdt().cache().misses(), misses + 1);
+}
+
+TEST_F(fixture, PushedMapAndArrayValuesMustBeJson) {
+  // The engine keeps them as opaque bytes; `get` writes them into its answer as they are.
+  const auto ids = [](const char* editor) { return std::string(R"({"data":{"organizationId":"o","documentId":"d","editorId":")") + editor + "\""; };
+  ASSERT_EQ(call("/v2/crdt/add", ids("m") + R"(,"type":"map","data":{"a":1}}})").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", ids("l") + R"(,"type":"array","data":[{"a":1}]}})").http, 200);
+  const auto push = [&](const char* editor, const std::string& update) {
+    return fixture::push(ids(editor), update);
+  };
+  const auto refused = [](const std::string& message) {
+    return R"({"error":{"message":")" + message + R"(","status":"INVALID_ARGUMENT"}})";
+  };
+  folio::document map(folio::record_type::map, 77), array(folio::record_type::array, 78);
+  EXPECT_EQ(push("m", map.encode_change(map.set("k", "[2,"))).body,
+            refused("update is invalid: map value is not valid JSON: invalid value (at byte 3) (operation 0)."));
+  EXPECT_EQ(push("m", map.encode_change(map.set("k", std::string("-1\0\0", 4)))).body,
+            refused("update is invalid: map value is not valid JSON: NUL byte (at byte 2) (operation 0)."));
+  EXPECT_EQ(push("m", map.encode_change(map.set("k", R"({"x":1,"x":2})"))).body,
+            refused(R"(update is invalid: map value: Duplicate key \"x\" in a JSON object (operation 0).)"));
+  EXPECT_EQ(push("l", array.encode_change(array.replace_array({R"({"b":2})", "7"}))).body,
+            refused("update is invalid: array item is not a JSON object (operation 0)."));
+  // Nothing of a refused batch was kept; JSON that is not in the canonical form is taken as it is.
+  EXPECT_NE(call("/v2/crdt/get", ids("m") + "}}").body.find(R"("data":{"a":1})"), std::string::npos);
+  EXPECT_NE(call("/v2/crdt/get", ids("l") + "}}").body.find(R"("data":[{"a":1}])"), std::string::npos);
+  folio::document fresh(folio::record_type::map, 79);
+  EXPECT_EQ(push("m", fresh.encode_change(fresh.set("k", R"( [ 2 ] )"))).http, 200);
+  EXPECT_NE(call("/v2/crdt/get", ids("m") + "}}").body.find(R"("data":{"a":1,"k": [ 2 ] })"), std::string::npos);
+}
+
+TEST(Channel, IdsAreKeyedHmacsOfTheTenantAndIds) {
+  const std::string a = svc::channel_id("secret", "k1", "o", "d", "e");
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(a, svc::channel_id("secret", "k1", "o", "d", "e"));
+  EXPECT_NE(a, svc::channel_id("secret", "k2", "o", "d", "e"));
+  EXPECT_NE(a, svc::channel_id("other", "k1", "o", "d", "e"));
+  // The newline separator is unambiguous only because ids never hold control characters (docs/API.md, "Every call").
+  EXPECT_EQ(svc::channel_id("s", "k", "o\nd", "x", "e"), svc::channel_id("s", "k", "o", "d\nx", "e"));
+  EXPECT_THROW(svc::check_id("o\nd", "organizationId"), svc::api_error);
+  // The value nginx's set_hmac_sha256 computes for the same input (checked by e2e.live end to end).
+  EXPECT_EQ(svc::channel_id("secretsecret", "abc123", "o r g", "d", "\xe2\x82\xac"), "c4bb69fed0713ecbf42a95fe7b3bdad8d9d9df0013b21aa383afee85b69759a9");
+}
+
+TEST_F(fixture, ARequestRefusedForItsOwnContentIsAnsweredWhileTheWriterSectionIsHeld) {
+  // Parsing the value, decoding a batch and diffing happen before the writer section: while another
+  // request holds it, these are answered at once (before, each waited for the section first).
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"x")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"xml","data":"<p>a</p>"}})").http, 200);
+  const std::string text_ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"t")";
+  ASSERT_EQ(call("/v2/crdt/add", text_ids + R"(,"type":"text","data":"abc"}})").http, 200);
+  const svc::response first = call("/v2/crdt/sync", text_ids + R"(,"version":"AA=="}})");
+  const std::string incarnation = svc::parse_json(first.body)["result"]["data"]["incarnation"].GetString();
+  std::unique_lock<std::timed_mutex> writer(svc::database::writer_mutex());
+  auto answer = [&](std::string path, std::string body) {
+    auto f = std::async(std::launch::async, [&, path, body] { return call(path, body); });
+    if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      writer.unlock();  // let it finish, so the test ends
+      ADD_FAILURE() << path << " waited for the writer section";
+    }
+    return f.get();
+  };
+  // xml markup that does not parse (the record's type is known only from storage)
+  const svc::response bad_xml = answer("/v2/crdt/update", ids + R"(,"data":"<p>a</q>"}})");
+  EXPECT_EQ(bad_xml.http, 400) << bad_xml.body;
+  // a pushed batch that does not decode
+  const svc::response bad_batch = answer("/v2/crdt/sync", text_ids + R"(,"version":"AA==","incarnation":")" + incarnation + R"(","update":")" +
+                                                            svc::base64_encode("not a batch") + "\"}}");
+  EXPECT_EQ(bad_batch.http, 400) << bad_batch.body;
+}
+
+TEST_F(fixture, AClientOfARecordAddedAgainIsRefusedAndTheCacheNeverServesTheOldOne) {
+  // delete then add under the same ids: a new incarnation. A client that synced the old record is told
+  // (409 ABORTED), pushing or pulling, and a reader never gets the old record from the cache.
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"r")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"old"}})").http, 200);
+  const rapidjson::Document first = svc::parse_json(call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})").body);
+  const std::string old_incarnation = first["result"]["data"]["incarnation"].GetString();
+  const std::string old_version = first["result"]["data"]["version"].GetString();
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"old")"), std::string::npos);  // cached now
+  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"new"}})").http, 200);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"new")"), std::string::npos);
+  const rapidjson::Document second = svc::parse_json(call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})").body);
+  const std::string new_incarnation = second["result"]["data"]["incarnation"].GetString();
+  EXPECT_NE(new_incarnation, old_incarnation);
+  const svc::response pull = call("/v2/crdt/sync", ids + R"(,"version":")" + old_version + R"(","incarnation":")" + old_incarnation + "\"}}");
+  EXPECT_EQ(pull.http, 409);
+  EXPECT_EQ(pull.body, R"({"error":{"message":"This record was deleted and added again since the client's state was synced (incarnation )" + old_incarnation +
+                           ", now " + new_incarnation + R"(): drop the local state and sync again from the empty version.","status":"ABORTED"}})");
+  folio::document client(folio::record_type::text, 99);
+  client.replace_text("mine");
+  const svc::response push = call("/v2/crdt/sync", ids + R"(,"version":")" + old_version + R"(","incarnation":")" + old_incarnation + R"(","update":")" +
+                                                      svc::base64_encode(client.encode_since({})) + "\"}}");
+  EXPECT_EQ(push.http, 409);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"new")"), std::string::npos);  // nothing merged
+}
+
+TEST_F(fixture, APushThatWouldSpendTheRecordsOpIdsIsRefusedAndNoRecordAnswersUpdatesWith500) {
+  // A push whose Lamport value jumps to 2^31 - 1 was accepted, and every later update of the record
+  // was a 500 ([folio.overflow]). It is refused now (the Lamport headroom rule), and a record stored
+  // in that state by an earlier build answers a 400 that says what to do.
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"t")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"abc"}})").http, 200);
+  folio::text peer(7);
+  peer.insert_utf8(0, "x");
+  folio::op_batch<char32_t> b;
+  ASSERT_TRUE(folio::decode_batch(folio::encode_batch(peer.ops_since({})), b));
+  for (auto& o : b.ops) o.lamport = folio::max_counter;
+  const std::string jump = folio::encode_batch(b);
+  const svc::response pushed = push(ids, jump);
+  EXPECT_EQ(pushed.http, 400) << pushed.body;
+  EXPECT_NE(pushed.body.find("(the Lamport headroom rule) (operation 0)."), std::string::npos) << pushed.body;
+  EXPECT_EQ(call("/v2/crdt/update", ids + R"(,"data":"abcd"}})").http, 200);
+
+  // A record an earlier build let reach the limit: its snapshot at clock 2^31 - 1.
+  const std::optional<svc::record_row> row = svc::load_record(db, {key.substr(3, 16), "o", "d", "t"});
+  ASSERT_TRUE(row);
+  std::optional<folio::document> frozen;
+  ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, frozen));
+  for (const std::string& batch : svc::load_log(db, {key.substr(3, 16), "o", "d", "t"})) ASSERT_TRUE(frozen->apply(batch));
+  ASSERT_TRUE(frozen->apply(jump));
+  db.write([&] { svc::compact(db, {key.substr(3, 16), "o", "d", "t"}, frozen->encode()); });
+  svc::responder fresh{svc::config{}};  // an empty cache reads the stored record
+  const std::string body = ids + R"(,"data":"abcde"}})";
+  const svc::response r = fresh.handle(db, svc::request{"POST", "/v2/crdt/update", "application/json", key, token, body, body.size(), {}, {}, {}});
+  EXPECT_EQ(r.http, 400);
+  EXPECT_EQ(r.body, R"({"error":{"message":"This record has used all the operation ids a record can hold (2^31); add its value as a new record under another editorId.","status":"FAILED_PRECONDITION"}})");
+  const std::string get = ids + "}}";
+  EXPECT_NE(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body.find(R"("data":"xabcd")"),
+            std::string::npos);
+}
+
+TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {
+  svc::doc_cache c(100, 3);
+  auto a = c.get("a");
+  c.get("b"), c.get("c");
+  c.get("a");  // a is now the most recent
+  c.get("d");  // evicts b, the least recently used
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_NE(c.get("a"), nullptr);
+  EXPECT_EQ(c.size(), 3u);  // a was still there: no eviction
+  c.account("a", 80);
+  c.account("c", 50);  // over 100 bytes: least recently used first (d, then a) until it fits
+  EXPECT_EQ(c.bytes(), 50u);
+  EXPECT_EQ(c.size(), 1u);
+  EXPECT_EQ(a.use_count(), 1);  // out of the cache, still valid for whoever holds it
+}
+
+}  // namespace

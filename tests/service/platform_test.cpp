@@ -1,0 +1,319 @@
+// The platform (service/platform/) through the responder on a temporary database: the order of checks,
+// deadlines, a full database, /metrics, the schema's migrations from schema 1, and client tokens
+// through the router (the wire in tests/e2e/tokens_e2e.py).
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <folio/document.hpp>
+
+#include <chrono>
+#include <future>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "annotations/store.hpp"
+#include "crdt/records.hpp"
+#include "platform/client_token.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace folio_service_test;
+
+TEST_F(fixture, AWriteWhoseDeadlinePassedCommitsNothing) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"t")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"before"}})").http, 200);
+  for (const std::string& path : {std::string("/v2/crdt/update"), std::string("/v2/commentannotations/add")}) {
+    const std::string body = path == "/v2/crdt/update" ? ids + R"(,"data":"after"}})"
+                                                        : R"({"data":{"organizationId":"o","documentId":"d","commentAnnotations":[{"annotationId":"a",)"
+                                                          R"("from":{"userId":"u","name":"U","email":"u@e"},"commentData":[{"commentText":"x"}]}]}})";
+    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
+    r.deadline = svc::deadline_clock::now() + std::chrono::milliseconds(200);
+    svc::response res;
+    {
+      // Another request holds the writer section past this one's deadline.
+      std::unique_lock<std::timed_mutex> writer(svc::database::writer_mutex());
+      auto f = std::async(std::launch::async, [&] { return service.handle(db, r); });
+      std::this_thread::sleep_until(r.deadline + std::chrono::milliseconds(100));
+      writer.unlock();
+      res = f.get();
+    }
+    EXPECT_EQ(res.http, 503) << path;
+    EXPECT_EQ(res.body, R"({"error":{"message":"The request did not finish in time; nothing was changed. Retry it.","status":"UNAVAILABLE"}})") << path;
+  }
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"before")"), std::string::npos);
+  EXPECT_NE(call("/v1/commentannotations/get", R"({"data":{"organizationId":"o","documentId":"d"}})").body.find(R"("data":[])"), std::string::npos);
+  // With the time it needs, the same update commits.
+  EXPECT_EQ(call("/v2/crdt/update", ids + R"(,"data":"after"}})").http, 200);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"after")"), std::string::npos);
+}
+
+TEST_F(fixture, ChecksComeInTheDocumentedOrder) {
+  svc::request r{"GET", "/nope", "text/plain", "", "", "garbage", 7, {}, {}, {}};
+  EXPECT_EQ(service.handle(db, r).http, 404);  // path first
+  r.path = "/v2/crdt/get";
+  EXPECT_EQ(service.handle(db, r).http, 400);  // then the method
+  r.method = "POST";
+  EXPECT_EQ(service.handle(db, r).http, 401);  // then credentials, before the body
+  r.api_key = key, r.auth_token = token;
+  EXPECT_EQ(service.handle(db, r).body, R"({"error":{"message":"Content-Type must be application/json.","status":"INVALID_ARGUMENT"}})");
+  r.content_type = "application/json";
+  r.content_length = (std::size_t(4) << 20) + 1;
+  EXPECT_EQ(service.handle(db, r).http, 413);
+  r.content_length = 7;
+  EXPECT_EQ(service.handle(db, r).http, 400);  // the body last
+}
+
+/// A body of `n` letters no compressor or CRDT run can shrink much (a fixed pseudo-random sequence).
+std::string letters(std::size_t n, std::uint32_t seed) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    s += static_cast<char>('a' + (seed >> 24) % 26);
+  }
+  return s;
+}
+
+std::string integrity(const std::string& path) {
+  sqlite3* raw = nullptr;
+  sqlite3_open(path.c_str(), &raw);
+  std::string out;
+  sqlite3_exec(
+      raw, "PRAGMA integrity_check",
+      [](void* o, int, char** v, char**) {
+        *static_cast<std::string*>(o) += v[0] ? v[0] : "";
+        return 0;
+      },
+      &out, nullptr);
+  sqlite3_close(raw);
+  return out;
+}
+
+TEST_F(fixture, AFullDatabaseRefusesWritesKeepsReadsAndTakesWritesOnceSpaceReturns) {
+  const std::string full_error = R"({"error":{"message":"The database is full; the change was not stored.","status":"RESOURCE_EXHAUSTED"}})";
+  ASSERT_EQ(call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"big","type":"text","data":")" + letters(40000, 7) + R"("}})").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":""}})").http, 200);
+  const svc::response added = call("/v2/commentannotations/add", R"({"data":{"organizationId":"o","documentId":"d","commentAnnotations":[{"annotationId":"a","from":{"userId":"u1","name":"U","email":"u@example.com"},"commentData":[{"commentText":"first"}]}]}})");
+  ASSERT_NE(added.body.find(R"("success":true)"), std::string::npos) << added.body;
+
+  // Another connection (another responder) with the file capped a few pages above its size.
+  svc::database capped(tmp.path(), svc::responder::tables(), static_cast<std::int64_t>(db.usage().pages) + 8);
+  auto call_on = [&](svc::database& on, const std::string& path, const std::string& body) {
+    svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
+    return service.handle(on, r);
+  };
+  std::string acked;
+  svc::response refused;
+  for (int i = 0; i < 200 && refused.http == 200; ++i) {
+    const std::string value = acked + letters(2000, static_cast<std::uint32_t>(i));
+    refused = call_on(capped, "/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","data":")" + value + R"("}})");
+    if (refused.http == 200) acked = value;
+  }
+  EXPECT_EQ(refused.http, 429);
+  EXPECT_EQ(refused.body, full_error);
+  EXPECT_FALSE(acked.empty());
+  // Comment writes are refused the same way (whatever fits in the last free bytes of a page is taken).
+  svc::response comment;
+  for (int i = 0; i < 50 && comment.http == 200; ++i)
+    comment = call_on(capped, "/v2/commentannotations/comments/add",
+                      R"({"data":{"organizationId":"o","documentId":"d","annotationId":"a","commentData":[{"from":{"userId":"u2","name":"V","email":"v@example.com"},"commentText":")" + letters(3000, 99u + static_cast<std::uint32_t>(i)) + R"("}]}})");
+  EXPECT_EQ(comment.body, full_error);
+
+  // Reads keep working and show the last acknowledged value; readiness says why it is not ready.
+  svc::response got = call_on(capped, "/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})");
+  EXPECT_EQ(got.http, 200);
+  EXPECT_NE(got.body.find(R"("data":")" + acked + R"(")"), std::string::npos);
+  EXPECT_EQ(call_on(capped, "/v2/commentannotations/get", R"({"data":{"organizationId":"o","documentId":"d"}})").http, 200);
+  svc::request health{"GET", "/healthz", "", "", "", "", 0, {}, {}, {}};
+  const svc::response not_ready = service.handle(capped, health);
+  EXPECT_EQ(not_ready.http, 503);
+  EXPECT_EQ(not_ready.body, R"({"error":{"message":"Not ready: the database is full (its page cap is reached).","status":"UNAVAILABLE"}})");
+  health.query = "live";
+  EXPECT_EQ(service.handle(capped, health).http, 200);
+  EXPECT_EQ(integrity(tmp.path()), "ok");
+
+  // Space returns: deleting a record frees pages under the same cap, and the refused write succeeds.
+  EXPECT_EQ(call_on(capped, "/v2/crdt/delete", R"({"data":{"organizationId":"o","documentId":"d","editorId":"big"}})").http, 200);
+  const std::string next = acked + "!";
+  EXPECT_EQ(call_on(capped, "/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","data":")" + next + R"("}})").http, 200);
+  EXPECT_NE(call("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})").body.find(R"("data":")" + next + R"(")"),
+            std::string::npos);
+  health.query.clear();
+  EXPECT_EQ(service.handle(db, health).http, 200);
+  EXPECT_EQ(integrity(tmp.path()), "ok");
+  // A fresh reader (empty cache) decodes the record to the same value: nothing half-written.
+  svc::responder other{svc::config{}};
+  EXPECT_NE(other.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})", 0, {}, {}, {}})
+                .body.find(R"("data":")" + next + R"(")"),
+            std::string::npos);
+}
+
+TEST_F(fixture, MetricsCountRequestsWithoutCredentialsOrTenantData) {
+  call("/v2/crdt/add", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e","type":"map","data":{"k":"v"}}})");
+  call("/v2/crdt/get", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e"}})");
+  call("/v2/crdt/get", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"missing"}})");
+  call("/v2/crdt/nope", "{}");
+  svc::request m{"GET", "/metrics", "", "", "", "", 0, {}, {}, {}};
+  const svc::response r = service.handle(db, m);
+  EXPECT_EQ(r.http, 200);
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4");
+  for (const char* line : {"folio_requests_total{endpoint=\"/v2/crdt/add\",status=\"200\"} 1\n", "folio_requests_total{endpoint=\"/v2/crdt/get\",status=\"200\"} 2\n",
+                           "folio_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
+                           "folio_request_duration_seconds_bucket{endpoint=\"/v2/crdt/get\",le=\"+Inf\"} 2\n",
+                           "folio_request_duration_seconds_count{endpoint=\"/v2/crdt/add\"} 1\n", "folio_doc_cache_hits_total 1\n",
+                           "folio_doc_cache_entries 1\n", "# TYPE folio_request_duration_seconds histogram\n"})
+    EXPECT_NE(r.body.find(line), std::string::npos) << line << "\n" << r.body;
+  for (const std::string& secret : {std::string("secret-org"), std::string("secret-doc"), std::string("alice"), key.substr(3, 16), std::string("nope")})
+    EXPECT_EQ(r.body.find(secret), std::string::npos) << secret;
+  EXPECT_NE(r.body.find("folio_db_size_bytes "), std::string::npos);
+  // The process's own gauges hold its real figures.
+  for (const char* name : {"process_resident_memory_bytes", "process_open_fds", "folio_heap_allocated_bytes", "folio_heap_free_bytes"})
+    EXPECT_NE(r.body.find("\n" + std::string(name) + " "), std::string::npos) << name;
+  const auto gauge = [&](const std::string& name) { return std::stod(r.body.substr(r.body.find("\n" + name + " ") + name.size() + 2)); };
+  EXPECT_GT(gauge("process_resident_memory_bytes"), 1e6);
+  EXPECT_GE(gauge("process_open_fds"), 3);  // stdio and the database at least
+#ifndef __SANITIZE_ADDRESS__  // ASan's allocator replaces glibc's, whose counts then stay near zero
+  EXPECT_GT(gauge("folio_heap_allocated_bytes"), 1e5);
+#endif
+  m.method = "POST";
+  EXPECT_EQ(service.handle(db, m).http, 400);
+}
+
+TEST(Store, MigratesASchema1DatabaseToTheCurrentOne) {
+  temp_db tmp;
+  folio::document record(folio::record_type::text, 777);  // edited as the database's one server replica, as schema 1-3 did
+  record.replace_text("kept");
+  {
+    // Schema 1 as shipped, with one annotation whose comments sit in its body and one text record.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(tmp.path().c_str(), &raw), SQLITE_OK);
+    const char* v1 = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE crdt_records (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot BLOB NOT NULL,
+  log_len INTEGER NOT NULL, revision INTEGER NOT NULL,
+  last_update TEXT NOT NULL, last_updated_by TEXT NOT NULL, session_id TEXT,
+  PRIMARY KEY (tenant, org, doc, editor)) WITHOUT ROWID;
+CREATE TABLE crdt_log (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  seq INTEGER NOT NULL, batch BLOB NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor, seq)) WITHOUT ROWID;
+CREATE TABLE annotations (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
+  location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (tenant, org, doc, annotation_id)) WITHOUT ROWID;
+INSERT INTO meta VALUES ('server_replica', '777');
+INSERT INTO annotations VALUES ('t', 'o', 'd', 'a1', 'L1', 'u1', '2025-01-01T00:00:00.000Z',
+  '{"annotationId":"a1","color":"#f00","comments":[{"commentId":2,"commentText":"two"},{"commentId":1,"commentText":"one"}],"createdAt":"2025-01-01T00:00:00.000Z","lastUpdated":"2025-01-02T00:00:00.000Z","status":{"id":"RESOLVED"}}');
+PRAGMA user_version = 1;
+)sql";
+    ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(raw, "INSERT INTO crdt_records VALUES ('t', 'o', 'd', 'e', 'text', 'content', ?, 0, 1, '2025-01-01T00:00:00.000Z', 'u', NULL)",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
+    const std::string snapshot = record.encode();
+    sqlite3_bind_blob(st, 1, snapshot.data(), static_cast<int>(snapshot.size()), SQLITE_TRANSIENT);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+  }
+  svc::database db(tmp.path(), svc::responder::tables());
+  EXPECT_EQ(db.version(), svc::responder::tables().version());
+  // 2: comments in their own table; 3: listed in the order they were before (commentId), and a comment
+  // added now comes after them, whatever its id.
+  const svc::annotation_scope s{"t", "o", "d"};
+  std::vector<svc::annotation_head> found;
+  svc::scan_annotations(db, s, {}, [&](const svc::annotation_head& a) { return found.push_back(a), true; });
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].body, R"({"annotationId":"a1","color":"#f00","createdAt":"2025-01-01T00:00:00.000Z","lastUpdated":"2025-01-02T00:00:00.000Z",)"
+                           R"("status":{"id":"RESOLVED"}})");
+  std::string comments;
+  svc::scan_comments(db, s, "a1", [&](std::string_view c) { comments += std::string(c) + ';'; });
+  EXPECT_EQ(comments, R"({"commentId":1,"commentText":"one"};{"commentId":2,"commentText":"two"};)");
+  svc::annotation_filter by_status;
+  by_status.statuses = {"RESOLVED"};
+  by_status.updated_after = "2025-01-01T12:00:00.000Z";
+  EXPECT_EQ(svc::match_annotations(db, s, by_status), std::vector<std::string>{"a1"});
+  EXPECT_EQ(svc::load_annotation(db, s, "a1")->next_comment_id, 3);
+  db.write([&] { svc::insert_comment(db, s, "a1", 0, R"({"commentId":0,"commentText":"zero"})"); });
+  EXPECT_EQ(svc::comment_ids(db, s, "a1"), (std::vector<std::int64_t>{1, 2, 0}));
+  // 4: the record's incarnation is the replica it was edited as, so the service goes on editing it as
+  // that replica.
+  const std::optional<svc::record_row> row = svc::load_record(db, {"t", "o", "d", "e"});
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->incarnation, 777u);
+}
+
+// Client tokens through the router (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
+struct tokens : fixture {
+  void SetUp() override {
+    fixture::SetUp();
+    service.platform().set_client_keys(std::make_shared<const svc::key_ring>(svc::key_ring::parse("k1 " + std::string(64, 'b'))));
+    call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":"hi"}})");
+  }
+  svc::response bearer(const std::string& path, const std::string& body, const std::string& client) {
+    svc::request r{"POST", path, "application/json", {}, {}, body, body.size(), {}, {}, {}};
+    r.authorization = "Bearer " + client;
+    return service.handle(db, r);
+  }
+  rapidjson::Document mint(const std::string& data) {
+    const svc::response res = call("/v2/auth/token", R"({"data":{"organizationId":"o","documentId":"d",)" + data + "}}");
+    EXPECT_EQ(res.http, 200) << res.body;
+    return svc::parse_json(res.body);
+  }
+  static std::string error_of(const svc::response& r) { return svc::parse_json(r.body)["error"]["message"].GetString(); }
+};
+
+TEST_F(tokens, MintedTokensOpenTheirRecordOnly) {
+  const rapidjson::Document answer = mint(R"("userId":"ana","access":"read","expiresInSeconds":60)");
+  const std::string client = answer["result"]["data"]["token"].GetString();
+  EXPECT_EQ(std::string(answer["result"]["message"].GetString()), "Client token created.");
+  const svc::response got = bearer("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})", client);
+  EXPECT_EQ(got.http, 200) << got.body;
+  EXPECT_NE(got.body.find("\"data\":\"hi\""), std::string::npos);
+  const svc::response other = bearer("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d2"}})", client);
+  EXPECT_EQ(other.http, 403);
+  EXPECT_EQ(error_of(other), "The client token does not cover this documentId.");
+  // Another endpoint: refused before the body is parsed (this one is not JSON).
+  const svc::response update = bearer("/v2/crdt/update", "{", client);
+  EXPECT_EQ(update.http, 403);
+  EXPECT_EQ(error_of(update), "A client token opens only /v2/crdt/get, /v2/crdt/sync and /v2/crdt/subscribe.");
+  EXPECT_EQ(bearer("/v2/crdt/get", "{}", client.substr(1)).http, 401);
+}
+
+TEST_F(tokens, AnExpiredTokenNamesItsExpiry) {
+  svc::client_claims c;
+  c.tenant = key.substr(3, 16), c.org = "o", c.doc = "d", c.user = "ana", c.expires = 1700000000;
+  const std::string client = svc::sign_client_token(c, service.platform().client_keys()->signer());
+  const svc::response r = bearer("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d"}})", client);
+  EXPECT_EQ(r.http, 401);
+  EXPECT_EQ(error_of(r), "The client token expired at 2023-11-14T22:13:20.000Z.");
+  EXPECT_EQ(std::string(svc::parse_json(r.body)["error"]["status"].GetString()), "UNAUTHENTICATED");
+}
+
+TEST_F(tokens, NoClientTokenOutlivesItsMinter) {
+  const std::int64_t soon = svc::now_unix_ms() + 120000;
+  const std::string expires = svc::iso_time(soon);
+  token = svc::create_token(db, key.substr(3, 16), "backend", false, expires, svc::now_iso());
+  const rapidjson::Document answer = mint(R"("userId":"ana","access":"write")");
+  EXPECT_EQ(std::string(answer["result"]["data"]["expiresAt"].GetString()), svc::iso_time(soon / 1000 * 1000));
+}
+
+TEST_F(tokens, WithoutKeysMintingAndBearersAreUnavailable) {
+  const rapidjson::Document answer = mint(R"("userId":"ana","access":"write")");
+  const std::string client = answer["result"]["data"]["token"].GetString();
+  service.platform().set_client_keys(nullptr);
+  const svc::response m = call("/v2/auth/token", R"({"data":{"organizationId":"o","documentId":"d","userId":"u","access":"read"}})");
+  EXPECT_EQ(m.http, 503);
+  EXPECT_EQ(error_of(m), "Client tokens are not configured on this server.");
+  const svc::response g = bearer("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d"}})", client);
+  EXPECT_EQ(g.http, 503);
+  EXPECT_EQ(error_of(g), "Client tokens are not configured on this server.");
+}
+
+}  // namespace

@@ -1,0 +1,155 @@
+// The publisher's bookkeeping of client-token streams (service/crdt/publish.hpp): a channel whose earliest
+// token expired, or one of whose keys left the ring, is deleted before the next message; a failed
+// deletion publishes nothing and keeps the channel remembered; at most max_token_channels channels.
+// nginx's publisher location is played by a unix-socket server that records each request's method.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "crdt/publish.hpp"
+
+namespace {
+
+namespace svc = folio::service;
+
+/// Answers every request on a unix socket with `status` (DELETE: `delete_status`), one per connection.
+class fake_nginx {
+ public:
+  fake_nginx() {
+    path_ = (std::filesystem::temp_directory_path() / ("folio-publish-test-" + std::to_string(::getpid()) + ".sock")).string();
+    ::unlink(path_.c_str());
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    path_.copy(a.sun_path, sizeof(a.sun_path) - 1);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd_, 16) != 0) throw std::runtime_error("cannot listen on " + path_);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~fake_nginx() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+    ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  std::atomic<int> delete_status{200};
+  /// The methods received since the last call.
+  std::vector<std::string> take() {
+    std::lock_guard<std::mutex> g(mu_);
+    return std::exchange(methods_, {});
+  }
+
+ private:
+  void serve() {
+    while (true) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string in;
+      char buf[4096];
+      std::size_t need = std::string::npos;
+      while (need == std::string::npos || in.size() < need) {
+        const ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        in.append(buf, static_cast<std::size_t>(n));
+        const std::size_t head = in.find("\r\n\r\n");
+        if (need == std::string::npos && head != std::string::npos) {
+          std::size_t length = 0;
+          if (const std::size_t cl = in.find("Content-Length: "); cl != std::string::npos && cl < head) length = std::stoul(in.substr(cl + 16));
+          need = head + 4 + length;
+        }
+      }
+      const std::string method = in.substr(0, in.find(' '));
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        methods_.push_back(method);
+      }
+      const int status = method == "DELETE" ? delete_status.load() : 201;
+      const std::string answer = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      (void)!::write(c, answer.data(), answer.size());
+      ::close(c);
+    }
+  }
+  std::string path_;
+  int fd_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> methods_;
+};
+
+std::int64_t now_s() { return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+const std::string ch(64, 'a'), other(64, 'b');
+using methods = std::vector<std::string>;
+
+TEST(Publisher, EndsStreamsOfAnExpiredTokenBeforePublishing) {
+  fake_nginx nginx;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  ASSERT_TRUE(p.token_subscribed(ch, now_s() + 3600, "k1"));
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), methods{"POST"});  // valid for an hour: nothing ended
+  ASSERT_TRUE(p.token_subscribed(ch, now_s(), "k1"));  // expires this second: refused from now on
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), (methods{"DELETE", "POST"}));
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), methods{"POST"});  // forgotten once ended
+  EXPECT_TRUE(p.publish(other, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), methods{"POST"});  // a channel without client tokens
+}
+
+TEST(Publisher, EndsStreamsWhoseKeyLeftTheRing) {
+  fake_nginx nginx;
+  std::atomic<bool> k2_in_ring{true};
+  svc::publisher p(svc::live_config{"secret", nginx.path()}, [&](std::string_view id) { return id != "k2" || k2_in_ring.load(); });
+  ASSERT_TRUE(p.token_subscribed(ch, now_s() + 3600, "k1"));
+  ASSERT_TRUE(p.token_subscribed(ch, now_s() + 7200, "k2"));
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), methods{"POST"});
+  k2_in_ring = false;
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), (methods{"DELETE", "POST"}));
+}
+
+TEST(Publisher, AFailedDeletionPublishesNothing) {
+  fake_nginx nginx;
+  nginx.delete_status = 500;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  ASSERT_TRUE(p.token_subscribed(ch, now_s() - 10, "k1"));
+  // The owed notice's background retry (after 1 s) may add DELETEs of its own; never a POST before one succeeds.
+  EXPECT_FALSE(p.publish(ch, "{\"full\":1}", "{}"));
+  methods m = nginx.take();
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.front(), "DELETE");
+  EXPECT_EQ(std::count(m.begin(), m.end(), "POST"), 0);
+  EXPECT_GE(p.failures(), 1u);
+  EXPECT_FALSE(p.publish(ch, "{\"full\":2}", "{}"));  // still remembered: deleted first again
+  m = nginx.take();
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.front(), "DELETE");
+  EXPECT_EQ(std::count(m.begin(), m.end(), "POST"), 0);
+  nginx.delete_status = 404;  // Nchan no longer holds the channel: as good as deleted
+  EXPECT_TRUE(p.publish(ch, "{\"full\":3}", "{}"));
+  m = nginx.take();
+  ASSERT_GE(m.size(), 2u);
+  EXPECT_EQ(m.front(), "DELETE");
+  EXPECT_NE(std::find(m.begin(), m.end(), "POST"), m.end());
+}
+
+TEST(Publisher, RemembersBoundedChannels) {
+  svc::publisher p(svc::live_config{"secret", ""});
+  const std::int64_t later = now_s() + 3600;
+  for (std::size_t i = 0; i < svc::publisher::max_token_channels; ++i) ASSERT_TRUE(p.token_subscribed(std::to_string(i), later, "k1"));
+  EXPECT_FALSE(p.token_subscribed("one more", later, "k1"));  // full of unexpired tokens
+  EXPECT_TRUE(p.token_subscribed("7", later + 10, "k2"));     // a channel already remembered is updated
+}
+
+}  // namespace

@@ -1,0 +1,150 @@
+// The wire library (service/wire/): the JSON rules (depth, duplicates, NUL bytes, numbers as JavaScript
+// reads them, Unicode, canonical values) and base64 in both alphabets.
+#include <gtest/gtest.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "wire/base64.hpp"
+#include "wire/json.hpp"
+
+namespace {
+
+namespace svc = folio::service;
+
+TEST(Json, CanonicalFormSortsKeysAtEveryLevel) {
+  const auto d = svc::parse_json(R"({"b":{"z":1,"a":[{"y":2,"x":1}]},"a":null})");
+  EXPECT_EQ(svc::canonical_json(d), R"({"a":null,"b":{"a":[{"x":1,"y":2}],"z":1}})");
+}
+
+TEST(Json, RefusesDeepNestingAndDuplicateKeys) {
+  std::string deep(65, '[');
+  deep += std::string(65, ']');
+  EXPECT_THROW(svc::parse_json(deep), svc::api_error);
+  EXPECT_NO_THROW(svc::parse_json(std::string(64, '[') + std::string(64, ']')));
+  try {
+    svc::parse_json(R"({"a":1,"a":2})");
+    FAIL();
+  } catch (const svc::api_error& e) {
+    EXPECT_EQ(e.message, "Duplicate key \"a\" in a JSON object.");
+  }
+}
+
+TEST(Json, RefusesANulByteWhereverItIs) {
+  // RapidJSON alone would stop at the NUL and take "1" and {} as whole texts.
+  for (const std::string& text : {std::string("1\0x", 3), std::string("{}\0", 3), std::string("[\"a\0\"]", 6)}) {
+    try {
+      svc::parse_json(text, "map value");
+      FAIL() << text;
+    } catch (const svc::api_error& e) {
+      EXPECT_EQ(e.message, "map value is not valid JSON: NUL byte (at byte " + std::to_string(text.find('\0')) + ").");
+    }
+  }
+}
+
+TEST(Json, NumbersReadBackAsTheDoubleJavaScriptParses) {
+  // Each number as sent, and as canonical_json writes it: integers that fit 64 bits exactly, every
+  // other number the shortest text of the nearest double (what JSON.parse gives and JavaScript prints).
+  const std::pair<const char*, const char*> cases[] = {
+      {"2.2250738585072011e-308", "2.225073858507201e-308"},  // was ...014e-308 (RapidJSON's fast path)
+      {"123456789.123456789", "123456789.12345679"},           // was 123456789.1234568
+      {"0.1", "0.1"},
+      {"1.0", "1"},
+      {"1E2", "100"},
+      {"5e-324", "5e-324"},
+      {"2.4703282292062328e-324", "5e-324"},
+      {"1e-400", "0"},
+      {"-1e-400", "-0"},
+      {"-0", "-0"},
+      {"1.7976931348623157e308", "1.7976931348623157e+308"},
+      {"2.225073858507201136057409796709131975934819546351645648e-308", "2.225073858507201e-308"},  // RapidJSON's full precision asserts here
+      {"9007199254740993", "9007199254740993"},
+      {"-9223372036854775808", "-9223372036854775808"},
+      {"18446744073709551615", "18446744073709551615"},
+  };
+  for (const auto& [in, out] : cases) EXPECT_EQ(svc::canonical_json(svc::parse_json(std::string("[") + in + "]")), std::string("[") + out + "]") << in;
+  for (const char* too_big : {"1.7976931348623159e308", "1e400", "-1e309"}) {
+    try {
+      svc::parse_json(std::string("[") + too_big + "]", "map value");
+      FAIL() << too_big;
+    } catch (const svc::api_error& e) {
+      EXPECT_EQ(e.message, "map value is not valid JSON: number too big to be stored in double (at byte 1).") << too_big;
+    }
+  }
+  // Any double, written shortest and read back, is the same double, and is written the same again.
+  std::mt19937_64 rng(18);
+  for (int i = 0; i < 200000; ++i) {
+    double d;
+    const std::uint64_t bits = rng();
+    std::memcpy(&d, &bits, sizeof d);
+    if (!std::isfinite(d)) continue;
+    char text[32];
+    const std::string shortest(text, std::to_chars(text, text + sizeof text, d).ptr);
+    const std::string canonical = svc::canonical_json(svc::parse_json("[" + shortest + "]"));
+    const double back = std::strtod(canonical.c_str() + 1, nullptr);
+    ASSERT_EQ(std::memcmp(&back, &d, sizeof d), 0) << shortest << " -> " << canonical;
+    ASSERT_EQ(svc::canonical_json(svc::parse_json(canonical)), canonical);
+  }
+}
+
+TEST(Json, EveryStringMustBeUnicodeAndARefusalNamesTheField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"data":{"editorId":"a\udc00b"}})", R"(editorId is not valid Unicode: it holds a lone surrogate \udc00 (the string ends at byte 29).)"},
+      {R"({"data":{"data":{"k\udfff":1}}})", R"(A key in data is not valid Unicode: it holds a lone surrogate \udfff (the key ends at byte 25).)"},
+      {R"({"data":{"commentAnnotations":[{"commentData":[{"commentText":"\udc00"}]}]}})",
+       R"(commentAnnotations[0].commentData[0].commentText is not valid Unicode: it holds a lone surrogate \udc00 (the string ends at byte 69).)"},
+      {R"({"data":{"list":["ok","\udc00"]}})", R"(list[1] is not valid Unicode: it holds a lone surrogate \udc00 (the string ends at byte 29).)"},
+      {R"({"data":{"x":"\ud800z"}})", R"(x is not valid Unicode: it holds a high surrogate escape (\ud800-\udbff) not followed by a low one (at byte 14).)"},
+      {"{\"data\":{\"x\":\"\xff\"}}", "x is not valid Unicode: it holds bytes that are not UTF-8 (the string ends at byte 15)."},
+      {"{\"data\":{\"x\":\"\xc0\xaf\"}}", "x is not valid Unicode: it holds bytes that are not UTF-8 (the string ends at byte 16)."},  // overlong '/'
+      {"{\"data\":{\"x\":\"\xf4\x90\x80\x80\"}}", "x is not valid Unicode: it holds bytes that are not UTF-8 (the string ends at byte 18)."},  // U+110000
+      {"{\"data\":{\"\xed\xa0\x80\":1}}", "A key in data is not valid Unicode: it holds a lone surrogate \\ud800 (the key ends at byte 13)."},  // raw, as escaped
+      {R"({"\udc00":1})", R"(A key of the body is not valid Unicode: it holds a lone surrogate \udc00 (the key ends at byte 8).)"},
+  };
+  for (const auto& [body, message] : cases) {
+    try {
+      svc::parse_json(body);
+      FAIL() << body;
+    } catch (const svc::api_error& e) {
+      EXPECT_EQ(e.message, message) << body;
+    }
+  }
+  try {
+    svc::parse_json(R"({"a":["\udc00"]})", "map value");
+    FAIL();
+  } catch (const svc::api_error& e) {
+    EXPECT_EQ(e.message, R"(map value at a[0] is not valid Unicode: it holds a lone surrogate \udc00 (the string ends at byte 13).)");
+  }
+  // The check on its own, at every length around its eight-byte steps.
+  for (std::size_t pad = 0; pad < 17; ++pad) {
+    const std::string ascii(pad, 'a');
+    EXPECT_EQ(svc::unicode_problem(ascii + "\xC3\xA9\xF0\x9F\x98\x80" + ascii), 0u) << pad;
+    EXPECT_EQ(svc::unicode_problem(ascii + "\xE2\x82"), 1u) << pad;  // cut short
+    EXPECT_EQ(svc::unicode_problem(ascii + "\xED\xB0\x80" + ascii), 0xDC00u) << pad;
+    EXPECT_EQ(svc::unicode_problem(ascii + "\x80" + ascii), 1u) << pad;
+  }
+  // A surrogate pair is one character, and stays one.
+  EXPECT_EQ(svc::canonical_json(svc::parse_json(R"(["\ud83d\ude00"])")), "[\"\xF0\x9F\x98\x80\"]");
+}
+
+TEST(Base64Url, RoundTripsAndRefusesOtherAlphabets) {
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  for (std::size_t n = 0; n < 10; ++n) EXPECT_EQ(svc::base64url_decode(svc::base64url_encode(all.substr(0, n))), all.substr(0, n));
+  EXPECT_EQ(svc::base64url_decode(svc::base64url_encode(all)), all);
+  EXPECT_EQ(svc::base64url_encode("\xfb\xff"), "-_8");
+  for (const char* bad : {"a", "ab+c", "ab/c", "ab=c", "abc=", "ab c", "ab\n"}) EXPECT_FALSE(svc::base64url_decode(bad)) << bad;
+}
+
+TEST(Base64, StandardOutReadsEitherAlphabetPaddedOrNot) {
+  EXPECT_EQ(svc::base64_encode("\xfb\xff"), "+/8=");
+  for (const char* in : {"+/8=", "+/8", "-_8=", "-_8"}) EXPECT_EQ(svc::base64_decode(in), "\xfb\xff") << in;
+  EXPECT_EQ(svc::base64_decode(""), "");
+  EXPECT_EQ(svc::base64_decode("AA=="), std::string(1, '\0'));
+  for (const char* bad : {"A", "AA=", "A===", "ab=c", "ab c", "AAAA\n"}) EXPECT_FALSE(svc::base64_decode(bad)) << bad;
+}
+
+}  // namespace
