@@ -1,42 +1,14 @@
-#include "wire/base64.hpp"
+#include "base64.hpp"
 
-#include <cstdint>
+#include <openssl/evp.h>
 
 namespace folio::service {
 
-namespace {
-
-constexpr char standard[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// The 6-bit value of a URL-safe base64 character, or -1.
-int url_sextet(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
-
-}  // namespace
-
 std::string base64_encode(std::string_view bytes) {
-  std::string out;
-  out.reserve(4 * ((bytes.size() + 2) / 3));
-  std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const std::uint32_t v = std::uint32_t(static_cast<unsigned char>(bytes[i])) << 16 | std::uint32_t(static_cast<unsigned char>(bytes[i + 1])) << 8 |
-                            static_cast<unsigned char>(bytes[i + 2]);
-    for (int shift = 18; shift >= 0; shift -= 6) out += standard[(v >> shift) & 63];
-  }
-  if (const std::size_t rest = bytes.size() - i; rest > 0) {
-    std::uint32_t v = std::uint32_t(static_cast<unsigned char>(bytes[i])) << 16;
-    if (rest == 2) v |= std::uint32_t(static_cast<unsigned char>(bytes[i + 1])) << 8;
-    out += standard[(v >> 18) & 63];
-    out += standard[(v >> 12) & 63];
-    out += rest == 2 ? standard[(v >> 6) & 63] : '=';
-    out += '=';
-  }
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
   return out;
 }
 
@@ -57,21 +29,19 @@ std::string base64url_encode(std::string_view bytes) {
 
 std::optional<std::string> base64url_decode(std::string_view text) {
   if (text.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  out.reserve(text.size() / 4 * 3 + 2);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (const char c : text) {
-    const int v = url_sextet(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6 | static_cast<std::uint32_t>(v)) & 0xffffff;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
+  std::string in(text);
+  for (char& c : in) {
+    if (c == '-') c = '+';
+    else if (c == '_') c = '/';
+    else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return std::nullopt;
   }
-  return out;  // the bits of a last partial group beyond its bytes are ignored, as OpenSSL's codec did
+  const std::size_t pad = (4 - in.size() % 4) % 4;
+  in.append(pad, '=');
+  std::string out(in.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  if (n < 0) return std::nullopt;
+  out.resize(static_cast<std::size_t>(n) - pad);  // EVP_DecodeBlock counts the padding as zero bytes
+  return out;
 }
 
 }  // namespace folio::service

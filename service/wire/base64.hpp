@@ -1,4 +1,4 @@
-// service/wire/base64.hpp — base64 (no dependencies), for binary values carried in JSON strings: URL-safe
+// service/wire/base64.hpp — base64 over OpenSSL's codec (EVP_EncodeBlock/EVP_DecodeBlock), for binary values carried in JSON strings: URL-safe
 // without padding (RFC 4648 §5) for opaque tokens; the standard alphabet with padding (§4) for CRDT
 // updates and version vectors, read leniently (either alphabet, padding optional) since clients use
 // whichever their platform has. Thread-safety: free functions.
