@@ -24,8 +24,8 @@
 //  * detail/op_log.hpp — the op log (ops_since reads it) and the seq -> content slot map;
 //  * detail/content_log.hpp — per replica, the values inserted; detail/batch_removes.hpp — what an
 //    incoming batch removes;
-//  * this file — the engine tying them: local edits, reading, integration of remote ops, and
-//    check_invariants.
+//  * this file — the engine tying them: local edits, reading, integration of remote ops;
+//  * detail/rga_invariants.hpp — check_invariants(), the checker of the invariants below.
 //
 // Invariants (verified by `check_invariants()`):
 //  1. the run tree's (detail/run_tree.hpp): live counts, minimum keys, fill, links, position cache;
@@ -352,87 +352,8 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   }
 
   /// Verifies every invariant listed at the top of this file; throws "[folio.invariant]" on the first
-  /// violation. O(n log n); for tests and fuzzers.
-  void check_invariants() const {
-    // 1. the run tree
-    const std::vector<const leaf_node*> leaves = tree::check_tree();
-    // 2. index, 4. per-replica coverage
-    std::vector<std::uint64_t> items(reps_.size());
-    for (const leaf_node* l : leaves)
-      for (int i = 0; i < l->count; ++i) {
-        const run& r = l->runs[i];
-        if (r.len() == 0 || r.replica >= reps_.size()) bad("run length or replica");
-        if (std::uint64_t(r.seq) + r.len() > reps_[r.replica].next_seq) bad("run beyond replica's ops");
-        for (std::uint32_t k : {0u, r.len() - 1}) {
-          const place p = locate_id(r.replica, r.seq + k);
-          if (p.leaf != l || p.idx != i) bad("index does not map item to its leaf");
-        }
-        items[r.replica] += r.len();
-      }
-    for (std::uint32_t rep = 0; rep < reps_.size(); ++rep) {
-      const replica_state& rs = reps_[rep];
-      if (version().get(rs.id) != rs.next_seq) bad("version vector");
-      std::uint64_t next = 0, inserted = 0;
-      std::vector<std::pair<std::uint32_t, std::uint32_t>> removes;
-      for (std::uint32_t pos : rs.log_pos) {
-        const log_entry& e = log_[pos];
-        if (e.replica != rep || e.seq != next || e.len == 0) bad("log coverage");
-        next += e.len;
-        if (e.kind == op_kind::insert)
-          inserted += e.len;
-        else if (!removes.empty() && removes.back().second == e.seq)
-          removes.back().second += e.len;
-        else
-          removes.emplace_back(e.seq, e.seq + e.len);
-      }
-      if (next != rs.next_seq || inserted != items[rep]) bad("log does not match items");
-      if (removes != rs.removes.ranges) bad("remove seqs do not match the log");
-      std::uint64_t removed = 0;
-      for (std::size_t p = 0, i = 0; p < rs.removes.before_page.size(); ++p) {
-        for (; i < removes.size() && removes[i].first < (std::uint64_t(p) << index_page_bits); ++i) removed += removes[i].second - removes[i].first;
-        if (rs.removes.before_page[p].ranges != i || rs.removes.before_page[p].units != removed) bad("removes before a page");
-      }
-      if (!removes.empty() && rs.removes.before_page.size() != (removes.back().first >> index_page_bits) + 1) bad("remove pages");
-      if (rs.removes.units != next - inserted) bad("remove unit count");
-      if (rs.content.size() != inserted) bad("content log size");
-      // 5. known deleted stretches
-      std::int64_t prev_end = -1;
-      for (const auto& [lo, end] : rs.known_deleted) {
-        if (lo >= end || lo <= prev_end) bad("known deleted stretches overlap or touch");
-        for (std::uint32_t s = lo; s < end;) {
-          const place p = locate_id(rep, s);
-          if (!p.leaf || !p.leaf->runs[p.idx].deleted()) bad("known deleted stretch holds an item that is not deleted");
-          s += p.leaf->runs[p.idx].len() - p.off;
-        }
-        prev_end = end;
-      }
-    }
-    // 3. RGA order: origin == nearest item to the left with a smaller key.
-    std::vector<run> stack;  // runs (cut to the prefix still eligible) that may be a later item's origin
-    for (const leaf_node* l : leaves)
-      for (int i = 0; i < l->count; ++i) {
-        const run& r = l->runs[i];
-        const item_key k0 = key_of(r, 0);
-        std::uint32_t orep = no_replica, oseq = 0;
-        while (!stack.empty()) {
-          run& s = stack.back();
-          if (key_of(s, 0) > k0) {
-            stack.pop_back();
-            continue;
-          }
-          std::uint32_t j = s.len() - 1;  // largest j with key(s, j) < k0 (keys rise along a run)
-          while (key_of(s, j) > k0) --j;
-          s.set_len(j + 1);
-          orep = s.replica, oseq = s.seq + j;
-          break;
-        }
-        const auto [erep, eseq] = origin_of(r.replica, r.seq);
-        if (erep != orep || (orep != no_replica && eseq != oseq)) bad("item is not placed after its origin (RGA order)");
-        stack.push_back(r);
-      }
-    for (const parked& p : parked_)
-      if (p.o.len == 0) bad("empty parked op");
-  }
+  /// violation. O(n log n); for tests and fuzzers. Defined in detail/rga_invariants.hpp.
+  void check_invariants() const;
 
  private:
   enum class dep { ready, missing, invalid };
@@ -721,3 +642,5 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
 };
 
 }  // namespace folio::detail
+
+#include "rga_invariants.hpp"  // defines check_invariants(), declared above
