@@ -77,7 +77,8 @@ class document {
   std::uint32_t clock() const {
     return std::visit([](const auto& d) { return d.clock(); }, impl_);
   }
-  /// Unit operations held for missing dependencies; ones dropped as invalid once those arrived.
+  /// pending(): unit operations held for missing dependencies; rejected(): operations (one each,
+  /// whatever its length) dropped as invalid once those arrived.
   std::size_t pending() const {
     return std::visit([](const auto& d) { return d.pending(); }, impl_);
   }

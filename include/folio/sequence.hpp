@@ -72,7 +72,8 @@ class sequence {
 
   /// Largest Lamport value integrated (a local op takes clock() + 1). O(1).
   std::uint32_t clock() const noexcept { return impl_.clock(); }
-  /// Unit operations waiting for causal dependencies; ones dropped as invalid once those arrived.
+  /// pending(): unit operations waiting for causal dependencies; rejected(): operations (one each,
+  /// whatever its length) dropped as invalid once those arrived.
   std::size_t pending() const noexcept { return impl_.pending(); }
   std::size_t rejected() const noexcept { return impl_.rejected(); }
 

@@ -1,4 +1,4 @@
-// service/crdt/doc_cache.hpp — decoded CRDT documents kept in memory (the README's "Storage"), so that an update of a hot
+// service/crdt/doc_cache.hpp — decoded CRDT documents kept in memory (the README's "Running it for real", storage), so that an update of a hot
 // record costs the diff, not a reload. Bounded by the documents' memory_usage(), least recently used
 // first out. Each entry carries the record revision it reflects; users compare it with the revision
 // read in their transaction and rebuild on a mismatch (another process, a failed write), so a stale

@@ -108,7 +108,17 @@ void record_session::committed(std::int64_t revision) {
 }
 
 void record_session::hold(folio::document d, std::int64_t revision) {
-  lock(family_.cache().get(cache_key_));
+  // After the commit: never wait for the entry (a deadline passing here would answer 503 "nothing was
+  // changed" for a record that is stored). Another request holding it read the record from storage;
+  // the entry then stays as that request leaves it, and the next miss rebuilds from storage.
+  std::shared_ptr<cached_doc> entry = family_.cache().get(cache_key_);
+  if (entry_ != entry) {
+    std::unique_lock<std::timed_mutex> l(entry->lock, std::try_to_lock);
+    if (!l.owns_lock()) return;
+    if (lock_.owns_lock()) lock_.unlock();
+    entry_ = std::move(entry);
+    lock_ = std::move(l);
+  }
   entry_->doc = std::move(d);
   committed(revision);
 }

@@ -91,7 +91,8 @@ class record_session {
   /// metadata and the revision move), compacting the log into a snapshot when it reaches
   /// compact_after batches. Returns the new revision; throws as commit().
   std::int64_t append(const std::string* batch, const change_meta& meta);
-  /// Puts `d` (a new record just inserted by commit's `write`) in the record's entry at `revision`.
+  /// Puts `d` (a new record just inserted by commit's `write`) in the record's entry at `revision`, or
+  /// nothing when another request holds the entry (it never waits: the record is committed already).
   void hold(folio::document d, std::int64_t revision);
   /// Drops the entry (the record was deleted).
   void forget();

@@ -1,4 +1,4 @@
-// service/crdt/records.hpp — CRDT records in SQLite (the README's "Storage"; docs/SERVICE.md).
+// service/crdt/records.hpp — CRDT records in SQLite (docs/SERVICE.md).
 //
 // A CRDT record is a row of crdt_records (type, root name, snapshot = encoded document, metadata, a
 // revision that every write bumps, the incarnation that `add` draws) plus an append-only log of

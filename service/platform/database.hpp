@@ -1,4 +1,4 @@
-// service/platform/database.hpp — SQLite storage (the README's "Storage"): one `database` per worker thread (its own
+// service/platform/database.hpp — SQLite storage (the README's "Running it for real", storage): one `database` per worker thread (its own
 // connection), WAL, synchronous=FULL (a committed write is on disk), BEGIN IMMEDIATE for writes, a
 // busy timeout. The schema carries a version number (PRAGMA user_version) and forward migrations; each
 // module owns its tables' migrations (`schema`: the platform its own, crdt/records.cpp and

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <future>
 #include <string>
+#include <thread>
 
 #include "crdt/doc_cache.hpp"
 #include "crdt/publish.hpp"
@@ -140,6 +141,28 @@ TEST_F(fixture, ARequestRefusedForItsOwnContentIsAnsweredWhileTheWriterSectionIs
   const svc::response bad_batch = answer("/v2/crdt/sync", text_ids + R"(,"version":"AA==","incarnation":")" + incarnation + R"(","update":")" +
                                                             svc::base64_encode("not a batch") + "\"}}");
   EXPECT_EQ(bad_batch.http, 400) << bad_batch.body;
+}
+
+TEST_F(fixture, AnAddIsAnsweredAsCommittedWhenAnotherRequestHoldsTheNewRecordsEntry) {
+  // After an add commits, a crdt/get of the new record (streaming it, say) may hold its cache entry.
+  // The add must not wait for it until its deadline and answer 503 "nothing was changed" for a record
+  // that is stored (the retry would then get 409 ALREADY_EXISTS).
+  const std::string body = R"({"data":{"organizationId":"o","documentId":"d","editorId":"held","type":"text","data":"stored"}})";
+  svc::request r{"POST", "/v2/crdt/add", "application/json", key, token, body, body.size(), {}, {}, {}};
+  r.deadline = svc::deadline_clock::now() + std::chrono::seconds(3);
+  const svc::record_key k{key.substr(3, 16), "o", "d", "held"};
+  svc::response res;
+  {
+    std::unique_lock<std::timed_mutex> writer(svc::database::writer_mutex());  // the add stops at its commit
+    auto f = std::async(std::launch::async, [&] { return service.handle(db, r); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past its open(), which finds no record
+    const std::shared_ptr<svc::cached_doc> entry = service.crdt().cache().get(k.cache_key());
+    std::unique_lock<std::timed_mutex> held(entry->lock);  // "the get" holds the entry from now on
+    writer.unlock();
+    res = f.get();
+  }
+  EXPECT_EQ(res.http, 200) << res.body;
+  EXPECT_NE(call("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"held"}})").body.find(R"("data":"stored")"), std::string::npos);
 }
 
 TEST_F(fixture, AClientOfARecordAddedAgainIsRefusedAndTheCacheNeverServesTheOldOne) {

@@ -1,6 +1,6 @@
 // The platform (service/platform/) through the responder on a temporary database: the order of checks,
 // deadlines, a full database, /metrics, the schema's migrations from schema 1, and client tokens
-// through the router (the wire in tests/e2e/tokens_e2e.py).
+// through the server (the wire in tests/e2e/tokens_e2e.py).
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -10,6 +10,7 @@
 #include <future>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -182,6 +183,41 @@ TEST_F(fixture, MetricsCountRequestsWithoutCredentialsOrTenantData) {
   EXPECT_EQ(service.handle(db, m).http, 400);
 }
 
+/// `path`'s schema as tests/golden/schema-sqlite.txt writes it: user_version, then sqlite_master in
+/// creation order (type, name, table, SQL with newlines as \n), a line each.
+std::string schema_of(const std::string& path) {
+  sqlite3* raw = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  std::string out;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr);
+  if (sqlite3_step(st) == SQLITE_ROW) out += "user_version\t" + std::to_string(sqlite3_column_int64(st, 0)) + "\n";
+  sqlite3_finalize(st);
+  sqlite3_prepare_v2(raw, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid", -1, &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    for (int c = 0; c < 4; ++c) {
+      const unsigned char* t = sqlite3_column_text(st, c);
+      std::string v = t ? reinterpret_cast<const char*>(t) : "";
+      for (std::size_t at = 0; (at = v.find('\n', at)) != std::string::npos; at += 2) v.replace(at, 1, "\\n");
+      out += v + (c == 3 ? "\n" : "\t");
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+  return out;
+}
+
+TEST_F(fixture, AFreshDatabaseHasThePinnedSchema) {
+  // Each family creates its own tables (docs/SERVICE.md); together they must make exactly the schema
+  // the single migration list made before the split, table by table and in the same order.
+  std::ifstream in(FOLIO_SCHEMA_GOLDEN);
+  std::string golden, line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') golden += line + "\n";
+  ASSERT_FALSE(golden.empty()) << "nothing read from " << FOLIO_SCHEMA_GOLDEN;
+  EXPECT_EQ(schema_of(tmp.path()), golden);
+}
+
 TEST(Store, MigratesASchema1DatabaseToTheCurrentOne) {
   temp_db tmp;
   folio::document record(folio::record_type::text, 777);  // edited as the database's one server replica, as schema 1-3 did
@@ -249,7 +285,7 @@ PRAGMA user_version = 1;
   EXPECT_EQ(row->incarnation, 777u);
 }
 
-// Client tokens through the router (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
+// Client tokens through the server (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
 struct tokens : fixture {
   void SetUp() override {
     fixture::SetUp();

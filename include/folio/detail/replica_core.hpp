@@ -126,7 +126,8 @@ class replica_core {
     for (const Parked& p : parked_) n += p.o.len;
     return n;
   }
-  /// Unit operations dropped because, once their dependencies arrived, they proved invalid.
+  /// Operations (one each, whatever its length) dropped because, once their dependencies arrived,
+  /// they proved invalid.
   std::size_t rejected() const noexcept { return rejected_; }
   /// Largest Lamport value integrated (a local op of the sequence takes clock() + 1).
   std::uint32_t clock() const noexcept { return clock_; }
