@@ -50,17 +50,18 @@ run ceiling /v2/crdt/get 2 16 "$work/get1k.json"
 
 read -r c_rps c_p50 c_p99 c_err c_n < "$work/ceiling.res"
 printf '\nHTTP load, %ss per run (longer where that measured fewer than 200 requests; p99 "-" below 200), wrk\n' "$secs"
-printf '(ratios against hello-fcgi behind the same nginx, same run)\n'
-printf '  %-40s %9s %8s %8s %8s %6s %7s  %s\n' endpoint req/s requests p50_ms p99_ms errors "vs ceiling" "target: verdict"
+printf '(ratios against hello-fcgi behind the same nginx, same run; cpu_ms/req: the responder'"'"'s CPU time per request,\n'
+printf ' all threads, which hardly moves with other work on the cores: compare builds by it)\n'
+printf '  %-40s %9s %8s %8s %8s %6s %10s %7s  %s\n' endpoint req/s requests p50_ms p99_ms errors cpu_ms/req "vs ceiling" "target: verdict"
 for r in get1k:"crdt/get, 1 KB text, 16 conns" update100k:"crdt/update, 100 KB, 1 char, 4x1 conn" annotations:"commentannotations/get, 1000, by loc" history:"update, automerge-paper history, 1 conn" fresh:"update, same text fresh, 1 conn"; do
   name=${r%%:*} label=${r#*:}
   read -r rps p50 p99v err n < "$work/$name.res"
   ratio=$(awk "BEGIN{printf \"%.2f\", $rps / $c_rps}")
   target="no target"
   [ "$name" = get1k ] && target="$(judge "$ratio" '>=' 0.70 'issue 4'); $(judge "$ratio" '>=' 0.85 'issue 23')"
-  printf '  %-40s %9s %8s %8s %8s %6s %7s     %s\n' "$label" "$rps" "$n" "$p50" "$(p99 "$p99v" "$n")" "$err" "$ratio" "$target"
+  printf '  %-40s %9s %8s %8s %8s %6s %10s %7s     %s\n' "$label" "$rps" "$n" "$p50" "$(p99 "$p99v" "$n")" "$err" "$(cat "$work/$name.cpu")" "$ratio" "$target"
 done
-printf '  %-40s %9s %8s %8s %8s %6s %7s     (baseline)\n' "ceiling: hello-fcgi, 16 conns" "$c_rps" "$c_n" "$c_p50" "$(p99 "$c_p99" "$c_n")" "$c_err" 1.00
+printf '  %-40s %9s %8s %8s %8s %6s %10s %7s     (baseline)\n' "ceiling: hello-fcgi, 16 conns" "$c_rps" "$c_n" "$c_p50" "$(p99 "$c_p99" "$c_n")" "$c_err" "$(cat "$work/ceiling.cpu")" 1.00
 read -r g_rps _ g99 _ g_n < "$work/get1k.res"; read -r u_rps _ u99 _ u_n < "$work/update100k.res"
 read -r _ h50 h99 _ h_n < "$work/history.res"; read -r f_rps f50 f99 _ f_n < "$work/fresh.res"
 ratio_line() {  # LABEL NUMERATOR DENOMINATOR ENOUGH_SAMPLES OP BOUND ISSUE

@@ -193,7 +193,8 @@ def main():
 
     lb = s["bench/load.sh"]
     def load_row(label):
-        m = find(r"^  %s +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +([0-9.]+) +(.*)$" % re.escape(label), lb, "load.sh " + label)
+        # req/s, requests, p50, p99, errors, [cpu_ms/req: results from before it was printed lack it], ratio, verdict
+        m = find(r"^  %s +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +(?:[0-9.]+ +(?=[0-9.]+ ))?([0-9.]+) +(.*)$" % re.escape(label), lb, "load.sh " + label)
         return m.groups()
     def load_ratio(label):
         m = find(r"^  %s +(\S+) +(.*)$" % re.escape(label), lb, "load.sh " + label)

@@ -9,7 +9,9 @@
 #                               left the slowest answers out of the percentiles, as errors); writes
 #                               "req/s p50_ms p99_ms errors requests" to $work/NAME.res. BODIES: groups
 #                               separated by ";" (thread k uses group k mod groups), files in a group by ","
-#                               sent in turn.
+#                               sent in turn. Also writes "$work/NAME.cpu": the responder's CPU time (user +
+#                               system, all threads, /proc/PID/stat) per request answered, in ms — a figure
+#                               that hardly moves when other work shares the cores, to compare builds by.
 #   p99 MS REQUESTS             the p99 as printed in a table: "-" when fewer than 200 requests measured it
 #   judge VALUE OP BOUND ISSUE  "<= 5 (issue 4): met" or "... MISSED"; OP is <= or >=
 # and $bin, $work, $db, $key, $token, $tenant, $url, and h=(curl headers). Everything lives in $work,
@@ -78,15 +80,18 @@ done = function(summary, latency, requests)
 end
 LUA
 # run NAME TARGET THREADS CONNECTIONS BODIES -> "rps p50_ms p99_ms errors requests"
+responder_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) * 1000 / hz }' "/proc/$resp_pid/stat"; }
 run() {
-  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 d=$secs n
+  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 d=$secs n cpu_before
   while :; do
+    cpu_before=$(responder_cpu_ms)  # the last attempt's, as its requests are
     BODIES=$bodies TARGET=$target wrk -t"$threads" -c"$conns" -d"${d}s" --timeout 30s -s "$work/wrk.lua" "$url" | sed -n 's/^RESULT //p' > "$work/$name.res"
     read -r _ _ _ _ n < "$work/$name.res"
     if [ "$n" -ge 200 ] || [ "$d" -ge $((8 * secs)) ]; then break; fi
     d=$(( d * 250 / (n > 0 ? n : 1) + 1 ))  # aim at 250 requests
     [ "$d" -le $((8 * secs)) ] || d=$((8 * secs))
   done
+  awk -v a="$(responder_cpu_ms)" -v b="$cpu_before" -v n="$n" 'BEGIN { printf "%.4f\n", (n > 0 ? (a - b) / n : 0) }' > "$work/$name.cpu"
 }
 p99() { if [ "$2" -ge 200 ]; then echo "$1"; else echo "-"; fi; }
 judge() {  # VALUE OP BOUND ISSUE
