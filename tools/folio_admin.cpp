@@ -54,11 +54,7 @@ int check(folio::service::database& db) {
     ++problems;
   };
   return db.read([&] {
-    {
-      svc::query q = db.sql("PRAGMA integrity_check");
-      while (q.step())
-        if (q.text(0) != "ok") problem("integrity: " + q.text(0));
-    }
+    for (const std::string& line : db.integrity_problems()) problem("integrity: " + line);
     std::size_t records = 0, annotations = 0, comments = 0;
     svc::query q = db.sql("SELECT tenant, org, doc, editor FROM crdt_records ORDER BY tenant, org, doc, editor");
     while (q.step()) {

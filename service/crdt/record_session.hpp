@@ -78,7 +78,7 @@ class record_session {
   /// committed either way).
   template <class F>
   std::int64_t commit(F&& write) {
-    const std::int64_t revision = db_.write([&] {
+    const std::int64_t revision = db_.write(cache_key_, [&] {
       const std::optional<record_row> now = load_record(db_, key_, false);
       if (now.has_value() != row_.has_value() || (now && (now->revision != row_->revision || now->incarnation != row_->incarnation)))
         throw record_moved();

@@ -116,6 +116,7 @@ TEST(Channel, IdsAreKeyedHmacsOfTheTenantAndIds) {
 }
 
 TEST_F(fixture, ARequestRefusedForItsOwnContentIsAnsweredWhileTheWriterSectionIsHeld) {
+  FOLIO_SQLITE_ONLY();  // holds SQLite's process-wide writer mutex (PostgreSQL has none)
   // Parsing the value, decoding a batch and diffing happen before the writer section: while another
   // request holds it, these are answered at once (before, each waited for the section first).
   const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"x")";

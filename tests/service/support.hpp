@@ -1,11 +1,16 @@
-// tests/service/support.hpp — what the service's tests share: a temporary database and a responder
-// with an API key and token, called like folio-fcgi calls it (no socket).
+// tests/service/support.hpp — what the service's tests share: a temporary database (SQLite, or PostgreSQL in
+// the tests' PostgreSQL pass) and a responder with an API key and token, called like folio-fcgi calls it
+// (no socket).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "platform/auth.hpp"
@@ -18,12 +23,45 @@ namespace folio_service_test {
 
 namespace svc = folio::service;
 
+/// The database a test runs on: a SQLite file in a temporary directory, or — in the PostgreSQL pass
+/// (ctest's "pg." tests: FOLIO_TEST_PG names the conninfo file that scripts/pg-test-cluster wrote) — a
+/// schema of its own in the test run's private cluster, dropped at the end. path() is what --db takes.
 struct temp_db {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("folio-service-test-" + std::to_string(::getpid()));
-  temp_db() { std::filesystem::create_directories(dir); }
-  ~temp_db() { std::filesystem::remove_all(dir); }
-  std::string path() const { return (dir / "folio.db").string(); }
+  std::string conninfo, schema;
+  temp_db() {
+    std::filesystem::create_directories(dir);
+    const char* pg = std::getenv("FOLIO_TEST_PG");
+    if (!pg || !*pg) return;
+    std::ifstream in(pg);
+    std::getline(in, conninfo);
+    if (conninfo.empty()) throw std::runtime_error(std::string("no conninfo in ") + pg + " (scripts/pg-test-cluster start)");
+    static int made = 0;
+    schema = "t" + std::to_string(::getpid()) + "_" + std::to_string(++made);
+    admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " + schema);
+  }
+  ~temp_db() {
+    std::filesystem::remove_all(dir);
+    if (postgresql()) admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+  }
+  bool postgresql() const { return !schema.empty(); }
+  std::string path() const { return postgresql() ? conninfo + " options='-c search_path=" + schema + "'" : (dir / "folio.db").string(); }
+
+ private:
+  void admin(const std::string& sql) const {
+    PGconn* c = PQconnectdb(conninfo.c_str());
+    PGresult* r = PQexec(c, sql.c_str());
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    const std::string why = PQerrorMessage(c);
+    PQclear(r);
+    PQfinish(c);
+    if (!ok) throw std::runtime_error("PostgreSQL: " + why);
+  }
 };
+
+/// Skips a test of one backend's own machinery (SQLite's page cap, its file, its writer mutex).
+#define FOLIO_SQLITE_ONLY() \
+  if (tmp.postgresql()) GTEST_SKIP() << "SQLite only"
 
 struct fixture : ::testing::Test {
   temp_db tmp;
