@@ -153,6 +153,28 @@ TEST_F(fixture, AFullDatabaseRefusesWritesKeepsReadsAndTakesWritesOnceSpaceRetur
             std::string::npos);
 }
 
+// PostgreSQL: the server ends the connection (a restart, a failover, a network cut): the request that
+// meets it is answered 503 with a JSON error, the worker carries on, and the next request reconnects.
+TEST_F(fixture, ALostDatabaseConnectionIs503AndTheNextRequestReconnects) {
+  if (!tmp.postgresql()) GTEST_SKIP() << "PostgreSQL only";
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"kept"}})").http, 200);
+  for (const std::string& path : {std::string("/v2/crdt/update"), std::string("/v2/crdt/get")}) {
+    svc::query pid = db.sql("SELECT pg_backend_pid()");
+    ASSERT_TRUE(pid.step());
+    const std::string terminate = "SELECT pg_terminate_backend(" + std::to_string(pid.integer(0)) + ")";
+    PGconn* admin = PQconnectdb(tmp.conninfo.c_str());
+    PQclear(PQexec(admin, terminate.c_str()));
+    PQfinish(admin);
+    const svc::response lost = call(path, ids + (path == "/v2/crdt/update" ? R"(,"data":"lost"}})" : "}}"));
+    EXPECT_EQ(lost.http, 503) << path;
+    EXPECT_EQ(lost.body, R"({"error":{"message":"The database is unavailable; nothing was changed. Retry later.","status":"UNAVAILABLE"}})") << path;
+    EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"kept")"), std::string::npos) << path;
+  }
+  EXPECT_EQ(call("/v2/crdt/update", ids + R"(,"data":"after"}})").http, 200);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"after")"), std::string::npos);
+}
+
 TEST_F(fixture, MetricsCountRequestsWithoutCredentialsOrTenantData) {
   call("/v2/crdt/add", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e","type":"map","data":{"k":"v"}}})");
   call("/v2/crdt/get", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e"}})");
