@@ -4,6 +4,9 @@ and the helpers that speak HTTP to it.
 
 A test module runs as:  <module>.py BUILD_DIR SOURCE_DIR  and does
     from stack import *  (setUpModule/tearDownModule included)
+
+FOLIO_TEST_DB=postgresql runs folio-fcgi (and folio-admin) on a PostgreSQL database instead of a SQLite
+file: a private cluster for the module (scripts/pg-test-cluster), stopped and removed with the stack.
 """
 import collections
 import http.client
@@ -38,6 +41,12 @@ class Stack:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="folio-e2e-")
         self.db = os.path.join(self.dir, "folio.db")
+        self.pg_state = None
+        if os.environ.get("FOLIO_TEST_DB") == "postgresql":
+            self.pg_state = os.path.join(self.dir, "pg")
+            subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), "start", self.pg_state], check=True)
+            with open(os.path.join(self.pg_state, "conninfo")) as f:
+                self.db = f.read().strip()
         self.port = free_port()
         self.fcgi = None
         self.nginx = None
@@ -112,6 +121,8 @@ class Stack:
                     p.wait(10)
                 except subprocess.TimeoutExpired:
                     p.kill()
+        if self.pg_state:
+            subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), "stop", self.pg_state], check=False)
 
 
 STACK = Stack()  # its processes start in setUpModule
