@@ -103,6 +103,7 @@ def xml_value(n):
 
 
 class CheckFindsDamage(unittest.TestCase):
+    @unittest.skipIf(STACK.postgresql, "damages a copy of the SQLite file (PostgreSQL: not yet)")
     def test_check_names_every_damaged_record_and_body(self):
         # folio-admin check on a copy of the database in which four things were damaged by hand
         # (the service refuses to store any of them): a map value that is not JSON in a snapshot that
@@ -326,6 +327,7 @@ class FullDisk(unittest.TestCase):
         if STACK.fcgi_args:
             self.restart()
 
+    @unittest.skipIf(STACK.postgresql, "SQLite's page cap (--max-db-pages)")
     def test_writes_refused_reads_served_and_writes_back_when_space_returns(self):
         doc = "full"
         ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "e", "type": "text", "data": ""}),

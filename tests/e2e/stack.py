@@ -63,6 +63,19 @@ class Stack:
             f.write("k1 %s\n" % os.urandom(32).hex())
         self.cors_origins = ""  # nginx's FOLIO_CORS_ORIGINS (scripts/nginx-conf)
 
+    @property
+    def postgresql(self):
+        return self.pg_state is not None
+
+    def scalar(self, sql):
+        """The one value `sql` selects, read from the stack's database (SQLite file or PostgreSQL)."""
+        if self.postgresql:
+            out = subprocess.run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql, self.db], check=True, capture_output=True, text=True)
+            return int(out.stdout.strip())
+        import sqlite3
+        with sqlite3.connect(self.db) as db:
+            return db.execute(sql).fetchone()[0]
+
     def admin(self, *args, check=True):
         """folio-admin's stdout, stripped; with check=False, the whole CompletedProcess (any exit status)."""
         r = subprocess.run([ADMIN, "--db", self.db, *args], check=check, capture_output=True, text=True)
