@@ -182,7 +182,7 @@ TEST_F(fixture, ALostDatabaseConnectionIs503AndTheNextRequestReconnects) {
     PQfinish(admin);
     const svc::response lost = call(path, ids + (path == "/v2/crdt/update" ? R"(,"data":"lost"}})" : "}}"));
     EXPECT_EQ(lost.http, 503) << path;
-    EXPECT_EQ(lost.body, R"({"error":{"message":"The database is unavailable; nothing was changed. Retry later.","status":"UNAVAILABLE"}})") << path;
+    EXPECT_EQ(lost.body, R"({"error":{"message":"The database is unavailable; retry the request.","status":"UNAVAILABLE"}})") << path;
     EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"kept")"), std::string::npos) << path;
   }
   EXPECT_EQ(call("/v2/crdt/update", ids + R"(,"data":"after"}})").http, 200);
