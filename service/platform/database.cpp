@@ -183,7 +183,8 @@ bool query::step() {
       std::vector<const char*> values(n);
       std::vector<int> lengths(n);
       for (std::size_t i = 0; i < n; ++i) values[i] = nulls_[i] ? nullptr : values_[i].c_str(), lengths[i] = static_cast<int>(values_[i].size());
-      result_ = PQexecPrepared(db_->pg_, pg_name_.c_str(), static_cast<int>(n), values.data(), lengths.data(), formats_.data(), 1);
+      result_ = pg_name_.empty() ? PQexecParams(db_->pg_, pg_sql_.c_str(), static_cast<int>(n), nullptr, values.data(), lengths.data(), formats_.data(), 1)
+                                 : PQexecPrepared(db_->pg_, pg_name_.c_str(), static_cast<int>(n), values.data(), lengths.data(), formats_.data(), 1);
       const ExecStatusType st = PQresultStatus(result_);
       if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         pg_result* failed = result_;
@@ -402,8 +403,8 @@ std::string database::begin_write(std::string_view key) const {
   return begin;
 }
 
-std::string database::pg_statement(std::string_view text, bool keep) {
-  std::string name = keep ? "f" + std::to_string(++pg_statements_) : std::string();
+std::string database::pg_statement(std::string_view text) {
+  std::string name = "f" + std::to_string(++pg_statements_);
   PGresult* res = PQprepare(pg_, name.c_str(), pg_text(text).c_str(), 0, nullptr);
   if (PQresultStatus(res) != PGRES_COMMAND_OK) pg_raise(res, "prepare");
   PQclear(res);
@@ -414,7 +415,7 @@ query database::sql(const char* text) {
   if (pg_) {
     connected();
     auto it = pg_cache_.find(text);
-    if (it == pg_cache_.end()) it = pg_cache_.emplace(text, pg_statement(text, true)).first;
+    if (it == pg_cache_.end()) it = pg_cache_.emplace(text, pg_statement(text)).first;
     return query(*this, it->second);
   }
   auto it = cache_.find(text);
@@ -436,8 +437,8 @@ query database::prepare(const std::string& text) {
   if (pg_) {
     connected();
     if (auto it = pg_built_.find(text); it != pg_built_.end()) return query(*this, it->second);
-    if (pg_built_.size() >= 256) return query(*this, pg_statement(text, false));
-    return query(*this, pg_built_.emplace(text, pg_statement(text, true)).first->second);
+    if (pg_built_.size() >= 256) return query(*this, std::string(), pg_text(text));
+    return query(*this, pg_built_.emplace(text, pg_statement(text)).first->second);
   }
   if (auto it = built_.find(text); it != built_.end()) return query(*this, it->second);
   const bool keep = built_.size() < 256;

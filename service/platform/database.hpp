@@ -80,7 +80,9 @@ class database;
 class query {
  public:
   query(database& db, sqlite3_stmt* st, bool owned = false) : db_(&db), st_(st), owned_(owned) {}
-  query(database& db, std::string pg_statement) : db_(&db), pg_(true), pg_name_(std::move(pg_statement)) {}
+  /// PostgreSQL: the prepared statement `name`, or (name empty) the one-off statement `text`, already
+  /// in PostgreSQL's spelling, parsed and run by the first step().
+  query(database& db, std::string name, std::string text = {}) : db_(&db), pg_(true), pg_name_(std::move(name)), pg_sql_(std::move(text)) {}
   query(const query&) = delete;
   ~query();
   query& bind(int i, std::string_view s);
@@ -104,9 +106,9 @@ class query {
   // SQLite
   sqlite3_stmt* st_ = nullptr;
   bool owned_ = false;
-  // PostgreSQL: the statement's name, its parameters until the first step(), then its result
+  // PostgreSQL: the statement's name (or text), its parameters until the first step(), then its result
   bool pg_ = false;
-  std::string pg_name_;
+  std::string pg_name_, pg_sql_;
   std::vector<std::string> values_;
   std::vector<int> formats_;
   std::vector<char> nulls_;
@@ -168,8 +170,8 @@ class database {
   /// A statement prepared once per connection.
   query sql(const char* text);
   /// A statement whose text is built at run time (filters, IN lists): kept per connection for the
-  /// first 256 distinct texts, prepared for this use only after that (SQLite; PostgreSQL keeps every
-  /// text's statement unnamed beyond the 256).
+  /// first 256 distinct texts, prepared for this use only after that (PostgreSQL: parsed with its
+  /// parameters in the one round trip that runs it).
   query prepare(const std::string& text);
   void exec(const char* text);
   /// "?,?,...,?" with n placeholders, for IN lists.
@@ -272,9 +274,8 @@ class database {
   void connected();
   /// PostgreSQL: the failure of `res` (or of the connection) as a store_error; clears `res`.
   [[noreturn]] void pg_raise(pg_result* res, const char* where);
-  /// PostgreSQL: prepares `text` (translated to $N placeholders) under a new name, or as the unnamed
-  /// statement when not `keep`; returns the name.
-  std::string pg_statement(std::string_view text, bool keep);
+  /// PostgreSQL: prepares `text` (translated to $N placeholders) under a new name; returns the name.
+  std::string pg_statement(std::string_view text);
   /// SQLite's busy handler: waits for another process's lock with growing sleeps, for at most 10 s
   /// and never past the deadline.
   static int busy_wait(void* self, int attempt);
