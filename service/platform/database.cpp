@@ -2,6 +2,7 @@
 
 #include <endian.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -347,6 +348,15 @@ database::~database() {
 }
 
 void database::connected() {
+  // An idle connection that the server has ended (a restart, a failover, pg_terminate_backend) has the
+  // server's last message and the end of the stream waiting on its socket: a poll that costs no round
+  // trip notices it, so the request reconnects rather than failing on a connection known to be gone.
+  if (PQstatus(pg_) == CONNECTION_OK && PQtransactionStatus(pg_) == PQTRANS_IDLE)
+    for (int i = 0; i < 2 && PQstatus(pg_) == CONNECTION_OK; ++i) {  // the message, then the end
+      pollfd p{PQsocket(pg_), POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) break;
+      PQconsumeInput(pg_);
+    }
   if (PQstatus(pg_) == CONNECTION_OK) return;
   pg_cache_.clear();  // the server forgot the connection's statements
   pg_built_.clear();

@@ -11,15 +11,15 @@
 //     the commit is durable), READ COMMITTED writes that serialise per *key* (`write(key, f)`: a
 //     transaction-scoped advisory lock on a 64-bit hash of the key — a record's, an annotated
 //     document's), so writes to different records run in parallel; REPEATABLE READ read transactions (one
-//     snapshot across statements); schema version in the table folio_schema; a lost connection is
-//     reset on the next use (the request that saw it fails with failure::unavailable, the next one
-//     reconnects).
+//     snapshot across statements); schema version in the table folio_schema; a connection the server
+//     ended while idle is reset before its next use, one lost during a request fails that request
+//     (failure::unavailable) and is reset on the next.
 //
 // The model: `query` is a prepared statement with positional parameters, written once in SQLite's
 // spelling (`?`, `?N`) and translated to `$N` for PostgreSQL; `database` is a connection with the
 // statement caches, `read`/`write` transactions and the schema version. The stores' SQL is shared: it
 // keeps to what both dialects accept (upserts as `ON CONFLICT ... DO ...`, row values, CAST where
-// PostgreSQL cannot infer a parameter's type), and asks `dialect()` only where they really differ (a
+// PostgreSQL cannot infer a parameter's type), and asks `kind()` only where they really differ (a
 // planner hint, the schema's DDL: BLOB/BYTEA, INTEGER/BIGINT, WITHOUT ROWID). Each module owns its tables'
 // migrations for both dialects (`schema`).
 // Every row is keyed by the tenant (the API key's id) first, so no query can reach another tenant's data.
@@ -270,7 +270,8 @@ class database {
   void rollback() noexcept;
   /// PostgreSQL: the statements that open a write transaction of `key` (one round trip).
   std::string begin_write(std::string_view key) const;
-  /// PostgreSQL: a connection that is not up is reset; throws failure::unavailable if it stays down.
+  /// PostgreSQL: a connection that is not up, or that the server ended while it was idle, is reset;
+  /// throws failure::unavailable if it stays down.
   void connected();
   /// PostgreSQL: the failure of `res` (or of the connection) as a store_error; clears `res`.
   [[noreturn]] void pg_raise(pg_result* res, const char* where);
