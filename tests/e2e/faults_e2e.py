@@ -316,6 +316,25 @@ class LostAnswers(unittest.TestCase):
         admin_check(self)
 
 
+class DatabaseDown(unittest.TestCase):
+    @unittest.skipUnless(STACK.postgresql, "a PostgreSQL outage (FOLIO_TEST_DB=postgresql)")
+    def test_postgresql_stopped_answers_json_503_and_writes_resume_after_its_restart(self):
+        ids = {"organizationId": ORG, "documentId": "down", "editorId": "e"}
+        ok(self, call("/v2/crdt/add", dict(ids, type="text", data="before")), "CRDT data added successfully.")
+        STACK.pg("down")
+        try:
+            for _ in range(8):  # more requests than workers: each worker meets the outage
+                err(self, call("/v2/crdt/update", dict(ids, data="during")), 503, "UNAVAILABLE", "The database is unavailable; retry the request.")
+                err(self, call("/v2/crdt/get", ids), 503, "UNAVAILABLE", "The database is unavailable; retry the request.")
+            self.assertIsNone(STACK.fcgi.poll())  # no crash
+        finally:
+            STACK.pg("up")
+        for _ in range(8):  # every worker reconnects on its next request, without a restart of folio-fcgi
+            ok(self, call("/v2/crdt/update", dict(ids, data="after")), "CRDT data updated successfully.")
+        self.assertEqual(record_value(self, "down", "e"), "after")
+        admin_check(self)
+
+
 class FullDisk(unittest.TestCase):
     def restart(self, *args):
         STACK.fcgi.terminate()

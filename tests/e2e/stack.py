@@ -67,6 +67,10 @@ class Stack:
     def postgresql(self):
         return self.pg_state is not None
 
+    def pg(self, command):
+        """scripts/pg-test-cluster COMMAND (down, up) on the stack's PostgreSQL cluster."""
+        subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), command, self.pg_state], check=True)
+
     def scalar(self, sql):
         """The one value `sql` selects, read from the stack's database (SQLite file or PostgreSQL)."""
         if self.postgresql:
