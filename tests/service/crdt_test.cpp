@@ -176,7 +176,6 @@ TEST(Channel, IdsAreKeyedHmacsOfTheTenantAndIds) {
 }
 
 TEST_F(fixture, ARequestRefusedForItsOwnContentIsAnsweredWhileTheWriterSectionIsHeld) {
-  FOLIO_SQLITE_ONLY();  // holds SQLite's process-wide writer mutex (PostgreSQL has none)
   // Parsing the value, decoding a batch and diffing happen before the writer section: while another
   // request holds it, these are answered at once (before, each waited for the section first).
   const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"x")";
@@ -185,20 +184,21 @@ TEST_F(fixture, ARequestRefusedForItsOwnContentIsAnsweredWhileTheWriterSectionIs
   ASSERT_EQ(call("/v2/crdt/add", text_ids + R"(,"type":"text","data":"abc"}})").http, 200);
   const svc::response first = call("/v2/crdt/sync", text_ids + R"(,"version":"AA=="}})");
   const std::string incarnation = svc::parse_json(first.body)["result"]["data"]["incarnation"].GetString();
-  std::unique_lock<std::timed_mutex> writer(svc::database::writer_mutex());
-  auto answer = [&](std::string path, std::string body) {
+  // The record's write lock held: SQLite's writer section, or on PostgreSQL the record's own lock.
+  auto answer = [&](const std::string& editor, std::string path, std::string body) {
+    held_write writer(tmp, svc::record_key{key.substr(3, 16), "o", "d", editor}.cache_key());
     auto f = std::async(std::launch::async, [&, path, body] { return call(path, body); });
     if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
-      writer.unlock();  // let it finish, so the test ends
+      writer.release();  // let it finish, so the test ends
       ADD_FAILURE() << path << " waited for the writer section";
     }
     return f.get();
   };
   // xml markup that does not parse (the record's type is known only from storage)
-  const svc::response bad_xml = answer("/v2/crdt/update", ids + R"(,"data":"<p>a</q>"}})");
+  const svc::response bad_xml = answer("x", "/v2/crdt/update", ids + R"(,"data":"<p>a</q>"}})");
   EXPECT_EQ(bad_xml.http, 400) << bad_xml.body;
   // a pushed batch that does not decode
-  const svc::response bad_batch = answer("/v2/crdt/sync", text_ids + R"(,"version":"AA==","incarnation":")" + incarnation + R"(","update":")" +
+  const svc::response bad_batch = answer("t", "/v2/crdt/sync", text_ids + R"(,"version":"AA==","incarnation":")" + incarnation + R"(","update":")" +
                                                             svc::base64_encode("not a batch") + "\"}}");
   EXPECT_EQ(bad_batch.http, 400) << bad_batch.body;
 }

@@ -24,7 +24,6 @@ namespace {
 using namespace folio_service_test;
 
 TEST_F(fixture, AWriteWhoseDeadlinePassedCommitsNothing) {
-  svc::database other{tmp.path(), svc::responder::tables()};
   const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"t")";
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"before"}})").http, 200);
   for (const std::string& path : {std::string("/v2/crdt/update"), std::string("/v2/commentannotations/add")}) {
@@ -34,27 +33,15 @@ TEST_F(fixture, AWriteWhoseDeadlinePassedCommitsNothing) {
     svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
     r.deadline = svc::deadline_clock::now() + std::chrono::milliseconds(200);
     svc::response res;
-    if (!tmp.postgresql()) {
-      // Another request holds the writer section past this one's deadline.
-      std::unique_lock<std::timed_mutex> writer(svc::database::writer_mutex());
+    {
+      // Another write of the same record (of the same annotated document) holds its lock past this
+      // one's deadline: this process's writer section (SQLite), another node's lock (PostgreSQL).
+      held_write writer(tmp, path == "/v2/crdt/update" ? svc::record_key{key.substr(3, 16), "o", "d", "t"}.cache_key()
+                                                         : svc::document_key({key.substr(3, 16), "o", "d"}));
       auto f = std::async(std::launch::async, [&] { return service.handle(db, r); });
       std::this_thread::sleep_until(r.deadline + std::chrono::milliseconds(100));
-      writer.unlock();
+      writer.release();
       res = f.get();
-    } else {
-      // Another node's write of the same record (of the same annotated document) holds its lock.
-      const std::string held = path == "/v2/crdt/update" ? svc::record_key{key.substr(3, 16), "o", "d", "t"}.cache_key()
-                                                          : svc::document_key({key.substr(3, 16), "o", "d"});
-      std::promise<void> locked;
-      auto holder = std::async(std::launch::async, [&] {
-        other.write(held, [&] {
-          locked.set_value();
-          std::this_thread::sleep_until(r.deadline + std::chrono::milliseconds(100));
-        });
-      });
-      locked.get_future().wait();
-      res = service.handle(db, r);
-      holder.get();
     }
     EXPECT_EQ(res.http, 503) << path;
     EXPECT_EQ(res.body, R"({"error":{"message":"The request did not finish in time; nothing was changed. Retry it.","status":"UNAVAILABLE"}})") << path;

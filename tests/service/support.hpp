@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -57,6 +59,40 @@ struct temp_db {
     PQfinish(c);
     if (!ok) throw std::runtime_error("PostgreSQL: " + why);
   }
+};
+
+/// Another writer holding the write lock of `key` until release() (or the end of the object): on
+/// SQLite the process's writer section, which every write takes; on PostgreSQL the key's lock
+/// (database::write(key, f)), held by a transaction on a connection of its own.
+class held_write {
+ public:
+  held_write(const temp_db& tmp, const std::string& key) {
+    if (!tmp.postgresql()) {
+      sqlite_ = std::unique_lock<std::timed_mutex>(svc::database::writer_mutex());
+      return;
+    }
+    std::promise<void> locked;
+    std::future<void> taken = locked.get_future();
+    holder_ = std::async(std::launch::async, [this, target = tmp.path(), key, locked = std::move(locked)]() mutable {
+      svc::database other{target, svc::responder::tables()};
+      other.write(key, [&] {
+        locked.set_value();
+        release_.get_future().wait();
+      });
+    });
+    taken.wait();
+  }
+  held_write(const held_write&) = delete;
+  ~held_write() { release(); }
+  void release() {
+    if (sqlite_.owns_lock()) sqlite_.unlock();
+    if (holder_.valid()) release_.set_value(), holder_.get();
+  }
+
+ private:
+  std::unique_lock<std::timed_mutex> sqlite_;
+  std::promise<void> release_;
+  std::future<void> holder_;
 };
 
 /// Skips a test of one backend's own machinery (SQLite's page cap, its file, its writer mutex).
