@@ -10,6 +10,7 @@ FOLIO_PACKAGES=(
   zlib1g-dev rapidjson-dev       # reading the editing traces; the service's JSON
   libzstd-dev                    # optional compression of encodings (folio::zstd)
   libfcgi-dev libsqlite3-dev libssl-dev   # the service: FastCGI, storage, key hashing
+  libpq-dev                               # the service's PostgreSQL storage (libpq)
   libcurl4-openssl-dev openssl            # publishing to nginx; making the channel secret
   libsystemd-dev pkg-config               # folio-fcgi tells systemd it is ready (sd_notify)
   nginx-light libnginx-mod-nchan          # the front end (Nchan: live push to clients)
@@ -20,9 +21,11 @@ FOLIO_PACKAGES=(
   nodejs npm                     # the JavaScript client's tests (Debian 12: Node 18, npm 9)
 )
 # Only for the tests and bench/browser.sh (they pass them to folio_install_deps): a browser for the client's tests
-# in a real page (tests/e2e/browser_e2e.py; puppeteer-core drives it and downloads no browser itself).
+# in a real page (tests/e2e/browser_e2e.py; puppeteer-core drives it and downloads no browser itself), and
+# PostgreSQL's server for the service tests' PostgreSQL pass (ctest's pg.* tests, scripts/pg-test-cluster).
 FOLIO_TEST_PACKAGES=(
   chromium
+  postgresql                     # the tests' private PostgreSQL cluster (scripts/pg-test-cluster: initdb, pg_ctl)
 )
 
 # A package another one may provide: NodeSource's nodejs bundles npm (and conflicts with Debian's).

@@ -1,13 +1,14 @@
 // folio-fcgi: the FastCGI responder. Flags, signals and the accept loop; everything else is in the
-// folio_service library. A pool of worker threads, each with its own FCGX_Request and its own SQLite
-// connection, accepts on one unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
+// folio_service library. A pool of worker threads, each with its own FCGX_Request and its own database
+// connection (SQLite, or PostgreSQL when --db is a postgresql:// URI or a libpq conninfo), accepts on one
+// unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
 // a stop signal, and pets the watchdog while a worker can answer (deploy/systemd/folio-fcgi.service).
 // SIGHUP reloads the client-token key file (--client-token-keys; a file that does not load keeps the
 // keys in use, with an error line).
 //
-//   folio-fcgi --socket var/run/folio.sock --db var/folio.db [--workers 4] [--max-body 4194304]
+//   folio-fcgi --socket var/run/folio.sock --db var/folio.db|postgresql://... [--workers 4] [--max-body 4194304]
 //              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
 //              [--max-db-pages N] [--access-log on|off] [--request-timeout 50]
 //              [--client-token-keys /etc/folio/client-token.keys]
@@ -50,7 +51,7 @@ struct options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH] [--workers N] [--max-body BYTES] [--cache-mb MB]\n"
+               "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH|postgresql://...] [--workers N] [--max-body BYTES] [--cache-mb MB]\n"
                "                  [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
                "                  [--request-timeout SECONDS] [--client-token-keys PATH]\n",
                why);
@@ -297,7 +298,7 @@ int main(int argc, char** argv) {
       FCGX_Free(&req, 1);
     });
   folio::service::log::write("info", "started",
-                             "listening on " + o.socket + " (" + std::to_string(o.workers) + " workers, database " + o.db + ", live push " +
+                             "listening on " + o.socket + " (" + std::to_string(o.workers) + " workers, database " + (folio::service::is_postgresql(o.db) ? std::string("PostgreSQL") : o.db) + ", live push " +
                                  (cfg.live.channel_secret.empty() ? "off" : cfg.live.publish_socket.empty() ? "subscribe only" : "via " + cfg.live.publish_socket) +
                                  ")");
   sd_notify(0, "READY=1");

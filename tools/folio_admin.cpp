@@ -1,4 +1,5 @@
 // folio-admin: API keys (tenants) and tokens, against the service's database (docs/API.md, "Tenancy and credentials").
+// --db takes what folio-fcgi's does: a SQLite file, or a PostgreSQL URI / conninfo (docs/OPERATIONS.md).
 //
 //   folio-admin --db var/folio.db create-key NAME
 //   folio-admin --db var/folio.db create-token KEY_ID SUBJECT [--read-only] [--expires 2026-12-31T00:00:00.000Z]
@@ -8,7 +9,8 @@
 // A created key or token is printed once, on stdout; only its salted hash is stored. KEY_ID and
 // TOKEN_ID are the ids `list` shows; the whole credential, or its "fk_<id>" / "ft_<id>" part, works too
 // (revoking a leaked token by pasting it). `--expires` takes the API's timestamp form. `check` verifies
-// a database (after a crash, a restore, a full disk): SQLite's integrity check, every CRDT record's
+// a database (after a crash, a restore, a full disk): SQLite's integrity check (database::integrity_problems;
+// none on PostgreSQL), every CRDT record's
 // snapshot and log decode and pass the engine's check_invariants(), its map and array values are JSON, every
 // annotation and comment body parses.
 // It changes nothing; exit status 1 when anything is wrong.
@@ -31,11 +33,11 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: folio-admin [--db PATH] create-key NAME\n"
-               "       folio-admin [--db PATH] create-token KEY_ID SUBJECT [--read-only] [--expires 2027-01-01T00:00:00.000Z]\n"
-               "       folio-admin [--db PATH] list\n"
-               "       folio-admin [--db PATH] revoke-key KEY_ID | revoke-token TOKEN_ID\n"
-               "       folio-admin [--db PATH] check\n");
+               "usage: folio-admin [--db PATH|postgresql://...] create-key NAME\n"
+               "       folio-admin [--db PATH|postgresql://...] create-token KEY_ID SUBJECT [--read-only] [--expires 2027-01-01T00:00:00.000Z]\n"
+               "       folio-admin [--db PATH|postgresql://...] list\n"
+               "       folio-admin [--db PATH|postgresql://...] revoke-key KEY_ID | revoke-token TOKEN_ID\n"
+               "       folio-admin [--db PATH|postgresql://...] check\n");
   return 2;
 }
 
@@ -54,11 +56,7 @@ int check(folio::service::database& db) {
     ++problems;
   };
   return db.read([&] {
-    {
-      svc::query q = db.sql("PRAGMA integrity_check");
-      while (q.step())
-        if (q.text(0) != "ok") problem("integrity: " + q.text(0));
-    }
+    for (const std::string& line : db.integrity_problems()) problem("integrity: " + line);
     std::size_t records = 0, annotations = 0, comments = 0;
     svc::query q = db.sql("SELECT tenant, org, doc, editor FROM crdt_records ORDER BY tenant, org, doc, editor");
     while (q.step()) {

@@ -266,7 +266,7 @@ std::optional<std::vector<std::int64_t>> comment_id_list(const rapidjson::Value&
 /// requested id not acted on with why.
 template <class F>
 std::string for_each_target(context& c, const annotation_scope& s, bool everything, const char* verb, F&& act) {
-  std::vector<item_result> results = c.db.write([&] {
+  std::vector<item_result> results = c.db.write(document_key(s), [&] {
     targets t = select_targets(c.db, s, c.data, everything);
     std::vector<item_result> out;
     for (const std::string& id : t.ids) {
@@ -390,7 +390,7 @@ std::string annotations_add(context& c) {
     }
   }
   const std::string now = now_iso();
-  c.db.write([&] {
+  c.db.write(document_key(s), [&] {
     for (std::size_t i = 0; i < checked.size(); ++i) {
       if (!checked[i]) continue;
       if (checked[i]->id && !keys.insert(*checked[i]->id).second) {  // the same id twice in this call
@@ -450,7 +450,7 @@ std::string comments_add(context& c) {
     }
   }
   const std::string now = now_iso();
-  c.db.write([&] {
+  c.db.write(document_key(s), [&] {
     const auto [aid, row] = target_annotation(c.db, s, c.data);
     std::vector<std::int64_t> existing = comment_ids(c.db, s, aid);
     std::sort(existing.begin(), existing.end());
@@ -504,7 +504,7 @@ std::string comments_update(context& c) {
   }
   if (!text && !html) throw api_error(status::invalid_argument, "updatedData must hold commentText or commentHtml.");
   const std::string now = now_iso();
-  std::vector<item_result> results = c.db.write([&] {
+  std::vector<item_result> results = c.db.write(document_key(s), [&] {
     const auto [aid, row] = target_annotation(c.db, s, c.data);
     std::vector<item_result> out;
     for (std::int64_t id : *ids) {
@@ -534,7 +534,7 @@ std::string comments_delete(context& c) {
   const annotation_scope s = scope_of(c);
   const std::optional<std::vector<std::int64_t>> requested = comment_id_list(c.data);
   const std::string now = now_iso();
-  std::vector<item_result> results = c.db.write([&] {
+  std::vector<item_result> results = c.db.write(document_key(s), [&] {
     const auto [aid, row] = target_annotation(c.db, s, c.data);
     const std::vector<std::int64_t> ids = requested ? *requested : comment_ids(c.db, s, aid);
     std::vector<item_result> out;

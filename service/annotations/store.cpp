@@ -42,6 +42,26 @@ CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, d
 )sql"},
 };
 
+// PostgreSQL (from schema 3, database.hpp): the tables as schema 3 left them, in its types.
+const migration pg_steps[] = {
+    {3, R"sql(
+CREATE TABLE annotations (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
+  location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
+  status_id TEXT NOT NULL DEFAULT 'OPEN', last_updated TEXT NOT NULL DEFAULT '', next_comment_id BIGINT NOT NULL DEFAULT 1,
+  PRIMARY KEY (tenant, org, doc, annotation_id));
+CREATE INDEX annotations_by_time ON annotations (tenant, org, doc, created_at, annotation_id);
+CREATE INDEX annotations_by_location ON annotations (tenant, org, doc, location_id, created_at, annotation_id);
+CREATE INDEX annotations_by_user ON annotations (tenant, org, doc, user_id, created_at, annotation_id);
+CREATE INDEX annotations_by_status ON annotations (tenant, org, doc, status_id, created_at, annotation_id);
+CREATE TABLE annotation_comments (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
+  comment_id BIGINT NOT NULL, body TEXT NOT NULL, position BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (tenant, org, doc, annotation_id, comment_id));
+CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, doc, annotation_id, position);
+)sql"},
+};
+
 /// " AND ..." conditions for a filter over table alias-free columns, and their values in bind order.
 struct where_clause {
   std::string text;
@@ -69,10 +89,14 @@ where_clause conditions(const annotation_filter& f) {
   return w;
 }
 
-/// Oldest first, ties by id. With annotation ids, "+created_at" keeps the planner on the primary key
-/// (a seek per id) rather than walking the whole document in time order to save a sort of <= 1,000 rows.
-const char* order_by(const annotation_filter& f) {
-  return f.ids.empty() ? " ORDER BY created_at, annotation_id LIMIT ?" : " ORDER BY +created_at, annotation_id LIMIT ?";
+/// Oldest first, ties by id, at most f.limit rows (a LIMIT parameter) when it is not -1. With
+/// annotation ids, SQLite's "+created_at" keeps its planner on the primary key (a seek per id) rather
+/// than walking the whole document in time order to save a sort of <= 1,000 rows (PostgreSQL's planner
+/// costs both itself and knows no such hint).
+std::string order_by(const database& db, const annotation_filter& f) {
+  std::string o = f.ids.empty() || db.kind() != dialect::sqlite ? " ORDER BY created_at, annotation_id" : " ORDER BY +created_at, annotation_id";
+  if (f.limit >= 0) o += " LIMIT ?";
+  return o;
 }
 
 int bind_scope(query& q, const annotation_scope& s, int i = 1) {
@@ -82,14 +106,14 @@ int bind_scope(query& q, const annotation_scope& s, int i = 1) {
 
 }  // namespace
 
-std::span<const migration> annotation_migrations() { return steps; }
+module_migrations annotation_migrations() { return {steps, pg_steps}; }
 
 void scan_annotations(database& db, const annotation_scope& s, const annotation_filter& f, const std::function<bool(const annotation_head&)>& each) {
   const where_clause w = conditions(f);
-  query q = db.prepare("SELECT annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(f));
+  query q = db.prepare("SELECT annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(db, f));
   int i = bind_scope(q, s);
   for (const std::string& v : w.values) q.bind(i++, v);
-  q.bind(i, f.limit);
+  if (f.limit >= 0) q.bind(i, f.limit);
   annotation_head h;
   while (q.step()) {
     h.id = q.text(0), h.created_at = q.text(1), h.body = q.text(2);
@@ -106,10 +130,10 @@ void scan_comments(database& db, const annotation_scope& s, const std::string& a
 
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f) {
   const where_clause w = conditions(f);
-  query q = db.prepare("SELECT annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(f));
+  query q = db.prepare("SELECT annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(db, f));
   int i = bind_scope(q, s);
   for (const std::string& v : w.values) q.bind(i++, v);
-  q.bind(i, f.limit);
+  if (f.limit >= 0) q.bind(i, f.limit);
   std::vector<std::string> out;
   while (q.step()) out.push_back(q.text(0));
   return out;
@@ -135,8 +159,8 @@ std::optional<annotation_row> load_annotation(database& db, const annotation_sco
 }
 
 bool insert_annotation(database& db, const annotation_scope& s, const annotation_row& a) {
-  query q = db.sql("INSERT OR IGNORE INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, status_id, created_at, last_updated, body, "
-                   "next_comment_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  query q = db.sql("INSERT INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, status_id, created_at, last_updated, body, "
+                   "next_comment_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING");
   int i = bind_scope(q, s);
   q.bind(i, a.id).bind_opt(i + 1, a.location).bind(i + 2, a.user).bind(i + 3, a.status).bind(i + 4, a.created_at).bind(i + 5, a.last_updated)
       .bind(i + 6, a.body).bind(i + 7, a.next_comment_id)
@@ -186,8 +210,9 @@ std::optional<std::string> load_comment(database& db, const annotation_scope& s,
 bool insert_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body) {
   // After the thread's last comment (one seek in annotation_comments_in_order; writers are serialised).
   query q = db.sql(
-      "INSERT OR IGNORE INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) "
-      "SELECT ?1, ?2, ?3, ?4, ?5, ?6, 1 + coalesce(max(position), 0) FROM annotation_comments WHERE tenant=?1 AND org=?2 AND doc=?3 AND annotation_id=?4");
+      "INSERT INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) "
+      "SELECT ?1, ?2, ?3, ?4, CAST(?5 AS BIGINT), ?6, 1 + coalesce(max(position), 0) FROM annotation_comments "
+      "WHERE tenant=?1 AND org=?2 AND doc=?3 AND annotation_id=?4 ON CONFLICT DO NOTHING");
   q.bind(bind_scope(q, s), annotation).bind(5, id).bind(6, body).step();
   return db.changes() > 0;
 }

@@ -1,4 +1,4 @@
-// service/annotations/store.hpp — comment annotations in SQLite (docs/API.md, "Comment annotations").
+// service/annotations/store.hpp — comment annotations in the database (database.hpp: SQLite or PostgreSQL) (docs/API.md, "Comment annotations").
 //
 // An annotation is a row of `annotations` (its filter columns + its JSON body without comments) and
 // rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id, with its position
@@ -27,12 +27,16 @@ namespace folio::service {
 
 /// The tables annotations (schema 1) and annotation_comments (schema 2), status and order columns
 /// (schemas 2 and 3) and their indexes.
-std::span<const migration> annotation_migrations();
+module_migrations annotation_migrations();
 
 /// Where annotations live: a tenant's organization's document.
 struct annotation_scope {
   std::string tenant, org, doc;
 };
+
+/// The key that annotation writes of a document serialise on (database::write(key, f)): a thread's
+/// comment ids and positions are read and then written in one transaction.
+inline std::string document_key(const annotation_scope& s) { return "annotations\x1f" + s.tenant + '\x1f' + s.org + '\x1f' + s.doc; }
 
 /// Filters: ids within a list are OR'ed, lists (and the other conditions) are AND'ed; an empty list
 /// is no filter.

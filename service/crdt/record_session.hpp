@@ -8,9 +8,11 @@
 //      record that does not exist gets no entry (requests for missing records never evict others).
 //   2. The handler changes the document (change()) — parsing, decoding, diffing, encoding — outside
 //      the process-wide writer section, so one request's CPU never holds other records' writes.
-//   3. commit(write) takes the writer section, checks that the stored row is still the one open()
-//      read (another process may have written; then the change is dropped and record_moved thrown,
-//      and the handler starts again), runs `write` and commits. Only then does the entry say it holds
+//   3. commit(write) takes the writer section — database::write under the record's key: SQLite's one
+//      writer, or on PostgreSQL the record's advisory lock, so writes of one record serialise across
+//      every node and writes of different records do not — checks that the stored row is still the
+//      one open() read (another process or node may have written; then the change is dropped and
+//      record_moved thrown, and the handler starts again), runs `write` and commits. Only then does the entry say it holds
 //      the new revision. append() is commit() for a change of an existing record: the change's batch
 //      appended to the log with its metadata, and every compact_after batches the log compacted into
 //      a snapshot encoded before the writer section.
@@ -36,7 +38,7 @@
 
 namespace folio::service {
 
-/// The stored row changed between a session's open() and its commit (a writer in another process).
+/// The stored row changed between a session's open() and its commit (a writer in another process or node).
 struct record_moved : std::runtime_error {
   record_moved() : std::runtime_error("the record changed while the request was being prepared") {}
 };
@@ -78,7 +80,7 @@ class record_session {
   /// committed either way).
   template <class F>
   std::int64_t commit(F&& write) {
-    const std::int64_t revision = db_.write([&] {
+    const std::int64_t revision = db_.write(cache_key_, [&] {
       const std::optional<record_row> now = load_record(db_, key_, false);
       if (now.has_value() != row_.has_value() || (now && (now->revision != row_->revision || now->incarnation != row_->incarnation)))
         throw record_moved();
@@ -112,7 +114,7 @@ class record_session {
   bool changing_ = false;
 };
 
-/// Runs `attempt` (which opens its own record_session) again when a writer in another process moved
+/// Runs `attempt` (which opens its own record_session) again when a writer in another process or node moved
 /// the record under it; a third move is 503 UNAVAILABLE.
 template <class F>
 auto with_retries(F&& attempt) {

@@ -29,15 +29,32 @@ UPDATE crdt_records SET incarnation = (SELECT CAST(value AS INTEGER) FROM meta W
 )sql"},
 };
 
+// PostgreSQL (from schema 4, database.hpp): the tables as schema 4 left them, in its types.
+const migration pg_steps[] = {
+    {4, R"sql(
+CREATE TABLE crdt_records (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot BYTEA NOT NULL,
+  log_len BIGINT NOT NULL, revision BIGINT NOT NULL,
+  last_update TEXT NOT NULL, last_updated_by TEXT NOT NULL, session_id TEXT,
+  incarnation BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (tenant, org, doc, editor));
+CREATE TABLE crdt_log (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  seq BIGINT NOT NULL, batch BYTEA NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor, seq));
+)sql"},
+};
+
 }  // namespace
 
-std::span<const migration> crdt_migrations() { return steps; }
+module_migrations crdt_migrations() { return {steps, pg_steps}; }
 
 std::uint64_t new_incarnation() {
   std::uint64_t r = 0;
   while (r == 0) {
-    if (RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r) != 1) throw store_error(SQLITE_ERROR, "no randomness for a record's incarnation");
-    r >>= 1;  // below 2^63: fits SQLite's signed integers
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r) != 1) throw store_error(failure::other, "no randomness for a record's incarnation");
+    r >>= 1;  // below 2^63: fits a signed 64-bit column
   }
   return r;
 }

@@ -1,4 +1,4 @@
-// service/crdt/records.hpp — CRDT records in SQLite (docs/SERVICE.md).
+// service/crdt/records.hpp — CRDT records in the database (platform/database.hpp: SQLite or PostgreSQL; docs/SERVICE.md).
 //
 // A CRDT record is a row of crdt_records (type, root name, snapshot = encoded document, metadata, a
 // revision that every write bumps, the incarnation that `add` draws) plus an append-only log of
@@ -19,7 +19,7 @@
 namespace folio::service {
 
 /// The tables crdt_records and crdt_log (schema 1) and the incarnation column (schema 4).
-std::span<const migration> crdt_migrations();
+module_migrations crdt_migrations();
 
 struct record_key {
   std::string tenant, org, doc, editor;

@@ -1,11 +1,18 @@
 #include "platform/database.hpp"
 
+#include <endian.h>
+#include <libpq-fe.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <string>
 #include <thread>
+
+#include "platform/clock.hpp"
 
 namespace folio::service {
 
@@ -29,75 +36,233 @@ CREATE TABLE tokens (
 )sql"},
 };
 
+// PostgreSQL (from schema 4, database.hpp): the same tables in its types.
+const migration platform_pg_steps[] = {
+    {1, R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE api_keys (
+  key_id TEXT PRIMARY KEY, name TEXT NOT NULL, salt BYTEA NOT NULL, hash BYTEA NOT NULL,
+  created_at TEXT NOT NULL, revoked_at TEXT);
+CREATE TABLE tokens (
+  token_id TEXT PRIMARY KEY, key_id TEXT NOT NULL REFERENCES api_keys(key_id), subject TEXT NOT NULL,
+  read_only BIGINT NOT NULL, expires_at TEXT, salt BYTEA NOT NULL, hash BYTEA NOT NULL,
+  created_at TEXT NOT NULL, revoked_at TEXT);
+)sql"},
+};
+
+/// The failure a SQLSTATE names (PostgreSQL's error codes, appendix A).
+failure failure_of(std::string_view state) {
+  if (state == "40001" || state == "40P01" || state == "55P03") return failure::busy;  // serialization, deadlock, lock timeout
+  if (state == "53100") return failure::full;                                        // disk_full
+  if (state == "25006" || state.starts_with("58")) return failure::unwritable;        // read-only transaction, system errors
+  if (state.starts_with("08") || state == "57P01" || state == "57P02" || state == "57P03" || state == "53300") return failure::unavailable;
+  return failure::other;
+}
+
+/// SQLite's `?` and `?N` placeholders as PostgreSQL's `$N` (outside quoted literals and identifiers).
+std::string pg_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  int next = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+      out += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      out += c;
+    } else if (c == '?') {
+      std::size_t j = i + 1;
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+      out += '$';
+      if (j > i + 1) out.append(text.substr(i + 1, j - i - 1)), i = j - 1;
+      else out += std::to_string(++next);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// FNV-1a: a key's 64-bit hash for pg_advisory_xact_lock (the same on every node).
+std::int64_t key_hash(std::string_view key) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : key) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return static_cast<std::int64_t>(h);
+}
+
 }  // namespace
 
 // ---- schema -----------------------------------------------------------------------------------------
 
-std::span<const migration> platform_migrations() { return platform_steps; }
+module_migrations platform_migrations() { return {platform_steps, platform_pg_steps}; }
 
-schema& schema::add(std::span<const migration> module) {
+schema& schema::add(module_migrations module) {
   modules_.push_back(module);
-  for (const migration& m : module) version_ = std::max(version_, m.version);
+  for (const migration& m : module.sqlite) version_ = std::max(version_, m.version);
+  for (const migration& m : module.postgresql) version_ = std::max(version_, m.version);
   return *this;
 }
 
-std::vector<const char*> schema::step(int v) const {
+std::vector<const char*> schema::step(dialect d, int v) const {
   std::vector<const char*> out;
-  for (const std::span<const migration>& module : modules_)
-    for (const migration& m : module)
+  for (const module_migrations& module : modules_)
+    for (const migration& m : d == dialect::sqlite ? module.sqlite : module.postgresql)
       if (m.version == v) out.push_back(m.sql);
   return out;
 }
 
+bool is_postgresql(std::string_view target) {
+  if (target.starts_with("postgresql://") || target.starts_with("postgres://")) return true;
+  std::size_t i = 0;  // a conninfo starts with a keyword and '='
+  while (i < target.size() && (std::isalpha(static_cast<unsigned char>(target[i])) || target[i] == '_')) ++i;
+  while (i < target.size() && target[i] == ' ') ++i;
+  return i > 0 && i < target.size() && target[i] == '=';
+}
+
+store_error::store_error(int c, const std::string& what) : std::runtime_error(what), code(c), kind(failure::other) {
+  switch (c & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: kind = failure::busy; break;
+    case SQLITE_FULL: kind = failure::full; break;
+    case SQLITE_IOERR:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN: kind = failure::unwritable; break;
+    default: break;
+  }
+}
+
 // ---- query ------------------------------------------------------------------------------------------
 
+query::~query() {
+  if (pg_) {
+    PQclear(result_);
+    return;
+  }
+  if (owned_) {
+    sqlite3_finalize(st_);
+    return;
+  }
+  sqlite3_reset(st_);
+  sqlite3_clear_bindings(st_);
+}
+
+void query::pg_param(int i, std::string value, bool binary, bool null) {
+  const auto at = static_cast<std::size_t>(i - 1);
+  if (values_.size() <= at) values_.resize(at + 1), formats_.resize(at + 1), nulls_.resize(at + 1, 1);
+  values_[at] = std::move(value), formats_[at] = binary, nulls_[at] = null;
+}
+
+// PostgreSQL: text and bytes go in binary format (their bytes as they are, with their length: a NUL
+// is refused, never cut), integers as decimal text (the server knows the column's width).
 query& query::bind(int i, std::string_view s) {
-  if (int rc = sqlite3_bind_text64(st_, i, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8); rc != SQLITE_OK) raise(db_, rc, "bind");
+  if (pg_) return pg_param(i, std::string(s), true, false), *this;
+  if (int rc = sqlite3_bind_text64(st_, i, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8); rc != SQLITE_OK) raise(db_->db_, rc, "bind");
   return *this;
 }
 query& query::bind_blob(int i, std::string_view s) {
-  if (int rc = sqlite3_bind_blob64(st_, i, s.data(), s.size(), SQLITE_TRANSIENT); rc != SQLITE_OK) raise(db_, rc, "bind");
+  if (pg_) return pg_param(i, std::string(s), true, false), *this;
+  if (int rc = sqlite3_bind_blob64(st_, i, s.data(), s.size(), SQLITE_TRANSIENT); rc != SQLITE_OK) raise(db_->db_, rc, "bind");
   return *this;
 }
 query& query::bind(int i, std::int64_t v) {
-  if (int rc = sqlite3_bind_int64(st_, i, v); rc != SQLITE_OK) raise(db_, rc, "bind");
+  if (pg_) return pg_param(i, std::to_string(v), false, false), *this;
+  if (int rc = sqlite3_bind_int64(st_, i, v); rc != SQLITE_OK) raise(db_->db_, rc, "bind");
   return *this;
 }
 query& query::bind_null(int i) {
-  if (int rc = sqlite3_bind_null(st_, i); rc != SQLITE_OK) raise(db_, rc, "bind");
+  if (pg_) return pg_param(i, std::string(), false, true), *this;
+  if (int rc = sqlite3_bind_null(st_, i); rc != SQLITE_OK) raise(db_->db_, rc, "bind");
   return *this;
 }
 bool query::step() {
+  if (pg_) {
+    if (row_ < 0) {  // the first step runs the statement
+      const std::size_t n = values_.size();
+      std::vector<const char*> values(n);
+      std::vector<int> lengths(n);
+      for (std::size_t i = 0; i < n; ++i) values[i] = nulls_[i] ? nullptr : values_[i].c_str(), lengths[i] = static_cast<int>(values_[i].size());
+      result_ = pg_name_.empty() ? PQexecParams(db_->pg_, pg_sql_.c_str(), static_cast<int>(n), nullptr, values.data(), lengths.data(), formats_.data(), 1)
+                                 : PQexecPrepared(db_->pg_, pg_name_.c_str(), static_cast<int>(n), values.data(), lengths.data(), formats_.data(), 1);
+      const ExecStatusType st = PQresultStatus(result_);
+      if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        pg_result* failed = result_;
+        result_ = nullptr;
+        db_->pg_raise(failed, "step");
+      }
+      const char* changed = PQcmdTuples(result_);
+      db_->pg_changes_ = *changed ? std::atoi(changed) : 0;
+      rows_ = PQntuples(result_);
+    }
+    return ++row_ < rows_;
+  }
   const int rc = sqlite3_step(st_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  raise(db_, rc, "step");
-}
-std::string query::text(int col) const {
-  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, col));
-  return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string();
+  raise(db_->db_, rc, "step");
 }
 std::string_view query::text_view(int col) const {
+  if (pg_) return {PQgetvalue(result_, row_, col), static_cast<std::size_t>(PQgetlength(result_, row_, col))};
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, col));
   return p ? std::string_view(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string_view();
 }
-std::optional<std::string> query::text_opt(int col) const {
-  if (sqlite3_column_type(st_, col) == SQLITE_NULL) return std::nullopt;
-  return text(col);
-}
 std::string query::blob(int col) const {
+  if (pg_) return text(col);
   const auto* p = static_cast<const char*>(sqlite3_column_blob(st_, col));
   return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string();
+}
+std::optional<std::string> query::text_opt(int col) const {
+  if (pg_ ? PQgetisnull(result_, row_, col) != 0 : sqlite3_column_type(st_, col) == SQLITE_NULL) return std::nullopt;
+  return text(col);
+}
+std::int64_t query::integer(int col) const {
+  if (!pg_) return sqlite3_column_int64(st_, col);
+  if (PQgetisnull(result_, row_, col)) return 0;
+  const char* p = PQgetvalue(result_, row_, col);
+  switch (PQgetlength(result_, row_, col)) {  // binary int8, int4, int2 (network order)
+    case 8: {
+      std::uint64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<std::int64_t>(be64toh(v));
+    }
+    case 4: {
+      std::uint32_t v;
+      std::memcpy(&v, p, 4);
+      return static_cast<std::int32_t>(be32toh(v));
+    }
+    case 2: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return static_cast<std::int16_t>(be16toh(v));
+    }
+    default: throw store_error(failure::other, "integer column " + std::to_string(col) + " has an unexpected width");
+  }
 }
 
 // ---- database -----------------------------------------------------------------------------------------
 
-database::database(const std::string& path, const schema& tables, std::int64_t max_pages) : path_(path) {
-  if (int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr); rc != SQLITE_OK) {
+database::database(const std::string& target, const schema& tables, std::int64_t max_pages) : path_(target) {
+  if (is_postgresql(target)) {
+    if (max_pages > 0) throw store_error(failure::other, "--max-db-pages applies to a SQLite database only");
+    pg_ = PQconnectdb(target.c_str());
+    if (PQstatus(pg_) != CONNECTION_OK) {
+      std::string why = PQerrorMessage(pg_);
+      PQfinish(pg_);
+      pg_ = nullptr;
+      throw store_error(failure::unavailable, "connect to PostgreSQL: " + why);
+    }
+    // A success answer means a durable commit, whatever the server's default; times are UTC text.
+    exec("SET synchronous_commit = on; SET client_min_messages = warning");
+    migrate(tables);
+    return;
+  }
+  if (int rc = sqlite3_open_v2(target.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr); rc != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
-    throw store_error(rc, "open " + path + ": " + why);
+    throw store_error(rc, "open " + target + ": " + why);
   }
   sqlite3_busy_handler(db_, busy_wait, this);
   exec("PRAGMA journal_mode=WAL");
@@ -132,6 +297,10 @@ std::int64_t database::pragma(const char* text) {
 
 database::space database::usage() {
   space s;
+  if (pg_) {
+    s.file_bytes = static_cast<std::uint64_t>(pragma("SELECT pg_database_size(current_database())"));
+    return s;
+  }
   s.pages = static_cast<std::uint64_t>(pragma("PRAGMA page_count"));
   s.free_pages = static_cast<std::uint64_t>(pragma("PRAGMA freelist_count"));
   s.max_pages = static_cast<std::uint64_t>(pragma("PRAGMA max_page_count"));
@@ -144,17 +313,17 @@ database::space database::usage() {
 
 std::string database::write_problem() {
   try {
-    const space s = usage();
-    // A write of a record or a comment needs a few new pages; with none left it would fail.
-    if (s.max_pages && s.pages + 16 > s.max_pages && s.free_pages < 16) return "the database is full (its page cap is reached)";
-    const std::string dir = path_.find('/') == std::string::npos ? "." : path_.substr(0, path_.rfind('/') + 1);
-    struct statvfs fs {};
-    if (::statvfs(dir.c_str(), &fs) == 0 && static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize < (std::uint64_t(1) << 20) && s.free_pages < 16)
-      return "the disk holding the database is full";
+    if (!pg_) {
+      const space s = usage();
+      // A write of a record or a comment needs a few new pages; with none left it would fail.
+      if (s.max_pages && s.pages + 16 > s.max_pages && s.free_pages < 16) return "the database is full (its page cap is reached)";
+      const std::string dir = path_.find('/') == std::string::npos ? "." : path_.substr(0, path_.rfind('/') + 1);
+      struct statvfs fs {};
+      if (::statvfs(dir.c_str(), &fs) == 0 && static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize < (std::uint64_t(1) << 20) && s.free_pages < 16)
+        return "the disk holding the database is full";
+    }
     write([&] {
-      sql("INSERT INTO meta (key, value) VALUES ('health_probe', strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
-          "ON CONFLICT (key) DO UPDATE SET value = excluded.value")
-          .step();
+      sql("INSERT INTO meta (key, value) VALUES ('health_probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").bind(1, now_iso()).step();
     });
   } catch (const store_error& e) {
     return e.what();
@@ -162,13 +331,61 @@ std::string database::write_problem() {
   return "";
 }
 
+std::vector<std::string> database::integrity_problems() {
+  std::vector<std::string> out;
+  if (pg_) return out;
+  query q = sql("PRAGMA integrity_check");
+  while (q.step())
+    if (q.text(0) != "ok") out.push_back(q.text(0));
+  return out;
+}
+
 database::~database() {
   for (auto& [k, st] : cache_) sqlite3_finalize(st);
   for (auto& [k, st] : built_) sqlite3_finalize(st);
   sqlite3_close(db_);
+  if (pg_) PQfinish(pg_);
+}
+
+void database::connected() {
+  // An idle connection that the server has ended (a restart, a failover, pg_terminate_backend) has the
+  // server's last message and the end of the stream waiting on its socket: a poll that costs no round
+  // trip notices it, so the request reconnects rather than failing on a connection known to be gone.
+  if (PQstatus(pg_) == CONNECTION_OK && PQtransactionStatus(pg_) == PQTRANS_IDLE)
+    for (int i = 0; i < 2 && PQstatus(pg_) == CONNECTION_OK; ++i) {  // the message, then the end
+      pollfd p{PQsocket(pg_), POLLIN, 0};
+      if (::poll(&p, 1, 0) <= 0) break;
+      PQconsumeInput(pg_);
+    }
+  if (PQstatus(pg_) == CONNECTION_OK) return;
+  pg_cache_.clear();  // the server forgot the connection's statements
+  pg_built_.clear();
+  PQreset(pg_);
+  if (PQstatus(pg_) != CONNECTION_OK) throw store_error(failure::unavailable, std::string("reconnect to PostgreSQL: ") + PQerrorMessage(pg_));
+  exec("SET synchronous_commit = on; SET client_min_messages = warning");
+}
+
+void database::pg_raise(pg_result* res, const char* where) {
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  std::string why = res ? PQresultErrorMessage(res) : "";
+  if (why.empty()) why = PQerrorMessage(pg_);
+  while (!why.empty() && why.back() == '\n') why.pop_back();
+  const std::string sqlstate = state ? state : "";
+  PQclear(res);
+  if (sqlstate == "55P03" || sqlstate == "57014") throw deadline_exceeded();  // lock_timeout, statement_timeout: set at the deadline
+  const failure kind = PQstatus(pg_) != CONNECTION_OK ? failure::unavailable : failure_of(sqlstate);
+  throw store_error(kind, std::string(where) + ": " + (sqlstate.empty() ? "" : sqlstate + " ") + why);
 }
 
 void database::exec(const char* text) {
+  if (pg_) {
+    connected();
+    PGresult* res = PQexec(pg_, text);
+    const ExecStatusType st = PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) pg_raise(res, "exec");
+    PQclear(res);
+    return;
+  }
   char* err = nullptr;
   if (int rc = sqlite3_exec(db_, text, nullptr, nullptr, &err); rc != SQLITE_OK) {
     std::string why = err ? err : sqlite3_errstr(rc);
@@ -177,14 +394,47 @@ void database::exec(const char* text) {
   }
 }
 
+void database::rollback() noexcept {
+  if (!pg_) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return;
+  }
+  if (PQstatus(pg_) == CONNECTION_OK) PQclear(PQexec(pg_, "ROLLBACK"));
+}
+
+std::string database::begin_write(std::string_view key) const {
+  std::string begin = "BEGIN";
+  if (deadline_ != deadline_clock::time_point::max()) {
+    using namespace std::chrono;
+    const auto left = std::max<long long>(1, duration_cast<milliseconds>(deadline_ - deadline_clock::now()).count());
+    begin += "; SET LOCAL lock_timeout = " + std::to_string(left) + "; SET LOCAL statement_timeout = " + std::to_string(left);
+  }
+  if (!key.empty()) begin += "; SELECT pg_advisory_xact_lock(" + std::to_string(key_hash(key)) + ")";
+  return begin;
+}
+
+std::string database::pg_statement(std::string_view text) {
+  std::string name = "f" + std::to_string(++pg_statements_);
+  PGresult* res = PQprepare(pg_, name.c_str(), pg_text(text).c_str(), 0, nullptr);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) pg_raise(res, "prepare");
+  PQclear(res);
+  return name;
+}
+
 query database::sql(const char* text) {
+  if (pg_) {
+    connected();
+    auto it = pg_cache_.find(text);
+    if (it == pg_cache_.end()) it = pg_cache_.emplace(text, pg_statement(text)).first;
+    return query(*this, it->second);
+  }
   auto it = cache_.find(text);
   if (it == cache_.end()) {
     sqlite3_stmt* st = nullptr;
     if (int rc = sqlite3_prepare_v3(db_, text, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr); rc != SQLITE_OK) raise(db_, rc, "prepare");
     it = cache_.emplace(text, st).first;
   }
-  return query(db_, it->second);
+  return query(*this, it->second);
 }
 
 std::string database::placeholders(std::size_t n) {
@@ -194,18 +444,43 @@ std::string database::placeholders(std::size_t n) {
 }
 
 query database::prepare(const std::string& text) {
-  if (auto it = built_.find(text); it != built_.end()) return query(db_, it->second);
+  if (pg_) {
+    connected();
+    if (auto it = pg_built_.find(text); it != pg_built_.end()) return query(*this, it->second);
+    if (pg_built_.size() >= 256) return query(*this, std::string(), pg_text(text));
+    return query(*this, pg_built_.emplace(text, pg_statement(text)).first->second);
+  }
+  if (auto it = built_.find(text); it != built_.end()) return query(*this, it->second);
   const bool keep = built_.size() < 256;
   sqlite3_stmt* st = nullptr;
   if (int rc = sqlite3_prepare_v3(db_, text.c_str(), static_cast<int>(text.size()), keep ? SQLITE_PREPARE_PERSISTENT : 0, &st, nullptr); rc != SQLITE_OK)
     raise(db_, rc, "prepare");
-  if (!keep) return query(db_, st, true);
+  if (!keep) return query(*this, st, true);
   built_.emplace(text, st);
-  return query(db_, st);
+  return query(*this, st);
 }
 
 void database::migrate(const schema& tables) {
   const int target = tables.version();
+  auto upgrade = [&](int have) {
+    if (have > target) throw store_error(failure::other, "database schema " + std::to_string(have) + " is newer than this build's");
+    for (int v = have + 1; v <= target; ++v)
+      for (const char* sql : tables.step(kind(), v)) exec(sql);
+    version_ = target;
+  };
+  if (pg_) {
+    // One node migrates at a time (the lock), the others then find the version it wrote.
+    write("folio_schema", [&] {
+      exec("CREATE TABLE IF NOT EXISTS folio_schema (version INTEGER NOT NULL)");
+      const int have = static_cast<int>(pragma("SELECT version FROM folio_schema"));
+      upgrade(have);
+      if (have != target) {
+        exec("DELETE FROM folio_schema");
+        exec(("INSERT INTO folio_schema (version) VALUES (" + std::to_string(target) + ")").c_str());
+      }
+    });
+    return;
+  }
   write([&] {
     int have = 0;
     {
@@ -214,13 +489,9 @@ void database::migrate(const schema& tables) {
       if (sqlite3_step(st) == SQLITE_ROW) have = sqlite3_column_int(st, 0);
       sqlite3_finalize(st);
     }
-    if (have > target) throw store_error(SQLITE_ERROR, "database schema " + std::to_string(have) + " is newer than this build's");
-    for (int v = have + 1; v <= target; ++v)
-      for (const char* sql : tables.step(v)) exec(sql);
+    upgrade(have);
     if (have != target) exec(("PRAGMA user_version=" + std::to_string(target)).c_str());
-    version_ = target;
   });
 }
-
 
 }  // namespace folio::service

@@ -1,10 +1,29 @@
-// service/platform/database.hpp — SQLite storage (the README's "Running it for real", storage): one `database` per worker thread (its own
-// connection), WAL, synchronous=FULL (a committed write is on disk), BEGIN IMMEDIATE for writes, a
-// busy timeout. The schema carries a version number (PRAGMA user_version) and forward migrations; each
-// module owns its tables' migrations (`schema`: the platform its own, crdt/records.cpp and
-// annotations/store.cpp theirs; docs/SERVICE.md lists who owns which table). Every row is keyed by the
-// tenant (the API key's id) first, so no query can reach another tenant's data.
-// Thread-safety: a `database` is used by one thread at a time; several may share the file.
+// service/platform/database.hpp — the storage interface (docs/SERVICE.md, "Storage"):
+// one SQL-level machinery that every module's store (platform/auth.cpp, crdt/records.cpp,
+// annotations/store.cpp) writes its statements against, with two backends chosen by the `--db` value:
+//
+//   * SQLite (a file path; the default): one connection per worker thread, WAL, synchronous=FULL (a
+//     committed write is on disk), BEGIN IMMEDIATE for writes behind a process-wide writer mutex (SQLite
+//     admits one writer at a time anyway), a busy handler for writers in other processes, schema version
+//     in PRAGMA user_version, an optional page cap.
+//   * PostgreSQL (`postgresql://...`, `postgres://...` or a libpq conninfo `key=value ...`; libpq, its C
+//     client, directly): one connection per worker thread, synchronous_commit=on (a success answer means
+//     the commit is durable), READ COMMITTED writes that serialise per *key* (`write(key, f)`: a
+//     transaction-scoped advisory lock on a 64-bit hash of the key — a record's, an annotated
+//     document's), so writes to different records run in parallel; REPEATABLE READ read transactions (one
+//     snapshot across statements); schema version in the table folio_schema; a connection the server
+//     ended while idle is reset before its next use, one lost during a request fails that request
+//     (failure::unavailable) and is reset on the next.
+//
+// The model: `query` is a prepared statement with positional parameters, written once in SQLite's
+// spelling (`?`, `?N`) and translated to `$N` for PostgreSQL; `database` is a connection with the
+// statement caches, `read`/`write` transactions and the schema version. The stores' SQL is shared: it
+// keeps to what both dialects accept (upserts as `ON CONFLICT ... DO ...`, row values, CAST where
+// PostgreSQL cannot infer a parameter's type), and asks `kind()` only where they really differ (a
+// planner hint, the schema's DDL: BLOB/BYTEA, INTEGER/BIGINT, WITHOUT ROWID). Each module owns its tables'
+// migrations for both dialects (`schema`).
+// Every row is keyed by the tenant (the API key's id) first, so no query can reach another tenant's data.
+// Thread-safety: a `database` is used by one thread at a time; several may share the file / the server.
 #pragma once
 
 #include <sqlite3.h>
@@ -22,44 +41,27 @@
 #include <unordered_map>
 #include <vector>
 
+struct pg_conn;
+struct pg_result;
+
 namespace folio::service {
 
-/// One prepared statement, reset on destruction of the `query`.
-class query {
- public:
-  query(sqlite3* db, sqlite3_stmt* st, bool owned = false) : db_(db), st_(st), owned_(owned) {}
-  query(const query&) = delete;
-  ~query() {
-    if (owned_) {
-      sqlite3_finalize(st_);
-      return;
-    }
-    sqlite3_reset(st_);
-    sqlite3_clear_bindings(st_);
-  }
-  query& bind(int i, std::string_view s);
-  query& bind_blob(int i, std::string_view s);
-  query& bind(int i, std::int64_t v);
-  query& bind_null(int i);
-  query& bind_opt(int i, const std::optional<std::string>& s) { return s ? bind(i, *s) : bind_null(i); }
-  /// Steps once: true for a row, false when done. Throws store_error on failure.
-  bool step();
-  std::string text(int col) const;
-  /// The column's text, valid until the next step() or the end of the query.
-  std::string_view text_view(int col) const;
-  std::optional<std::string> text_opt(int col) const;
-  std::string blob(int col) const;
-  std::int64_t integer(int col) const { return sqlite3_column_int64(st_, col); }
+enum class dialect { sqlite, postgresql };
 
- private:
-  sqlite3* db_;
-  sqlite3_stmt* st_;
-  bool owned_;
+/// What a storage failure means for the caller (server.cpp maps it to the answer, docs/API.md).
+enum class failure {
+  busy,         ///< locked by another writer past the wait (SQLITE_BUSY/LOCKED; PostgreSQL deadlock or serialization failure)
+  full,         ///< no space: the page cap or the disk (SQLITE_FULL; PostgreSQL disk_full)
+  unwritable,   ///< an I/O error or a read-only database
+  unavailable,  ///< the database server cannot be reached (the connection is reset on the next use)
+  other,        ///< anything else: a defect (500)
 };
 
 struct store_error : std::runtime_error {
-  int code;
-  store_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
+  int code;  ///< SQLite's result code, or 0 (PostgreSQL: the SQLSTATE is in what())
+  failure kind;
+  store_error(int c, const std::string& what);
+  store_error(failure k, const std::string& what) : std::runtime_error(what), code(0), kind(k) {}
 };
 
 /// The request's deadline passed before it could take a lock or commit (database::set_deadline):
@@ -70,6 +72,50 @@ struct deadline_exceeded : std::runtime_error {
 
 using deadline_clock = std::chrono::steady_clock;
 
+class database;
+
+/// One prepared statement with positional parameters (1-based), reset on destruction. SQLite steps
+/// the statement row by row; PostgreSQL runs it at the first step() (binary results, all rows held
+/// until the query ends) and then walks the rows.
+class query {
+ public:
+  query(database& db, sqlite3_stmt* st, bool owned = false) : db_(&db), st_(st), owned_(owned) {}
+  /// PostgreSQL: the prepared statement `name`, or (name empty) the one-off statement `text`, already
+  /// in PostgreSQL's spelling, parsed and run by the first step().
+  query(database& db, std::string name, std::string text = {}) : db_(&db), pg_(true), pg_name_(std::move(name)), pg_sql_(std::move(text)) {}
+  query(const query&) = delete;
+  ~query();
+  query& bind(int i, std::string_view s);
+  query& bind_blob(int i, std::string_view s);
+  query& bind(int i, std::int64_t v);
+  query& bind_null(int i);
+  query& bind_opt(int i, const std::optional<std::string>& s) { return s ? bind(i, *s) : bind_null(i); }
+  /// Steps once: true for a row, false when done. Throws store_error on failure.
+  bool step();
+  std::string text(int col) const { return std::string(text_view(col)); }
+  /// The column's text, valid until the next step() or the end of the query.
+  std::string_view text_view(int col) const;
+  std::optional<std::string> text_opt(int col) const;
+  std::string blob(int col) const;
+  std::int64_t integer(int col) const;
+
+ private:
+  void pg_param(int i, std::string value, bool binary, bool null);
+
+  database* db_;
+  // SQLite
+  sqlite3_stmt* st_ = nullptr;
+  bool owned_ = false;
+  // PostgreSQL: the statement's name (or text), its parameters until the first step(), then its result
+  bool pg_ = false;
+  std::string pg_name_, pg_sql_;
+  std::vector<std::string> values_;
+  std::vector<int> formats_;
+  std::vector<char> nulls_;
+  pg_result* result_ = nullptr;
+  int row_ = -1, rows_ = 0;
+};
+
 /// One module's part of a schema version: the SQL that takes the module's tables from `version - 1` to
 /// `version`. Never edit a shipped entry; append a new one.
 struct migration {
@@ -77,56 +123,83 @@ struct migration {
   const char* sql;
 };
 
+/// A module's migrations in both dialects. PostgreSQL support arrived at schema 4: its steps start at
+/// the version that created the module's tables as they are now (no PostgreSQL database is older);
+/// every later step is written in both lists with the same version number.
+struct module_migrations {
+  std::span<const migration> sqlite, postgresql;
+};
+
 /// A database's schema: the migrations of every module that owns tables (the platform's credentials
 /// and meta, each family's own), in the order the modules were added. Version v is reached from v - 1
 /// by running each module's step to v, module by module in that order, in one transaction.
 class schema {
  public:
-  schema& add(std::span<const migration> module);
-  /// The highest version a module's migrations reach (PRAGMA user_version of a migrated database).
+  schema& add(module_migrations module);
+  /// The highest version a module's migrations reach (the version of a migrated database).
   int version() const noexcept { return version_; }
-  /// The SQL texts that take a database from version `v - 1` to `v`, in module order.
-  std::vector<const char*> step(int v) const;
+  /// The SQL texts that take a database of `d` from version `v - 1` to `v`, in module order.
+  std::vector<const char*> step(dialect d, int v) const;
 
  private:
-  std::vector<std::span<const migration>> modules_;
+  std::vector<module_migrations> modules_;
   int version_ = 0;
 };
 
 /// The platform's tables: meta (the health probe; schema 1-3 kept the server replica there) and the
 /// credentials (api_keys, tokens; auth.hpp).
-std::span<const migration> platform_migrations();
+module_migrations platform_migrations();
+
+/// Whether a --db value names a PostgreSQL database (a postgresql:// or postgres:// URI, or a libpq
+/// conninfo "key=value ...") rather than a SQLite file.
+bool is_postgresql(std::string_view target);
 
 class database {
  public:
-  /// Opens (creating if needed) and migrates the database at `path` to `tables` (a database of a newer
-  /// schema is refused). `max_pages` > 0 caps the file (SQLite's max_page_count): a write that needs
-  /// more fails with SQLITE_FULL, as on a full disk.
-  database(const std::string& path, const schema& tables, std::int64_t max_pages = 0);
+  /// Opens (creating if needed) and migrates the database `target` (a SQLite file path, or a
+  /// PostgreSQL URI/conninfo: is_postgresql) to `tables` (a database of a newer schema is refused).
+  /// `max_pages` > 0 caps a SQLite file (max_page_count): a write that needs more fails with
+  /// SQLITE_FULL, as on a full disk; PostgreSQL refuses it.
+  database(const std::string& target, const schema& tables, std::int64_t max_pages = 0);
   ~database();
   database(const database&) = delete;
   database& operator=(const database&) = delete;
 
+  dialect kind() const noexcept { return pg_ ? dialect::postgresql : dialect::sqlite; }
+
   /// A statement prepared once per connection.
   query sql(const char* text);
   /// A statement whose text is built at run time (filters, IN lists): kept per connection for the
-  /// first 256 distinct texts, prepared for this use only after that.
+  /// first 256 distinct texts, prepared for this use only after that (PostgreSQL: parsed with its
+  /// parameters in the one round trip that runs it).
   query prepare(const std::string& text);
   void exec(const char* text);
   /// "?,?,...,?" with n placeholders, for IN lists.
   static std::string placeholders(std::size_t n);
   /// Rows changed by the last statement.
-  int changes() const { return sqlite3_changes(db_); }
+  int changes() const { return pg_ ? pg_changes_ : sqlite3_changes(db_); }
 
-  /// Runs f() inside BEGIN IMMEDIATE ... COMMIT; rolls back if it throws. Writers of this process
-  /// queue on a mutex first: SQLite admits one writer at a time anyway, and its busy handler waits by
-  /// sleeping, which would put long stalls in the latency tail. The busy handler still covers writers
-  /// in other processes. Nothing is committed after the deadline: waiting for the mutex or for another
-  /// process's lock ends there, and a transaction whose f() ran past it is rolled back; both throw
-  /// deadline_exceeded. Keep f() to the statements: work that depends only on the request belongs
-  /// before write(), so that one request's CPU never holds other records' writes.
+  /// Runs f() inside a write transaction and commits; rolls back if it throws. SQLite: BEGIN
+  /// IMMEDIATE, after this process's writers queue on a mutex (SQLite admits one writer at a time
+  /// anyway, and its busy handler waits by sleeping, which would put long stalls in the latency tail);
+  /// the busy handler still covers writers in other processes. PostgreSQL: BEGIN (READ COMMITTED) with
+  /// lock and statement timeouts at the deadline; writes of different keys run in parallel (write(key, f)).
+  /// Nothing is committed after the deadline: waiting for a lock ends there, and a transaction whose
+  /// f() ran past it is rolled back; both throw deadline_exceeded. Keep f() to the statements: work
+  /// that depends only on the request belongs before write(), so that one request's CPU never holds
+  /// other writes.
   template <class F>
   auto write(F&& f) {
+    return write(std::string_view(), std::forward<F>(f));
+  }
+  /// write(f), serialised with every other write of `key` on any connection to the database: on
+  /// PostgreSQL a transaction-scoped advisory lock on the key's 64-bit hash is the transaction's first
+  /// statement (two keys of one hash only wait for each other); on SQLite every write is serialised
+  /// already. The record session writes under the record's key, annotation writes under the
+  /// document's.
+  template <class F>
+  auto write(std::string_view key, F&& f) {
+    if (pg_) return transaction(begin_write(key).c_str(), std::forward<F>(f), true);
     std::unique_lock<std::timed_mutex> one_writer(writer_mutex(), std::defer_lock);
     if (!one_writer.try_lock_until(deadline_)) throw deadline_exceeded();
     busy_past_deadline_ = false;
@@ -140,7 +213,7 @@ class database {
   /// Runs f() inside a read transaction (a consistent snapshot across statements).
   template <class F>
   auto read(F&& f) {
-    return transaction("BEGIN", std::forward<F>(f), false);
+    return transaction(pg_ ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY" : "BEGIN", std::forward<F>(f), false);
   }
 
   /// The deadline of the request this connection serves (none by default): write() commits nothing
@@ -149,15 +222,20 @@ class database {
   deadline_clock::time_point deadline() const noexcept { return deadline_; }
 
   int version() const { return version_; }
+  /// The --db value (a file path, or a PostgreSQL URI/conninfo).
   const std::string& path() const { return path_; }
 
   /// What keeps this database from taking writes, or "" when a write commits: the cap or the disk
-  /// is full, or a probe write (one row of `meta`, synchronous like every write) fails.
+  /// is full (SQLite), or a probe write (one row of `meta`, synchronous like every write) fails.
   std::string write_problem();
+  /// What the backend's own consistency check finds wrong (SQLite's integrity_check; PostgreSQL has
+  /// none without extensions: none), one line each.
+  std::vector<std::string> integrity_problems();
 
   struct space {
     std::uint64_t file_bytes = 0, wal_bytes = 0, pages = 0, free_pages = 0, max_pages = 0, page_size = 0;
   };
+  /// SQLite: the file's figures; PostgreSQL: file_bytes is pg_database_size, the rest 0.
   space usage();
   static std::timed_mutex& writer_mutex() {
     static std::timed_mutex m;
@@ -165,11 +243,12 @@ class database {
   }
 
  private:
+  friend class query;
   void migrate(const schema& tables);
   template <class F>
   auto transaction(const char* begin, F&& f, bool writes) {
-    sql(begin).step();
     try {
+      pg_ ? exec(begin) : void(sql(begin).step());
       if constexpr (std::is_void_v<decltype(f())>) {
         f();
         commit(writes);
@@ -179,15 +258,25 @@ class database {
         return r;
       }
     } catch (...) {
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      rollback();
       throw;
     }
   }
 
   void commit(bool writes) {
     if (writes && deadline_clock::now() > deadline_) throw deadline_exceeded();  // rolled back by the caller
-    sql("COMMIT").step();
+    pg_ ? exec("COMMIT") : void(sql("COMMIT").step());
   }
+  void rollback() noexcept;
+  /// PostgreSQL: the statements that open a write transaction of `key` (one round trip).
+  std::string begin_write(std::string_view key) const;
+  /// PostgreSQL: a connection that is not up, or that the server ended while it was idle, is reset;
+  /// throws failure::unavailable if it stays down.
+  void connected();
+  /// PostgreSQL: the failure of `res` (or of the connection) as a store_error; clears `res`.
+  [[noreturn]] void pg_raise(pg_result* res, const char* where);
+  /// PostgreSQL: prepares `text` (translated to $N placeholders) under a new name; returns the name.
+  std::string pg_statement(std::string_view text);
   /// SQLite's busy handler: waits for another process's lock with growing sleeps, for at most 10 s
   /// and never past the deadline.
   static int busy_wait(void* self, int attempt);
@@ -195,9 +284,14 @@ class database {
   std::int64_t pragma(const char* text);
 
   sqlite3* db_ = nullptr;
+  pg_conn* pg_ = nullptr;
   std::string path_;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
   std::unordered_map<std::string, sqlite3_stmt*> built_;  ///< prepare()'s statements, by text
+  std::unordered_map<const char*, std::string> pg_cache_;  ///< sql()'s PostgreSQL statement names, by text
+  std::unordered_map<std::string, std::string> pg_built_;  ///< prepare()'s, by text
+  std::uint64_t pg_statements_ = 0;  ///< statements named so far
+  int pg_changes_ = 0;
   int version_ = 0;
   deadline_clock::time_point deadline_ = deadline_clock::time_point::max();
   bool busy_past_deadline_ = false;  ///< busy_wait stopped waiting because of the deadline

@@ -25,11 +25,13 @@ response error(const api_error& e) {
 /// A storage failure as the caller sees it; the details go to the log.
 response storage_failure(const store_error& e) {
   log::write("error", "storage_error", e.what());
-  const int primary = e.code & 0xff;
-  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return error(api_error(status::unavailable, "The database is busy; retry the request."));
-  if (primary == SQLITE_FULL) return error(api_error(status::resource_exhausted, "The database is full; the change was not stored."));
-  if (primary == SQLITE_IOERR || primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN)
-    return error(api_error(status::unavailable, "The database cannot be written; the change was not stored. Retry later."));
+  switch (e.kind) {
+    case failure::busy: return error(api_error(status::unavailable, "The database is busy; retry the request."));
+    case failure::full: return error(api_error(status::resource_exhausted, "The database is full; the change was not stored."));
+    case failure::unwritable: return error(api_error(status::unavailable, "The database cannot be written; the change was not stored. Retry later."));
+    case failure::unavailable: return error(api_error(status::unavailable, "The database is unavailable; retry the request."));
+    case failure::other: break;
+  }
   return error(api_error(status::internal, "Internal error."));
 }
 

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import sqlite3
+import subprocess
 import sys
 import struct
 import threading
@@ -72,14 +73,10 @@ class Crdt(unittest.TestCase):
         self.assertEqual(r[0]["lastUpdatedBy"], "u-7")
         self.assertEqual(r[0]["sessionId"], "s-1")
         # Only the difference is stored: one log row for the change.
-        with sqlite3.connect(STACK.db) as db:
-            rows = db.execute("SELECT count(*) FROM crdt_log WHERE doc='upd' AND editor='u'").fetchone()[0]
-        self.assertEqual(rows, 1)
+        self.assertEqual(STACK.scalar("SELECT count(*) FROM crdt_log WHERE doc='upd' AND editor='u'"), 1)
         # An unchanged value writes no op, only the metadata.
         ok(self, call("/v2/crdt/update", rec("u", "text", "Hello, brave world", doc="upd")), "CRDT data updated successfully.")
-        with sqlite3.connect(STACK.db) as db:
-            rows = db.execute("SELECT count(*) FROM crdt_log WHERE doc='upd' AND editor='u'").fetchone()[0]
-        self.assertEqual(rows, 1)
+        self.assertEqual(STACK.scalar("SELECT count(*) FROM crdt_log WHERE doc='upd' AND editor='u'"), 1)
         self.assertEqual(get("u", doc="upd")[1]["result"]["data"][0]["lastUpdatedBy"], "subject-a")
 
     def test_update_of_each_type(self):
@@ -147,9 +144,7 @@ class Crdt(unittest.TestCase):
             text += str(i % 10)
             ok(self, call("/v2/crdt/update", rec("c", "text", text, doc="compact")), "CRDT data updated successfully.")
         self.assertEqual(get("c", doc="compact")[1]["result"]["data"][0]["data"], text)
-        with sqlite3.connect(STACK.db) as db:
-            rows = db.execute("SELECT count(*) FROM crdt_log WHERE doc='compact'").fetchone()[0]
-        self.assertLess(rows, 64)
+        self.assertLess(STACK.scalar("SELECT count(*) FROM crdt_log WHERE doc='compact'"), 64)
 
 
 class Auth(unittest.TestCase):
@@ -386,16 +381,25 @@ class Deadlines(unittest.TestCase):
         STACK.fcgi_args = ["--request-timeout", "2"]
         try:
             STACK.start_fcgi()
-            holder = sqlite3.connect(STACK.db, timeout=30, isolation_level=None, check_same_thread=False)
-            holder.execute("BEGIN IMMEDIATE")
-            released = threading.Timer(4.0, holder.execute, ("ROLLBACK",))
+            if STACK.postgresql:  # another session holds the record's row lock, which the update's UPDATE waits for
+                holder = subprocess.Popen(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", STACK.db, "-c",
+                                           "BEGIN; SELECT 1 FROM crdt_records WHERE doc='deadline' FOR UPDATE; SELECT pg_sleep(4); ROLLBACK"],
+                                          stdout=subprocess.DEVNULL)
+                while not STACK.scalar("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(4)%' "
+                                       "AND pid <> pg_backend_pid()"):
+                    time.sleep(0.05)  # until the holder sleeps with the lock taken
+                released, finish = threading.Thread(target=holder.wait), lambda: None
+            else:
+                holder = sqlite3.connect(STACK.db, timeout=30, isolation_level=None, check_same_thread=False)
+                holder.execute("BEGIN IMMEDIATE")
+                released, finish = threading.Timer(4.0, holder.execute, ("ROLLBACK",)), holder.close
             released.start()
             start = time.monotonic()
             err(self, call("/v2/crdt/update", rec("late", "text", "after", doc="deadline")), 503, "UNAVAILABLE",
                 "The request did not finish in time; nothing was changed. Retry it.")
             self.assertLess(time.monotonic() - start, 3.9)  # answered at its deadline, before the lock was released
             released.join()
-            holder.close()
+            finish()
             self.assertEqual(get("late", doc="deadline")[1]["result"]["data"][0]["data"], "before")
             ok(self, call("/v2/crdt/update", rec("late", "text", "after", doc="deadline")), "CRDT data updated successfully.")
         finally:

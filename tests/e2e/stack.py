@@ -4,6 +4,9 @@ and the helpers that speak HTTP to it.
 
 A test module runs as:  <module>.py BUILD_DIR SOURCE_DIR  and does
     from stack import *  (setUpModule/tearDownModule included)
+
+FOLIO_TEST_DB=postgresql runs folio-fcgi (and folio-admin) on a PostgreSQL database instead of a SQLite
+file: a private cluster for the module (scripts/pg-test-cluster), stopped and removed with the stack.
 """
 import collections
 import http.client
@@ -38,6 +41,12 @@ class Stack:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="folio-e2e-")
         self.db = os.path.join(self.dir, "folio.db")
+        self.pg_state = None
+        if os.environ.get("FOLIO_TEST_DB") == "postgresql":
+            self.pg_state = os.path.join(self.dir, "pg")
+            subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), "start", self.pg_state], check=True)
+            with open(os.path.join(self.pg_state, "conninfo")) as f:
+                self.db = f.read().strip()
         self.port = free_port()
         self.fcgi = None
         self.nginx = None
@@ -53,6 +62,23 @@ class Stack:
         with open(os.open(self.client_keys, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write("k1 %s\n" % os.urandom(32).hex())
         self.cors_origins = ""  # nginx's FOLIO_CORS_ORIGINS (scripts/nginx-conf)
+
+    @property
+    def postgresql(self):
+        return self.pg_state is not None
+
+    def pg(self, command):
+        """scripts/pg-test-cluster COMMAND (down, up) on the stack's PostgreSQL cluster."""
+        subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), command, self.pg_state], check=True)
+
+    def scalar(self, sql):
+        """The one value `sql` selects, read from the stack's database (SQLite file or PostgreSQL)."""
+        if self.postgresql:
+            out = subprocess.run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql, self.db], check=True, capture_output=True, text=True)
+            return int(out.stdout.strip())
+        import sqlite3
+        with sqlite3.connect(self.db) as db:
+            return db.execute(sql).fetchone()[0]
 
     def admin(self, *args, check=True):
         """folio-admin's stdout, stripped; with check=False, the whole CompletedProcess (any exit status)."""
@@ -112,6 +138,8 @@ class Stack:
                     p.wait(10)
                 except subprocess.TimeoutExpired:
                     p.kill()
+        if self.pg_state:
+            subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), "stop", self.pg_state], check=False)
 
 
 STACK = Stack()  # its processes start in setUpModule

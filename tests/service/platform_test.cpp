@@ -35,11 +35,13 @@ TEST_F(fixture, AWriteWhoseDeadlinePassedCommitsNothing) {
     r.deadline = svc::deadline_clock::now() + std::chrono::milliseconds(200);
     svc::response res;
     {
-      // Another request holds the writer section past this one's deadline.
-      std::unique_lock<std::timed_mutex> writer(svc::database::writer_mutex());
+      // Another write of the same record (of the same annotated document) holds its lock past this
+      // one's deadline: this process's writer section (SQLite), another node's lock (PostgreSQL).
+      held_write writer(tmp, path == "/v2/crdt/update" ? svc::record_key{key.substr(3, 16), "o", "d", "t"}.cache_key()
+                                                         : svc::document_key({key.substr(3, 16), "o", "d"}));
       auto f = std::async(std::launch::async, [&] { return service.handle(db, r); });
       std::this_thread::sleep_until(r.deadline + std::chrono::milliseconds(100));
-      writer.unlock();
+      writer.release();
       res = f.get();
     }
     EXPECT_EQ(res.http, 503) << path;
@@ -94,6 +96,7 @@ std::string integrity(const std::string& path) {
 }
 
 TEST_F(fixture, AFullDatabaseRefusesWritesKeepsReadsAndTakesWritesOnceSpaceReturns) {
+  FOLIO_SQLITE_ONLY();  // SQLite's page cap
   const std::string full_error = R"({"error":{"message":"The database is full; the change was not stored.","status":"RESOURCE_EXHAUSTED"}})";
   ASSERT_EQ(call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"big","type":"text","data":")" + letters(40000, 7) + R"("}})").http, 200);
   ASSERT_EQ(call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":""}})").http, 200);
@@ -152,6 +155,35 @@ TEST_F(fixture, AFullDatabaseRefusesWritesKeepsReadsAndTakesWritesOnceSpaceRetur
             std::string::npos);
 }
 
+// PostgreSQL: the server ends an idle connection (a restart, a failover, pg_terminate_backend): the
+// next request notices before using it and reconnects, so it is answered as if nothing had happened.
+// (The database down for good: 503 UNAVAILABLE, tests/e2e/faults_e2e.py's DatabaseDown.)
+TEST_F(fixture, AConnectionTheServerEndedIsReopenedByTheNextRequest) {
+  if (!tmp.postgresql()) GTEST_SKIP() << "PostgreSQL only";
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"kept"}})").http, 200);
+  for (const std::string& path : {std::string("/v2/crdt/update"), std::string("/v2/crdt/get")}) {
+    svc::query pid = db.sql("SELECT pg_backend_pid()");
+    ASSERT_TRUE(pid.step());
+    const std::string terminate = "SELECT pg_terminate_backend(" + std::to_string(pid.integer(0)) + ")";
+    PGconn* admin = PQconnectdb(tmp.conninfo.c_str());
+    PQclear(PQexec(admin, terminate.c_str()));
+    PQfinish(admin);
+    for (int waited = 0; waited < 1000; ++waited) {  // until the server has closed it (pg_terminate_backend only signals)
+      PGconn* probe = PQconnectdb(tmp.conninfo.c_str());
+      PGresult* gone = PQexec(probe, ("SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(pid.integer(0))).c_str());
+      const bool closed = PQresultStatus(gone) == PGRES_TUPLES_OK && std::string(PQgetvalue(gone, 0, 0)) == "0";
+      PQclear(gone);
+      PQfinish(probe);
+      if (closed) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const svc::response next = call(path, ids + (path == "/v2/crdt/update" ? R"(,"data":"next"}})" : "}}"));
+    EXPECT_EQ(next.http, 200) << path << ": " << next.body;
+  }
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"next")"), std::string::npos);
+}
+
 TEST_F(fixture, MetricsCountRequestsWithoutCredentialsOrTenantData) {
   call("/v2/crdt/add", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e","type":"map","data":{"k":"v"}}})");
   call("/v2/crdt/get", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e"}})");
@@ -208,6 +240,7 @@ std::string schema_of(const std::string& path) {
 }
 
 TEST_F(fixture, AFreshDatabaseHasThePinnedSchema) {
+  FOLIO_SQLITE_ONLY();
   // Each family creates its own tables (docs/SERVICE.md); together they must make exactly the schema
   // the single migration list made before the split, table by table and in the same order.
   std::ifstream in(FOLIO_SCHEMA_GOLDEN);
@@ -220,6 +253,7 @@ TEST_F(fixture, AFreshDatabaseHasThePinnedSchema) {
 
 TEST(Store, MigratesASchema1DatabaseToTheCurrentOne) {
   temp_db tmp;
+  FOLIO_SQLITE_ONLY();  // no PostgreSQL database is older than schema 4
   folio::document record(folio::record_type::text, 777);  // edited as the database's one server replica, as schema 1-3 did
   record.replace_text("kept");
   {

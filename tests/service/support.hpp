@@ -1,11 +1,18 @@
-// tests/service/support.hpp — what the service's tests share: a temporary database and a responder
-// with an API key and token, called like folio-fcgi calls it (no socket).
+// tests/service/support.hpp — what the service's tests share: a temporary database (SQLite, or PostgreSQL in
+// the tests' PostgreSQL pass) and a responder with an API key and token, called like folio-fcgi calls it
+// (no socket).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "platform/auth.hpp"
@@ -18,12 +25,79 @@ namespace folio_service_test {
 
 namespace svc = folio::service;
 
+/// The database a test runs on: a SQLite file in a temporary directory, or — in the PostgreSQL pass
+/// (ctest's "pg." tests: FOLIO_TEST_PG names the conninfo file that scripts/pg-test-cluster wrote) — a
+/// schema of its own in the test run's private cluster, dropped at the end. path() is what --db takes.
 struct temp_db {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("folio-service-test-" + std::to_string(::getpid()));
-  temp_db() { std::filesystem::create_directories(dir); }
-  ~temp_db() { std::filesystem::remove_all(dir); }
-  std::string path() const { return (dir / "folio.db").string(); }
+  std::string conninfo, schema;
+  temp_db() {
+    std::filesystem::create_directories(dir);
+    const char* pg = std::getenv("FOLIO_TEST_PG");
+    if (!pg || !*pg) return;
+    std::ifstream in(pg);
+    std::getline(in, conninfo);
+    if (conninfo.empty()) throw std::runtime_error(std::string("no conninfo in ") + pg + " (scripts/pg-test-cluster start)");
+    static int made = 0;
+    schema = "t" + std::to_string(::getpid()) + "_" + std::to_string(++made);
+    admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " + schema);
+  }
+  ~temp_db() {
+    std::filesystem::remove_all(dir);
+    if (postgresql()) admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+  }
+  bool postgresql() const { return !schema.empty(); }
+  std::string path() const { return postgresql() ? conninfo + " options='-c search_path=" + schema + "'" : (dir / "folio.db").string(); }
+
+ private:
+  void admin(const std::string& sql) const {
+    PGconn* c = PQconnectdb(conninfo.c_str());
+    PGresult* r = PQexec(c, sql.c_str());
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    const std::string why = PQerrorMessage(c);
+    PQclear(r);
+    PQfinish(c);
+    if (!ok) throw std::runtime_error("PostgreSQL: " + why);
+  }
 };
+
+/// Another writer holding the write lock of `key` until release() (or the end of the object): on
+/// SQLite the process's writer section, which every write takes; on PostgreSQL the key's lock
+/// (database::write(key, f)), held by a transaction on a connection of its own.
+class held_write {
+ public:
+  held_write(const temp_db& tmp, const std::string& key) {
+    if (!tmp.postgresql()) {
+      sqlite_ = std::unique_lock<std::timed_mutex>(svc::database::writer_mutex());
+      return;
+    }
+    std::promise<void> locked;
+    std::future<void> taken = locked.get_future();
+    holder_ = std::async(std::launch::async, [this, target = tmp.path(), key, locked = std::move(locked)]() mutable {
+      svc::database other{target, svc::responder::tables()};
+      other.write(key, [&] {
+        locked.set_value();
+        release_.get_future().wait();
+      });
+    });
+    taken.wait();
+  }
+  held_write(const held_write&) = delete;
+  ~held_write() { release(); }
+  void release() {
+    if (sqlite_.owns_lock()) sqlite_.unlock();
+    if (holder_.valid()) release_.set_value(), holder_.get();
+  }
+
+ private:
+  std::unique_lock<std::timed_mutex> sqlite_;
+  std::promise<void> release_;
+  std::future<void> holder_;
+};
+
+/// Skips a test of one backend's own machinery (SQLite's page cap, its file, its writer mutex).
+#define FOLIO_SQLITE_ONLY() \
+  if (tmp.postgresql()) GTEST_SKIP() << "SQLite only"
 
 struct fixture : ::testing::Test {
   temp_db tmp;
