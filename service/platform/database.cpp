@@ -414,7 +414,8 @@ std::string database::begin_write(std::string_view key) const {
 }
 
 std::string database::pg_statement(std::string_view text) {
-  std::string name = "f" + std::to_string(++pg_statements_);
+  std::string name = "f";  // appended, not "f" + to_string(): GCC 12 at -O3 warns (-Wrestrict) falsely on that
+  name += std::to_string(++pg_statements_);
   PGresult* res = PQprepare(pg_, name.c_str(), pg_text(text).c_str(), 0, nullptr);
   if (PQresultStatus(res) != PGRES_COMMAND_OK) pg_raise(res, "prepare");
   PQclear(res);
