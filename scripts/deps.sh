@@ -22,10 +22,15 @@ FOLIO_PACKAGES=(
 )
 # Only for the tests and bench/browser.sh (they pass them to folio_install_deps): a browser for the client's tests
 # in a real page (tests/e2e/browser_e2e.py; puppeteer-core drives it and downloads no browser itself), and
-# PostgreSQL's server for the service tests' PostgreSQL pass (ctest's pg.* tests, scripts/pg-test-cluster).
+# the cluster's engines for the service tests' PostgreSQL pass and the end-to-end tests' 3-node cluster.
+# scripts/cluster's engines (also the tests'): a private PostgreSQL cluster (scripts/pg-test-cluster: initdb,
+# pg_ctl) and a private Redis for Nchan (scripts/redis-private).
+FOLIO_CLUSTER_PACKAGES=(
+  postgresql redis-server
+)
 FOLIO_TEST_PACKAGES=(
   chromium
-  postgresql                     # the tests' private PostgreSQL cluster (scripts/pg-test-cluster: initdb, pg_ctl)
+  "${FOLIO_CLUSTER_PACKAGES[@]}"
 )
 
 # A package another one may provide: NodeSource's nodejs bundles npm (and conflicts with Debian's).
