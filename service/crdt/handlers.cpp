@@ -112,8 +112,8 @@ std::string crdt_add(context& c, crdt_family& f) {
   const new_value value = value_of(type, c.data);
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
 
-  with_retries([&] {
-    record_session s(f, c.db, k);
+  with_retries([&](bool exclusive) {
+    record_session s(f, c.db, k, exclusive);
     if (s.open()) throw api_error(status::already_exists, "CRDT data already exists for this editor ID.");
     record_row row;
     row.incarnation = new_incarnation();
@@ -139,8 +139,8 @@ std::string crdt_update(context& c, crdt_family& f) {
   std::optional<new_value> value;
   if (type) value = value_of(*type, c.data);  // else once the record's type is known
 
-  with_retries([&] {
-    record_session s(f, c.db, k);
+  with_retries([&](bool exclusive) {
+    record_session s(f, c.db, k, exclusive);
     const record_row& row = s.open_existing();
     if (type && folio::to_string(*type) != row.type)
       throw api_error(status::invalid_argument, "Type " + std::string(folio::to_string(*type)) + " does not match the record's type " + row.type + ".");
@@ -186,8 +186,8 @@ std::string crdt_get(context& c, crdt_family& f) {
 
 std::string crdt_delete(context& c, crdt_family& f) {
   const record_key k = key_of(c);
-  with_retries([&] {
-    record_session s(f, c.db, k);
+  with_retries([&](bool exclusive) {
+    record_session s(f, c.db, k, exclusive);
     const record_row& row = s.open_existing(false);
     s.commit([&] {
       delete_record(c.db, k);
@@ -216,8 +216,8 @@ std::string crdt_sync(context& c, crdt_family& f) {
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
   const std::string by = author(c.who, user);
 
-  return with_retries([&] {
-    record_session s(f, c.db, k);
+  return with_retries([&](bool exclusive) {
+    record_session s(f, c.db, k, exclusive);
     const record_row& row = s.open_existing();
     const std::string record_incarnation = incarnation_text(row);
     if (incarnation && *incarnation != record_incarnation)

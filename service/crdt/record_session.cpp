@@ -23,7 +23,8 @@ folio::document rebuild(database& db, const record_key& k, const record_row& row
 
 }  // namespace
 
-record_session::record_session(crdt_family& family, database& db, record_key k) : family_(family), db_(db), key_(std::move(k)), cache_key_(key_.cache_key()) {}
+record_session::record_session(crdt_family& family, database& db, record_key k, bool exclusive)
+    : family_(family), db_(db), key_(std::move(k)), cache_key_(key_.cache_key()), exclusive_(exclusive) {}
 
 void record_session::lock(std::shared_ptr<cached_doc> entry) {
   if (entry_ == entry) return;
@@ -43,12 +44,13 @@ record_session::~record_session() {
 
 const std::optional<record_row>& record_session::open(bool with_document) {
   std::shared_ptr<cached_doc> entry = family_.cache().find(cache_key_);
-  if (!entry) {  // nothing cached: is there a record at all?
+  if (!entry && !exclusive_) {  // nothing cached: is there a record at all?
     row_ = load_record(db_, key_, false);
     if (!row_) return row_;
-    entry = family_.cache().get(cache_key_);
   }
+  if (!entry) entry = family_.cache().get(cache_key_);
   lock(std::move(entry));
+  if (exclusive_ && !hold_) hold_.emplace(db_, cache_key_);  // the entry's lock first, then the record's
   row_ = load_record(db_, key_, false);  // under the lock: the revision no other request of ours can move
   if (!row_ || !with_document) return row_;
   cached_doc& e = *entry_;

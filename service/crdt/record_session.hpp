@@ -17,6 +17,13 @@
 //      appended to the log with its metadata, and every compact_after batches the log compacted into
 //      a snapshot encoded before the writer section.
 //
+// A handler starts again at most twice (with_retries). The first attempt is optimistic: nothing
+// outside this process waits while it prepares. A record moved under it is one that writers on
+// several nodes contend for, so the next attempts are exclusive: open() takes the record's write lock
+// across the whole attempt (database::key_hold; after the entry's lock, the order every session
+// takes the two in), so no other node can move the record before this commit — N nodes writing one
+// record commit one after another instead of retrying into each other.
+//
 // Invariant: an entry's document is at the revision the entry names, or the entry names none (-1).
 // A session that changed the document and did not commit leaves the entry empty, so the next request
 // rebuilds it from storage: a cached document never holds an uncommitted change.
@@ -53,7 +60,8 @@ struct change_meta {
 
 class record_session {
  public:
-  record_session(crdt_family& family, database& db, record_key k);
+  /// `exclusive`: open() holds the record's write lock until the session ends (above).
+  record_session(crdt_family& family, database& db, record_key k, bool exclusive = false);
   ~record_session();
   record_session(const record_session&) = delete;
   record_session& operator=(const record_session&) = delete;
@@ -112,15 +120,18 @@ class record_session {
   std::unique_lock<std::timed_mutex> lock_;
   std::optional<record_row> row_;
   bool changing_ = false;
+  bool exclusive_ = false;
+  std::optional<database::key_hold> hold_;  ///< after lock_: released before the entry's lock
 };
 
-/// Runs `attempt` (which opens its own record_session) again when a writer in another process or node moved
-/// the record under it; a third move is 503 UNAVAILABLE.
+/// Runs `attempt(exclusive)` (which opens its own record_session, exclusive as told) again when a writer
+/// in another process or node moved the record under it: first optimistic, then exclusive (above). A
+/// third move (possible only without the lock: SQLite, a writer in another process) is 503 UNAVAILABLE.
 template <class F>
 auto with_retries(F&& attempt) {
   for (int tries = 1;; ++tries) {
     try {
-      return attempt();
+      return attempt(tries > 1);
     } catch (const record_moved&) {
       if (tries == 3) throw api_error(status::unavailable, "The record kept changing while the request was prepared; retry it.");
     }

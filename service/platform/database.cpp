@@ -413,6 +413,33 @@ std::string database::begin_write(std::string_view key) const {
   return begin;
 }
 
+database::key_hold::key_hold(database& db, std::string_view key) : db_(db) {
+  if (!db.pg_) return;
+  hash_ = key_hash(key);
+  std::string lock = "SET lock_timeout = 0; SELECT pg_advisory_lock(" + std::to_string(hash_) + ")";
+  if (db.deadline_ != deadline_clock::time_point::max()) {
+    using namespace std::chrono;
+    const auto left = std::max<long long>(1, duration_cast<milliseconds>(db.deadline_ - deadline_clock::now()).count());
+    lock = "SET lock_timeout = " + std::to_string(left) + "; SELECT pg_advisory_lock(" + std::to_string(hash_) + ")";
+  }
+  try {
+    db.exec(lock.c_str());
+  } catch (...) {
+    try {
+      db.exec("SET lock_timeout = 0");
+    } catch (...) {
+    }
+    throw;
+  }
+  held_ = true;
+  db.exec("SET lock_timeout = 0");
+}
+
+database::key_hold::~key_hold() {
+  if (!held_ || PQstatus(db_.pg_) != CONNECTION_OK) return;  // a lost connection released it
+  PQclear(PQexec(db_.pg_, ("SELECT pg_advisory_unlock(" + std::to_string(hash_) + ")").c_str()));
+}
+
 std::string database::pg_statement(std::string_view text) {
   std::string name = "f";  // appended, not "f" + to_string(): GCC 12 at -O3 warns (-Wrestrict) falsely on that
   name += std::to_string(++pg_statements_);

@@ -210,6 +210,26 @@ class database {
       throw;
     }
   }
+  /// Holds `key`'s write lock (the one write(key, f) takes) from now until the hold ends, across
+  /// transactions: a writer of the key on any other connection waits meanwhile, while this
+  /// connection's own write(key, f) goes through. PostgreSQL: a session-level advisory lock on the
+  /// key's hash (advisory locks are re-entrant on one connection), waited for no longer than the
+  /// deadline (deadline_exceeded); released when the hold ends, or with the connection if it is lost.
+  /// SQLite: nothing (every write of the file is serialised already). The record session takes it
+  /// after another node moved a record under it (record_session.hpp).
+  class key_hold {
+   public:
+    key_hold(database& db, std::string_view key);
+    ~key_hold();
+    key_hold(const key_hold&) = delete;
+    key_hold& operator=(const key_hold&) = delete;
+
+   private:
+    database& db_;
+    std::int64_t hash_ = 0;
+    bool held_ = false;
+  };
+
   /// Runs f() inside a read transaction (a consistent snapshot across statements).
   template <class F>
   auto read(F&& f) {

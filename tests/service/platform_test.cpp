@@ -184,6 +184,31 @@ TEST_F(fixture, AConnectionTheServerEndedIsReopenedByTheNextRequest) {
   EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"next")"), std::string::npos);
 }
 
+// database::key_hold: a key's write lock held across transactions (the record session's exclusive retry)
+// makes writers of that key on other connections wait — up to their deadline — and nobody else; the
+// holder's own writes of the key go through.
+TEST_F(fixture, AKeyHoldMakesOtherConnectionsWritesOfThatKeyWait) {
+  if (!tmp.postgresql()) GTEST_SKIP() << "PostgreSQL only (SQLite serialises every write of the file)";
+  svc::database other{tmp.path(), svc::responder::tables()};
+  auto write = [&](svc::database& conn, const std::string& record) {
+    conn.set_deadline(svc::deadline_clock::now() + std::chrono::milliseconds(300));
+    try {
+      conn.write(record, [&] { conn.sql("UPDATE folio_schema SET version = version").step(); });
+      return std::string("committed");
+    } catch (const svc::deadline_exceeded&) {
+      return std::string("waited past its deadline");
+    }
+  };
+  {
+    svc::database::key_hold hold(db, "record-a");
+    EXPECT_EQ(write(other, "record-a"), "waited past its deadline");
+    EXPECT_EQ(write(other, "record-b"), "committed");
+    EXPECT_EQ(write(db, "record-a"), "committed");  // the holder's own write
+  }
+  EXPECT_EQ(write(other, "record-a"), "committed");
+  db.set_deadline(svc::deadline_clock::time_point::max());
+}
+
 TEST_F(fixture, MetricsCountRequestsWithoutCredentialsOrTenantData) {
   call("/v2/crdt/add", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e","type":"map","data":{"k":"v"}}})");
   call("/v2/crdt/get", R"({"data":{"organizationId":"secret-org","documentId":"secret-doc","editorId":"e"}})");
