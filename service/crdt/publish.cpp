@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -136,6 +137,9 @@ void publisher::remember(const std::string& channel, const token_streams& t) {
 }
 
 bool publisher::end_due_streams(const std::string& channel) {
+  // One ending at a time, and a publish's check waits for one in flight: a message never overtakes the
+  // deletion that must come before it (the background's, say, while a request publishes).
+  std::lock_guard<std::mutex> ending(ending_mu_);
   token_streams t;
   {
     std::lock_guard<std::mutex> g(streams_mu_);
@@ -179,7 +183,31 @@ bool publisher::token_subscribed(const std::string& channel, std::int64_t expire
     }
   }
   remember(channel, t);
+  lock.unlock();
+  if (expires * 1000 < next_expiry_ms_.load()) wake_background();  // ended at its expiry (background_loop)
   return true;
+}
+
+void publisher::wake_background() {
+  std::lock_guard<std::mutex> g(owed_mu_);
+  if (stopping_) return;
+  if (!retrier_.joinable()) retrier_ = std::thread([this] { background_loop(); });
+  owed_cv_.notify_one();
+}
+
+std::int64_t publisher::sweep() {
+  std::vector<std::string> ended;
+  std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+  {
+    std::lock_guard<std::mutex> g(streams_mu_);
+    const std::int64_t now = now_seconds();
+    for (const auto& [id, streams] : streams_)
+      if (due(streams, now)) ended.push_back(id);
+      else earliest = std::min(earliest, streams.expires);
+  }
+  for (const std::string& id : ended)
+    if (!end_due_streams(id)) earliest = std::min(earliest, now_seconds() + 2);  // remembered still: tried again in 2 s
+  return earliest;
 }
 
 void publisher::owe(const std::string& channel, const std::string& notice) {
@@ -196,16 +224,29 @@ void publisher::owe(const std::string& channel, const std::string& notice) {
   o.message = notice;  // the latest: any notice makes subscribers sync
   o.attempts = 0;
   o.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  if (!retrier_.joinable()) retrier_ = std::thread([this] { retry_loop(); });
+  if (!retrier_.joinable()) retrier_ = std::thread([this] { background_loop(); });
   owed_cv_.notify_one();
 }
 
-void publisher::retry_loop() {
+void publisher::background_loop() {
   std::unique_lock<std::mutex> lock(owed_mu_);
   while (!stopping_) {
+    // Streams of client tokens that expired (or whose key left the ring) end now, and the loop wakes
+    // again at the next expiry: on time even when nothing is published to the channel through this node.
+    lock.unlock();
+    const std::int64_t next_expiry = sweep();
+    lock.lock();
+    if (stopping_) break;
     const auto now = std::chrono::steady_clock::now();
-    std::vector<std::pair<std::string, std::string>> due;
     auto wake = std::chrono::steady_clock::time_point::max();
+    if (next_expiry != std::numeric_limits<std::int64_t>::max()) {
+      const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      wake = now + std::chrono::milliseconds(std::max<std::int64_t>(0, next_expiry * 1000 - now_ms));
+      next_expiry_ms_ = next_expiry * 1000;
+    } else {
+      next_expiry_ms_ = std::numeric_limits<std::int64_t>::max();
+    }
+    std::vector<std::pair<std::string, std::string>> due;
     for (const auto& [channel, o] : owed_) {
       if (o.next_try <= now) due.emplace_back(channel, o.message);
       else wake = std::min(wake, o.next_try);

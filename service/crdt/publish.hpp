@@ -23,14 +23,17 @@
 // Client tokens on open streams (docs/SECURITY.md "Open streams"): Nchan authorizes an EventSource or
 // WebSocket subscriber once, when it opens, and pings keep it open; so the publisher remembers, per
 // channel, the earliest expiry among the client tokens let in (token_subscribed) and their signing key
-// ids. Before anything is published to a channel whose earliest token has expired, or one of whose key
-// ids has left the key ring, the channel is deleted (DELETE to the publisher location: Nchan ends its
-// subscribers at once, 410) and forgotten; then the message goes. Subscribers reconnect, are authorized
-// again (an expired token gets 401) and sync, as after any reopen. A channel nothing is published to
-// sends nothing, so it leaks nothing. At most max_token_channels channels are remembered: when full,
-// those already due are deleted and forgotten; if none is, a new one is refused (the subscriber gets
-// 503). Cost: one map entry per channel (its id, an expiry, the few key ids); a check is one lookup;
-// a sweep when full is a pass over the map and one DELETE per due channel.
+// ids. A channel whose earliest token has expired, or one of whose key ids has left the key ring, is
+// deleted (DELETE to the publisher location: Nchan ends its subscribers at once, 410) and forgotten:
+// by a background thread at that expiry's second, by sweep() after the key ring changed, and before
+// anything is published to it (then the message goes). Subscribers reconnect, are authorized again (an
+// expired token gets 401) and sync, as after any reopen. With Nchan over Redis (several nodes) the
+// deletion reaches the channel's subscribers on every node, so the node that let a token in ends its
+// streams on time whichever node publishes. At most max_token_channels channels are remembered:
+// when full, those already due are deleted and forgotten; if none is, a new one is refused (the
+// subscriber gets 503). Cost: one map entry per channel (its id, an expiry, the few key ids); a check
+// is one lookup; a sweep (at each expiry second, a key-ring reload, a full map) is a pass over the map
+// and one DELETE per due channel.
 // Thread-safety: `publish` and `token_subscribed` may run on many threads at once (one libcurl handle
 // per thread).
 #pragma once
@@ -41,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -86,6 +90,10 @@ class publisher {
   /// A client token signed by `key_id` and valid until `expires` (seconds since the epoch) is being let
   /// into `channel`. False when max_token_channels channels are remembered and none is due to be ended.
   bool token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id);
+  /// Ends now every remembered channel that is due (its token expired, or its key left the ring: call
+  /// it after the ring changed). Returns the earliest expiry (seconds since the epoch) among the
+  /// channels still remembered, or the largest int64 when none is.
+  std::int64_t sweep();
 
   std::uint64_t published() const noexcept { return published_.load(); }
   std::uint64_t failures() const noexcept { return failures_.load(); }  ///< first attempts nginx did not take
@@ -110,10 +118,13 @@ class publisher {
   void remember(const std::string& channel, const token_streams& t);  ///< streams_mu_ held
   bool take_budget(std::size_t bytes);
   void owe(const std::string& channel, const std::string& notice);
-  void retry_loop();
+  void wake_background();  ///< starts or wakes background_loop
+  /// Resends owed notices with backoff, and ends token streams at their expiry (sweep()).
+  void background_loop();
 
   live_config config_;
   std::function<bool(std::string_view)> key_known_;
+  std::mutex ending_mu_;  ///< held by end_due_streams from its check to its deletion's answer
   std::mutex streams_mu_;
   std::unordered_map<std::string, token_streams> streams_;  ///< by channel
   std::atomic<std::uint64_t> published_{0}, failures_{0};
@@ -124,7 +135,8 @@ class publisher {
   std::condition_variable owed_cv_;
   std::unordered_map<std::string, owed_notice> owed_;  ///< by channel
   std::atomic<bool> stopping_{false};
-  std::thread retrier_;  ///< started with the first owed notice
+  std::atomic<std::int64_t> next_expiry_ms_{std::numeric_limits<std::int64_t>::max()};  ///< when background_loop sweeps next
+  std::thread retrier_;  ///< background_loop, started with the first owed notice or token stream
 };
 
 }  // namespace folio::service

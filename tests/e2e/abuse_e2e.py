@@ -119,6 +119,7 @@ class Abuse(unittest.TestCase):
                 s.close()
         normal_request(self)
 
+    @single_node  # each node counts its own share: the limit is per node (docs/OPERATIONS.md "Running N nodes")
     def test_3_a_burst_over_the_rate_limit_gets_429_json_and_others_are_served(self):
         requests = b"POST /v2/crdt/get HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}" * 700
         results = []
@@ -235,6 +236,7 @@ class Subscribers(unittest.TestCase):
         finally:
             before.close()
 
+    @single_node  # one node's hop socket taken away
     def test_an_unreachable_authorization_hop_crashes_no_worker(self):
         # The hop's socket gone (its connect() fails at once): every subscribe crashed a worker. Now the
         # subscriber gets Nchan's answer to a failed authorization, and the others stay connected.

@@ -7,12 +7,23 @@ A test module runs as:  <module>.py BUILD_DIR SOURCE_DIR  and does
 
 FOLIO_TEST_DB=postgresql runs folio-fcgi (and folio-admin) on a PostgreSQL database instead of a SQLite
 file: a private cluster for the module (scripts/pg-test-cluster), stopped and removed with the stack.
+
+FOLIO_TEST_NODES=N (N > 1) runs the stack as scripts/cluster runs Folio: N nodes (folio-fcgi + nginx each)
+on one PostgreSQL database and one Redis (scripts/redis-private: Nchan's channels), behind a front nginx
+that passes requests to the nodes in turn (scripts/front-start); STACK.port is the front's. The first
+node lives in the stack's directory as the single node does, the others in node<i>/ beside it; every
+node writes the same log files (log/), so a test reads "the service's log" either way. STACK.fcgi and
+STACK.nginx act on every node's process at once (stop the service, start it again); STACK.nodes has
+each node. Tests of what only one process shows (a second folio-fcgi on the same socket, nginx's own
+sockets) are marked single_node and skipped in a cluster; tests/e2e/cluster_e2e.py tests what only a
+cluster has.
 """
 import collections
 import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -21,12 +32,13 @@ import time
 import urllib.parse
 
 __all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY",
-           "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream"]
+           "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream", "single_node"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 FCGI = os.path.join(BUILD, "service", "folio-fcgi")
 ADMIN = os.path.join(BUILD, "tools", "folio-admin")
 RESPONDER_MAX_BODY = 3 * 1024 * 1024  # below nginx's 4 MiB, so both limits can be seen
+NODES = int(os.environ.get("FOLIO_TEST_NODES") or 1)
 
 
 def free_port():
@@ -35,25 +47,84 @@ def free_port():
         return s.getsockname()[1]
 
 
+class Processes:
+    """One kind of process of every node (each node's folio-fcgi, or each node's nginx), acted on at once,
+    as a test acts on the single node's: with one node it is that node's process."""
+
+    def __init__(self, stack, kind):
+        self.stack, self.kind = stack, kind
+
+    def each(self):
+        return [p for p in (getattr(n, self.kind) for n in self.stack.nodes) if p is not None]
+
+    @property
+    def pid(self):
+        return getattr(self.stack.nodes[0], self.kind).pid
+
+    def poll(self):
+        """None while every node's process runs, else the exit status of the first that ended."""
+        for p in self.each():
+            if p.poll() is not None:
+                return p.poll()
+        return None
+
+    def send_signal(self, sig):
+        for p in self.each():
+            if p.poll() is None:
+                p.send_signal(sig)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        codes = [p.wait(timeout) for p in self.each()]
+        return next((c for c in codes if c != 0), 0)
+
+
+class Node:
+    """One folio-fcgi and its nginx, in `dir` (run/, nginx/; log/ is the stack's), on `port`."""
+
+    def __init__(self, directory, port):
+        self.dir, self.port = directory, port
+        self.fcgi = None
+        self.nginx = None
+        self.publish_socket = os.path.join(directory, "run", "nginx-publish.sock")
+        self.socket = os.path.join(directory, "run", "folio.sock")
+
+
 class Stack:
-    """folio-fcgi + nginx in a temporary directory."""
+    """folio-fcgi + nginx in a temporary directory; with FOLIO_TEST_NODES=N, N of them and a front."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="folio-e2e-")
         self.db = os.path.join(self.dir, "folio.db")
         self.pg_state = None
-        if os.environ.get("FOLIO_TEST_DB") == "postgresql":
+        if os.environ.get("FOLIO_TEST_DB") == "postgresql" or NODES > 1:
             self.pg_state = os.path.join(self.dir, "pg")
             subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), "start", self.pg_state], check=True)
             with open(os.path.join(self.pg_state, "conninfo")) as f:
                 self.db = f.read().strip()
         self.port = free_port()
-        self.fcgi = None
-        self.nginx = None
+        self.redis_dir = os.path.join(self.dir, "redis") if NODES > 1 else None
+        os.makedirs(os.path.join(self.dir, "log"), exist_ok=True)
+        self.nodes = [Node(self.dir, self.port if NODES == 1 else free_port())]
+        for i in range(1, NODES):
+            node = Node(os.path.join(self.dir, "node%d" % i), free_port())
+            os.makedirs(os.path.join(node.dir, "run"))
+            os.symlink(os.path.join(self.dir, "log"), os.path.join(node.dir, "log"))  # one set of log files
+            self.nodes.append(node)
+        self.front = None
+        self.fcgi = Processes(self, "fcgi")
+        self.nginx = Processes(self, "nginx")
         self.secret = os.path.join(self.dir, "channel.secret")  # shared by folio-fcgi and nginx-conf
         with open(self.secret, "w") as f:
             f.write(os.urandom(32).hex() + "\n")
-        self.publish_socket = os.path.join(self.dir, "run", "nginx-publish.sock")
+        for node in self.nodes[1:]:
+            shutil.copy(self.secret, os.path.join(node.dir, "channel.secret"))
+        self.publish_socket = self.nodes[0].publish_socket
         self.rate = 100000      # nginx's limit_req rate (requests per second per client address)
         self.fcgi_args = []     # extra folio-fcgi flags (e.g. --max-db-pages)
         self.fcgi_log = os.path.join(self.dir, "log", "folio-fcgi.log")
@@ -67,9 +138,17 @@ class Stack:
     def postgresql(self):
         return self.pg_state is not None
 
+    @property
+    def cluster(self):
+        return len(self.nodes) > 1
+
     def pg(self, command):
         """scripts/pg-test-cluster COMMAND (down, up) on the stack's PostgreSQL cluster."""
         subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), command, self.pg_state], check=True)
+
+    def redis(self, command):
+        """scripts/redis-private COMMAND (down, up) on the cluster's Redis."""
+        subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), command, self.redis_dir], check=True)
 
     def scalar(self, sql):
         """The one value `sql` selects, read from the stack's database (SQLite file or PostgreSQL)."""
@@ -85,36 +164,57 @@ class Stack:
         r = subprocess.run([ADMIN, "--db", self.db, *args], check=check, capture_output=True, text=True)
         return r.stdout.strip() if check else r
 
-    def start_fcgi(self):
-        os.makedirs(os.path.join(self.dir, "run"), exist_ok=True)
-        os.makedirs(os.path.join(self.dir, "log"), exist_ok=True)
-        sock = os.path.join(self.dir, "run", "folio.sock")
-        if os.path.exists(sock):
-            os.unlink(sock)
+    def start_fcgi(self, nodes=None):
+        """Starts the folio-fcgi of each node in `nodes` (default: every node whose responder is not running)."""
+        for node in nodes if nodes is not None else [n for n in self.nodes if n.fcgi is None or n.fcgi.poll() is not None]:
+            self.start_node_fcgi(node)
+
+    def start_node_fcgi(self, node):
+        os.makedirs(os.path.join(node.dir, "run"), exist_ok=True)
+        if os.path.exists(node.socket):
+            os.unlink(node.socket)
         with open(self.fcgi_log, "a") as log:
-            self.fcgi = subprocess.Popen([FCGI, "--socket", sock, "--db", self.db, "--workers", "4",
+            node.fcgi = subprocess.Popen([FCGI, "--socket", node.socket, "--db", self.db, "--workers", "4",
                                           "--max-body", str(RESPONDER_MAX_BODY), "--channel-secret-file", self.secret,
-                                          "--publish-socket", self.publish_socket, "--client-token-keys", self.client_keys,
+                                          "--publish-socket", node.publish_socket, "--client-token-keys", self.client_keys,
                                           *self.fcgi_args], stderr=log)
         for _ in range(200):  # the socket's file appears at bind(), before listen(): connect to know it listens
             with socket.socket(socket.AF_UNIX) as s:
                 try:
-                    s.connect(sock)
+                    s.connect(node.socket)
                     return
                 except OSError:
                     time.sleep(0.05)
         raise RuntimeError("folio-fcgi did not start")
 
     def start_nginx(self):
-        """nginx as scripts/run starts it (scripts/nginx-start: render, remove stale sockets, exec nginx)."""
-        self.nginx = subprocess.Popen([os.path.join(SOURCE, "scripts", "nginx-start"), self.dir, str(self.port), str(self.rate)],
-                                      env=dict(os.environ, FOLIO_CORS_ORIGINS=self.cors_origins))
+        """Each node's nginx that is not running, as scripts/run starts it (scripts/nginx-start: render,
+        remove stale sockets, exec nginx); in a cluster, with Redis, and the front when it is not running."""
+        env = dict(os.environ, FOLIO_CORS_ORIGINS=self.cors_origins)
+        if self.cluster:
+            if not os.path.exists(os.path.join(self.redis_dir, "port")):
+                subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), "start", self.redis_dir, str(free_port())], check=True)
+            with open(os.path.join(self.redis_dir, "port")) as f:
+                env.update(FOLIO_REDIS_URL="redis://127.0.0.1:%s" % f.read().strip(), FOLIO_TRUSTED_PROXY="127.0.0.1",
+                           FOLIO_ACCESS_LOG=os.path.join(self.dir, "log", "nginx-access.log") + " folio_json")
+        for node in self.nodes:
+            if node.nginx is None or node.nginx.poll() is not None:
+                node.nginx = subprocess.Popen([os.path.join(SOURCE, "scripts", "nginx-start"), node.dir, str(node.port), str(self.rate)], env=env)
+                self.wait_listening(node.port, node.nginx)
+        if self.cluster and (self.front is None or self.front.poll() is not None):
+            front_dir = os.path.join(self.dir, "front")
+            os.makedirs(front_dir, exist_ok=True)
+            self.front = subprocess.Popen([os.path.join(SOURCE, "scripts", "front-start"), front_dir, str(self.port),
+                                           *["127.0.0.1:%d" % n.port for n in self.nodes]])
+            self.wait_listening(self.port, self.front)
+
+    def wait_listening(self, port, process):
         for _ in range(100):
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 return
             except OSError:
-                if self.nginx.poll() is not None:
+                if process.poll() is not None:
                     break
                 time.sleep(0.05)
         raise RuntimeError("nginx did not start\n" + self.log_tails())
@@ -131,15 +231,23 @@ class Stack:
         return "\n".join(out)
 
     def stop(self):
-        for p in (self.nginx, self.fcgi):
+        for p in [self.front] + [n.nginx for n in self.nodes] + [n.fcgi for n in self.nodes]:
             if p and p.poll() is None:
                 p.terminate()
                 try:
                     p.wait(10)
                 except subprocess.TimeoutExpired:
                     p.kill()
+        if self.redis_dir:
+            subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), "stop", self.redis_dir], check=False)
         if self.pg_state:
             subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), "stop", self.pg_state], check=False)
+
+
+def single_node(test):
+    """Marks a test of what only one node's processes show (skipped in a cluster: FOLIO_TEST_NODES)."""
+    import unittest
+    return unittest.skipIf(NODES > 1, "a test of one node's processes; tests/e2e/cluster_e2e.py covers a cluster's")(test)
 
 
 STACK = Stack()  # its processes start in setUpModule
@@ -193,10 +301,12 @@ def unique_keys(pairs):
     return dict(pairs)
 
 
-def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None, raw=False, source="127.0.0.1"):
+def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None, raw=False, source="127.0.0.1",
+         port=None):
     """Returns (http status, parsed JSON body), or (http status, the body's bytes) with raw=True; sent
-    from the loopback address `source` (nginx's rate limit is per address)."""
-    conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60, source_address=(source, 0))
+    from the loopback address `source` (nginx's rate limit is per address) to the stack, or to one node's
+    nginx (`port`: STACK.nodes[i].port)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port or STACK.port, timeout=60, source_address=(source, 0))
     h = {"Content-Type": content_type} if content_type else {}
     if who:
         key, token = CREDS[who]
@@ -283,10 +393,10 @@ def raw_answer(request, source="127.0.0.1"):
 
 class EventStream:
     """One raw EventSource subscriber, greeted by Nchan (subscribed) when constructed; `request` (raw
-    bytes) replaces the API-key subscription of `ids`."""
+    bytes) replaces the API-key subscription of `ids`; `port` is one node's nginx (default: the stack)."""
 
-    def __init__(self, ids, who="a", source="127.0.0.1", request=None):
-        self.sock = socket.create_connection(("127.0.0.1", STACK.port), timeout=30, source_address=(source, 0))
+    def __init__(self, ids, who="a", source="127.0.0.1", request=None, port=None):
+        self.sock = socket.create_connection(("127.0.0.1", port or STACK.port), timeout=30, source_address=(source, 0))
         self.sock.sendall(request if request is not None else subscription_request(ids, who))
         self.buf = read_answer(self.sock)
         if not (self.buf.startswith(b"HTTP/1.1 200") and b": hi\n" in self.buf):

@@ -108,13 +108,13 @@ def has_event(stream, timeout):
     return b"\n\n" in stream.buf
 
 
-def wait_for_log(event, after):
-    """Waits (bounded) until folio-fcgi's log holds `event` in a line past `after` lines; returns the line."""
+def wait_for_log(event, after, count=1):
+    """Waits (bounded) until folio-fcgi's log holds `event` in `count` lines past `after` lines (one per
+    node: every node logs to the same file); returns the first."""
     for _ in range(400):
-        lines = log_lines(STACK.fcgi_log)
-        for line in lines[after:]:
-            if json.loads(line).get("event") == event:
-                return line
+        found = [line for line in log_lines(STACK.fcgi_log)[after:] if json.loads(line).get("event") == event]
+        if len(found) >= count:
+            return found[0]
         time.sleep(0.05)
     raise AssertionError("no %s in folio-fcgi's log:\n%s" % (event, STACK.log_tails()))
 
@@ -129,8 +129,8 @@ def reload_keys(text):
     with open(STACK.client_keys, "w") as f:
         f.write(text)
     before = len(log_lines(STACK.fcgi_log))
-    STACK.fcgi.send_signal(signal.SIGHUP)
-    return wait_for_log("client_token_keys_loaded", before)
+    STACK.fcgi.send_signal(signal.SIGHUP)  # every node's
+    return wait_for_log("client_token_keys_loaded", before, len(STACK.nodes))
 
 
 class Mint(unittest.TestCase):
@@ -444,7 +444,7 @@ class Rotation(unittest.TestCase):
             with open(STACK.client_keys, "w") as f:
                 f.write("k9 tooshort\n")
             STACK.fcgi.send_signal(signal.SIGHUP)
-            line = wait_for_log("client_token_keys_failed", before)
+            line = wait_for_log("client_token_keys_failed", before, len(STACK.nodes))
             self.assertIn("line 1: a secret is at least 64 hex digits", line)
             self.assertEqual(tcall("/v2/crdt/get", ids("e1"), new_token)[0], 200)
             self.assertEqual(STACK.fcgi.pid, pid)

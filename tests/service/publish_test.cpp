@@ -1,6 +1,7 @@
 // The publisher's bookkeeping of client-token streams (service/crdt/publish.hpp): a channel whose earliest
-// token expired, or one of whose keys left the ring, is deleted before the next message; a failed
-// deletion publishes nothing and keeps the channel remembered; at most max_token_channels channels.
+// token expired, or one of whose keys left the ring, is deleted before the next message, at the expiry
+// even without one, and at a sweep after the ring changed; a failed deletion publishes nothing and keeps
+// the channel remembered; at most max_token_channels channels.
 // nginx's publisher location is played by a unix-socket server that records each request's method.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -117,6 +118,29 @@ TEST(Publisher, EndsStreamsWhoseKeyLeftTheRing) {
   k2_in_ring = false;
   EXPECT_TRUE(p.publish(ch, "{}", "{}"));
   EXPECT_EQ(nginx.take(), (methods{"DELETE", "POST"}));
+}
+
+// Without any publish through this publisher (with several nodes, the changes may all go through
+// others): the channel is deleted at its token's expiry, and at a sweep once its key left the ring.
+TEST(Publisher, EndsStreamsAtTheirExpiryAndAtASweepWithoutAPublish) {
+  fake_nginx nginx;
+  std::atomic<bool> k2_in_ring{true};
+  svc::publisher p(svc::live_config{"secret", nginx.path()}, [&](std::string_view id) { return id != "k2" || k2_in_ring.load(); });
+  ASSERT_TRUE(p.token_subscribed(ch, now_s() + 1, "k1"));
+  ASSERT_TRUE(p.token_subscribed(other, now_s() + 3600, "k2"));
+  std::vector<std::string> seen;
+  for (int waited = 0; waited < 300 && seen.empty(); ++waited) {  // up to 3 s: the expiry is within 1 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    seen = nginx.take();
+  }
+  EXPECT_EQ(seen, methods{"DELETE"});
+  EXPECT_EQ(nginx.take(), methods{});  // the other channel's token is valid for an hour
+  k2_in_ring = false;
+  p.sweep();
+  EXPECT_EQ(nginx.take(), methods{"DELETE"});
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  EXPECT_TRUE(p.publish(other, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), (methods{"POST", "POST"}));  // both forgotten once ended
 }
 
 TEST(Publisher, AFailedDeletionPublishesNothing) {

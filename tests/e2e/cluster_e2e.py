@@ -1,0 +1,252 @@
+"""What only several nodes have (docs/OPERATIONS.md "Running N nodes"): three nodes (folio-fcgi + nginx each)
+on one PostgreSQL database and one Redis, behind the round-robin front, as scripts/cluster runs them
+(stack.py with FOLIO_TEST_NODES, which this module sets to 3 itself). A node is reached through its own
+nginx (STACK.nodes[i].port) where a test needs to say which node serves a request, else through the
+front. The other end-to-end suites also run against this stack (ctest's e2e.cluster.*).
+
+Run as:  cluster_e2e.py BUILD_DIR SOURCE_DIR
+"""
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+os.environ["FOLIO_TEST_NODES"] = os.environ.get("FOLIO_TEST_NODES") or "3"
+import stack  # noqa: E402
+from stack import *  # noqa: E402,F401,F403 (setUpModule/tearDownModule start and stop the stack)
+
+CLI = os.path.join(stack.BUILD, "tools", "folio-cli")
+ORG, DOC = "cluster", "doc"
+
+
+def ids(editor):
+    return {"organizationId": ORG, "documentId": DOC, "editorId": editor}
+
+
+def port(i):
+    return STACK.nodes[i].port
+
+
+def value_on(i, editor):
+    """The record's value as node i reads it."""
+    status, body = call("/v2/crdt/get", ids(editor), port=port(i))
+    assert status == 200, body
+    return body["result"]["data"][0]["data"]
+
+
+def revision(editor):
+    return STACK.scalar("SELECT revision FROM crdt_records WHERE org = '%s' AND doc = '%s' AND editor = '%s'" % (ORG, DOC, editor))
+
+
+def cli(i, *args, state, editor):
+    """folio-cli against node i's nginx."""
+    key, token = CREDS["a"]
+    env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % port(i))
+    r = subprocess.run([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--state", state, *args], env=env,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("folio-cli %s failed: %s" % (" ".join(args), r.stderr))
+    return json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else None
+
+
+def counter(i, sample):
+    """A sample of node i's /metrics (0 when absent)."""
+    out = subprocess.run(["curl", "-s", "http://127.0.0.1:%d/metrics" % port(i)], capture_output=True, text=True).stdout
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in out.splitlines() if line.rsplit(" ", 1)[0] == sample)
+
+
+def gets_served(i):
+    return counter(i, 'folio_requests_total{endpoint="/v2/crdt/get",status="200"}')
+
+
+def wait_until(predicate, seconds=30, what="the condition"):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("%s did not hold within %d s\n%s" % (what, seconds, STACK.log_tails()))
+
+
+class AnyNode(unittest.TestCase):
+    def test_a_write_through_one_node_is_read_through_the_others_at_once(self):
+        ok(self, call("/v2/crdt/add", dict(ids("seen"), type="text", data="v1"), port=port(0)), "CRDT data added successfully.")
+        self.assertEqual([value_on(i, "seen") for i in (1, 2, 0)], ["v1"] * 3)  # each node caches it now
+        for writer, text in ((1, "v2"), (2, "v3"), (0, "v4")):
+            ok(self, call("/v2/crdt/update", dict(ids("seen"), data=text), port=port(writer)), "CRDT data updated successfully.")
+            # The others hold the previous revision in their caches: never served once it is stale.
+            self.assertEqual([value_on(i, "seen") for i in (0, 1, 2)], [text] * 3)
+        ok(self, call("/v2/crdt/delete", ids("seen"), port=port(1)), "CRDT data deleted successfully.")
+        for i in (0, 2):
+            status, body = call("/v2/crdt/get", ids("seen"), port=port(i))
+            self.assertEqual((status, body["result"]["data"]), (200, []))
+            err(self, call("/v2/crdt/update", dict(ids("seen"), data="gone"), port=port(i)), 404, "NOT_FOUND",
+                "No CRDT data found for this editor ID.")
+
+    def test_the_front_passes_consecutive_requests_to_different_nodes(self):
+        before = [gets_served(i) for i in range(3)]
+        for _ in range(6):
+            self.assertEqual(call("/v2/crdt/get", ids("nothing"))[0], 200)
+        self.assertEqual([gets_served(i) - before[i] for i in range(3)], [2, 2, 2])
+
+    def test_200_concurrent_updates_of_one_record_over_three_nodes_all_commit(self):
+        ok(self, call("/v2/crdt/add", dict(ids("hot"), type="map", data={})), "CRDT data added successfully.")
+
+        def update(i):
+            return call("/v2/crdt/update", dict(ids("hot"), data={"k": i, "same": i}), port=port(i % 3))
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(update, range(200)))
+        self.assertEqual([a for a in answers if a[0] != 200], [])
+        self.assertEqual(revision("hot"), 201)  # every update is a revision of its own: none lost
+        values = [value_on(i, "hot") for i in range(3)]
+        self.assertEqual(values[0], values[1])
+        self.assertEqual(values[0], values[2])
+        self.assertEqual(values[0]["k"], values[0]["same"])  # one request's whole value, never a mix
+
+    def test_sync_clients_on_different_nodes_converge(self):
+        ok(self, call("/v2/crdt/add", dict(ids("together"), type="text", data="")), "CRDT data added successfully.")
+        states = [os.path.join(STACK.dir, "together-%d.state" % i) for i in range(3)]
+        for i in range(3):
+            cli(i, "sync", state=states[i], editor="together")
+        for round_ in range(5):  # each client types offline at the start, then syncs through its own node
+            for i in range(3):
+                cli(i, "edit", "--insert", "0", "%d%d" % (i, round_), "--offline", state=states[i], editor="together")
+            for i in range(3):
+                cli(i, "sync", state=states[i], editor="together")
+        final = [cli(i, "sync", state=states[i], editor="together") for i in range(3)]
+        self.assertEqual(final[0], final[1])
+        self.assertEqual(final[0], final[2])
+        self.assertEqual(sorted(final[0][k:k + 2] for k in range(0, len(final[0]), 2)),
+                         sorted("%d%d" % (i, r) for i in range(3) for r in range(5)))
+        self.assertEqual(value_on(1, "together"), final[0])
+
+    def test_a_subscriber_on_one_node_sees_changes_made_through_every_node(self):
+        ok(self, call("/v2/crdt/add", dict(ids("pushed"), type="text", data="a")), "CRDT data added successfully.")
+        stream = EventStream(ids("pushed"), port=port(1))
+        try:
+            for writer in (0, 2, 1):
+                ok(self, call("/v2/crdt/update", dict(ids("pushed"), data="by node %d" % writer, userId="u%d" % writer), port=port(writer)),
+                   "CRDT data updated successfully.")
+                message = stream.next_data()
+                self.assertEqual((message["editorId"], message["lastUpdatedBy"]), ("pushed", "u%d" % writer))
+        finally:
+            stream.close()
+
+
+class Failures(unittest.TestCase):
+    def test_sigkill_of_a_node_during_writes_loses_no_acknowledged_write_and_the_others_serve(self):
+        records = ["k%d" % i for i in range(6)]
+        for r in records:
+            ok(self, call("/v2/crdt/add", dict(ids(r), type="text", data="0")), "CRDT data added successfully.")
+        acked = {r: "0" for r in records}
+        unknown = {r: set() for r in records}  # sent, not acknowledged: may or may not be stored
+        stop = threading.Event()
+
+        def writer(r):
+            n = 0
+            while not stop.is_set() and n < 400:
+                n += 1
+                try:
+                    status, _ = call("/v2/crdt/update", dict(ids(r), data=str(n)))
+                except OSError:
+                    status = None
+                if status == 200:
+                    acked[r] = str(n)
+                    unknown[r].clear()
+                else:
+                    unknown[r].add(str(n))
+
+        threads = [threading.Thread(target=writer, args=(r,)) for r in records]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        victim = STACK.nodes[2]
+        # The whole node, as when its host dies: nginx's master and workers (a worker outlives a killed
+        # master, and would go on answering 503s), and the responder.
+        with open("/proc/%d/task/%d/children" % (victim.nginx.pid, victim.nginx.pid)) as f:
+            workers = [int(p) for p in f.read().split()]
+        for pid in [victim.nginx.pid, *workers, victim.fcgi.pid]:
+            os.kill(pid, signal.SIGKILL)
+        victim.nginx.wait()
+        victim.fcgi.wait()
+        time.sleep(1.0)
+        stop.set()
+        for t in threads:
+            t.join()
+        for r in records:  # an acknowledged write is there (or a later one the node took before dying)
+            value = value_on(0, r)
+            self.assertTrue(value == acked[r] or value in unknown[r], (r, value, acked[r], sorted(unknown[r])))
+            self.assertEqual(value_on(1, r), value)
+        # The front passes over the dead node: every request is served, writes included.
+        for i in range(12):
+            ok(self, call("/v2/crdt/update", dict(ids(records[0]), data="after %d" % i)), "CRDT data updated successfully.")
+        self.assertEqual(value_on(1, records[0]), "after 11")
+        STACK.start_fcgi()
+        STACK.start_nginx()
+        self.assertEqual(value_on(2, records[0]), "after 11")  # the node is back, and current
+
+    def test_postgresql_stopped_is_a_json_503_and_writes_resume_after_it_returns(self):
+        ok(self, call("/v2/crdt/add", dict(ids("outage"), type="text", data="before")), "CRDT data added successfully.")
+        STACK.pg("down")
+        try:
+            for i in range(3):  # every node
+                err(self, call("/v2/crdt/update", dict(ids("outage"), data="during"), port=port(i)), 503, "UNAVAILABLE",
+                    "The database is unavailable; retry the request.")
+                self.assertEqual(call("/v2/crdt/get", ids("outage"), port=port(i))[0], 503)
+        finally:
+            STACK.pg("up")
+        self.assertIsNone(STACK.fcgi.poll())  # no node crashed
+        for i in range(3):  # each node's connections reopen on their own
+            wait_until(lambda: call("/v2/crdt/update", dict(ids("outage"), data="after %d" % i), port=port(i))[0] == 200,
+                       what="a write through node %d after PostgreSQL returned" % i)
+        self.assertEqual([value_on(i, "outage") for i in range(3)], ["after 2"] * 3)
+
+    def test_redis_stopped_writes_succeed_and_subscribers_catch_up_after_it_returns(self):
+        ok(self, call("/v2/crdt/add", dict(ids("quiet"), type="text", data="before")), "CRDT data added successfully.")
+        state = os.path.join(STACK.dir, "quiet.state")
+        self.assertEqual(cli(1, "sync", state=state, editor="quiet"), "before")
+        failures = self.publish_failures()
+        STACK.redis("down")
+        try:
+            for i in range(3):
+                ok(self, call("/v2/crdt/update", dict(ids("quiet"), data="during %d" % i), port=port(i)), "CRDT data updated successfully.")
+            self.assertGreaterEqual(self.publish_failures() - failures, 3)  # counted (and logged), not answered
+        finally:
+            STACK.redis("up")
+        # Once nginx has reconnected to Redis, a subscriber (re)connects and syncs: it has what it missed
+        # and gets what comes next.
+        stream = None
+
+        def subscribed():
+            nonlocal stream
+            try:
+                stream = EventStream(ids("quiet"), port=port(2))
+                return True
+            except AssertionError:
+                return False
+
+        wait_until(subscribed, 60, "a subscribe after Redis returned")
+        try:
+            self.assertEqual(cli(1, "sync", state=state, editor="quiet"), "during 2")
+            time.sleep(0.2)  # the subscription's Redis side (see live_e2e's probe)
+            ok(self, call("/v2/crdt/update", dict(ids("quiet"), data="after", userId="after-redis"), port=port(0)),
+               "CRDT data updated successfully.")
+            message = stream.next_data()
+            while message.get("lastUpdatedBy") != "after-redis":  # an owed notice may come first
+                message = stream.next_data()
+        finally:
+            stream.close()
+
+    @staticmethod
+    def publish_failures():
+        return sum(counter(i, "folio_publish_failures_total") for i in range(3))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
