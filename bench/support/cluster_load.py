@@ -84,31 +84,10 @@ def wrk(name, target, threads, connections, bodies):
     """wrk for `seconds`; each thread sends its own group of bodies in turn (one record per connection
     for updates)."""
     key, token = stack.CREDS["a"]
-    lua = os.path.join(stack.STACK.dir, "wrk.lua")
-    with open(lua, "w") as f:
-        f.write("""
-local groups, counter = {}, 0
-for g in string.gmatch(os.getenv("BODIES"), "[^;]+") do groups[#groups + 1] = g end
-setup = function(thread) thread:set("group", groups[(counter %% #groups) + 1]); counter = counter + 1 end
-local files, n = nil, 0
-init = function()
-  files = {}
-  for f in string.gmatch(group, "[^,]+") do local h = io.open(f, "rb"); files[#files + 1] = h:read("*a"); h:close() end
-end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["x-folio-api-key"] = "%s"
-wrk.headers["x-folio-auth-token"] = "%s"
-request = function() n = n + 1; return wrk.format(nil, os.getenv("TARGET"), nil, files[(n %% #files) + 1]) end
-done = function(summary, latency, requests)
-  local errors = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
-  io.write(string.format("RESULT %%.1f %%.3f %%.3f %%d %%d\\n", summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors, summary.requests))
-end
-""" % (key, token))
+    lua = os.path.join(source, "bench", "support", "bodies.lua")
     before = sample()
     out = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % connections, "-d%ds" % seconds, "--timeout", "30s", "-s", lua,
-                          "http://127.0.0.1:%d" % stack.STACK.port], env=dict(os.environ, BODIES=bodies, TARGET=target),
+                          "http://127.0.0.1:%d" % stack.STACK.port], env=dict(os.environ, BODIES=bodies, TARGET=target, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token),
                          capture_output=True, text=True, check=True).stdout
     after = sample()
     rps, p50, p99, errors, requests = [line.split()[1:] for line in out.splitlines() if line.startswith("RESULT")][0]

@@ -58,34 +58,14 @@ sleep 0.5
 url=http://127.0.0.1:$port
 h=(-H 'Content-Type: application/json' -H "x-folio-api-key: $key" -H "x-folio-auth-token: $token")
 
-# BODIES: groups separated by ";" (thread k uses group k mod groups), files in a group by ",", sent in turn.
-cat > "$work/wrk.lua" <<LUA
-local groups, counter = {}, 0
-for g in string.gmatch(os.getenv("BODIES"), "[^;]+") do groups[#groups + 1] = g end
-setup = function(thread) thread:set("group", groups[(counter % #groups) + 1]); counter = counter + 1 end
-local files, n = nil, 0
-init = function()
-  files = {}
-  for f in string.gmatch(group, "[^,]+") do local h = io.open(f, "rb"); files[#files + 1] = h:read("*a"); h:close() end
-end
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["x-folio-api-key"] = "$key"
-wrk.headers["x-folio-auth-token"] = "$token"
-request = function() n = n + 1; return wrk.format(nil, os.getenv("TARGET"), nil, files[(n % #files) + 1]) end
-done = function(summary, latency, requests)
-  local errors = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
-  io.write(string.format("RESULT %.1f %.3f %.3f %d %d\n", summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors, summary.requests))
-end
-LUA
 # run NAME TARGET THREADS CONNECTIONS BODIES -> "rps p50_ms p99_ms errors requests"
 responder_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) * 1000 / hz }' "/proc/$resp_pid/stat"; }
 run() {
   local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 d=$secs n cpu_before
   while :; do
     cpu_before=$(responder_cpu_ms)  # the last attempt's, as its requests are
-    BODIES=$bodies TARGET=$target wrk -t"$threads" -c"$conns" -d"${d}s" --timeout 30s -s "$work/wrk.lua" "$url" | sed -n 's/^RESULT //p' > "$work/$name.res"
+    BODIES=$bodies TARGET=$target FOLIO_API_KEY=$key FOLIO_AUTH_TOKEN=$token \
+      wrk -t"$threads" -c"$conns" -d"${d}s" --timeout 30s -s bench/support/bodies.lua "$url" | sed -n 's/^RESULT //p' > "$work/$name.res"
     read -r _ _ _ _ n < "$work/$name.res"
     if [ "$n" -ge 200 ] || [ "$d" -ge $((8 * secs)) ]; then break; fi
     d=$(( d * 250 / (n > 0 ? n : 1) + 1 ))  # aim at 250 requests
