@@ -103,11 +103,11 @@ def xml_value(n):
 
 
 class CheckFindsDamage(unittest.TestCase):
-    @unittest.skipIf(STACK.postgresql, "damages a copy of the SQLite file (PostgreSQL: not yet)")
     def test_check_names_every_damaged_record_and_body(self):
-        # folio-admin check on a copy of the database in which four things were damaged by hand
-        # (the service refuses to store any of them): a map value that is not JSON in a snapshot that
-        # still decodes, a snapshot cut short, an annotation body and a comment body that are not JSON.
+        # folio-admin check on a database in which four things were damaged by hand (the service
+        # refuses to store any of them): a map value that is not JSON in a snapshot that still decodes,
+        # a snapshot cut short, an annotation body and a comment body that are not JSON. SQLite: in a
+        # copy of the file; PostgreSQL: in place, the damaged document removed after the check.
         doc = "damage"
         ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "m", "type": "map", "data": {"k": "plantedvalue"}}),
            "CRDT data added successfully.")
@@ -117,19 +117,38 @@ class CheckFindsDamage(unittest.TestCase):
         status, body = call("/v2/commentannotations/add", {"organizationId": ORG, "documentId": doc, "commentAnnotations": [
             {"annotationId": "damaged", "from": user, "commentData": [{"commentText": "c", "from": user}]}]})
         self.assertEqual(status, 200, body)
-        copy = os.path.join(STACK.dir, "damaged.db")
-        src, dst = sqlite3.connect(STACK.db), sqlite3.connect(copy)
-        src.backup(dst)
-        src.close()
-        tenant, snapshot = dst.execute("SELECT tenant, snapshot FROM crdt_records WHERE org=? AND doc=? AND editor='m'", (ORG, doc)).fetchone()
-        self.assertEqual(snapshot.count(b'"plantedvalue"'), 1)
-        dst.execute("UPDATE crdt_records SET snapshot=? WHERE org=? AND doc=? AND editor='m'",
-                    (snapshot.replace(b'"plantedvalue"', b'plantedvalue!!'), ORG, doc))  # same length: still decodes
-        dst.execute("UPDATE crdt_records SET snapshot=substr(snapshot, 1, length(snapshot) - 2) WHERE org=? AND doc=? AND editor='t'", (ORG, doc))
-        dst.execute("UPDATE annotations SET body='{\"annotationId\":' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
-        dst.execute("UPDATE annotation_comments SET body='[]' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
-        dst.commit()
-        dst.close()
+        if STACK.postgresql:
+            copy = STACK.db
+            where_doc = "org = '%s' AND doc = '%s'" % (ORG, doc)
+            self.assertEqual(STACK.scalar("SELECT count(*) FROM crdt_records WHERE %s AND editor = 'm' AND position('\"plantedvalue\"'::bytea IN snapshot) > 0"
+                                          % where_doc), 1)
+            tenant = subprocess.run(["psql", "-X", "-At", "-c", "SELECT tenant FROM crdt_records WHERE %s AND editor = 'm'" % where_doc, STACK.db],
+                                    check=True, capture_output=True, text=True).stdout.strip()
+            damage = """
+                UPDATE crdt_records SET snapshot = overlay(snapshot PLACING 'plantedvalue!!'::bytea
+                    FROM position('"plantedvalue"'::bytea IN snapshot)) WHERE {w} AND editor = 'm';
+                UPDATE crdt_records SET snapshot = substring(snapshot FROM 1 FOR length(snapshot) - 2) WHERE {w} AND editor = 't';
+                UPDATE annotations SET body = '{{"annotationId":' WHERE {w} AND annotation_id = 'damaged';
+                UPDATE annotation_comments SET body = '[]' WHERE {w} AND annotation_id = 'damaged';""".format(w=where_doc)
+            subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", damage, STACK.db], check=True)
+            self.addCleanup(subprocess.run, ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c",
+                                             "DELETE FROM crdt_log WHERE {w}; DELETE FROM crdt_records WHERE {w}; "
+                                             "DELETE FROM annotation_comments WHERE {w}; DELETE FROM annotations WHERE {w};".format(w=where_doc),
+                                             STACK.db], check=True)
+        else:
+            copy = os.path.join(STACK.dir, "damaged.db")
+            src, dst = sqlite3.connect(STACK.db), sqlite3.connect(copy)
+            src.backup(dst)
+            src.close()
+            tenant, snapshot = dst.execute("SELECT tenant, snapshot FROM crdt_records WHERE org=? AND doc=? AND editor='m'", (ORG, doc)).fetchone()
+            self.assertEqual(snapshot.count(b'"plantedvalue"'), 1)
+            dst.execute("UPDATE crdt_records SET snapshot=? WHERE org=? AND doc=? AND editor='m'",
+                        (snapshot.replace(b'"plantedvalue"', b'plantedvalue!!'), ORG, doc))  # same length: still decodes
+            dst.execute("UPDATE crdt_records SET snapshot=substr(snapshot, 1, length(snapshot) - 2) WHERE org=? AND doc=? AND editor='t'", (ORG, doc))
+            dst.execute("UPDATE annotations SET body='{\"annotationId\":' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
+            dst.execute("UPDATE annotation_comments SET body='[]' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
+            dst.commit()
+            dst.close()
         out = subprocess.run([stack.ADMIN, "--db", copy, "check"], capture_output=True, text=True)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertTrue(out.stdout.startswith("FAILED: "), out.stdout)
