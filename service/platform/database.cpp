@@ -416,23 +416,15 @@ std::string database::begin_write(std::string_view key) const {
 database::key_hold::key_hold(database& db, std::string_view key) : db_(db) {
   if (!db.pg_) return;
   hash_ = key_hash(key);
-  std::string lock = "SET lock_timeout = 0; SELECT pg_advisory_lock(" + std::to_string(hash_) + ")";
+  std::string lock = "SELECT pg_advisory_lock(" + std::to_string(hash_) + ")";
   if (db.deadline_ != deadline_clock::time_point::max()) {
+    // Waited for no longer than the deadline; one implicit transaction, so a timeout undoes the SET too.
     using namespace std::chrono;
     const auto left = std::max<long long>(1, duration_cast<milliseconds>(db.deadline_ - deadline_clock::now()).count());
-    lock = "SET lock_timeout = " + std::to_string(left) + "; SELECT pg_advisory_lock(" + std::to_string(hash_) + ")";
+    lock = "SET lock_timeout = " + std::to_string(left) + "; " + lock + "; RESET lock_timeout";
   }
-  try {
-    db.exec(lock.c_str());
-  } catch (...) {
-    try {
-      db.exec("SET lock_timeout = 0");
-    } catch (...) {
-    }
-    throw;
-  }
+  db.exec(lock.c_str());
   held_ = true;
-  db.exec("SET lock_timeout = 0");
 }
 
 database::key_hold::~key_hold() {

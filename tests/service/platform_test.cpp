@@ -199,11 +199,22 @@ TEST_F(fixture, AKeyHoldMakesOtherConnectionsWritesOfThatKeyWait) {
       return std::string("waited past its deadline");
     }
   };
+  auto lock_timeout = [](svc::database& conn) {
+    svc::query q = conn.sql("SELECT current_setting('lock_timeout')");
+    return q.step() ? q.text(0) : std::string("?");
+  };
   {
     svc::database::key_hold hold(db, "record-a");
     EXPECT_EQ(write(other, "record-a"), "waited past its deadline");
     EXPECT_EQ(write(other, "record-b"), "committed");
     EXPECT_EQ(write(db, "record-a"), "committed");  // the holder's own write
+    // A second hold of the key waits for the first no longer than its deadline, and leaves the
+    // connection's lock_timeout as it was, whether it times out or not.
+    other.set_deadline(svc::deadline_clock::now() + std::chrono::milliseconds(300));
+    EXPECT_THROW(svc::database::key_hold(other, "record-a"), svc::deadline_exceeded);
+    EXPECT_EQ(lock_timeout(other), "0");
+    { svc::database::key_hold b(other, "record-b"); }
+    EXPECT_EQ(lock_timeout(other), "0");
   }
   EXPECT_EQ(write(other, "record-a"), "committed");
   db.set_deadline(svc::deadline_clock::time_point::max());
