@@ -218,7 +218,9 @@ bool load_client_keys(folio::service::responder& svc, const std::string& path) {
     auto ring = std::make_shared<const folio::service::key_ring>(folio::service::key_ring::load(path));
     const std::string what = std::to_string(ring->size()) + " key(s) from " + path + ", signing with " + ring->signer().id;
     svc.platform().set_client_keys(std::move(ring));
-    svc.crdt().live().sweep();  // open streams of tokens whose key left the ring end now
+    // Open streams of tokens whose key left the ring end now (the background thread's sweep; waited for
+    // a while, so that "loaded" in the log means they were ended, but not long: signals wait meanwhile).
+    svc.crdt().live().request_sweep(std::chrono::seconds(5));
     folio::service::log::write("info", "client_token_keys_loaded", what);
     return true;
   } catch (const std::exception& e) {

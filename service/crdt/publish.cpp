@@ -137,19 +137,27 @@ void publisher::remember(const std::string& channel, const token_streams& t) {
 }
 
 bool publisher::end_due_streams(const std::string& channel) {
-  // One ending at a time, and a publish's check waits for one in flight: a message never overtakes the
-  // deletion that must come before it (the background's, say, while a request publishes).
-  std::lock_guard<std::mutex> ending(ending_mu_);
   token_streams t;
   {
-    std::lock_guard<std::mutex> g(streams_mu_);
+    std::unique_lock<std::mutex> g(streams_mu_);
+    // A deletion of this channel in flight (the background's, say, while a request publishes): its
+    // outcome first, so a message never overtakes the deletion that must come before it. Other
+    // channels do not wait.
+    ending_cv_.wait(g, [&] { return !ending_.count(channel); });
     auto it = streams_.find(channel);
     if (it == streams_.end() || !due(it->second, now_seconds())) return true;
     // Forgotten before the deletion: a subscriber let in from now on is remembered anew.
     t = std::move(it->second);
     streams_.erase(it);
+    ending_.insert(channel);
   }
   const std::string why = post(channel, nullptr);
+  {
+    std::lock_guard<std::mutex> g(streams_mu_);
+    ending_.erase(channel);
+    if (!why.empty()) remember(channel, t);
+  }
+  ending_cv_.notify_all();
   if (why.empty()) {
     log::write("info", "token_streams_ended",
                "channel " + channel.substr(0, 12) + "...: a client token on its streams expired or lost its key; its subscribers were ended (they reconnect and are authorized again)");
@@ -157,8 +165,6 @@ bool publisher::end_due_streams(const std::string& channel) {
   }
   log::write("warn", "token_streams_not_ended",
              "channel " + channel.substr(0, 12) + "...: deleting it to end streams of an expired client token failed: " + why + "; nothing goes to it until a deletion succeeds");
-  std::lock_guard<std::mutex> g(streams_mu_);
-  remember(channel, t);
   return false;
 }
 
@@ -184,15 +190,30 @@ bool publisher::token_subscribed(const std::string& channel, std::int64_t expire
   }
   remember(channel, t);
   lock.unlock();
-  if (expires * 1000 < next_expiry_ms_.load()) wake_background();  // ended at its expiry (background_loop)
+  // Ended at its expiry by background_loop: woken when this one comes before the expiry it waits for
+  // (during a sweep that is "never", so a sweep always looks again at what came in meanwhile).
+  if (expires * 1000 < next_expiry_ms_.load()) wake_background();
   return true;
 }
 
 void publisher::wake_background() {
+  if (config_.publish_socket.empty()) return;  // nothing can be deleted: no sweeps
   std::lock_guard<std::mutex> g(owed_mu_);
   if (stopping_) return;
+  rescan_ = true;
   if (!retrier_.joinable()) retrier_ = std::thread([this] { background_loop(); });
   owed_cv_.notify_one();
+}
+
+void publisher::request_sweep(std::chrono::milliseconds wait) {
+  if (config_.publish_socket.empty()) return;
+  std::unique_lock<std::mutex> g(owed_mu_);
+  if (stopping_) return;
+  rescan_ = true;
+  const std::uint64_t target = sweeps_started_ + 1;  // one that starts after this request
+  if (!retrier_.joinable()) retrier_ = std::thread([this] { background_loop(); });
+  owed_cv_.notify_one();
+  swept_cv_.wait_for(g, wait, [&] { return sweeps_done_ >= target || stopping_; });
 }
 
 std::int64_t publisher::sweep() {
@@ -205,8 +226,16 @@ std::int64_t publisher::sweep() {
       if (due(streams, now)) ended.push_back(id);
       else earliest = std::min(earliest, streams.expires);
   }
-  for (const std::string& id : ended)
-    if (!end_due_streams(id)) earliest = std::min(earliest, now_seconds() + 2);  // remembered still: tried again in 2 s
+  for (const std::string& id : ended) {
+    if (stopping_) break;
+    if (!end_due_streams(id)) {
+      // nginx does not take deletions (restarting, its socket gone): the rest wait for the next pass,
+      // after a back-off (2 s, doubling to 32 s), rather than one failing request each.
+      sweep_backoff_s_ = std::min<std::int64_t>(sweep_backoff_s_ ? 2 * sweep_backoff_s_ : 2, 32);
+      return std::min(earliest, now_seconds() + sweep_backoff_s_);
+    }
+  }
+  sweep_backoff_s_ = 0;
   return earliest;
 }
 
@@ -233,9 +262,14 @@ void publisher::background_loop() {
   while (!stopping_) {
     // Streams of client tokens that expired (or whose key left the ring) end now, and the loop wakes
     // again at the next expiry: on time even when nothing is published to the channel through this node.
+    rescan_ = false;
+    ++sweeps_started_;
+    next_expiry_ms_ = std::numeric_limits<std::int64_t>::max();  // a subscribe meanwhile asks for another pass
     lock.unlock();
     const std::int64_t next_expiry = sweep();
     lock.lock();
+    ++sweeps_done_;
+    swept_cv_.notify_all();
     if (stopping_) break;
     const auto now = std::chrono::steady_clock::now();
     auto wake = std::chrono::steady_clock::time_point::max();
@@ -243,8 +277,6 @@ void publisher::background_loop() {
       const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
       wake = now + std::chrono::milliseconds(std::max<std::int64_t>(0, next_expiry * 1000 - now_ms));
       next_expiry_ms_ = next_expiry * 1000;
-    } else {
-      next_expiry_ms_ = std::numeric_limits<std::int64_t>::max();
     }
     std::vector<std::pair<std::string, std::string>> due;
     for (const auto& [channel, o] : owed_) {
@@ -252,6 +284,7 @@ void publisher::background_loop() {
       else wake = std::min(wake, o.next_try);
     }
     if (due.empty()) {
+      if (rescan_) continue;  // asked for while sweeping
       if (wake == std::chrono::steady_clock::time_point::max()) owed_cv_.wait(lock);
       else owed_cv_.wait_until(lock, wake);
       continue;

@@ -25,8 +25,9 @@
 // channel, the earliest expiry among the client tokens let in (token_subscribed) and their signing key
 // ids. A channel whose earliest token has expired, or one of whose key ids has left the key ring, is
 // deleted (DELETE to the publisher location: Nchan ends its subscribers at once, 410) and forgotten:
-// by a background thread at that expiry's second, by sweep() after the key ring changed, and before
-// anything is published to it (then the message goes). Subscribers reconnect, are authorized again (an
+// by a background thread at that expiry's second (sweep()), by a sweep after the key ring changed
+// (request_sweep), and before anything is published to it (then the message goes; a publish to a
+// channel whose deletion is in flight waits for it, publishes to other channels do not). Subscribers reconnect, are authorized again (an
 // expired token gets 401) and sync, as after any reopen. With Nchan over Redis (several nodes) the
 // deletion reaches the channel's subscribers on every node, so the node that let a token in ends its
 // streams on time whichever node publishes. At most max_token_channels channels are remembered:
@@ -50,6 +51,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "platform/config.hpp"
@@ -90,10 +92,14 @@ class publisher {
   /// A client token signed by `key_id` and valid until `expires` (seconds since the epoch) is being let
   /// into `channel`. False when max_token_channels channels are remembered and none is due to be ended.
   bool token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id);
-  /// Ends now every remembered channel that is due (its token expired, or its key left the ring: call
-  /// it after the ring changed). Returns the earliest expiry (seconds since the epoch) among the
-  /// channels still remembered, or the largest int64 when none is.
+  /// Ends now every remembered channel that is due (its token expired, or its key left the ring).
+  /// Returns when to sweep next (seconds since the epoch): the earliest expiry among the channels
+  /// still remembered, sooner when a deletion failed (a back-off; the pass stops at the first
+  /// failure), or the largest int64 when nothing is remembered. The background thread runs it.
   std::int64_t sweep();
+  /// Has the background thread sweep (after the key ring changed) and waits for that sweep, at most
+  /// `wait`. Nothing without a publisher socket.
+  void request_sweep(std::chrono::milliseconds wait);
 
   std::uint64_t published() const noexcept { return published_.load(); }
   std::uint64_t failures() const noexcept { return failures_.load(); }  ///< first attempts nginx did not take
@@ -124,8 +130,9 @@ class publisher {
 
   live_config config_;
   std::function<bool(std::string_view)> key_known_;
-  std::mutex ending_mu_;  ///< held by end_due_streams from its check to its deletion's answer
   std::mutex streams_mu_;
+  std::condition_variable ending_cv_;
+  std::unordered_set<std::string> ending_;  ///< channels whose deletion is in flight (streams_mu_)
   std::unordered_map<std::string, token_streams> streams_;  ///< by channel
   std::atomic<std::uint64_t> published_{0}, failures_{0};
   std::mutex budget_mu_;
@@ -136,6 +143,10 @@ class publisher {
   std::unordered_map<std::string, owed_notice> owed_;  ///< by channel
   std::atomic<bool> stopping_{false};
   std::atomic<std::int64_t> next_expiry_ms_{std::numeric_limits<std::int64_t>::max()};  ///< when background_loop sweeps next
+  bool rescan_ = false;                                   ///< owed_mu_: sweep again before waiting
+  std::uint64_t sweeps_started_ = 0, sweeps_done_ = 0;   ///< owed_mu_
+  std::condition_variable swept_cv_;
+  std::int64_t sweep_backoff_s_ = 0;                      ///< the background thread's
   std::thread retrier_;  ///< background_loop, started with the first owed notice or token stream
 };
 

@@ -104,6 +104,7 @@ void record_session::unchanged() {
 
 void record_session::committed(std::int64_t revision) {
   changing_ = false;
+  hold_.reset();  // other nodes' writers go on now; the entry's lock still orders this node's publish
   if (!entry_) return;  // a record added: hold() puts it in the cache
   entry_->revision = revision;
   account();

@@ -20,9 +20,9 @@
 // A handler starts again at most twice (with_retries). The first attempt is optimistic: nothing
 // outside this process waits while it prepares. A record moved under it is one that writers on
 // several nodes contend for, so the next attempts are exclusive: open() takes the record's write lock
-// across the whole attempt (database::key_hold; after the entry's lock, the order every session
-// takes the two in), so no other node can move the record before this commit — N nodes writing one
-// record commit one after another instead of retrying into each other.
+// from open() to its commit (database::key_hold; after the entry's lock, the order every session takes
+// the two in), so no other node can move the record before this commit — N nodes writing one record
+// commit one after another instead of retrying into each other.
 //
 // Invariant: an entry's document is at the revision the entry names, or the entry names none (-1).
 // A session that changed the document and did not commit leaves the entry empty, so the next request

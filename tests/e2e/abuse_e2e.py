@@ -55,27 +55,6 @@ def access_statuses():
     return [json.loads(line)["status"] for line in log_lines(os.path.join(STACK.dir, "log", "nginx-access.log"))]
 
 
-def read_all(s):
-    chunks = []
-    while True:
-        c = s.recv(65536)
-        if not c:
-            return b"".join(chunks)
-        chunks.append(c)
-
-
-def responses(raw):
-    """(status, body) of each HTTP/1.1 response in `raw` (Content-Length framed)."""
-    out = []
-    while raw:
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
-        length = int([line.split(b":", 1)[1] for line in lines if line.lower().startswith(b"content-length:")][0])
-        out.append((int(lines[0].split()[1]), rest[:length]))
-        raw = rest[length:]
-    return out
-
-
 class Abuse(unittest.TestCase):
     def test_1_slow_bodies_hold_no_worker_and_are_cut_off(self):
         key, token = CREDS["a"]

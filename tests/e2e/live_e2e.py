@@ -81,6 +81,7 @@ class EventSource:
     """A raw EventSource subscriber: connects, waits for Nchan's greeting, yields events."""
 
     def __init__(self, editor, who="a", last_event_id=None, raw_query=None):
+        subscribing = Subscribing(ids(editor) if raw_query is None else None, who)
         self.conn = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=10)
         h = dict(creds_headers(who), Accept="text/event-stream")
         if last_event_id:
@@ -92,6 +93,7 @@ class EventSource:
         if self.status == 200:
             line = self.resp.fp.readline()
             assert line.startswith(b":"), line  # ": hi" — subscribed from here on
+            subscribing.done()
 
     def next(self, timeout=10):
         """(id, parsed data) of the next event; socket.timeout when none comes within `timeout` (Nchan's
@@ -846,10 +848,6 @@ class Access(unittest.TestCase):
             # checks above could have failed).
             es.close()
             es = EventSource("pub")
-            if STACK.cluster:
-                # Over Redis, Nchan greets a subscriber a few ms before its node's Redis subscription is
-                # live (docs/OPERATIONS.md "Running N nodes"); this probe goes out at once, unlike a change.
-                time.sleep(0.2)
             secret = open(STACK.secret).readline().strip().encode()
             kid = CREDS["a"][0][3:19]
             channel = hmac.new(secret, "\n".join([kid, ORG, DOC, "pub"]).encode(), hashlib.sha256).hexdigest()

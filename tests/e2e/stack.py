@@ -19,6 +19,8 @@ sockets) are marked single_node and skipped in a cluster; tests/e2e/cluster_e2e.
 cluster has.
 """
 import collections
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -32,7 +34,8 @@ import time
 import urllib.parse
 
 __all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY",
-           "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream", "single_node"]
+           "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream", "single_node",
+           "channel_of", "Subscribing", "read_all", "responses"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 FCGI = os.path.join(BUILD, "service", "folio-fcgi")
@@ -150,6 +153,11 @@ class Stack:
         """scripts/redis-private COMMAND (down, up) on the cluster's Redis."""
         subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), command, self.redis_dir], check=True)
 
+    def redis_url(self):
+        """redis://:PASSWORD@127.0.0.1:PORT of the cluster's Redis."""
+        return subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), "url", self.redis_dir], check=True,
+                              capture_output=True, text=True).stdout.strip()
+
     def scalar(self, sql):
         """The one value `sql` selects, read from the stack's database (SQLite file or PostgreSQL)."""
         if self.postgresql:
@@ -194,9 +202,8 @@ class Stack:
         if self.cluster:
             if not os.path.exists(os.path.join(self.redis_dir, "port")):
                 subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), "start", self.redis_dir, str(free_port())], check=True)
-            with open(os.path.join(self.redis_dir, "port")) as f:
-                env.update(FOLIO_REDIS_URL="redis://127.0.0.1:%s" % f.read().strip(), FOLIO_TRUSTED_PROXY="127.0.0.1",
-                           FOLIO_ACCESS_LOG=os.path.join(self.dir, "log", "nginx-access.log") + " folio_json")
+            env.update(FOLIO_REDIS_URL=self.redis_url(), FOLIO_TRUSTED_PROXY="127.0.0.1",
+                       FOLIO_ACCESS_LOG=os.path.join(self.dir, "log", "nginx-access.log") + " folio_json")
         for node in self.nodes:
             if node.nginx is None or node.nginx.poll() is not None:
                 node.nginx = subprocess.Popen([os.path.join(SOURCE, "scripts", "nginx-start"), node.dir, str(node.port), str(self.rate)], env=env)
@@ -242,6 +249,59 @@ class Stack:
             subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), "stop", self.redis_dir], check=False)
         if self.pg_state:
             subprocess.run([os.path.join(SOURCE, "scripts", "pg-test-cluster"), "stop", self.pg_state], check=False)
+
+
+def channel_of(ids, who="a"):
+    """The channel id of the record `ids` for tenant `who` (service/crdt/publish.hpp)."""
+    with open(STACK.secret) as f:
+        secret = f.readline().strip().encode()
+    text = "\n".join([CREDS[who][0][3:19], ids["organizationId"], ids["documentId"], ids["editorId"]])
+    return hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
+
+
+class Subscribing:
+    """In a cluster, Nchan greets a subscriber a few milliseconds before its node's Redis subscription
+    to the channel is live (docs/OPERATIONS.md "Running N nodes"); a test that publishes at once could
+    lose the race. Made before the subscribe, done() waits until Redis counts one more subscription to
+    the channel (or 2 s, when that node's worker was subscribed already). Nothing on one node."""
+
+    def __init__(self, ids, who="a"):
+        self.key = "{channel:/%s}:pubsub" % channel_of(ids, who) if STACK.cluster and ids else None
+        self.before = self.count() if self.key else 0
+
+    def count(self):
+        port = open(os.path.join(STACK.redis_dir, "port")).read().strip()
+        with open(os.path.join(STACK.redis_dir, "password")) as f:
+            env = dict(os.environ, REDISCLI_AUTH=f.read().strip())
+        out = subprocess.run(["redis-cli", "-p", port, "PUBSUB", "NUMSUB", self.key], capture_output=True, text=True, env=env).stdout.split()
+        return int(out[1]) if len(out) == 2 else 0
+
+    def done(self):
+        deadline = time.time() + 2
+        while self.key and self.count() <= self.before and time.time() < deadline:
+            time.sleep(0.01)
+
+
+def read_all(s):
+    """Every byte `s` receives until the peer closes."""
+    chunks = []
+    while True:
+        c = s.recv(65536)
+        if not c:
+            return b"".join(chunks)
+        chunks.append(c)
+
+
+def responses(raw):
+    """(status, body) of each HTTP/1.1 response in `raw` (Content-Length framed)."""
+    out = []
+    while raw:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        length = int([line.split(b":", 1)[1] for line in lines if line.lower().startswith(b"content-length:")][0])
+        out.append((int(lines[0].split()[1]), rest[:length]))
+        raw = rest[length:]
+    return out
 
 
 def single_node(test):
@@ -396,6 +456,7 @@ class EventStream:
     bytes) replaces the API-key subscription of `ids`; `port` is one node's nginx (default: the stack)."""
 
     def __init__(self, ids, who="a", source="127.0.0.1", request=None, port=None):
+        subscribing = Subscribing(ids if request is None else None, who)
         self.sock = socket.create_connection(("127.0.0.1", port or STACK.port), timeout=30, source_address=(source, 0))
         self.sock.sendall(request if request is not None else subscription_request(ids, who))
         self.buf = read_answer(self.sock)
@@ -403,6 +464,7 @@ class EventStream:
             self.sock.close()
             raise AssertionError("subscriber not greeted: %r" % self.buf[:400])
         self.buf = self.buf.partition(b": hi\n")[2]
+        subscribing.done()
 
     def next_data(self):
         """The next event's data, parsed JSON."""

@@ -136,11 +136,23 @@ TEST(Publisher, EndsStreamsAtTheirExpiryAndAtASweepWithoutAPublish) {
   EXPECT_EQ(seen, methods{"DELETE"});
   EXPECT_EQ(nginx.take(), methods{});  // the other channel's token is valid for an hour
   k2_in_ring = false;
-  p.sweep();
+  p.request_sweep(std::chrono::seconds(30));  // what a key-file reload (SIGHUP) does
   EXPECT_EQ(nginx.take(), methods{"DELETE"});
   EXPECT_TRUE(p.publish(ch, "{}", "{}"));
   EXPECT_TRUE(p.publish(other, "{}", "{}"));
   EXPECT_EQ(nginx.take(), (methods{"POST", "POST"}));  // both forgotten once ended
+}
+
+// nginx refusing deletions: the background sweep backs off (2 s, doubling) instead of retrying in a loop.
+TEST(Publisher, FailedDeletionsAreRetriedWithBackOff) {
+  fake_nginx nginx;
+  nginx.delete_status = 500;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(p.token_subscribed("expired" + std::to_string(i), now_s() - 10, "k1"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const methods m = nginx.take();
+  EXPECT_GE(m.size(), 1u);  // the first pass tried
+  EXPECT_LE(m.size(), 2u) << "a pass stops at the first failed deletion, and the next waits 2 s";
 }
 
 TEST(Publisher, AFailedDeletionPublishesNothing) {
