@@ -45,6 +45,12 @@ folio_client_token_keys() {
   fi
 }
 
+# Waits (up to 10 s) until the service at URL answers /healthz.
+folio_wait_ready() {
+  for _ in $(seq 100); do curl -sf "$1/healthz" >/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+
 # Waits for the service at URL, adds the demo's records if absent (document "welcome" of organization
 # "demo"), mints a client token for them (POST /v2/auth/token, a day long) and prints the greeting: the
 # URL, the dev credentials, curl lines, and the demo's link. WHAT says what runs (database, nodes).
@@ -54,7 +60,7 @@ folio_welcome() {
     curl -s "$url$1" -H 'Content-Type: application/json' \
       -H "x-folio-api-key: $FOLIO_API_KEY" -H "x-folio-auth-token: $FOLIO_AUTH_TOKEN" -d "$2"
   }
-  for _ in $(seq 100); do curl -sf "$url/healthz" >/dev/null && break; sleep 0.1; done
+  folio_wait_ready "$url" || true   # the greeting goes out either way; a failed call shows in it
   # The demo's records, added once (an add of a record that exists answers 409 ALREADY_EXISTS: kept as is).
   local demo='"organizationId":"demo","documentId":"welcome"' minted demo_token demo_link
   api /v2/crdt/add "{\"data\":{$demo,\"editorId\":\"text\",\"type\":\"text\",\"data\":\"Hello from Folio! Edit me in two tabs.\\n\"}}" >/dev/null

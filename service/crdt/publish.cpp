@@ -119,6 +119,9 @@ namespace {
 std::int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 }  // namespace
 
 bool publisher::due(const token_streams& t, std::int64_t now) const {
@@ -175,10 +178,7 @@ bool publisher::token_subscribed(const std::string& channel, std::int64_t expire
   std::unique_lock<std::mutex> lock(streams_mu_);
   if (streams_.size() >= max_token_channels && !streams_.count(channel)) {
     // Full: end the channels already due (silent ones whose tokens expired), then there is room.
-    std::vector<std::string> ended;
-    const std::int64_t now = now_seconds();
-    for (const auto& [id, streams] : streams_)
-      if (due(streams, now)) ended.push_back(id);
+    const std::vector<std::string> ended = due_channels(nullptr);
     lock.unlock();
     for (const std::string& id : ended) end_due_streams(id);
     lock.lock();
@@ -196,35 +196,42 @@ bool publisher::token_subscribed(const std::string& channel, std::int64_t expire
   return true;
 }
 
+void publisher::wake_locked(bool sweep) {
+  if (sweep) rescan_ = true;
+  if (!retrier_.joinable()) retrier_ = std::thread([this] { background_loop(); });
+  owed_cv_.notify_one();
+}
+
 void publisher::wake_background() {
   if (config_.publish_socket.empty()) return;  // nothing can be deleted: no sweeps
   std::lock_guard<std::mutex> g(owed_mu_);
-  if (stopping_) return;
-  rescan_ = true;
-  if (!retrier_.joinable()) retrier_ = std::thread([this] { background_loop(); });
-  owed_cv_.notify_one();
+  if (!stopping_) wake_locked(true);
 }
 
 void publisher::request_sweep(std::chrono::milliseconds wait) {
   if (config_.publish_socket.empty()) return;
   std::unique_lock<std::mutex> g(owed_mu_);
   if (stopping_) return;
-  rescan_ = true;
   const std::uint64_t target = sweeps_started_ + 1;  // one that starts after this request
-  if (!retrier_.joinable()) retrier_ = std::thread([this] { background_loop(); });
-  owed_cv_.notify_one();
+  wake_locked(true);
   swept_cv_.wait_for(g, wait, [&] { return sweeps_done_ >= target || stopping_; });
 }
 
+std::vector<std::string> publisher::due_channels(std::int64_t* earliest) const {
+  std::vector<std::string> out;
+  const std::int64_t now = now_seconds();
+  for (const auto& [id, streams] : streams_)
+    if (due(streams, now)) out.push_back(id);
+    else if (earliest) *earliest = std::min(*earliest, streams.expires);
+  return out;
+}
+
 std::int64_t publisher::sweep() {
-  std::vector<std::string> ended;
   std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::string> ended;
   {
     std::lock_guard<std::mutex> g(streams_mu_);
-    const std::int64_t now = now_seconds();
-    for (const auto& [id, streams] : streams_)
-      if (due(streams, now)) ended.push_back(id);
-      else earliest = std::min(earliest, streams.expires);
+    ended = due_channels(&earliest);
   }
   for (const std::string& id : ended) {
     if (stopping_) break;
@@ -253,31 +260,31 @@ void publisher::owe(const std::string& channel, const std::string& notice) {
   o.message = notice;  // the latest: any notice makes subscribers sync
   o.attempts = 0;
   o.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  if (!retrier_.joinable()) retrier_ = std::thread([this] { background_loop(); });
-  owed_cv_.notify_one();
+  wake_locked(false);
 }
 
 void publisher::background_loop() {
   std::unique_lock<std::mutex> lock(owed_mu_);
+  constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
   while (!stopping_) {
-    // Streams of client tokens that expired (or whose key left the ring) end now, and the loop wakes
-    // again at the next expiry: on time even when nothing is published to the channel through this node.
-    rescan_ = false;
-    ++sweeps_started_;
-    next_expiry_ms_ = std::numeric_limits<std::int64_t>::max();  // a subscribe meanwhile asks for another pass
-    lock.unlock();
-    const std::int64_t next_expiry = sweep();
-    lock.lock();
-    ++sweeps_done_;
-    swept_cv_.notify_all();
-    if (stopping_) break;
+    // Streams of client tokens that expired (or whose key left the ring) end when their expiry comes or
+    // a sweep is asked for, and the loop wakes again at the next expiry: on time even when nothing is
+    // published to the channel through this node. A wake for an owed notice alone sweeps nothing.
+    if (rescan_ || now_ms() >= next_expiry_ms_.load()) {
+      rescan_ = false;
+      ++sweeps_started_;
+      next_expiry_ms_ = never;  // a subscribe meanwhile asks for another pass
+      lock.unlock();
+      const std::int64_t next_expiry = sweep();
+      lock.lock();
+      ++sweeps_done_;
+      swept_cv_.notify_all();
+      if (stopping_) break;
+      if (next_expiry != never) next_expiry_ms_ = next_expiry * 1000;
+    }
     const auto now = std::chrono::steady_clock::now();
     auto wake = std::chrono::steady_clock::time_point::max();
-    if (next_expiry != std::numeric_limits<std::int64_t>::max()) {
-      const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-      wake = now + std::chrono::milliseconds(std::max<std::int64_t>(0, next_expiry * 1000 - now_ms));
-      next_expiry_ms_ = next_expiry * 1000;
-    }
+    if (const std::int64_t next = next_expiry_ms_.load(); next != never) wake = now + std::chrono::milliseconds(std::max<std::int64_t>(0, next - now_ms()));
     std::vector<std::pair<std::string, std::string>> due;
     for (const auto& [channel, o] : owed_) {
       if (o.next_try <= now) due.emplace_back(channel, o.message);

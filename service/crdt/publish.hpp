@@ -124,7 +124,11 @@ class publisher {
   void remember(const std::string& channel, const token_streams& t);  ///< streams_mu_ held
   bool take_budget(std::size_t bytes);
   void owe(const std::string& channel, const std::string& notice);
-  void wake_background();  ///< starts or wakes background_loop
+  void wake_background();       ///< asks background_loop (started if need be) for a sweep
+  void wake_locked(bool sweep);  ///< owed_mu_ held: starts or wakes background_loop, with a sweep or not
+  /// streams_mu_ held: the remembered channels that are due; the earliest expiry of the others into
+  /// `earliest` (when given).
+  std::vector<std::string> due_channels(std::int64_t* earliest) const;
   /// Resends owed notices with backoff, and ends token streams at their expiry (sweep()).
   void background_loop();
 

@@ -30,6 +30,10 @@ void record_session::lock(std::shared_ptr<cached_doc> entry) {
   if (entry_ == entry) return;
   std::unique_lock<std::timed_mutex> l(entry->lock, std::defer_lock);
   if (!l.try_lock_until(db_.deadline())) throw deadline_exceeded();
+  adopt(std::move(entry), std::move(l));
+}
+
+void record_session::adopt(std::shared_ptr<cached_doc> entry, std::unique_lock<std::timed_mutex> l) {
   if (lock_.owns_lock()) lock_.unlock();
   entry_ = std::move(entry);
   lock_ = std::move(l);
@@ -118,9 +122,7 @@ void record_session::hold(folio::document d, std::int64_t revision) {
   if (entry_ != entry) {
     std::unique_lock<std::timed_mutex> l(entry->lock, std::try_to_lock);
     if (!l.owns_lock()) return;
-    if (lock_.owns_lock()) lock_.unlock();
-    entry_ = std::move(entry);
-    lock_ = std::move(l);
+    adopt(std::move(entry), std::move(l));
   }
   entry_->doc = std::move(d);
   committed(revision);

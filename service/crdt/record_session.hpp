@@ -111,6 +111,7 @@ class record_session {
   void committed(std::int64_t revision);
   void account();
   void lock(std::shared_ptr<cached_doc> entry);
+  void adopt(std::shared_ptr<cached_doc> entry, std::unique_lock<std::timed_mutex> l);  ///< the session's entry from now on, locked by `l`
 
   crdt_family& family_;
   database& db_;

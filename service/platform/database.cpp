@@ -402,12 +402,16 @@ void database::rollback() noexcept {
   if (PQstatus(pg_) == CONNECTION_OK) PQclear(PQexec(pg_, "ROLLBACK"));
 }
 
+long long database::ms_left() const {
+  using namespace std::chrono;
+  return std::max<long long>(1, duration_cast<milliseconds>(deadline_ - deadline_clock::now()).count());
+}
+
 std::string database::begin_write(std::string_view key) const {
   std::string begin = "BEGIN";
   if (deadline_ != deadline_clock::time_point::max()) {
-    using namespace std::chrono;
-    const auto left = std::max<long long>(1, duration_cast<milliseconds>(deadline_ - deadline_clock::now()).count());
-    begin += "; SET LOCAL lock_timeout = " + std::to_string(left) + "; SET LOCAL statement_timeout = " + std::to_string(left);
+    const std::string left = std::to_string(ms_left());
+    begin += "; SET LOCAL lock_timeout = " + left + "; SET LOCAL statement_timeout = " + left;
   }
   if (!key.empty()) begin += "; SELECT pg_advisory_xact_lock(" + std::to_string(key_hash(key)) + ")";
   return begin;
@@ -417,12 +421,9 @@ database::key_hold::key_hold(database& db, std::string_view key) : db_(db) {
   if (!db.pg_) return;
   hash_ = key_hash(key);
   std::string lock = "SELECT pg_advisory_lock(" + std::to_string(hash_) + ")";
-  if (db.deadline_ != deadline_clock::time_point::max()) {
-    // Waited for no longer than the deadline; one implicit transaction, so a timeout undoes the SET too.
-    using namespace std::chrono;
-    const auto left = std::max<long long>(1, duration_cast<milliseconds>(db.deadline_ - deadline_clock::now()).count());
-    lock = "SET lock_timeout = " + std::to_string(left) + "; " + lock + "; RESET lock_timeout";
-  }
+  // Waited for no longer than the deadline; one implicit transaction, so a timeout undoes the SET too.
+  if (db.deadline_ != deadline_clock::time_point::max())
+    lock = "SET lock_timeout = " + std::to_string(db.ms_left()) + "; " + lock + "; RESET lock_timeout";
   db.exec(lock.c_str());
   held_ = true;
 }

@@ -290,6 +290,7 @@ class database {
   void rollback() noexcept;
   /// PostgreSQL: the statements that open a write transaction of `key` (one round trip).
   std::string begin_write(std::string_view key) const;
+  long long ms_left() const;  ///< milliseconds to the deadline (at least 1): PostgreSQL's lock and statement timeouts
   /// PostgreSQL: a connection that is not up, or that the server ended while it was idle, is reset;
   /// throws failure::unavailable if it stays down.
   void connected();

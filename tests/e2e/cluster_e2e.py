@@ -58,8 +58,9 @@ def cli(i, *args, state, editor):
 
 def counter(i, sample):
     """A sample of node i's /metrics (0 when absent)."""
-    out = subprocess.run(["curl", "-s", "http://127.0.0.1:%d/metrics" % port(i)], capture_output=True, text=True).stdout
-    return sum(int(float(line.rsplit(" ", 1)[1])) for line in out.splitlines() if line.rsplit(" ", 1)[0] == sample)
+    status, raw = call("/metrics", who=None, method="GET", body=b"", content_type=None, raw=True, port=port(i))
+    assert status == 200, raw
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in raw.decode().splitlines() if line.rsplit(" ", 1)[0] == sample)
 
 
 def gets_served(i):

@@ -172,10 +172,11 @@ class Stack:
         r = subprocess.run([ADMIN, "--db", self.db, *args], check=check, capture_output=True, text=True)
         return r.stdout.strip() if check else r
 
-    def start_fcgi(self, nodes=None):
-        """Starts the folio-fcgi of each node in `nodes` (default: every node whose responder is not running)."""
-        for node in nodes if nodes is not None else [n for n in self.nodes if n.fcgi is None or n.fcgi.poll() is not None]:
-            self.start_node_fcgi(node)
+    def start_fcgi(self):
+        """Starts the folio-fcgi of every node whose responder is not running."""
+        for node in self.nodes:
+            if node.fcgi is None or node.fcgi.poll() is not None:
+                self.start_node_fcgi(node)
 
     def start_node_fcgi(self, node):
         os.makedirs(os.path.join(node.dir, "run"), exist_ok=True)
