@@ -32,6 +32,49 @@ TEST(Diff, ReplicasReceivingTheDiffConverge) {
   EXPECT_EQ(b.to_string(), "aXcdeYYh");
 }
 
+// replace_text_utf8 trims on bytes, then diffs the decoded middle: the ops must be those of the code
+// point diff of the whole values, also where values share a lead byte and differ in a continuation
+// byte (é C3 A9 / ã C3 A3, 😀 F0 9F 98 80 / 😃 F0 9F 98 83) at either end of the change.
+TEST(Diff, Utf8ReplaceMakesTheOpsOfTheCodePointDiff) {
+  const std::u32string alphabet = U"aé\u00e3\U0001F600\U0001F603\u0800\u00a9";
+  std::mt19937 rng(23);
+  auto random_text = [&](std::size_t n) {
+    std::u32string s;
+    for (std::size_t i = 0; i < n; ++i) s.push_back(alphabet[rng() % alphabet.size()]);
+    return s;
+  };
+  auto utf8 = [](const std::u32string& s) {
+    std::string out;
+    for (char32_t c : s) folio::detail::append_utf8(out, c);
+    return out;
+  };
+  for (int round = 0; round < 2000; ++round) {
+    const std::u32string from = random_text(rng() % 10);
+    std::u32string to = from;
+    for (int edits = int(rng() % 3); edits >= 0; --edits) {
+      const std::size_t at = to.empty() ? 0 : rng() % (to.size() + 1);
+      if (rng() % 2 && at < to.size()) to.erase(at, 1 + rng() % 2);
+      else to.insert(at, random_text(1 + rng() % 2));
+    }
+    folio::text bytes(1), points(1);
+    bytes.insert(0, from);
+    points.insert(0, from);
+    const auto by_bytes = folio::replace_text_utf8(bytes, utf8(to));
+    const auto by_points = folio::replace_text(points, to);
+    ASSERT_EQ(bytes.to_u32string(), to) << "round " << round;
+    ASSERT_EQ(bytes.to_string(), utf8(to)) << "round " << round;
+    ASSERT_TRUE(bytes.ops(by_bytes) == points.ops(by_points)) << "round " << round;
+  }
+}
+
+TEST(Diff, Utf8ReplaceRefusesInvalidUtf8AndChangesNothing) {
+  folio::text t(1);
+  t.insert_utf8(0, "abc");
+  EXPECT_THROW(folio::replace_text_utf8(t, "ab\xC3"), folio::error);
+  EXPECT_THROW(folio::replace_text_utf8(t, "a\xED\xA0\x80" "c"), folio::error);  // a surrogate
+  EXPECT_EQ(t.to_string(), "abc");
+}
+
 TEST(Diff, MatchesAMinimalEditDistanceOnRandomInputs) {
   std::mt19937 rng(7);
   for (int round = 0; round < 300; ++round) {

@@ -8,6 +8,7 @@
 // local change whose ops can be sent with `doc.ops(change)`.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -44,9 +45,31 @@ inline local_change replace_text(text& doc, std::u32string_view value) {
   return detail::apply_hunks(doc, detail::myers_diff(old.data(), old.size(), value.data(), value.size()), value.data());
 }
 
-/// UTF-8 form of replace_text. Throws "[folio.utf8]" on invalid UTF-8.
+/// UTF-8 form of replace_text, with the same result. Throws "[folio.utf8]" on invalid UTF-8.
+/// The common prefix and suffix are found on the UTF-8 bytes (identical code points are identical
+/// bytes), so only the changed middle is decoded and diffed: a small change in a large text costs one
+/// pass of byte comparison instead of two code point copies of both values. O(n + D²) as Myers.
 inline local_change replace_text_utf8(text& doc, std::string_view utf8) {
-  return replace_text(doc, detail::code_points_or_throw(utf8));
+  std::size_t cps = 0;
+  if (std::size_t bad = 0; !detail::count_utf8(utf8, cps, &bad)) detail::fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(bad));
+  const std::string old = doc.to_string();
+  const std::string_view a = old, b = utf8;
+  const auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
+  // The longest common prefix and then suffix (not overlapping it), both cut back to whole code points.
+  std::size_t pre = static_cast<std::size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+  while (pre > 0 && ((pre < a.size() && continuation(a[pre])) || (pre < b.size() && continuation(b[pre])))) --pre;
+  const std::size_t most = std::min(a.size(), b.size()) - pre;
+  std::size_t suf = 0;
+  while (suf < most && a[a.size() - 1 - suf] == b[b.size() - 1 - suf]) ++suf;
+  while (suf > 0 && continuation(a[a.size() - suf])) --suf;
+  const std::u32string x = detail::code_points_or_throw(a.substr(pre, a.size() - pre - suf));
+  const std::u32string y = detail::code_points_or_throw(b.substr(pre, b.size() - pre - suf));
+  std::size_t offset = 0;  // code points in the prefix
+  for (std::size_t i = 0; i < pre; ++i) offset += !continuation(a[i]);
+  std::uint64_t budget = detail::diff_budget(doc.size() + cps);  // as for the whole values
+  std::vector<detail::hunk> hunks = detail::myers_diff(x.data(), x.size(), y.data(), y.size(), budget);
+  for (detail::hunk& h : hunks) h.a_pos += offset;
+  return detail::apply_hunks(doc, hunks, y.data());
 }
 
 /// Makes `doc` equal to `values` with the fewest inserted and removed elements (equal = same bytes).

@@ -46,7 +46,7 @@ class text : public sequence<char32_t> {
   std::string to_string() const {
     std::string s;
     s.reserve(size());
-    for_each([&](char32_t c) { detail::append_utf8(s, c); });
+    impl_.for_each_live_span([&](const detail::content_log<char32_t>& values, std::size_t at, std::size_t n) { values.append_as_utf8(s, at, n); });
     return s;
   }
 

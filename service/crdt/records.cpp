@@ -27,6 +27,16 @@ CREATE TABLE crdt_log (
 ALTER TABLE crdt_records ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 0;
 UPDATE crdt_records SET incarnation = (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'server_replica');
 )sql"},
+    // 5: the snapshot in a table of its own. In crdt_records it came before the columns every request
+    // reads (log_len, revision, ...), so reading those walked the snapshot's overflow pages, and every
+    // write of the row (each change bumps the revision) copied the whole snapshot into the WAL again.
+    {5, R"sql(
+CREATE TABLE crdt_snapshots (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL, snapshot BLOB NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor)) WITHOUT ROWID;
+INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) SELECT tenant, org, doc, editor, snapshot FROM crdt_records;
+ALTER TABLE crdt_records DROP COLUMN snapshot;
+)sql"},
 };
 
 // PostgreSQL (from schema 4, database.hpp): the tables as schema 4 left them, in its types.
@@ -43,6 +53,15 @@ CREATE TABLE crdt_log (
   tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
   seq BIGINT NOT NULL, batch BYTEA NOT NULL,
   PRIMARY KEY (tenant, org, doc, editor, seq));
+)sql"},
+    // 5: as SQLite's (TOAST keeps a large snapshot out of the row already; one layout for both keeps the
+    // statements shared).
+    {5, R"sql(
+CREATE TABLE crdt_snapshots (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL, snapshot BYTEA NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor));
+INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) SELECT tenant, org, doc, editor, snapshot FROM crdt_records;
+ALTER TABLE crdt_records DROP COLUMN snapshot;
 )sql"},
 };
 
@@ -71,8 +90,10 @@ record_row row_of(query& q) {
 }  // namespace
 
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot) {
-  query q = db.sql(with_snapshot ? "SELECT editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, incarnation "
-                                   "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?"
+  query q = db.sql(with_snapshot ? "SELECT r.editor, r.type, r.content_key, s.snapshot, r.log_len, r.revision, r.last_update, r.last_updated_by, "
+                                   "r.session_id, r.incarnation FROM crdt_records r JOIN crdt_snapshots s "
+                                   "ON s.tenant = r.tenant AND s.org = r.org AND s.doc = r.doc AND s.editor = r.editor "
+                                   "WHERE r.tenant=? AND r.org=? AND r.doc=? AND r.editor=?"
                                  : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id, incarnation "
                                    "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
   q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
@@ -97,10 +118,13 @@ std::vector<std::string> load_log(database& db, const record_key& k) {
 }
 
 void insert_record(database& db, const record_key& k, const record_row& r) {
-  db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, session_id, "
-         "incarnation) VALUES (?,?,?,?,?,?,?,0,?,?,?,?,?)")
-      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, r.type).bind(6, r.content_key).bind_blob(7, r.snapshot)
-      .bind(8, r.revision).bind(9, r.last_update).bind(10, r.last_updated_by).bind_opt(11, r.session_id).bind(12, static_cast<std::int64_t>(r.incarnation))
+  db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, log_len, revision, last_update, last_updated_by, session_id, "
+         "incarnation) VALUES (?,?,?,?,?,?,0,?,?,?,?,?)")
+      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, r.type).bind(6, r.content_key)
+      .bind(7, r.revision).bind(8, r.last_update).bind(9, r.last_updated_by).bind_opt(10, r.session_id).bind(11, static_cast<std::int64_t>(r.incarnation))
+      .step();
+  db.sql("INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) VALUES (?,?,?,?,?)")
+      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind_blob(5, r.snapshot)
       .step();
 }
 
@@ -123,13 +147,17 @@ std::int64_t append_change(database& db, const record_key& k, const record_row& 
 
 void compact(database& db, const record_key& k, const std::string& snapshot) {
   db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
-  db.sql("UPDATE crdt_records SET snapshot=?, log_len=0 WHERE tenant=? AND org=? AND doc=? AND editor=?")
+  db.sql("UPDATE crdt_snapshots SET snapshot=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
       .bind_blob(1, snapshot).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
+      .step();
+  db.sql("UPDATE crdt_records SET log_len=0 WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor)
       .step();
 }
 
 bool delete_record(database& db, const record_key& k) {
   db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+  db.sql("DELETE FROM crdt_snapshots WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
   db.sql("DELETE FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
   return db.changes() > 0;
 }

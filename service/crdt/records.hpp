@@ -1,10 +1,11 @@
 // service/crdt/records.hpp — CRDT records in the database (platform/database.hpp: SQLite or PostgreSQL; docs/SERVICE.md).
 //
-// A CRDT record is a row of crdt_records (type, root name, snapshot = encoded document, metadata, a
-// revision that every write bumps, the incarnation that `add` draws) plus an append-only log of
-// encoded change batches since the snapshot (crdt_log); readers fold the log into the snapshot, and a
-// write compacts the log into a new snapshot once it passes `compact_after` batches. This module owns
-// both tables and their migrations (crdt_migrations). Every row is keyed by the tenant first.
+// A CRDT record is a row of crdt_records (type, root name, metadata, a revision that every write
+// bumps, the incarnation that `add` draws), its snapshot (the encoded document, a row of
+// crdt_snapshots: apart, so that the small row every request reads and every change rewrites does not
+// carry it) and an append-only log of encoded change batches since the snapshot (crdt_log); readers
+// fold the log into the snapshot, and a write compacts the log into a new snapshot once it passes
+// `compact_after` batches. This module owns the three tables and their migrations (crdt_migrations). Every row is keyed by the tenant first.
 // Thread-safety: functions over a caller's `database`.
 #pragma once
 
@@ -18,7 +19,8 @@
 
 namespace folio::service {
 
-/// The tables crdt_records and crdt_log (schema 1) and the incarnation column (schema 4).
+/// The tables crdt_records and crdt_log (schema 1), the incarnation column (schema 4), the snapshots
+/// in crdt_snapshots (schema 5).
 module_migrations crdt_migrations();
 
 struct record_key {

@@ -120,19 +120,19 @@ class CheckFindsDamage(unittest.TestCase):
         if STACK.postgresql:
             copy = STACK.db
             where_doc = "org = '%s' AND doc = '%s'" % (ORG, doc)
-            self.assertEqual(STACK.scalar("SELECT count(*) FROM crdt_records WHERE %s AND editor = 'm' AND position('\"plantedvalue\"'::bytea IN snapshot) > 0"
+            self.assertEqual(STACK.scalar("SELECT count(*) FROM crdt_snapshots WHERE %s AND editor = 'm' AND position('\"plantedvalue\"'::bytea IN snapshot) > 0"
                                           % where_doc), 1)
             tenant = subprocess.run(["psql", "-X", "-At", "-c", "SELECT tenant FROM crdt_records WHERE %s AND editor = 'm'" % where_doc, STACK.db],
                                     check=True, capture_output=True, text=True).stdout.strip()
             damage = """
-                UPDATE crdt_records SET snapshot = overlay(snapshot PLACING 'plantedvalue!!'::bytea
+                UPDATE crdt_snapshots SET snapshot = overlay(snapshot PLACING 'plantedvalue!!'::bytea
                     FROM position('"plantedvalue"'::bytea IN snapshot)) WHERE {w} AND editor = 'm';
-                UPDATE crdt_records SET snapshot = substring(snapshot FROM 1 FOR length(snapshot) - 2) WHERE {w} AND editor = 't';
+                UPDATE crdt_snapshots SET snapshot = substring(snapshot FROM 1 FOR length(snapshot) - 2) WHERE {w} AND editor = 't';
                 UPDATE annotations SET body = '{{"annotationId":' WHERE {w} AND annotation_id = 'damaged';
                 UPDATE annotation_comments SET body = '[]' WHERE {w} AND annotation_id = 'damaged';""".format(w=where_doc)
             subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", damage, STACK.db], check=True)
             self.addCleanup(subprocess.run, ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c",
-                                             "DELETE FROM crdt_log WHERE {w}; DELETE FROM crdt_records WHERE {w}; "
+                                             "DELETE FROM crdt_log WHERE {w}; DELETE FROM crdt_snapshots WHERE {w}; DELETE FROM crdt_records WHERE {w}; "
                                              "DELETE FROM annotation_comments WHERE {w}; DELETE FROM annotations WHERE {w};".format(w=where_doc),
                                              STACK.db], check=True)
         else:
@@ -140,11 +140,11 @@ class CheckFindsDamage(unittest.TestCase):
             src, dst = sqlite3.connect(STACK.db), sqlite3.connect(copy)
             src.backup(dst)
             src.close()
-            tenant, snapshot = dst.execute("SELECT tenant, snapshot FROM crdt_records WHERE org=? AND doc=? AND editor='m'", (ORG, doc)).fetchone()
+            tenant, snapshot = dst.execute("SELECT tenant, snapshot FROM crdt_snapshots WHERE org=? AND doc=? AND editor='m'", (ORG, doc)).fetchone()
             self.assertEqual(snapshot.count(b'"plantedvalue"'), 1)
-            dst.execute("UPDATE crdt_records SET snapshot=? WHERE org=? AND doc=? AND editor='m'",
+            dst.execute("UPDATE crdt_snapshots SET snapshot=? WHERE org=? AND doc=? AND editor='m'",
                         (snapshot.replace(b'"plantedvalue"', b'plantedvalue!!'), ORG, doc))  # same length: still decodes
-            dst.execute("UPDATE crdt_records SET snapshot=substr(snapshot, 1, length(snapshot) - 2) WHERE org=? AND doc=? AND editor='t'", (ORG, doc))
+            dst.execute("UPDATE crdt_snapshots SET snapshot=substr(snapshot, 1, length(snapshot) - 2) WHERE org=? AND doc=? AND editor='t'", (ORG, doc))
             dst.execute("UPDATE annotations SET body='{\"annotationId\":' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
             dst.execute("UPDATE annotation_comments SET body='[]' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
             dst.commit()

@@ -362,6 +362,45 @@ PRAGMA user_version = 1;
   EXPECT_EQ(row->incarnation, 777u);
 }
 
+/// A module's migrations up to `version` (a database as an older build left it).
+svc::module_migrations up_to(svc::module_migrations m, int version) {
+  auto cut = [&](std::span<const svc::migration> steps) {
+    std::size_t n = 0;
+    while (n < steps.size() && steps[n].version <= version) ++n;
+    return steps.first(n);
+  };
+  return {cut(m.sqlite), cut(m.postgresql)};
+}
+
+// Schema 5 moves each record's snapshot out of crdt_records: a database schema 4 left (on either
+// backend) keeps its records, and their snapshots, through the migration.
+TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
+  temp_db tmp;
+  folio::document record(folio::record_type::text, 4242);
+  record.replace_text("moved to its own table");
+  {
+    const svc::schema v4 = svc::schema().add(up_to(svc::platform_migrations(), 4)).add(up_to(svc::crdt_migrations(), 4))
+                               .add(up_to(svc::annotation_migrations(), 4));
+    ASSERT_EQ(v4.version(), 4);
+    svc::database old(tmp.path(), v4);
+    old.write([&] {
+      old.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, "
+              "session_id, incarnation) VALUES ('t', 'o', 'd', 'e', 'text', 'text', ?, 0, 3, '2026-01-01T00:00:00.000Z', 'u', NULL, 4242)")
+          .bind_blob(1, record.encode())
+          .step();
+    });
+  }
+  svc::database db(tmp.path(), svc::responder::tables());
+  EXPECT_EQ(db.version(), 5);
+  const std::optional<svc::record_row> row = svc::load_record(db, {"t", "o", "d", "e"});
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->revision, 3);
+  EXPECT_EQ(row->snapshot, record.encode());
+  std::optional<folio::document> back;
+  ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, back));
+  EXPECT_EQ(back->text(), "moved to its own table");
+}
+
 // Client tokens through the server (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
 struct tokens : fixture {
   void SetUp() override {

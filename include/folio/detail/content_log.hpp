@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "utf8.hpp"
+
 namespace folio::detail {
 
 /// Generic log: one T per insert unit.
@@ -74,6 +76,24 @@ class content_log<char32_t> {
       }
     } else if (n != 0) {
       std::memcpy(&bytes_[at * 4], v, n * 4);
+    }
+  }
+  /// Appends slots [at, at + n) to `out` as UTF-8; in a one-byte log, stretches of ASCII are copied
+  /// whole.
+  void append_as_utf8(std::string& out, std::size_t at, std::size_t n) const {
+    if (width_ != 1) {
+      for (std::size_t i = 0; i < n; ++i) append_utf8(out, (*this)[at + i]);
+      return;
+    }
+    const std::uint8_t* p = bytes_.data() + at;
+    const std::uint8_t* const end = p + n;
+    while (p != end) {
+      const std::uint8_t* ascii = p;
+      while (ascii != end && *ascii < 0x80) ++ascii;
+      out.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(ascii - p));
+      if (ascii == end) break;
+      append_utf8(out, *ascii);
+      p = ascii + 1;
     }
   }
   std::size_t memory_usage() const noexcept { return bytes_.capacity(); }

@@ -319,6 +319,19 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
       }
   }
 
+  /// Calls f(content, slot, n) for each live run in document order: the run's values are slots
+  /// [slot, slot + n) of `content`, its replica's content_log. O(runs).
+  template <class F>
+  void for_each_live_span(F&& f) const {
+    for (const leaf_node* l = first_leaf_; l; l = l->next)
+      for (int i = 0; i < l->count; ++i) {
+        const run& r = l->runs[i];
+        if (r.deleted()) continue;
+        const replica_state& rs = reps_[r.replica];
+        f(rs.content, rs.slot(r.seq), std::size_t(r.len()));
+      }
+  }
+
   /// Replaces the values of the live items in document order (document decoding, where only live
   /// content is stored). False if the count differs from size().
   bool assign_live_values(const std::vector<T>& values) {
