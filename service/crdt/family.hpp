@@ -35,7 +35,8 @@ class crdt_family {
   /// Never throws.
   response authorize_subscriber(database& db, const request& r);
 
-  /// Publishes one committed change of `k` (docs/API.md, "live messages"): its ops, the server's
+  /// Queues one committed change of `k` for publishing (docs/API.md, "live messages"; sent off the
+  /// request path, in the order of the calls for one record, publish.hpp): its ops, the server's
   /// version after it and its metadata, all under the record's `incarnation`; and its notice, the
   /// same without `update` and `version` (subscribers sync), which the publisher sends instead when
   /// the whole message is over 64 KiB or the minute's budget is spent, and owes the channel when nginx

@@ -45,6 +45,14 @@ CURL* thread_handle() {
 }  // namespace
 
 publisher::~publisher() {
+  // Committed changes still queued go out first, for a moment at most (a stopping responder).
+  drain(std::chrono::seconds(2));
+  {
+    std::lock_guard<std::mutex> g(queue_mu_);
+    senders_stop_ = true;
+  }
+  queue_cv_.notify_all();
+  for (std::thread& t : senders_) t.join();
   {
     std::lock_guard<std::mutex> g(owed_mu_);
     stopping_ = true;
@@ -113,6 +121,61 @@ bool publisher::publish(const std::string& channel, const std::string& full, con
              "publish to channel " + channel.substr(0, 12) + "... failed: " + why + "; a notice to sync is resent until nginx takes one");
   owe(channel, notice);
   return false;
+}
+
+void publisher::enqueue(std::string channel, std::string full, std::string notice) {
+  if (config_.publish_socket.empty()) return;
+  {
+    std::lock_guard<std::mutex> g(queue_mu_);
+    if (queued_ < max_queued && !senders_stop_) {
+      if (queued_bytes_ + full.size() + notice.size() > max_queued_bytes) full = notice;  // its ops would not fit: subscribers sync
+      queued_bytes_ += full.size() + notice.size();
+      ++queued_;
+      channel_queue& q = queues_[channel];
+      q.messages.push_back({std::move(full), std::move(notice)});
+      if (!q.sending && q.messages.size() == 1) ready_.push_back(std::move(channel));
+      if (senders_.empty())
+        for (int i = 0; i < senders; ++i) senders_.emplace_back([this] { send_loop(); });
+      queue_cv_.notify_one();
+      return;
+    }
+  }
+  ++failures_;
+  log::write("warn", "publish_queue_full",
+             "channel " + channel.substr(0, 12) + "...: " + std::to_string(max_queued) + " messages already wait for nginx; the channel is owed a notice to sync");
+  owe(channel, notice);
+}
+
+void publisher::send_loop() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  for (;;) {
+    queue_cv_.wait(lock, [&] { return senders_stop_ || !ready_.empty(); });
+    if (senders_stop_) return;
+    const std::string channel = std::move(ready_.front());
+    ready_.pop_front();
+    channel_queue& q = queues_.at(channel);  // references to map elements survive rehashing
+    q.sending = true;
+    const queued_message m = std::move(q.messages.front());
+    q.messages.pop_front();
+    lock.unlock();
+    publish(channel, m.full, m.notice);
+    lock.lock();
+    q.sending = false;
+    if (!q.messages.empty()) ready_.push_back(channel), queue_cv_.notify_one();  // behind other channels: one busy channel cannot starve them
+    else queues_.erase(channel);
+    queued_bytes_ -= m.full.size() + m.notice.size();
+    if (--queued_ == 0) drained_cv_.notify_all();
+  }
+}
+
+bool publisher::drain(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  return drained_cv_.wait_for(lock, wait, [&] { return queued_ == 0; });
+}
+
+std::size_t publisher::queued() const {
+  std::lock_guard<std::mutex> g(queue_mu_);
+  return queued_;
 }
 
 namespace {

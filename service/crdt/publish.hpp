@@ -14,8 +14,15 @@
 // `version`, which tells subscribers to sync (docs/API.md). So one tenant's large or many changes
 // cannot fill Nchan's shared memory and crowd out another's.
 //
-// A publish is a POST with a short timeout after the change is committed; a failure is never
-// reported to the writer. Instead the channel is owed a notice: a background thread resends the
+// A publish is a POST with a short timeout, made off the request path: the request that committed a
+// change queues its message (enqueue, under the record's lock, so a record's messages queue in commit
+// order) and answers; sender threads POST each channel's messages one at a time in the order they were
+// queued, different channels in parallel. The writer never waits for nginx — with many subscribers,
+// Nchan's fan-out happens before it answers the POST — and a failure is never reported to the writer.
+// At most max_queued messages wait (nginx far behind or gone) and max_queued_bytes of them carry ops;
+// past those the channel is owed a notice (below) or the notice is queued instead. Cost: one map entry
+// per channel with messages waiting, the messages themselves; two threads.
+// A failure to publish is never reported to the writer. Instead the channel is owed a notice: a background thread resends the
 // channel's latest owed notice (one per channel, at most max_owed channels) with backoff until nginx
 // takes one, so a subscriber learns it missed something even when the failed change was the last
 // before a quiet period. Cost: one map entry per owed channel; a retry is one POST.
@@ -44,6 +51,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <mutex>
@@ -81,7 +89,18 @@ class publisher {
   publisher& operator=(const publisher&) = delete;
   const live_config& settings() const noexcept { return config_; }
 
-  /// Publishes one message to `channel`: `full` (a change with its ops) when it is at most
+  static constexpr std::size_t max_queued = 100000;                   ///< messages waiting for a sender, at most
+  static constexpr std::size_t max_queued_bytes = std::size_t(64) << 20;  ///< bytes of them, at most
+  static constexpr int senders = 2;                                   ///< threads sending queued messages
+
+  /// Queues `full` and `notice` for `channel`, to go as publish() sends them, and returns at once
+  /// (above). Over max_queued_bytes the notice is queued alone; over max_queued the channel is owed it.
+  void enqueue(std::string channel, std::string full, std::string notice);
+  /// Waits until no message is queued or being sent, at most `wait`; false when some still are.
+  bool drain(std::chrono::milliseconds wait);
+  std::size_t queued() const;  ///< messages queued or being sent
+
+  /// Publishes one message to `channel` now, on the calling thread: `full` (a change with its ops) when it is at most
   /// max_message_bytes and the window's budget has room, else `notice` (small; for a deletion both
   /// are the same). When nginx does not take it, the channel is owed `notice` (retried in the
   /// background). True when nginx took the message.
@@ -110,6 +129,13 @@ class publisher {
     int attempts = 0;
     std::chrono::steady_clock::time_point next_try;
   };
+  struct queued_message {
+    std::string full, notice;
+  };
+  struct channel_queue {
+    std::deque<queued_message> messages;
+    bool sending = false;  ///< a sender holds its front message; the channel is in ready_ iff !sending and messages wait
+  };
   struct token_streams {
     std::int64_t expires = 0;          ///< the earliest expiry among the tokens let in
     std::vector<std::string> key_ids;  ///< their signing keys, each once
@@ -131,6 +157,8 @@ class publisher {
   std::vector<std::string> due_channels(std::int64_t* earliest) const;
   /// Resends owed notices with backoff, and ends token streams at their expiry (sweep()).
   void background_loop();
+  /// A sender thread: takes a ready channel's first message, publishes it, puts the channel back.
+  void send_loop();
 
   live_config config_;
   std::function<bool(std::string_view)> key_known_;
@@ -152,6 +180,14 @@ class publisher {
   std::condition_variable swept_cv_;
   std::int64_t sweep_backoff_s_ = 0;                      ///< the background thread's
   std::thread retrier_;  ///< background_loop, started with the first owed notice or token stream
+
+  mutable std::mutex queue_mu_;
+  std::condition_variable queue_cv_, drained_cv_;
+  std::unordered_map<std::string, channel_queue> queues_;  ///< by channel, while messages wait or one is sent
+  std::deque<std::string> ready_;                           ///< channels whose first message a sender may take, in turn
+  std::size_t queued_ = 0, queued_bytes_ = 0;               ///< messages queued or being sent, and their bytes
+  bool senders_stop_ = false;
+  std::vector<std::thread> senders_;  ///< send_loop, started with the first message queued
 };
 
 }  // namespace folio::service

@@ -178,6 +178,12 @@ class Metrics(unittest.TestCase):
         ok(self, call("/v2/crdt/get", {"organizationId": ORG, "documentId": DOC, "editorId": "m"}), "CRDT data retrieved successfully.")
         err(self, call("/v2/crdt/get", {"organizationId": ORG, "documentId": DOC}, who="a_wrong_secret"), 401, "UNAUTHENTICATED")
         after, text = self.scrape()
+        # Publishes go off the request path (a sender thread): the three may still be queued or being sent.
+        until = time.monotonic() + 5
+        while (after.get("folio_publish_queued", 0) or after.get("folio_publish_total", 0) - before.get("folio_publish_total", 0) < 3) \
+                and time.monotonic() < until:
+            time.sleep(0.05)
+            after, text = self.scrape()
 
         def delta(name):
             return after.get(name, 0) - before.get(name, 0)
@@ -192,6 +198,7 @@ class Metrics(unittest.TestCase):
             self.assertGreaterEqual(delta("folio_doc_cache_hits_total"), 4)  # the updates and the get find the added document
         self.assertEqual(delta("folio_publish_total"), 3)  # live push is on in the stack
         self.assertEqual(delta("folio_publish_failures_total"), 0)
+        self.assertEqual(after["folio_publish_queued"], 0)
         self.assertGreater(after["folio_db_size_bytes"], 0)
         self.assertGreater(after["folio_doc_cache_bytes"], 0)
         self.assertIn("folio_oplog_compactions_total", after)

@@ -48,12 +48,16 @@ TEST_F(fixture, AFailedPublishNeverFailsTheWrite) {
   };
   EXPECT_EQ(run("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","type":"text","data":"a"}})").http, 200);
   EXPECT_EQ(run("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","data":"ab"}})").http, 200);
+  const auto sent = [&] { return live.crdt().live().drain(std::chrono::seconds(10)); };  // publishes go off the request path
+  ASSERT_TRUE(sent());
   EXPECT_EQ(live.crdt().live().failures(), 1u);
   EXPECT_EQ(live.crdt().live().published(), 0u);
   EXPECT_EQ(run("/v2/crdt/update", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","data":"ab"}})").http, 200);
+  ASSERT_TRUE(sent());
   EXPECT_EQ(live.crdt().live().failures(), 1u);  // no ops, nothing to publish
   EXPECT_EQ(run("/v2/crdt/sync", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p","version":"AA=="}})").http, 200);
   EXPECT_EQ(run("/v2/crdt/delete", R"({"data":{"organizationId":"o","documentId":"d","editorId":"p"}})").http, 200);
+  ASSERT_TRUE(sent());
   EXPECT_EQ(live.crdt().live().failures(), 2u);
 }
 
