@@ -12,7 +12,9 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,9 +26,11 @@ namespace {
 namespace svc = folio::service;
 
 /// Answers every request on a unix socket with `status` (DELETE: `delete_status`), one per connection.
+/// With `jitter`, each connection is served on a thread of its own after a random pause of up to 2 ms,
+/// so requests sent at once may be recorded in any order.
 class fake_nginx {
  public:
-  fake_nginx() {
+  explicit fake_nginx(bool jitter = false) : jitter_(jitter) {
     path_ = (std::filesystem::temp_directory_path() / ("folio-publish-test-" + std::to_string(::getpid()) + ".sock")).string();
     ::unlink(path_.c_str());
     fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
@@ -40,6 +44,7 @@ class fake_nginx {
     ::shutdown(fd_, SHUT_RDWR);
     ::close(fd_);
     thread_.join();
+    for (std::thread& t : served_) t.join();
     ::unlink(path_.c_str());
   }
   const std::string& path() const { return path_; }
@@ -49,12 +54,27 @@ class fake_nginx {
     std::lock_guard<std::mutex> g(mu_);
     return std::exchange(methods_, {});
   }
+  /// Every POST received: its path and body, in the order they were recorded.
+  std::vector<std::pair<std::string, std::string>> posts() {
+    std::lock_guard<std::mutex> g(mu_);
+    return posts_;
+  }
 
  private:
   void serve() {
+    std::mt19937 rng(3);
     while (true) {
       const int c = ::accept(fd_, nullptr, nullptr);
       if (c < 0) return;
+      if (!jitter_) {
+        respond(c, std::chrono::microseconds(0));
+        continue;
+      }
+      served_.emplace_back([this, c, pause = std::chrono::microseconds(rng() % 2000)] { respond(c, pause); });
+    }
+  }
+  void respond(int c, std::chrono::microseconds pause) {
+    {
       std::string in;
       char buf[4096];
       std::size_t need = std::string::npos;
@@ -69,10 +89,14 @@ class fake_nginx {
           need = head + 4 + length;
         }
       }
+      std::this_thread::sleep_for(pause);
       const std::string method = in.substr(0, in.find(' '));
       {
         std::lock_guard<std::mutex> g(mu_);
         methods_.push_back(method);
+        const std::size_t head = in.find("\r\n\r\n");
+        if (method == "POST" && head != std::string::npos)
+          posts_.emplace_back(in.substr(5, in.find(' ', 5) - 5), in.substr(head + 4));
       }
       const int status = method == "DELETE" ? delete_status.load() : 201;
       const std::string answer = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -80,17 +104,42 @@ class fake_nginx {
       ::close(c);
     }
   }
+  bool jitter_;
   std::string path_;
   int fd_ = -1;
   std::thread thread_;
+  std::vector<std::thread> served_;
   std::mutex mu_;
   std::vector<std::string> methods_;
+  std::vector<std::pair<std::string, std::string>> posts_;
 };
 
 std::int64_t now_s() { return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 const std::string ch(64, 'a'), other(64, 'b');
 using methods = std::vector<std::string>;
+
+// Queued messages (what a committed change publishes) reach nginx in the order they were queued on each
+// channel, however the answers of concurrent requests are timed, and channels go in parallel.
+TEST(Publisher, QueuedMessagesGoInOrderPerChannelAndChannelsInParallel) {
+  fake_nginx nginx(true);
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  constexpr int n = 100;
+  for (int i = 0; i < n; ++i)
+    for (const std::string* c : {&ch, &other}) p.enqueue(*c, c->substr(0, 1) + std::to_string(i), "{}");
+  ASSERT_TRUE(p.drain(std::chrono::seconds(30)));
+  EXPECT_EQ(p.queued(), 0u);
+  EXPECT_EQ(p.published(), 2u * n);
+  std::map<std::string, std::vector<std::string>> by_channel;
+  std::vector<std::string> order;
+  for (const auto& [path, body] : nginx.posts()) by_channel[path.substr(path.rfind('/') + 1)].push_back(body), order.push_back(body);
+  std::vector<std::string> want_a, want_b;
+  for (int i = 0; i < n; ++i) want_a.push_back("a" + std::to_string(i)), want_b.push_back("b" + std::to_string(i));
+  EXPECT_EQ(by_channel[ch], want_a);
+  EXPECT_EQ(by_channel[other], want_b);
+  // In parallel: the second channel's first message did not wait for the first channel's last.
+  EXPECT_LT(std::find(order.begin(), order.end(), "b0") - order.begin(), std::find(order.begin(), order.end(), "a" + std::to_string(n - 1)) - order.begin());
+}
 
 TEST(Publisher, EndsStreamsOfAnExpiredTokenBeforePublishing) {
   fake_nginx nginx;
