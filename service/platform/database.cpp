@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -243,6 +245,28 @@ std::int64_t query::integer(int col) const {
 
 // ---- database -----------------------------------------------------------------------------------------
 
+/// The group commit of one database file in this process (database.hpp): COMMITs are numbered in
+/// order (under the writer section); `synced` is the highest number an fsync of the WAL has covered.
+struct database::wal_group {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::uint64_t committed = 0, synced = 0, syncs = 0;
+  bool syncing = false;
+
+  /// The group of the file at `path` (one per file, shared by every connection to it in this process).
+  static std::shared_ptr<wal_group> of(const std::string& path) {
+    static std::mutex all_mu;
+    static std::unordered_map<std::string, std::weak_ptr<wal_group>> all;
+    std::error_code ec;
+    const std::string key = std::filesystem::weakly_canonical(path, ec).string();
+    std::lock_guard<std::mutex> g(all_mu);
+    std::shared_ptr<wal_group> group = all[ec ? path : key].lock();
+    if (!group) all[ec ? path : key] = group = std::make_shared<wal_group>();
+    return group;
+  }
+};
+
+
 database::database(const std::string& target, const schema& tables, std::int64_t max_pages) : path_(target) {
   if (is_postgresql(target)) {
     if (max_pages > 0) throw store_error(failure::other, "--max-db-pages applies to a SQLite database only");
@@ -266,13 +290,41 @@ database::database(const std::string& target, const schema& tables, std::int64_t
   }
   sqlite3_busy_handler(db_, busy_wait, this);
   exec("PRAGMA journal_mode=WAL");
-  exec("PRAGMA synchronous=FULL");
+  // COMMIT writes the WAL without an fsync; write() then waits for its group's fsync (durable()).
+  exec("PRAGMA synchronous=NORMAL");
+  group_ = wal_group::of(target);
   // Reads of the database file map it instead of copying each page into the cache (writes still go
   // through the WAL with write(2)); 256 MiB of address space per connection.
   exec("PRAGMA mmap_size=268435456");
   exec("PRAGMA foreign_keys=ON");
   if (max_pages > 0) exec(("PRAGMA max_page_count=" + std::to_string(max_pages)).c_str());
   migrate(tables);
+}
+
+void database::durable(std::unique_lock<std::timed_mutex>& writer) {
+  wal_group& g = *group_;
+  std::unique_lock<std::mutex> lock(g.mu);
+  const std::uint64_t mine = ++g.committed;
+  writer.unlock();  // the next writer commits while this one waits for the disk
+  while (g.synced < mine) {
+    if (g.syncing) {
+      g.cv.wait(lock);
+      continue;
+    }
+    // This writer syncs for the group: every COMMIT numbered up to `target` has returned, so its
+    // frames are in the WAL file, which one fsync makes durable.
+    g.syncing = true;
+    const std::uint64_t target = g.committed;
+    lock.unlock();
+    sqlite3_file* wal = nullptr;
+    int rc = sqlite3_file_control(db_, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+    if (rc == SQLITE_OK) rc = wal && wal->pMethods ? wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL) : SQLITE_IOERR_FSYNC;
+    lock.lock();
+    g.syncing = false;
+    if (rc == SQLITE_OK) g.synced = std::max(g.synced, target), ++g.syncs;
+    g.cv.notify_all();
+    if (rc != SQLITE_OK) throw store_error(rc, "fsync of the write-ahead log: " + std::string(sqlite3_errstr(rc)));
+  }
 }
 
 int database::busy_wait(void* self, int attempt) {
@@ -308,6 +360,8 @@ database::space database::usage() {
   struct stat st {};
   if (::stat(path_.c_str(), &st) == 0) s.file_bytes = static_cast<std::uint64_t>(st.st_size);
   if (::stat((path_ + "-wal").c_str(), &st) == 0) s.wal_bytes = static_cast<std::uint64_t>(st.st_size);
+  std::lock_guard<std::mutex> g(group_->mu);
+  s.commits = group_->committed, s.wal_syncs = group_->syncs;
   return s;
 }
 

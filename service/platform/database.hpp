@@ -2,10 +2,18 @@
 // one SQL-level machinery that every module's store (platform/auth.cpp, crdt/records.cpp,
 // annotations/store.cpp) writes its statements against, with two backends chosen by the `--db` value:
 //
-//   * SQLite (a file path; the default): one connection per worker thread, WAL, synchronous=FULL (a
-//     committed write is on disk), BEGIN IMMEDIATE for writes behind a process-wide writer mutex (SQLite
-//     admits one writer at a time anyway), a busy handler for writers in other processes, schema version
-//     in PRAGMA user_version, an optional page cap.
+//   * SQLite (a file path; the default): one connection per worker thread, WAL, BEGIN IMMEDIATE for
+//     writes behind a process-wide writer mutex (SQLite admits one writer at a time anyway), a busy
+//     handler for writers in other processes, schema version in PRAGMA user_version, an optional page
+//     cap. Group commit: a write commits with synchronous=NORMAL (COMMIT writes the WAL, no fsync) and
+//     leaves the writer section; then it waits for an fsync of the WAL that began after its COMMIT —
+//     the first writer to find none running starts one, and it covers every COMMIT before it — so
+//     concurrent writes of different records share one fsync instead of queueing one each behind the
+//     mutex, and write() still returns only once its change is on disk (what synchronous=FULL gives).
+//     A reader on another connection may see a change in the moment between its COMMIT and that
+//     fsync: it survives a crash of the process then (it is in the OS's page cache), not yet a power
+//     loss. Its writer has not been answered yet; a record's own next writer waits for the record's
+//     lock until then (record_session.hpp).
 //   * PostgreSQL (`postgresql://...`, `postgres://...` or a libpq conninfo `key=value ...`; libpq, its C
 //     client, directly): one connection per worker thread, synchronous_commit=on (a success answer means
 //     the commit is durable), READ COMMITTED writes that serialise per *key* (`write(key, f)`: a
@@ -30,6 +38,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -204,7 +213,14 @@ class database {
     if (!one_writer.try_lock_until(deadline_)) throw deadline_exceeded();
     busy_past_deadline_ = false;
     try {
-      return transaction("BEGIN IMMEDIATE", std::forward<F>(f), true);
+      if constexpr (std::is_void_v<decltype(f())>) {
+        transaction("BEGIN IMMEDIATE", std::forward<F>(f), true);
+        durable(one_writer);
+      } else {
+        auto r = transaction("BEGIN IMMEDIATE", std::forward<F>(f), true);
+        durable(one_writer);
+        return r;
+      }
     } catch (const store_error& e) {
       if ((e.code & 0xff) == SQLITE_BUSY && busy_past_deadline_) throw deadline_exceeded();  // another process held the lock
       throw;
@@ -254,8 +270,12 @@ class database {
 
   struct space {
     std::uint64_t file_bytes = 0, wal_bytes = 0, pages = 0, free_pages = 0, max_pages = 0, page_size = 0;
+    /// SQLite: writes committed through this process, and the fsyncs of the WAL that made them
+    /// durable (group commit: fewer when writes overlap).
+    std::uint64_t commits = 0, wal_syncs = 0;
   };
-  /// SQLite: the file's figures; PostgreSQL: file_bytes is pg_database_size, the rest 0.
+  /// SQLite: the file's figures and this process's group commits; PostgreSQL: file_bytes is
+  /// pg_database_size, the rest 0.
   space usage();
   static std::timed_mutex& writer_mutex() {
     static std::timed_mutex m;
@@ -288,6 +308,10 @@ class database {
     pg_ ? exec("COMMIT") : void(sql("COMMIT").step());
   }
   void rollback() noexcept;
+  /// SQLite, right after a write's COMMIT, with the writer section held: notes the commit, leaves the
+  /// section and returns once an fsync of the WAL that began after the COMMIT has completed (group
+  /// commit, above). Throws store_error (unwritable) when the fsync fails.
+  void durable(std::unique_lock<std::timed_mutex>& writer);
   /// PostgreSQL: the statements that open a write transaction of `key` (one round trip).
   std::string begin_write(std::string_view key) const;
   long long ms_left() const;  ///< milliseconds to the deadline (at least 1): PostgreSQL's lock and statement timeouts
@@ -316,6 +340,8 @@ class database {
   int version_ = 0;
   deadline_clock::time_point deadline_ = deadline_clock::time_point::max();
   bool busy_past_deadline_ = false;  ///< busy_wait stopped waiting because of the deadline
+  struct wal_group;                  ///< the group commit of one SQLite file in this process
+  std::shared_ptr<wal_group> group_;
 };
 
 }  // namespace folio::service

@@ -17,6 +17,7 @@ response server::metrics_page(database& db) {
   for (const auto& fill : gauges_) fill(g);
   const database::space s = db.usage();
   g.db_bytes = s.file_bytes, g.wal_bytes = s.wal_bytes, g.db_pages = s.pages, g.db_free_pages = s.free_pages, g.db_max_pages = s.max_pages;
+  g.db_commits = s.commits, g.db_wal_syncs = s.wal_syncs;
   g.start_time = start_time_;
   metrics::sample_process(g);
   response res{200, metrics_.render(g)};

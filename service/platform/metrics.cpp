@@ -83,6 +83,8 @@ std::string metrics::render(const gauges& g) const {
       {"folio_publish_queued", "gauge", "Committed changes waiting for (or being handed to) nginx's publisher.", g.publish_queued},
       {"folio_db_size_bytes", "gauge", "Size of the database file.", g.db_bytes},
       {"folio_db_wal_size_bytes", "gauge", "Size of the database's write-ahead log.", g.wal_bytes},
+      {"folio_db_commits_total", "counter", "Write transactions committed (SQLite).", g.db_commits},
+      {"folio_db_wal_syncs_total", "counter", "fsyncs of the write-ahead log that made them durable (SQLite; group commit: fewer when writes overlap).", g.db_wal_syncs},
       {"folio_db_pages", "gauge", "Pages in the database file.", g.db_pages},
       {"folio_db_free_pages", "gauge", "Pages on the database's free list (reused before it grows).", g.db_free_pages},
       {"folio_db_max_pages", "gauge", "The cap on the database's pages (folio-fcgi --max-db-pages; SQLite's default when not set).", g.db_max_pages},
