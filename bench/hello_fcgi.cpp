@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
         while (FCGX_GetStr(body.data(), static_cast<int>(body.size()), req.in) > 0) {
         }
         FCGX_PutStr(out.data(), static_cast<int>(out.size()), req.out);
+        FCGX_Detach(&req);  // read to its end: closed at once, as folio-fcgi does (service/main.cpp)
         FCGX_Finish_r(&req);
       }
     });
