@@ -117,22 +117,52 @@ std::string page_token(const annotation_scope& s, const annotation_filter& f, co
   return base64url_encode(query_digest(s, f) + created_at + id);
 }
 
-/// Streams one thread as the API returns it: the stored annotation with "comments" (in the order they
-/// were added) appended, a comment at a time.
-void write_thread(context& c, const annotation_scope& s, const std::string& id, std::string_view body) {
-  body.remove_suffix(1);  // the stored object's closing brace
-  c.out.append(body);
-  c.out.append(body.size() > 1 ? ",\"comments\":[" : "\"comments\":[");
-  bool first = true;
-  scan_comments(c.db, s, id, [&](std::string_view comment) {
-    if (!first) c.out.append(",");
-    first = false;
-    c.out.append(comment);
-    c.out.flush_if_full();
-  });
-  c.out.append("]}");
-  c.out.flush_if_full();
-}
+/// Streams threads as the API returns them, as a scan of threads visits them (store.hpp): each stored
+/// annotation with "comments" (in the order they were added) appended, a comment at a time; `take`
+/// says whether an annotation goes into the answer (false: the scan stops).
+class thread_writer {
+ public:
+  thread_writer(context& c, std::function<bool(const annotation_head&)> take) : c_(c), take_(std::move(take)) {}
+  thread_visitor visitor() {
+    return {[this](const annotation_head& a) { return begin(a); }, [this](std::string_view comment) { add(comment); }};
+  }
+  /// Ends the thread being written, if any.
+  void close() {
+    if (!open_) return;
+    c_.out.append("]}");
+    c_.out.flush_if_full();
+    open_ = false;
+  }
+  /// Writes the separator before the next item of the answer's array.
+  void separate() {
+    if (items_++) c_.out.append(",");
+  }
+
+ private:
+  bool begin(const annotation_head& a) {
+    close();
+    if (!take_(a)) return false;
+    separate();
+    std::string_view body = a.body;
+    body.remove_suffix(1);  // the stored object's closing brace
+    c_.out.append(body);
+    c_.out.append(body.size() > 1 ? ",\"comments\":[" : "\"comments\":[");
+    open_ = true, first_comment_ = true;
+    return true;
+  }
+  void add(std::string_view comment) {
+    if (!open_) return;
+    if (!first_comment_) c_.out.append(",");
+    first_comment_ = false;
+    c_.out.append(comment);
+    c_.out.flush_if_full();
+  }
+
+  context& c_;
+  std::function<bool(const annotation_head&)> take_;
+  std::size_t items_ = 0;
+  bool open_ = false, first_comment_ = true;
+};
 
 std::pair<std::string, std::string> read_page_token(const rapidjson::Value& v, const annotation_scope& s, const annotation_filter& f) {
   if (!v.IsString()) throw api_error(status::invalid_argument, "pageToken must be a string.");
@@ -295,30 +325,23 @@ std::string annotations_get(context& c) {
   return c.db.read([&] {
     return success_body(c.out, "Annotations fetched successfully.", [&](json_writer& w) {
       w.RawValue("[", 1, rapidjson::kArrayType);  // the items are stored JSON, appended as they are
-      bool first = true;
-      const auto separate = [&] {
-        if (!first) c.out.append(",");
-        first = false;
-      };
       if (f.ids.empty()) {
-        scan_annotations(c.db, s, f, [&](const annotation_head& a) {
-          separate();
-          write_thread(c, s, a.id, a.body);
-          return true;
-        });
+        thread_writer out(c, [](const annotation_head&) { return true; });
+        scan_threads(c.db, s, f, out.visitor());
+        out.close();
       } else {
         // One slot per requested id in request order: the annotation, null where the id does not exist,
         // nothing where it exists but fails another filter.
         const std::unordered_set<std::string> locations(f.locations.begin(), f.locations.end()), users(f.users.begin(), f.users.end());
+        thread_writer out(c, [&](const annotation_head& a) {
+          return (locations.empty() || (a.location && locations.count(*a.location))) && (users.empty() || users.count(a.user));
+        });
         for (const std::string& id : f.ids) {
-          const std::optional<annotation_row> a = load_annotation(c.db, s, id);
-          if (!a) {
-            separate();
+          if (!scan_thread(c.db, s, id, out.visitor())) {
+            out.separate();
             c.out.append("null");
-          } else if ((locations.empty() || (a->location && locations.count(*a->location))) && (users.empty() || users.count(a->user))) {
-            separate();
-            write_thread(c, s, id, a->body);
           }
+          out.close();
         }
       }
       c.out.append("]");
@@ -346,13 +369,13 @@ std::string annotations_get_page(context& c) {
       std::int64_t n = 0;
       bool more = false;
       std::string last_created, last_id;
-      scan_annotations(c.db, s, f, [&](const annotation_head& a) {
-        if (n == page_size) return !(more = true);
-        if (n++) c.out.append(",");
-        write_thread(c, s, a.id, a.body);
+      thread_writer out(c, [&](const annotation_head& a) {
+        if (n++ == page_size) return !(more = true);
         last_created = a.created_at, last_id = a.id;
         return true;
       });
+      scan_threads(c.db, s, f, out.visitor());
+      out.close();
       c.out.append("]");
       if (more) {
         w.Key("nextPageToken");  // URL-safe base64: nothing in it needs escaping

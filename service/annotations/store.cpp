@@ -62,27 +62,29 @@ CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, d
 )sql"},
 };
 
-/// " AND ..." conditions for a filter over table alias-free columns, and their values in bind order.
+/// " AND ..." conditions for a filter over the columns of `annotations` (named as `table`.column when
+/// `table` is given), and their values in bind order.
 struct where_clause {
   std::string text;
   std::vector<std::string> values;
 };
 
-where_clause conditions(const annotation_filter& f) {
+where_clause conditions(const annotation_filter& f, const std::string& table = "") {
   where_clause w;
+  const std::string t = table.empty() ? "" : table + ".";
   auto in_list = [&](const char* column, const std::vector<std::string>& ids) {
     if (ids.empty()) return;
-    w.text += std::string(" AND ") + column + " IN (" + database::placeholders(ids.size()) + ")";
+    w.text += " AND " + t + column + " IN (" + database::placeholders(ids.size()) + ")";
     w.values.insert(w.values.end(), ids.begin(), ids.end());
   };
   in_list("location_id", f.locations);
   in_list("user_id", f.users);
   in_list("annotation_id", f.ids);
   in_list("status_id", f.statuses);
-  if (f.updated_after) w.text += " AND last_updated > ?", w.values.push_back(*f.updated_after);
-  if (f.updated_before) w.text += " AND last_updated < ?", w.values.push_back(*f.updated_before);
+  if (f.updated_after) w.text += " AND " + t + "last_updated > ?", w.values.push_back(*f.updated_after);
+  if (f.updated_before) w.text += " AND " + t + "last_updated < ?", w.values.push_back(*f.updated_before);
   if (f.after) {
-    w.text += " AND (created_at, annotation_id) > (?, ?)";
+    w.text += " AND (" + t + "created_at, " + t + "annotation_id) > (?, ?)";
     w.values.push_back(f.after->first);
     w.values.push_back(f.after->second);
   }
@@ -108,24 +110,62 @@ int bind_scope(query& q, const annotation_scope& s, int i = 1) {
 
 module_migrations annotation_migrations() { return {steps, pg_steps}; }
 
-void scan_annotations(database& db, const annotation_scope& s, const annotation_filter& f, const std::function<bool(const annotation_head&)>& each) {
-  const where_clause w = conditions(f);
-  query q = db.prepare("SELECT annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(db, f));
-  int i = bind_scope(q, s);
-  for (const std::string& v : w.values) q.bind(i++, v);
-  if (f.limit >= 0) q.bind(i, f.limit);
+namespace {
+
+/// The columns a thread scan selects: the annotation's (a.) and one comment's body (c.; NULL for an
+/// annotation without comments), and the join that pairs them (each annotation's comments by primary key).
+constexpr const char* thread_columns = "SELECT a.annotation_id, a.created_at, a.body, a.location_id, a.user_id, c.body FROM ";
+constexpr const char* thread_join =
+    " LEFT JOIN annotation_comments c ON c.tenant = a.tenant AND c.org = a.org AND c.doc = a.doc AND c.annotation_id = a.annotation_id";
+
+/// Walks a thread scan's rows (grouped by annotation, comments in order): begin at each new annotation.
+/// Returns whether there was a row.
+bool visit_threads(query& q, const thread_visitor& v) {
   annotation_head h;
+  bool any = false;
   while (q.step()) {
-    h.id = q.text(0), h.created_at = q.text(1), h.body = q.text(2);
-    if (!each(h)) return;
+    const std::string_view id = q.text_view(0);
+    if (!any || id != h.id) {
+      any = true;
+      h.id = id, h.created_at = q.text(1), h.body = q.text(2), h.location = q.text_opt(3), h.user = q.text(4);
+      if (!v.begin(h)) return true;
+    }
+    if (const std::optional<std::string> c = q.text_opt(5)) v.comment(*c);
   }
+  return any;
 }
 
-void scan_comments(database& db, const annotation_scope& s, const std::string& annotation, const std::function<void(std::string_view)>& each) {
-  // annotation_comments_in_order: a range seek per thread, in the order the comments were added.
-  query c = db.sql("SELECT body FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? ORDER BY position");
-  c.bind(bind_scope(c, s), annotation);
-  while (c.step()) each(c.text_view(0));
+}  // namespace
+
+void scan_threads(database& db, const annotation_scope& s, const annotation_filter& f, const thread_visitor& v) {
+  // Without a limit, the join walks the annotations in the filter's index and each one's comments,
+  // sorting only those by position. With one, the annotations are cut first (a subquery), then joined.
+  std::string text = thread_columns;
+  where_clause w;
+  if (f.limit < 0) {
+    w = conditions(f, "a");
+    text += std::string("annotations a") + thread_join + " WHERE a.tenant=? AND a.org=? AND a.doc=?" + w.text;
+  } else {
+    w = conditions(f);
+    text += "(SELECT tenant, org, doc, annotation_id, created_at, body, location_id, user_id FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text +
+            order_by(db, f) + ") a" + thread_join;
+  }
+  text += " ORDER BY a.created_at, a.annotation_id, c.position";
+  query q = db.prepare(text);
+  q.one_row_at_a_time();  // PostgreSQL: a document's threads are never held whole
+  int i = bind_scope(q, s);
+  for (const std::string& value : w.values) q.bind(i++, value);
+  if (f.limit >= 0) q.bind(i, f.limit);
+  visit_threads(q, v);
+}
+
+bool scan_thread(database& db, const annotation_scope& s, const std::string& id, const thread_visitor& v) {
+  static const std::string text =
+      std::string(thread_columns) + "annotations a" + thread_join + " WHERE a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id=? ORDER BY c.position";
+  query q = db.sql(text.c_str());
+  q.one_row_at_a_time();
+  q.bind(bind_scope(q, s), id);
+  return visit_threads(q, v);
 }
 
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f) {

@@ -2,9 +2,9 @@
 //
 // An annotation is a row of `annotations` (its filter columns + its JSON body without comments) and
 // rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id, with its position
-// in the thread: comments are listed in the order they were added, whatever their ids). Readers put a
-// thread together from both: the annotations through the index that fits the filter, then each one's
-// comments by primary key. Every statement is keyed by (tenant, org, doc) first: no query
+// in the thread: comments are listed in the order they were added, whatever their ids). Readers put
+// threads together from both in one statement: the annotations through the index that fits the
+// filter, joined to each one's comments by primary key (scan_threads, scan_thread). Every statement is keyed by (tenant, org, doc) first: no query
 // can reach another tenant's or another document's annotations.
 // Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
 // a page boundary never moves under concurrent inserts, updates or deletes.
@@ -63,13 +63,22 @@ struct annotation_row {
 struct annotation_head {
   std::string id, created_at;
   std::string body;
+  std::optional<std::string> location;  ///< location.id
+  std::string user;                     ///< from.userId
 };
 
-/// Calls `each` for the matching annotations, oldest first, ties by id, until it answers false. One
-/// row in memory at a time.
-void scan_annotations(database& db, const annotation_scope& s, const annotation_filter& f, const std::function<bool(const annotation_head&)>& each);
-/// Calls `each` with the JSON body of every comment of the thread, in the order they were added.
-void scan_comments(database& db, const annotation_scope& s, const std::string& annotation, const std::function<void(std::string_view)>& each);
+/// What a scan of threads calls: `begin` with each annotation (false: stop, nothing more is read),
+/// then `comment` with the JSON body of each of its comments, in the order they were added.
+struct thread_visitor {
+  std::function<bool(const annotation_head&)> begin;
+  std::function<void(std::string_view)> comment;
+};
+
+/// The matching annotations with their comments, oldest first, ties by id (f.limit: at most that many
+/// annotations), in one statement. One row (an annotation's head, or one comment) in memory at a time.
+void scan_threads(database& db, const annotation_scope& s, const annotation_filter& f, const thread_visitor& v);
+/// The annotation `id` with its comments, as scan_threads; false when there is none.
+bool scan_thread(database& db, const annotation_scope& s, const std::string& id, const thread_visitor& v);
 /// Ids of the matching annotations (no bodies), oldest first.
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f);
 /// Which of `ids` exist in the document.

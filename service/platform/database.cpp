@@ -141,6 +141,13 @@ store_error::store_error(int c, const std::string& what) : std::runtime_error(wh
 query::~query() {
   if (pg_) {
     PQclear(result_);
+    // Single-row mode, left before the end: the rest of the result is read (and dropped), so the
+    // connection is free for its next statement.
+    while (pending_) {
+      pg_result* r = PQgetResult(db_->pg_);
+      if (!r) break;
+      PQclear(r);
+    }
     return;
   }
   if (owned_) {
@@ -180,6 +187,36 @@ query& query::bind_null(int i) {
   return *this;
 }
 bool query::step() {
+  if (pg_ && single_row_) {
+    if (row_ < 0) {  // the first step sends the statement
+      row_ = 0;
+      const std::size_t n = values_.size();
+      std::vector<const char*> values(n);
+      std::vector<int> lengths(n);
+      for (std::size_t i = 0; i < n; ++i) values[i] = nulls_[i] ? nullptr : values_[i].c_str(), lengths[i] = static_cast<int>(values_[i].size());
+      const int sent = pg_name_.empty() ? PQsendQueryParams(db_->pg_, pg_sql_.c_str(), static_cast<int>(n), nullptr, values.data(), lengths.data(), formats_.data(), 1)
+                                        : PQsendQueryPrepared(db_->pg_, pg_name_.c_str(), static_cast<int>(n), values.data(), lengths.data(), formats_.data(), 1);
+      if (!sent) db_->pg_raise(nullptr, "step");
+      pending_ = true;
+      PQsetSingleRowMode(db_->pg_);
+    }
+    PQclear(result_);
+    result_ = nullptr;
+    if (!pending_) return false;
+    pg_result* r = PQgetResult(db_->pg_);
+    const ExecStatusType st = r ? PQresultStatus(r) : PGRES_TUPLES_OK;
+    if (st == PGRES_SINGLE_TUPLE) {
+      result_ = r;
+      return true;
+    }
+    // The end (an empty PGRES_TUPLES_OK) or a failure: then the results end with a null.
+    pg_result* last = r;
+    for (pg_result* more = r ? PQgetResult(db_->pg_) : nullptr; more; more = PQgetResult(db_->pg_)) PQclear(more);
+    pending_ = false;
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) db_->pg_raise(last, "step");
+    PQclear(last);
+    return false;
+  }
   if (pg_) {
     if (row_ < 0) {  // the first step runs the statement
       const std::size_t n = values_.size();
@@ -282,6 +319,11 @@ database::database(const std::string& target, const schema& tables, std::int64_t
     migrate(tables);
     return;
   }
+  // SQLite's memory statistics take one process-wide mutex around every allocation, which the worker
+  // threads' reads then contend for; nothing here reads them. Set before SQLite initialises (a no-op
+  // once it has).
+  static const bool configured = (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0), true);
+  (void)configured;
   if (int rc = sqlite3_open_v2(target.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr); rc != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);

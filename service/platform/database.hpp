@@ -99,6 +99,13 @@ class query {
   query& bind(int i, std::int64_t v);
   query& bind_null(int i);
   query& bind_opt(int i, const std::optional<std::string>& s) { return s ? bind(i, *s) : bind_null(i); }
+  /// PostgreSQL: rows are fetched one at a time as step() asks (libpq's single-row mode) instead of
+  /// all at the first step, so a large result is never held whole; call before the first step().
+  /// SQLite steps row by row anyway.
+  query& one_row_at_a_time() {
+    single_row_ = pg_;
+    return *this;
+  }
   /// Steps once: true for a row, false when done. Throws store_error on failure.
   bool step();
   std::string text(int col) const { return std::string(text_view(col)); }
@@ -123,6 +130,8 @@ class query {
   std::vector<char> nulls_;
   pg_result* result_ = nullptr;
   int row_ = -1, rows_ = 0;
+  bool single_row_ = false;  ///< one_row_at_a_time(): result_ holds the current row only
+  bool pending_ = false;     ///< single-row mode: results are still coming from the server
 };
 
 /// One module's part of a schema version: the SQL that takes the module's tables from `version - 1` to

@@ -370,12 +370,11 @@ PRAGMA user_version = 1;
   // added now comes after them, whatever its id.
   const svc::annotation_scope s{"t", "o", "d"};
   std::vector<svc::annotation_head> found;
-  svc::scan_annotations(db, s, {}, [&](const svc::annotation_head& a) { return found.push_back(a), true; });
+  std::string comments;
+  svc::scan_threads(db, s, {}, {[&](const svc::annotation_head& a) { return found.push_back(a), true; }, [&](std::string_view c) { comments += std::string(c) + ';'; }});
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].body, R"({"annotationId":"a1","color":"#f00","createdAt":"2025-01-01T00:00:00.000Z","lastUpdated":"2025-01-02T00:00:00.000Z",)"
                            R"("status":{"id":"RESOLVED"}})");
-  std::string comments;
-  svc::scan_comments(db, s, "a1", [&](std::string_view c) { comments += std::string(c) + ';'; });
   EXPECT_EQ(comments, R"({"commentId":1,"commentText":"one"};{"commentId":2,"commentText":"two"};)");
   svc::annotation_filter by_status;
   by_status.statuses = {"RESOLVED"};
