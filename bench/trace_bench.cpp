@@ -3,6 +3,9 @@
 //
 //   local_replay   one local op per patch into folio::text
 //   remote_merge   the whole op log (as a batch) integrated into an empty replica
+//   remote_keys    every patch as its own encoded batch (one client's keystrokes, as the service
+//                  receives them), each applied in turn to a document (folio::document::apply: header,
+//                  decoding and integration per batch)
 //   encode/decode  the whole document, full causal history (decode = ready to edit)
 //   heap_bytes     bytes the document holds on the heap (counted by this program's operator new)
 //   encoded_bytes  size of the document encoding
@@ -121,6 +124,36 @@ void remote_merge(benchmark::State& st, const std::string& file) {
   st.counters["ops"] = double(batch.ops.size());
 }
 
+/// Every patch of the trace as its own encoded batch, in order (a delete and an insert of one patch
+/// are two).
+std::vector<std::string> keystroke_batches(const trace& t) {
+  folio::text doc(1);
+  std::vector<std::string> out;
+  for (const auto& tx : t.txns)
+    for (const auto& p : tx.patches) {
+      if (p.del) out.push_back(folio::encode_batch(doc.ops(doc.erase(p.pos, p.del))));
+      if (!p.ins.empty()) out.push_back(folio::encode_batch(doc.ops(doc.insert(p.pos, p.ins.data(), p.ins.size()))));
+    }
+  return out;
+}
+
+void remote_keys(benchmark::State& st, const std::string& file) {
+  const trace& t = get(file);
+  const std::vector<std::string> batches = keystroke_batches(t);
+  folio::bench::time_build<folio::document>(st, [&](std::optional<folio::document>& doc) {
+    folio::document& d = doc.emplace(folio::record_type::text, 2);
+    for (const std::string& b : batches)
+      if (const folio::apply_result r = d.apply(b); !r || r.pending) return st.SkipWithError("a keystroke batch did not apply");
+  });
+  folio::document check = [&] {
+    folio::document d(folio::record_type::text, 2);
+    for (const std::string& b : batches) d.apply(b);
+    return d;
+  }();
+  if (check.as_text().to_u32string() != t.end) st.SkipWithError("keystroke batches do not give endContent");
+  st.counters["batches"] = double(batches.size());
+}
+
 void encode(benchmark::State& st, const std::string& file) {
   const folio::text doc = replayed(get(file));
   std::size_t size = 0;
@@ -189,6 +222,7 @@ void print_summary(const std::vector<std::string>& files) {
     };
     row("local_replay", "local replay", {{8, 4, "issue 2"}});
     row("remote_merge", "remote merge", {{8, 4, "issue 2"}});
+    row("remote_keys", "remote keys", {{4, 0, "issue 23"}});
     row("decode", "decode", {{2, 0, "issue 2"}});
     row("decode_zstd", "decode+zstd", {{2, 0, "issue 2"}});
     row("encode", "encode", {});
@@ -219,6 +253,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((name + "/gap_buffer").c_str(), gap, file)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((name + "/local_replay").c_str(), local_replay, file)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((name + "/remote_merge").c_str(), remote_merge, file)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((name + "/remote_keys").c_str(), remote_keys, file)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((name + "/encode").c_str(), encode, file)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((name + "/decode").c_str(), decode, file)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((name + "/encode_zstd").c_str(), encode_zstd, file)->Unit(benchmark::kMillisecond);

@@ -468,6 +468,32 @@ TEST(Document, ABatchNamesEachOpIdOnceInSeqOrder) {
   EXPECT_EQ(tr.message, "operations of replica 1 are not in seq order in the batch (0 after 1)");
 }
 
+// The seq-order check keeps a few replicas inline and the rest in a map (batch_order): a batch of many
+// replicas is checked the same for each of them.
+TEST(Batch, TheSeqOrderCheckHoldsForEveryReplicaOfAManyReplicaBatch) {
+  for (const int late : {0, 3, 9}) {  // which replica repeats its ops: inline or in the map
+    folio::op_batch<char32_t> all;
+    std::vector<folio::op_batch<char32_t>> each;
+    for (int r = 0; r < 10; ++r) {
+      folio::text t(folio::replica_id(100 + r));
+      t.insert_utf8(0, "ab");
+      each.push_back(t.ops_since({}));
+      all.ops.insert(all.ops.end(), each.back().ops.begin(), each.back().ops.end());
+      all.content.insert(all.content.end(), each.back().content.begin(), each.back().content.end());
+    }
+    folio::text fine(1);
+    EXPECT_TRUE(fine.apply(all));
+    EXPECT_EQ(fine.size(), 20u);
+    all.ops.insert(all.ops.end(), each[std::size_t(late)].ops.begin(), each[std::size_t(late)].ops.end());
+    all.content.insert(all.content.end(), each[std::size_t(late)].content.begin(), each[std::size_t(late)].content.end());
+    folio::text refused(1);
+    const folio::apply_result r = refused.apply(all);
+    EXPECT_FALSE(r);
+    EXPECT_EQ(r.op_index, 10u);
+    EXPECT_EQ(r.message, "operations of replica " + std::to_string(100 + late) + " are not in seq order in the batch (0 after 1)");
+  }
+}
+
 TEST(Document, ALongInsertResentAsOneOpPerUnitIsADuplicateAndOneChangedUnitIsRefused) {
   // Each unit is compared with the one logged op that holds it (unpacked once for the batch, not once
   // per unit: a 4 MiB batch of such ops would otherwise take minutes).

@@ -40,6 +40,7 @@
 #include "../error.hpp"
 #include "../id.hpp"
 #include "hash.hpp"
+#include "small_vector.hpp"
 #include "varint.hpp"
 
 namespace folio::detail {
@@ -85,12 +86,13 @@ class replica_table_writer {
 /// going id by id would first see it: the id that repeats an earlier one, the id 0, or the byte that
 /// ends the table early, whichever comes first. O(n log n) for n ids: duplicates are found by sorting
 /// a copy (no hash table, whose buckets chosen ids could crowd).
-inline bool read_replica_table(byte_reader& r, std::vector<replica_id>& reps) {
+template <class Reps>
+bool read_replica_table(byte_reader& r, Reps& reps) {
   reps.clear();
   const std::uint64_t n = r.varint("replica count");
   if (n > r.remaining()) return r.fail(decode_status::too_large, "replica count");
   reps.reserve(static_cast<std::size_t>(n));  // n <= remaining()
-  std::vector<std::size_t> ends;  // the offset after each id read
+  small_vector<std::size_t, 8> ends;  // the offset after each id read
   ends.reserve(static_cast<std::size_t>(n));
   byte_reader ahead = r;  // reads on; `r` takes its state unless a duplicate comes before its stop
   bool zero = false;
@@ -103,13 +105,22 @@ inline bool read_replica_table(byte_reader& r, std::vector<replica_id>& reps) {
     ends.push_back(ahead.offset());
     zero = reps.back() == 0;
   }
-  std::vector<std::pair<replica_id, std::size_t>> sorted;  // (id, index), to find repeats
-  sorted.reserve(reps.size());
-  for (std::size_t i = 0; i < reps.size(); ++i) sorted.emplace_back(reps[i], i);
-  std::sort(sorted.begin(), sorted.end());
   std::size_t first_repeat = SIZE_MAX;  // the first id, in table order, that an earlier one equals
-  for (std::size_t i = 1; i < sorted.size(); ++i)
-    if (sorted[i].first == sorted[i - 1].first) first_repeat = std::min(first_repeat, sorted[i].second);
+  if (reps.size() <= 8) {  // a typical batch: one or two replicas
+    for (std::size_t i = 1; i < reps.size() && first_repeat == SIZE_MAX; ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (reps[j] == reps[i]) {
+          first_repeat = i;
+          break;
+        }
+  } else {
+    std::vector<std::pair<replica_id, std::size_t>> sorted;  // (id, index), to find repeats
+    sorted.reserve(reps.size());
+    for (std::size_t i = 0; i < reps.size(); ++i) sorted.emplace_back(reps[i], i);
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 1; i < sorted.size(); ++i)
+      if (sorted[i].first == sorted[i - 1].first) first_repeat = std::min(first_repeat, sorted[i].second);
+  }
   if (first_repeat != SIZE_MAX)  // before any 0 or the end of the bytes: a reader going in order stops there first
     return r.fail_at(ends[first_repeat], decode_status::inconsistent, "replica listed twice");
   r = ahead;
@@ -173,14 +184,15 @@ void put_op_table(std::string& out, Format& format, Each&& each) {
 template <class Format>
 bool read_op_table(byte_reader& r, Format& format) {
   constexpr header_bits bits = Format::bits;
-  std::vector<replica_id> reps;
+  small_vector<replica_id, 8> reps;
   if (!read_replica_table(r, reps)) return false;
   const std::size_t nrep = reps.size();
   const std::uint64_t nops = r.varint("op count");
   if (nops > r.remaining()) return r.fail(decode_status::too_large, "op count");
   format.reserve(nops);
   const std::uint64_t limit = std::uint64_t(max_counter) + 1;
-  std::vector<std::uint64_t> next(nrep, UINT64_MAX);
+  small_vector<std::uint64_t, 8> next;
+  next.resize(nrep, UINT64_MAX);
   std::size_t cur = SIZE_MAX;  // index in reps of the op's replica (bounded below: a size_t)
   std::uint64_t lamport = 0;
   for (std::uint64_t i = 0; i < nops && r.ok(); ++i) {
@@ -199,7 +211,7 @@ bool read_op_table(byte_reader& r, Format& format) {
     if (lam < 1 || std::uint64_t(lam) + len > limit) return r.fail(decode_status::out_of_range, "op lamport out of range");
     if (seq + len > limit) return r.fail(decode_status::out_of_range, "op seq + length out of range");
     const op_header h{cur, {reps[cur], static_cast<std::uint32_t>(seq)}, static_cast<std::uint32_t>(lam), static_cast<std::uint32_t>(len)};
-    if (!format.read_payload(r, flags, h, std::span<const replica_id>(reps))) return false;
+    if (!format.read_payload(r, flags, h, std::span<const replica_id>(reps.data(), reps.size()))) return false;
     next[cur] = seq + len;
     lamport = std::uint64_t(lam) + len;
   }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -56,18 +57,30 @@ class batch_order {
  public:
   /// False, with `why`, if ops [id.seq, id.seq + len) of id.replica come at or below an earlier op's.
   bool next(op_id id, std::uint32_t len, std::string& why) {
-    auto [it, fresh] = end_.try_emplace(id.replica, 0);
-    if (!fresh && id.seq < it->second) {
+    std::uint64_t& end = end_of(id.replica);
+    if (end != unseen && id.seq < end) {
       why = "operations of replica " + std::to_string(id.replica) + " are not in seq order in the batch (" + std::to_string(id.seq) + " after " +
-            std::to_string(it->second - 1) + ")";
+            std::to_string(end - 1) + ")";
       return false;
     }
-    it->second = std::uint64_t(id.seq) + len;
+    end = std::uint64_t(id.seq) + len;
     return true;
   }
 
  private:
-  std::unordered_map<replica_id, std::uint64_t, id_hash> end_;  ///< per replica: one past the last seq listed
+  static constexpr std::uint64_t unseen = UINT64_MAX;
+  /// The replica's entry (unseen when new): looked up in a few inline slots — a typical batch has one
+  /// or two replicas, and allocates nothing — then, past them, in a hash map (a batch of many
+  /// replicas stays linear).
+  std::uint64_t& end_of(replica_id r) {
+    for (std::size_t i = 0; i < used_; ++i)
+      if (few_[i].first == r) return few_[i].second;
+    if (used_ < few_.size()) return few_[used_++] = {r, unseen}, few_[used_ - 1].second;
+    return many_.try_emplace(r, unseen).first->second;
+  }
+  std::array<std::pair<replica_id, std::uint64_t>, 4> few_{};
+  std::size_t used_ = 0;
+  std::unordered_map<replica_id, std::uint64_t, id_hash> many_;  ///< per replica: one past the last seq listed
 };
 
 /// Refuses an op whose id (replica, seq) is integrated with another `what` (same_as_integrated of
@@ -143,22 +156,26 @@ class replica_core {
 
   /// Local index of replica `id`, added to the table if new.
   std::uint32_t replica_index(replica_id id) {
-    auto [it, added] = rep_index_.try_emplace(id, static_cast<std::uint32_t>(reps_.size()));
-    if (added) {
-      reps_.emplace_back();
-      reps_.back().id = id;
-    }
-    return it->second;
+    if (const std::uint32_t known = find_replica(id); known != no_replica) return known;
+    const auto index = static_cast<std::uint32_t>(reps_.size());
+    rep_index_.emplace(id, index);
+    reps_.emplace_back();
+    reps_.back().id = id;
+    return index;
   }
-  /// Local index of `id`, or no_replica.
+  /// Local index of `id`, or no_replica. The last replica found is remembered: a stream of one
+  /// client's batches looks up the same replica again and again.
   std::uint32_t find_replica(replica_id id) const {
+    if (id == last_found_.first && last_found_.first != 0) return last_found_.second;
     auto it = rep_index_.find(id);
-    return it == rep_index_.end() ? no_replica : it->second;
+    if (it == rep_index_.end()) return no_replica;
+    last_found_ = {id, it->second};
+    return it->second;
   }
   /// True if op `id` is integrated.
   bool integrated(const op_id& id) const {
-    auto it = rep_index_.find(id.replica);
-    return it != rep_index_.end() && id.seq < reps_[it->second].next_seq;
+    const std::uint32_t i = find_replica(id.replica);
+    return i != no_replica && id.seq < reps_[i].next_seq;
   }
 
   /// The integrate preamble once the op's own fields are valid (valid_counters and the engine's
@@ -255,6 +272,7 @@ class replica_core {
 
   std::vector<State> reps_;  ///< index 0 is this replica
   std::unordered_map<replica_id, std::uint32_t, id_hash> rep_index_;
+  mutable std::pair<replica_id, std::uint32_t> last_found_{0, 0};  ///< find_replica's last answer (replica 0: none); replicas are never removed
   std::vector<Parked> parked_;       ///< ops held for a missing dependency, in the order they came
   mutable version_vector version_;   ///< rebuilt from reps_ when dirty
   mutable bool version_dirty_ = false;
