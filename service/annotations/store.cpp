@@ -168,6 +168,23 @@ bool scan_thread(database& db, const annotation_scope& s, const std::string& id,
   return visit_threads(q, v);
 }
 
+std::unordered_map<std::string, bool> annotations_passing(database& db, const annotation_scope& s, const std::vector<std::string>& ids,
+                                                          const annotation_filter& f) {
+  std::unordered_map<std::string, bool> out;
+  if (ids.empty()) return out;
+  annotation_filter others = f;
+  others.ids.clear();
+  const where_clause w = conditions(others);
+  query q = db.prepare("SELECT annotation_id, CASE WHEN 1=1" + w.text + " THEN 1 ELSE 0 END FROM annotations WHERE tenant=? AND org=? AND doc=? AND annotation_id IN (" +
+                       database::placeholders(ids.size()) + ")");
+  int i = 1;
+  for (const std::string& value : w.values) q.bind(i++, value);
+  i = bind_scope(q, s, i);
+  for (const std::string& id : ids) q.bind(i++, id);
+  while (q.step()) out.emplace(q.text(0), q.integer(1) != 0);
+  return out;
+}
+
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f) {
   const where_clause w = conditions(f);
   query q = db.prepare("SELECT annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(db, f));

@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -79,6 +80,10 @@ struct thread_visitor {
 void scan_threads(database& db, const annotation_scope& s, const annotation_filter& f, const thread_visitor& v);
 /// The annotation `id` with its comments, as scan_threads; false when there is none.
 bool scan_thread(database& db, const annotation_scope& s, const std::string& id, const thread_visitor& v);
+/// Which of `ids` exist in the document, each with whether it passes the rest of `f` (its ids aside),
+/// in one statement.
+std::unordered_map<std::string, bool> annotations_passing(database& db, const annotation_scope& s, const std::vector<std::string>& ids,
+                                                          const annotation_filter& f);
 /// Ids of the matching annotations (no bodies), oldest first.
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f);
 /// Which of `ids` exist in the document.
