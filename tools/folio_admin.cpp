@@ -63,7 +63,13 @@ int check(folio::service::database& db) {
       const svc::record_key k{q.text(0), q.text(1), q.text(2), q.text(3)};
       const std::string name = "record " + k.tenant + " / " + k.org + " / " + k.doc + " / " + k.editor;
       ++records;
-      const std::optional<svc::record_row> row = svc::load_record(db, k);
+      std::optional<svc::record_row> row;
+      try {
+        row = svc::load_record(db, k);
+      } catch (const svc::store_error& e) {
+        problem(name + ": " + e.what());
+        continue;
+      }
       if (row->incarnation == 0) {  // the server could not edit it: replica 0 is no replica
         problem(name + ": incarnation 0");
         continue;
@@ -89,6 +95,10 @@ int check(folio::service::database& db) {
       for (const std::string& value : values)
         if (const std::string why = svc::json_value_rule(d->type(), value); !why.empty()) problem(name + ": " + why);
     }
+    svc::query orphans = db.sql("SELECT tenant, org, doc, editor FROM crdt_snapshots s WHERE NOT EXISTS (SELECT 1 FROM crdt_records r "
+                                "WHERE r.tenant = s.tenant AND r.org = s.org AND r.doc = s.doc AND r.editor = s.editor) ORDER BY tenant, org, doc, editor");
+    while (orphans.step())
+      problem("snapshot " + orphans.text(0) + " / " + orphans.text(1) + " / " + orphans.text(2) + " / " + orphans.text(3) + ": no record has it");
     for (const bool is_comment : {false, true}) {
       svc::query bodies = db.prepare(is_comment ? "SELECT tenant, org, doc, annotation_id, body, comment_id FROM annotation_comments"
                                                 : "SELECT tenant, org, doc, annotation_id, body FROM annotations");

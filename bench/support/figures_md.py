@@ -237,9 +237,12 @@ def main():
         w("| %s | %s | %s ms | %s | %s ms | %s× |\n" % (num(m.group(1)), num(m.group(4)), m.group(2), m.group(3), m.group(5), m.group(6)))
     upd = find(r"update with 1,000 subscribers / with none: ([0-9.]+)x +(.*)$", lv, "live update verdict")
     dl = re.search(r"delivery p99 with 1,000 subscribers: ([0-9.]+) ms +(.*)$", lv, re.M)
-    w("\nWith 1,000 subscribers: %sthe update %s× its no-subscriber latency (%s). The update answers after nginx has taken the message, "
-      "and Nchan hands it to its subscribers before it answers the publish: with 1,000 subscribers the update waits for the fan-out.\n" % (
+    w("\nWith 1,000 subscribers: %sthe update %s× its no-subscriber latency (%s). The update answers once the change is committed and "
+      "queued for its channel; sender threads hand it to Nchan off the request path, so the update does not wait for the fan-out.\n" % (
           "delivery p99 %s ms (%s), " % (dl.group(1), md(dl.group(2))) if dl else "", upd.group(1), md(upd.group(2))))
+    order = re.search(r"^Delivery order: (.*?)   (.*)$", lv, re.M)
+    if order:
+        w("\nDelivery order under concurrent updates: %s (%s).\n" % (order.group(1), md(order.group(2))))
     sy = find(r"answer's update: (\d+) bytes; whole HTTP answer: (\d+) bytes\n +full encoded document: (\d+) bytes +-> update / document = ([0-9.]+), "
               r"answer / document = ([0-9.]+)", lv, "sync size")
     ops = find(r"Sync of a client 10,000 of (\d+) operations behind", lv, "sync ops").group(1)

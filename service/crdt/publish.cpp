@@ -50,6 +50,10 @@ publisher::~publisher() {
   {
     std::lock_guard<std::mutex> g(queue_mu_);
     senders_stop_ = true;
+    if (queued_ != 0)
+      log::write("warn", "publish_queue_dropped",
+                 std::to_string(queued_) + " committed changes of " + std::to_string(queues_.size()) +
+                     " channels were not handed to nginx before the responder stopped (nginx too slow); their subscribers catch up at their next message or sync");
   }
   queue_cv_.notify_all();
   for (std::thread& t : senders_) t.join();

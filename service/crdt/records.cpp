@@ -79,9 +79,13 @@ std::uint64_t new_incarnation() {
 }
 
 namespace {
-record_row row_of(query& q) {
+record_row row_of(query& q, bool with_snapshot) {
   record_row r;
-  r.editor = q.text(0), r.type = q.text(1), r.content_key = q.text(2), r.snapshot = q.blob(3);
+  r.editor = q.text(0), r.type = q.text(1), r.content_key = q.text(2);
+  if (with_snapshot) {
+    if (!q.text_opt(3)) throw store_error(failure::other, "the record has no snapshot (no row in crdt_snapshots)");  // damage: a row removed by hand
+    r.snapshot = q.blob(3);
+  }
   r.log_len = q.integer(4), r.revision = q.integer(5);
   r.last_update = q.text(6), r.last_updated_by = q.text(7), r.session_id = q.text_opt(8);
   r.incarnation = static_cast<std::uint64_t>(q.integer(9));
@@ -91,14 +95,14 @@ record_row row_of(query& q) {
 
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot) {
   query q = db.sql(with_snapshot ? "SELECT r.editor, r.type, r.content_key, s.snapshot, r.log_len, r.revision, r.last_update, r.last_updated_by, "
-                                   "r.session_id, r.incarnation FROM crdt_records r JOIN crdt_snapshots s "
+                                   "r.session_id, r.incarnation FROM crdt_records r LEFT JOIN crdt_snapshots s "
                                    "ON s.tenant = r.tenant AND s.org = r.org AND s.doc = r.doc AND s.editor = r.editor "
                                    "WHERE r.tenant=? AND r.org=? AND r.doc=? AND r.editor=?"
                                  : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id, incarnation "
                                    "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
   q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
   if (!q.step()) return std::nullopt;
-  return row_of(q);
+  return row_of(q, with_snapshot);
 }
 
 std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc) {

@@ -44,7 +44,8 @@ std::uint64_t new_incarnation();
 inline constexpr std::int64_t compact_after = 64;
 
 /// The record's row; without its snapshot when `with_snapshot` is false (enough when the cached
-/// document is at the row's revision).
+/// document is at the row's revision). Throws store_error when the snapshot is asked for and its row
+/// is missing (damage: every write keeps the two together).
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot = true);
 /// The editorIds of a document's records, in order.
 std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc);

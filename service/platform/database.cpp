@@ -198,7 +198,11 @@ bool query::step() {
                                         : PQsendQueryPrepared(db_->pg_, pg_name_.c_str(), static_cast<int>(n), values.data(), lengths.data(), formats_.data(), 1);
       if (!sent) db_->pg_raise(nullptr, "step");
       pending_ = true;
-      PQsetSingleRowMode(db_->pg_);
+      if (!PQsetSingleRowMode(db_->pg_)) {  // the rows would come whole, read as the end: refuse instead
+        for (pg_result* r = PQgetResult(db_->pg_); r; r = PQgetResult(db_->pg_)) PQclear(r);
+        pending_ = false;
+        throw store_error(failure::other, "step: libpq did not take single-row mode");
+      }
     }
     PQclear(result_);
     result_ = nullptr;
@@ -289,6 +293,11 @@ struct database::wal_group {
   std::condition_variable cv;
   std::uint64_t committed = 0, synced = 0, syncs = 0;
   bool syncing = false;
+  /// Why an fsync of the WAL failed, once one has: from then on no write of this file is answered as
+  /// durable in this process. After a failed fsync Linux may mark the unwritten pages clean, so a later
+  /// fsync can succeed without them on disk; only a restart (SQLite recovering from what is on disk)
+  /// is sure again. write_problem() reports it, so /healthz turns unready.
+  std::string failed;
 
   /// The group of the file at `path` (one per file, shared by every connection to it in this process).
   static std::shared_ptr<wal_group> of(const std::string& path) {
@@ -331,7 +340,11 @@ database::database(const std::string& target, const schema& tables, std::int64_t
     throw store_error(rc, "open " + target + ": " + why);
   }
   sqlite3_busy_handler(db_, busy_wait, this);
-  exec("PRAGMA journal_mode=WAL");
+  // Group commit syncs the write-ahead log (durable()): the database must be in WAL mode.
+  {
+    query mode = sql("PRAGMA journal_mode=WAL");
+    if (!mode.step() || mode.text(0) != "wal") throw store_error(failure::other, "open " + target + ": the database cannot use a write-ahead log (journal_mode)");
+  }
   // COMMIT writes the WAL without an fsync; write() then waits for its group's fsync (durable()).
   exec("PRAGMA synchronous=NORMAL");
   group_ = wal_group::of(target);
@@ -349,6 +362,7 @@ void database::durable(std::unique_lock<std::timed_mutex>& writer) {
   const std::uint64_t mine = ++g.committed;
   writer.unlock();  // the next writer commits while this one waits for the disk
   while (g.synced < mine) {
+    if (!g.failed.empty()) throw store_error(SQLITE_IOERR_FSYNC, g.failed);
     if (g.syncing) {
       g.cv.wait(lock);
       continue;
@@ -364,8 +378,10 @@ void database::durable(std::unique_lock<std::timed_mutex>& writer) {
     lock.lock();
     g.syncing = false;
     if (rc == SQLITE_OK) g.synced = std::max(g.synced, target), ++g.syncs;
+    else
+      g.failed = "an fsync of the write-ahead log failed (" + std::string(sqlite3_errstr(rc)) +
+                 "): changes committed since may not be on disk; restart folio-fcgi (SQLite recovers the database from the disk)";
     g.cv.notify_all();
-    if (rc != SQLITE_OK) throw store_error(rc, "fsync of the write-ahead log: " + std::string(sqlite3_errstr(rc)));
   }
 }
 
@@ -410,6 +426,10 @@ database::space database::usage() {
 std::string database::write_problem() {
   try {
     if (!pg_) {
+      {
+        std::lock_guard<std::mutex> g(group_->mu);
+        if (!group_->failed.empty()) return group_->failed;
+      }
       const space s = usage();
       // A write of a record or a comment needs a few new pages; with none left it would fail.
       if (s.max_pages && s.pages + 16 > s.max_pages && s.free_pages < 16) return "the database is full (its page cap is reached)";

@@ -13,7 +13,10 @@
 //     A reader on another connection may see a change in the moment between its COMMIT and that
 //     fsync: it survives a crash of the process then (it is in the OS's page cache), not yet a power
 //     loss. Its writer has not been answered yet; a record's own next writer waits for the record's
-//     lock until then (record_session.hpp).
+//     lock until then (record_session.hpp). An fsync that fails fails its writers (store_error,
+//     unwritable: their changes are committed but may not be on disk) and every later write of the
+//     file in this process, and write_problem() reports it until a restart (after a failed fsync the
+//     kernel may drop the unwritten pages' error, so no later fsync proves them durable).
 //   * PostgreSQL (`postgresql://...`, `postgres://...` or a libpq conninfo `key=value ...`; libpq, its C
 //     client, directly): one connection per worker thread, synchronous_commit=on (a success answer means
 //     the commit is durable), READ COMMITTED writes that serialise per *key* (`write(key, f)`: a

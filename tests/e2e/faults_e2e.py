@@ -113,6 +113,9 @@ class CheckFindsDamage(unittest.TestCase):
            "CRDT data added successfully.")
         ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "t", "type": "text", "data": "hello"}),
            "CRDT data added successfully.")
+        for editor in ("s", "o"):  # "s" loses its snapshot row, "o" its record row (the snapshot left behind)
+            ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": editor, "type": "text", "data": "x"}),
+               "CRDT data added successfully.")
         user = {"userId": "u", "name": "U", "email": "u@example.com"}
         status, body = call("/v2/commentannotations/add", {"organizationId": ORG, "documentId": doc, "commentAnnotations": [
             {"annotationId": "damaged", "from": user, "commentData": [{"commentText": "c", "from": user}]}]})
@@ -128,6 +131,8 @@ class CheckFindsDamage(unittest.TestCase):
                 UPDATE crdt_snapshots SET snapshot = overlay(snapshot PLACING 'plantedvalue!!'::bytea
                     FROM position('"plantedvalue"'::bytea IN snapshot)) WHERE {w} AND editor = 'm';
                 UPDATE crdt_snapshots SET snapshot = substring(snapshot FROM 1 FOR length(snapshot) - 2) WHERE {w} AND editor = 't';
+                DELETE FROM crdt_snapshots WHERE {w} AND editor = 's';
+                DELETE FROM crdt_records WHERE {w} AND editor = 'o';
                 UPDATE annotations SET body = '{{"annotationId":' WHERE {w} AND annotation_id = 'damaged';
                 UPDATE annotation_comments SET body = '[]' WHERE {w} AND annotation_id = 'damaged';""".format(w=where_doc)
             subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", damage, STACK.db], check=True)
@@ -145,6 +150,8 @@ class CheckFindsDamage(unittest.TestCase):
             dst.execute("UPDATE crdt_snapshots SET snapshot=? WHERE org=? AND doc=? AND editor='m'",
                         (snapshot.replace(b'"plantedvalue"', b'plantedvalue!!'), ORG, doc))  # same length: still decodes
             dst.execute("UPDATE crdt_snapshots SET snapshot=substr(snapshot, 1, length(snapshot) - 2) WHERE org=? AND doc=? AND editor='t'", (ORG, doc))
+            dst.execute("DELETE FROM crdt_snapshots WHERE org=? AND doc=? AND editor='s'", (ORG, doc))
+            dst.execute("DELETE FROM crdt_records WHERE org=? AND doc=? AND editor='o'", (ORG, doc))
             dst.execute("UPDATE annotations SET body='{\"annotationId\":' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
             dst.execute("UPDATE annotation_comments SET body='[]' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
             dst.commit()
@@ -152,12 +159,14 @@ class CheckFindsDamage(unittest.TestCase):
         out = subprocess.run([stack.ADMIN, "--db", copy, "check"], capture_output=True, text=True)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertTrue(out.stdout.startswith("FAILED: "), out.stdout)
-        self.assertTrue(out.stdout.endswith(", 4 problems\n"), out.stdout)
+        self.assertTrue(out.stdout.endswith(", 6 problems\n"), out.stdout)
         where = "%s / %s / %s / " % (tenant, ORG, doc)
         self.maxDiff = None
         self.assertEqual(out.stderr.splitlines(), [
             "folio-admin check: record " + where + "m: map value is not valid JSON: invalid value (at byte 0)",
+            "folio-admin check: record " + where + "s: the record has no snapshot (no row in crdt_snapshots)",
             "folio-admin check: record " + where + "t: snapshot does not decode: truncated input at byte 31 (text content)",
+            "folio-admin check: snapshot " + where + "o: no record has it",
             "folio-admin check: annotation " + where + "damaged: body does not parse: Body is not valid JSON: invalid value (at byte 16).",
             "folio-admin check: comment " + where + "damaged / 1: body is not a JSON object",
         ])
