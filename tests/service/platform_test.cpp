@@ -6,6 +6,7 @@
 
 #include <folio/document.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -124,6 +125,88 @@ TEST_F(fixture, ConcurrentWritesShareTheWalsFsyncs) {
   svc::query q = reader.sql("SELECT count(*) FROM meta WHERE key LIKE 'group-%'");
   ASSERT_TRUE(q.step());
   EXPECT_EQ(q.integer(0), writers * each);
+}
+
+namespace wal_fault {
+// A VFS over SQLite's default one whose write-ahead logs' xSync fails while `fail` is set: the
+// group commit's fsync failing, as a disk error would make it.
+std::atomic<bool> fail{false};
+sqlite3_vfs* real = nullptr;
+sqlite3_vfs shim;
+struct file {
+  sqlite3_file base;
+  sqlite3_file* inner;  // the real VFS's file, in the same allocation after this one
+  bool wal;
+};
+sqlite3_file* in(sqlite3_file* f) { return reinterpret_cast<file*>(f)->inner; }
+sqlite3_io_methods methods = {
+    3,
+    [](sqlite3_file* f) { return in(f)->pMethods->xClose(in(f)); },
+    [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return in(f)->pMethods->xRead(in(f), b, n, o); },
+    [](sqlite3_file* f, const void* b, int n, sqlite3_int64 o) { return in(f)->pMethods->xWrite(in(f), b, n, o); },
+    [](sqlite3_file* f, sqlite3_int64 n) { return in(f)->pMethods->xTruncate(in(f), n); },
+    [](sqlite3_file* f, int flags) { return reinterpret_cast<file*>(f)->wal && fail ? SQLITE_IOERR_FSYNC : in(f)->pMethods->xSync(in(f), flags); },
+    [](sqlite3_file* f, sqlite3_int64* n) { return in(f)->pMethods->xFileSize(in(f), n); },
+    [](sqlite3_file* f, int l) { return in(f)->pMethods->xLock(in(f), l); },
+    [](sqlite3_file* f, int l) { return in(f)->pMethods->xUnlock(in(f), l); },
+    [](sqlite3_file* f, int* r) { return in(f)->pMethods->xCheckReservedLock(in(f), r); },
+    [](sqlite3_file* f, int op, void* a) { return in(f)->pMethods->xFileControl(in(f), op, a); },
+    [](sqlite3_file* f) { return in(f)->pMethods->xSectorSize(in(f)); },
+    [](sqlite3_file* f) { return in(f)->pMethods->xDeviceCharacteristics(in(f)); },
+    [](sqlite3_file* f, int pg, int sz, int e, void volatile** p) { return in(f)->pMethods->xShmMap(in(f), pg, sz, e, p); },
+    [](sqlite3_file* f, int o, int n, int fl) { return in(f)->pMethods->xShmLock(in(f), o, n, fl); },
+    [](sqlite3_file* f) { in(f)->pMethods->xShmBarrier(in(f)); },
+    [](sqlite3_file* f, int d) { return in(f)->pMethods->xShmUnmap(in(f), d); },
+    [](sqlite3_file* f, sqlite3_int64 o, int n, void** p) { return in(f)->pMethods->xFetch(in(f), o, n, p); },
+    [](sqlite3_file* f, sqlite3_int64 o, void* p) { return in(f)->pMethods->xUnfetch(in(f), o, p); },
+};
+int open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* out) {
+  file* w = reinterpret_cast<file*>(f);
+  w->inner = reinterpret_cast<sqlite3_file*>(w + 1);
+  w->wal = (flags & SQLITE_OPEN_WAL) != 0;
+  const int rc = real->xOpen(real, name, w->inner, flags, out);
+  w->base.pMethods = rc == SQLITE_OK && w->inner->pMethods ? &methods : nullptr;
+  return rc;
+}
+/// Makes the shim SQLite's default VFS until the end of the scope.
+struct installed {
+  installed() {
+    real = sqlite3_vfs_find(nullptr);
+    shim = *real;
+    shim.zName = "folio-wal-fault";
+    shim.szOsFile = static_cast<int>(sizeof(file)) + real->szOsFile;
+    shim.xOpen = open;
+    sqlite3_vfs_register(&shim, 1);
+  }
+  ~installed() {
+    sqlite3_vfs_register(real, 1);
+    sqlite3_vfs_unregister(&shim);
+    fail = false;
+  }
+};
+}  // namespace wal_fault
+
+// A failed fsync of the WAL fails the writes it was to make durable and every later write of the file
+// in this process (the kernel may forget the failed pages, so a later fsync proves nothing), and the
+// database reports it as its write problem (/healthz unready) — even once the disk syncs again.
+TEST_F(fixture, AFailedWalFsyncFailsThatWriteAndEveryLaterOne) {
+  FOLIO_SQLITE_ONLY();
+  const wal_fault::installed shim;
+  svc::database d((tmp.dir / "fault.db").string(), svc::responder::tables());
+  auto put = [&](const char* name) { d.write([&] { d.sql("INSERT INTO meta (key, value) VALUES (?, 'v')").bind(1, name).step(); }); };
+  put("before");
+  EXPECT_EQ(d.write_problem(), "");
+  wal_fault::fail = true;
+  try {
+    put("during");
+    ADD_FAILURE() << "the write was answered although its fsync failed";
+  } catch (const svc::store_error& e) {
+    EXPECT_EQ(e.kind, svc::failure::unwritable);
+    EXPECT_NE(std::string(e.what()).find("an fsync of the write-ahead log failed"), std::string::npos) << e.what();
+  }
+  wal_fault::fail = false;
+  EXPECT_THROW(put("after"), svc::store_error);
+  EXPECT_NE(d.write_problem().find("restart folio-fcgi"), std::string::npos) << d.write_problem();
 }
 
 TEST_F(fixture, AFullDatabaseRefusesWritesKeepsReadsAndTakesWritesOnceSpaceReturns) {
