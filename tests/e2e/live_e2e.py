@@ -496,8 +496,16 @@ class NginxMemory(unittest.TestCase):
             STACK.start_fcgi()
             away = STACK.publish_socket + ".away"
             os.rename(STACK.publish_socket, away)
+            def failures():
+                return sum('"publish_failed"' in line for line in log_lines(STACK.fcgi_log))
+            before = failures()
             try:
                 update("lost-push", "p1, the last change before a quiet period")
+                # The publish goes after the answer (a sender thread): the socket comes back once it failed.
+                until = time.monotonic() + 10
+                while failures() == before and time.monotonic() < until:
+                    time.sleep(0.02)
+                self.assertGreater(failures(), before)
             finally:
                 os.rename(away, STACK.publish_socket)
             w.wait_for("p1, the last change before a quiet period")  # the resent notice, then a sync
