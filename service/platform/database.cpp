@@ -362,7 +362,7 @@ void database::durable(std::unique_lock<std::timed_mutex>& writer) {
   const std::uint64_t mine = ++g.committed;
   writer.unlock();  // the next writer commits while this one waits for the disk
   while (g.synced < mine) {
-    if (!g.failed.empty()) throw store_error(SQLITE_IOERR_FSYNC, g.failed);
+    if (!g.failed.empty()) throw store_error(failure::not_durable, g.failed);
     if (g.syncing) {
       g.cv.wait(lock);
       continue;

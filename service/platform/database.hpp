@@ -14,7 +14,7 @@
 //     fsync: it survives a crash of the process then (it is in the OS's page cache), not yet a power
 //     loss. Its writer has not been answered yet; a record's own next writer waits for the record's
 //     lock until then (record_session.hpp). An fsync that fails fails its writers (store_error,
-//     unwritable: their changes are committed but may not be on disk) and every later write of the
+//     not_durable: their changes are committed but may not be on disk) and every later write of the
 //     file in this process, and write_problem() reports it until a restart (after a failed fsync the
 //     kernel may drop the unwritten pages' error, so no later fsync proves them durable).
 //   * PostgreSQL (`postgresql://...`, `postgres://...` or a libpq conninfo `key=value ...`; libpq, its C
@@ -66,6 +66,7 @@ enum class failure {
   full,         ///< no space: the page cap or the disk (SQLITE_FULL; PostgreSQL disk_full)
   unwritable,   ///< an I/O error or a read-only database
   unavailable,  ///< the database server cannot be reached (the connection is reset on the next use)
+  not_durable,  ///< SQLite: committed, but an fsync of the WAL failed (database.hpp, group commit): maybe not on disk
   other,        ///< anything else: a defect (500)
 };
 
@@ -322,7 +323,7 @@ class database {
   void rollback() noexcept;
   /// SQLite, right after a write's COMMIT, with the writer section held: notes the commit, leaves the
   /// section and returns once an fsync of the WAL that began after the COMMIT has completed (group
-  /// commit, above). Throws store_error (unwritable) when the fsync fails.
+  /// commit, above). Throws store_error (not_durable) when the fsync fails, or one failed before.
   void durable(std::unique_lock<std::timed_mutex>& writer);
   /// PostgreSQL: the statements that open a write transaction of `key` (one round trip).
   std::string begin_write(std::string_view key) const;

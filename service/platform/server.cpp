@@ -30,6 +30,8 @@ response storage_failure(const store_error& e) {
     case failure::full: return error(api_error(status::resource_exhausted, "The database is full; the change was not stored."));
     case failure::unwritable: return error(api_error(status::unavailable, "The database cannot be written; the change was not stored. Retry later."));
     case failure::unavailable: return error(api_error(status::unavailable, "The database is unavailable; retry the request."));
+    case failure::not_durable:
+      return error(api_error(status::unavailable, "The database could not confirm that the change is on disk; it may have been stored. Retry later."));
     case failure::other: break;
   }
   return error(api_error(status::internal, "Internal error."));

@@ -201,7 +201,7 @@ TEST_F(fixture, AFailedWalFsyncFailsThatWriteAndEveryLaterOne) {
     put("during");
     ADD_FAILURE() << "the write was answered although its fsync failed";
   } catch (const svc::store_error& e) {
-    EXPECT_EQ(e.kind, svc::failure::unwritable);
+    EXPECT_EQ(e.kind, svc::failure::not_durable);
     EXPECT_NE(std::string(e.what()).find("an fsync of the write-ahead log failed"), std::string::npos) << e.what();
   }
   wal_fault::fail = false;

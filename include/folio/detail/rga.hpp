@@ -309,27 +309,17 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// Calls f(op_id, const T&) for each live item in order. O(n).
   template <class F>
   void for_each_item(F&& f) const {
-    for (const leaf_node* l = first_leaf_; l; l = l->next)
-      for (int i = 0; i < l->count; ++i) {
-        const run& r = l->runs[i];
-        if (r.deleted()) continue;
-        const replica_state& rs = reps_[r.replica];
-        const std::size_t at = rs.slot(r.seq);
-        for (std::uint32_t k = 0; k < r.len(); ++k) f(op_id{rs.id, r.seq + k}, rs.content[at + k]);
-      }
+    for_each_live_run([&](const replica_state& rs, const run& r) {
+      const std::size_t at = rs.slot(r.seq);
+      for (std::uint32_t k = 0; k < r.len(); ++k) f(op_id{rs.id, r.seq + k}, rs.content[at + k]);
+    });
   }
 
   /// Calls f(content, slot, n) for each live run in document order: the run's values are slots
   /// [slot, slot + n) of `content`, its replica's content_log. O(runs).
   template <class F>
   void for_each_live_span(F&& f) const {
-    for (const leaf_node* l = first_leaf_; l; l = l->next)
-      for (int i = 0; i < l->count; ++i) {
-        const run& r = l->runs[i];
-        if (r.deleted()) continue;
-        const replica_state& rs = reps_[r.replica];
-        f(rs.content, rs.slot(r.seq), std::size_t(r.len()));
-      }
+    for_each_live_run([&](const replica_state& rs, const run& r) { f(rs.content, rs.slot(r.seq), std::size_t(r.len())); });
   }
 
   /// Replaces the values of the live items in document order (document decoding, where only live
@@ -369,6 +359,14 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   void check_invariants() const;
 
  private:
+  /// Calls f(replica state, run) for each live run in document order. O(runs).
+  template <class F>
+  void for_each_live_run(F&& f) const {
+    for (const leaf_node* l = first_leaf_; l; l = l->next)
+      for (int i = 0; i < l->count; ++i)
+        if (!l->runs[i].deleted()) f(reps_[l->runs[i].replica], l->runs[i]);
+  }
+
   enum class dep { ready, missing, invalid };
 
   item_key key_of(const run& r, std::uint32_t k) const noexcept { return {r.lamport + k, reps_[r.replica].id, r.seq + k}; }
