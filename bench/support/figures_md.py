@@ -42,7 +42,7 @@ def num(x, digits=0):
 def trace_block(out, trace):
     block = find(r"^%s: gap buffer replays (\d+) patches in ([0-9.]+) ms.*?(?=\n\n|\Z)" % re.escape(trace), out, trace, re.M | re.S).group(0)
     rows = {}
-    for m in re.finditer(r"^  (local replay|remote merge|decode\+zstd|decode|encode\+zstd|encode) +([0-9.]+) ms +([0-9.]+)x *(.*)$", block, re.M):
+    for m in re.finditer(r"^  (local replay|remote merge|remote keys|decode\+zstd|decode|encode\+zstd|encode) +([0-9.]+) ms +([0-9.]+)x *(.*)$", block, re.M):
         rows[m.group(1)] = (m.group(3), m.group(4))
     for m in re.finditer(r"^  (encoded size|zstd size) +([0-9.]+) KB +(.*?) *\(final", block, re.M):
         rows[m.group(1)] = (m.group(2), m.group(3))
@@ -93,6 +93,7 @@ def main():
       "patches, %s ms in this run):\n\n" % (num(patches), gap))
     w("| figure | ratio to the gap buffer / size | target: verdict |\n|---|---|---|\n")
     for key, label in (("local replay", "local replay, one op per patch"), ("remote merge", "merge of the whole op log into an empty replica"),
+                       ("remote keys", "every patch as its own encoded batch, applied in turn (a client's keystrokes)"),
                        ("decode", "decode to a ready document"), ("decode+zstd", "decode to a ready document, with zstd")):
         w("| %s | %s× | %s |\n" % (label, r[key][0], md(r[key][1])))
     w("| encoded document, full causal history | %s KB | %s |\n" % (r["encoded size"][0], md(r["encoded size"][1])))
