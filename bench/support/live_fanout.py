@@ -41,12 +41,12 @@ def pct(xs, p):
 ids = {"organizationId": "org", "documentId": "live"}
 conn = http.client.HTTPConnection(host, port, timeout=60)
 post(conn, "/v2/crdt/add", dict(ids, editorId="fan", type="text", data="x"))
-query = urllib.parse.urlencode(dict(ids, editorId="fan"))
-request = ("GET /v2/crdt/subscribe?%s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nx-folio-api-key: %s\r\n"
-           "x-folio-auth-token: %s\r\n\r\n" % (query, host, key, token)).encode()
 
 
-def subscribe(n):
+def subscribe(n, editor="fan"):
+    query = urllib.parse.urlencode(dict(ids, editorId=editor))
+    request = ("GET /v2/crdt/subscribe?%s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nx-folio-api-key: %s\r\n"
+               "x-folio-auth-token: %s\r\n\r\n" % (query, host, key, token)).encode()
     sel = selectors.DefaultSelector()
     socks = []
     for _ in range(n):
@@ -169,9 +169,7 @@ def version_total(encoded):
 # the versions grow. Every subscriber must see them grow with every message.
 writers, per_writer, listeners = 4, max(50, rounds // 4), 100
 post(conn, "/v2/crdt/add", dict(ids, editorId="order", type="text", data="start"))
-query_order = urllib.parse.urlencode(dict(ids, editorId="order"))
-request = request.replace(query.encode(), query_order.encode())
-sel, socks = subscribe(listeners)
+sel, socks = subscribe(listeners, "order")
 
 
 def writer(w):

@@ -50,8 +50,7 @@ inline local_change replace_text(text& doc, std::u32string_view value) {
 /// bytes), so only the changed middle is decoded and diffed: a small change in a large text costs one
 /// pass of byte comparison instead of two code point copies of both values. O(n + D²) as Myers.
 inline local_change replace_text_utf8(text& doc, std::string_view utf8) {
-  std::size_t cps = 0;
-  if (std::size_t bad = 0; !detail::count_utf8(utf8, cps, &bad)) detail::fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(bad));
+  const std::size_t cps = detail::code_point_count_or_throw(utf8);
   const std::string old = doc.to_string();
   const std::string_view a = old, b = utf8;
   const auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };

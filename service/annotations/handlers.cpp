@@ -118,11 +118,11 @@ std::string page_token(const annotation_scope& s, const annotation_filter& f, co
 }
 
 /// Streams threads as the API returns them, as a scan of threads visits them (store.hpp): each stored
-/// annotation with "comments" (in the order they were added) appended, a comment at a time; `take`
-/// says whether an annotation goes into the answer (false: the scan stops).
+/// annotation with "comments" (in the order they were added) appended, a comment at a time; `take`,
+/// when given, says whether an annotation goes into the answer (false: the scan stops).
 class thread_writer {
  public:
-  thread_writer(context& c, std::function<bool(const annotation_head&)> take) : c_(c), take_(std::move(take)) {}
+  explicit thread_writer(context& c, std::function<bool(const annotation_head&)> take = {}) : c_(c), take_(std::move(take)) {}
   thread_visitor visitor() {
     return {[this](const annotation_head& a) { return begin(a); }, [this](std::string_view comment) { add(comment); }};
   }
@@ -141,7 +141,7 @@ class thread_writer {
  private:
   bool begin(const annotation_head& a) {
     close();
-    if (!take_(a)) return false;
+    if (take_ && !take_(a)) return false;
     separate();
     std::string_view body = a.body;
     body.remove_suffix(1);  // the stored object's closing brace
@@ -150,8 +150,7 @@ class thread_writer {
     open_ = true, first_comment_ = true;
     return true;
   }
-  void add(std::string_view comment) {
-    if (!open_) return;
+  void add(std::string_view comment) {  // a scan stops at a refused annotation: a thread is open here
     if (!first_comment_) c_.out.append(",");
     first_comment_ = false;
     c_.out.append(comment);
@@ -252,8 +251,7 @@ targets select_targets(database& db, const annotation_scope& s, const rapidjson:
   if (!none) t.ids = match_annotations(db, s, f);
   if (f.ids.empty()) return t;
   const std::unordered_set<std::string> matched(t.ids.begin(), t.ids.end());
-  std::unordered_set<std::string> exist;
-  for (std::string& id : existing_annotations(db, s, f.ids)) exist.insert(std::move(id));
+  const std::unordered_map<std::string, bool> exist = annotations_passing(db, s, f.ids, {});
   t.ids.clear();
   for (const std::string& id : f.ids) {
     if (matched.count(id)) t.ids.push_back(id);
@@ -326,14 +324,14 @@ std::string annotations_get(context& c) {
     return success_body(c.out, "Annotations fetched successfully.", [&](json_writer& w) {
       w.RawValue("[", 1, rapidjson::kArrayType);  // the items are stored JSON, appended as they are
       if (f.ids.empty()) {
-        thread_writer out(c, [](const annotation_head&) { return true; });
+        thread_writer out(c);
         scan_threads(c.db, s, f, out.visitor());
         out.close();
       } else {
         // One slot per requested id in request order: the annotation, null where the id does not exist,
         // nothing where it exists but fails another filter (one statement tells which is which).
         const std::unordered_map<std::string, bool> passing = annotations_passing(c.db, s, f.ids, f);
-        thread_writer out(c, [](const annotation_head&) { return true; });
+        thread_writer out(c);
         for (const std::string& id : f.ids) {
           const auto it = passing.find(id);
           if (it == passing.end()) {

@@ -114,7 +114,7 @@ namespace {
 
 /// The columns a thread scan selects: the annotation's (a.) and one comment's body (c.; NULL for an
 /// annotation without comments), and the join that pairs them (each annotation's comments by primary key).
-constexpr const char* thread_columns = "SELECT a.annotation_id, a.created_at, a.body, a.location_id, a.user_id, c.body FROM ";
+constexpr const char* thread_columns = "SELECT a.annotation_id, a.created_at, a.body, c.body FROM ";
 constexpr const char* thread_join =
     " LEFT JOIN annotation_comments c ON c.tenant = a.tenant AND c.org = a.org AND c.doc = a.doc AND c.annotation_id = a.annotation_id";
 
@@ -127,10 +127,10 @@ bool visit_threads(query& q, const thread_visitor& v) {
     const std::string_view id = q.text_view(0);
     if (!any || id != h.id) {
       any = true;
-      h.id = id, h.created_at = q.text(1), h.body = q.text(2), h.location = q.text_opt(3), h.user = q.text(4);
+      h.id = id, h.created_at = q.text(1), h.body = q.text(2);
       if (!v.begin(h)) return true;
     }
-    if (const std::optional<std::string> c = q.text_opt(5)) v.comment(*c);
+    if (const std::optional<std::string> c = q.text_opt(3)) v.comment(*c);
   }
   return any;
 }
@@ -147,7 +147,7 @@ void scan_threads(database& db, const annotation_scope& s, const annotation_filt
     text += std::string("annotations a") + thread_join + " WHERE a.tenant=? AND a.org=? AND a.doc=?" + w.text;
   } else {
     w = conditions(f);
-    text += "(SELECT tenant, org, doc, annotation_id, created_at, body, location_id, user_id FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text +
+    text += "(SELECT tenant, org, doc, annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text +
             order_by(db, f) + ") a" + thread_join;
   }
   text += " ORDER BY a.created_at, a.annotation_id, c.position";
@@ -192,17 +192,6 @@ std::vector<std::string> match_annotations(database& db, const annotation_scope&
   for (const std::string& v : w.values) q.bind(i++, v);
   if (f.limit >= 0) q.bind(i, f.limit);
   std::vector<std::string> out;
-  while (q.step()) out.push_back(q.text(0));
-  return out;
-}
-
-std::vector<std::string> existing_annotations(database& db, const annotation_scope& s, const std::vector<std::string>& ids) {
-  std::vector<std::string> out;
-  if (ids.empty()) return out;
-  query q = db.prepare("SELECT annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=? AND annotation_id IN (" +
-                       database::placeholders(ids.size()) + ")");
-  int i = bind_scope(q, s);
-  for (const std::string& v : ids) q.bind(i++, v);
   while (q.step()) out.push_back(q.text(0));
   return out;
 }

@@ -4,8 +4,9 @@
 // rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id, with its position
 // in the thread: comments are listed in the order they were added, whatever their ids). Readers put
 // threads together from both in one statement: the annotations through the index that fits the
-// filter, joined to each one's comments by primary key (scan_threads, scan_thread). Every statement is keyed by (tenant, org, doc) first: no query
-// can reach another tenant's or another document's annotations.
+// filter, joined to each one's comments by primary key (scan_threads, scan_thread). Every statement
+// is keyed by (tenant, org, doc) first: no query can reach another tenant's or another document's
+// annotations.
 // Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
 // a page boundary never moves under concurrent inserts, updates or deletes.
 // This module owns both tables and their migrations (annotation_migrations).
@@ -64,8 +65,6 @@ struct annotation_row {
 struct annotation_head {
   std::string id, created_at;
   std::string body;
-  std::optional<std::string> location;  ///< location.id
-  std::string user;                     ///< from.userId
 };
 
 /// What a scan of threads calls: `begin` with each annotation (false: stop, nothing more is read),
@@ -86,8 +85,6 @@ std::unordered_map<std::string, bool> annotations_passing(database& db, const an
                                                           const annotation_filter& f);
 /// Ids of the matching annotations (no bodies), oldest first.
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f);
-/// Which of `ids` exist in the document.
-std::vector<std::string> existing_annotations(database& db, const annotation_scope& s, const std::vector<std::string>& ids);
 
 std::optional<annotation_row> load_annotation(database& db, const annotation_scope& s, const std::string& id);
 /// Inserts a new annotation; false (nothing written) if the id exists in the document.

@@ -18,10 +18,10 @@
 // change queues its message (enqueue, under the record's lock, so a record's messages queue in commit
 // order) and answers; sender threads POST each channel's messages one at a time in the order they were
 // queued, different channels in parallel. The writer never waits for nginx — with many subscribers,
-// Nchan's fan-out happens before it answers the POST — and a failure is never reported to the writer.
-// At most max_queued messages wait (nginx far behind or gone) and max_queued_bytes of them carry ops;
-// past those the channel is owed a notice (below) or the notice is queued instead. Cost: one map entry
-// per channel with messages waiting, the messages themselves; two threads.
+// Nchan's fan-out happens before it answers the POST. At most max_queued messages wait (nginx far
+// behind or gone) and max_queued_bytes of them carry ops; past those the channel is owed a notice
+// (below) or the notice is queued instead. Cost: one map entry per channel with messages waiting, the
+// messages themselves; two threads.
 // A failure to publish is never reported to the writer. Instead the channel is owed a notice: a background thread resends the
 // channel's latest owed notice (one per channel, at most max_owed channels) with backoff until nginx
 // takes one, so a subscriber learns it missed something even when the failed change was the last

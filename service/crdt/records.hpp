@@ -5,7 +5,8 @@
 // crdt_snapshots: apart, so that the small row every request reads and every change rewrites does not
 // carry it) and an append-only log of encoded change batches since the snapshot (crdt_log); readers
 // fold the log into the snapshot, and a write compacts the log into a new snapshot once it passes
-// `compact_after` batches. This module owns the three tables and their migrations (crdt_migrations). Every row is keyed by the tenant first.
+// `compact_after` batches. This module owns the three tables and their migrations (crdt_migrations).
+// Every row is keyed by the tenant first.
 // Thread-safety: functions over a caller's `database`.
 #pragma once
 

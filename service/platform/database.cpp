@@ -141,13 +141,7 @@ store_error::store_error(int c, const std::string& what) : std::runtime_error(wh
 query::~query() {
   if (pg_) {
     PQclear(result_);
-    // Single-row mode, left before the end: the rest of the result is read (and dropped), so the
-    // connection is free for its next statement.
-    while (pending_) {
-      pg_result* r = PQgetResult(db_->pg_);
-      if (!r) break;
-      PQclear(r);
-    }
+    pg_drain();  // left before the end (single-row mode): the connection is free for its next statement
     return;
   }
   if (owned_) {
@@ -186,59 +180,54 @@ query& query::bind_null(int i) {
   if (int rc = sqlite3_bind_null(st_, i); rc != SQLITE_OK) raise(db_->db_, rc, "bind");
   return *this;
 }
+void query::pg_send() {
+  const std::size_t n = values_.size();
+  std::vector<const char*> values(n);
+  std::vector<int> lengths(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = nulls_[i] ? nullptr : values_[i].c_str(), lengths[i] = static_cast<int>(values_[i].size());
+  const int sent = pg_name_.empty() ? PQsendQueryParams(db_->pg_, pg_sql_.c_str(), static_cast<int>(n), nullptr, values.data(), lengths.data(), formats_.data(), 1)
+                                    : PQsendQueryPrepared(db_->pg_, pg_name_.c_str(), static_cast<int>(n), values.data(), lengths.data(), formats_.data(), 1);
+  if (!sent) db_->pg_raise(nullptr, "step");
+  pending_ = true;
+  if (single_row_ && !PQsetSingleRowMode(db_->pg_)) {  // the rows would come whole, read as the end: refuse instead
+    pg_drain();
+    throw store_error(failure::other, "step: libpq did not take single-row mode");
+  }
+}
+
+void query::pg_drain() noexcept {
+  while (pending_) {
+    pg_result* r = PQgetResult(db_->pg_);
+    if (!r) pending_ = false;
+    PQclear(r);
+  }
+}
+
 bool query::step() {
-  if (pg_ && single_row_) {
-    if (row_ < 0) {  // the first step sends the statement
-      row_ = 0;
-      const std::size_t n = values_.size();
-      std::vector<const char*> values(n);
-      std::vector<int> lengths(n);
-      for (std::size_t i = 0; i < n; ++i) values[i] = nulls_[i] ? nullptr : values_[i].c_str(), lengths[i] = static_cast<int>(values_[i].size());
-      const int sent = pg_name_.empty() ? PQsendQueryParams(db_->pg_, pg_sql_.c_str(), static_cast<int>(n), nullptr, values.data(), lengths.data(), formats_.data(), 1)
-                                        : PQsendQueryPrepared(db_->pg_, pg_name_.c_str(), static_cast<int>(n), values.data(), lengths.data(), formats_.data(), 1);
-      if (!sent) db_->pg_raise(nullptr, "step");
-      pending_ = true;
-      if (!PQsetSingleRowMode(db_->pg_)) {  // the rows would come whole, read as the end: refuse instead
-        for (pg_result* r = PQgetResult(db_->pg_); r; r = PQgetResult(db_->pg_)) PQclear(r);
-        pending_ = false;
-        throw store_error(failure::other, "step: libpq did not take single-row mode");
-      }
-    }
+  if (pg_) {
+    // Whole results: the first step takes the one result (all rows) and reads on to the end of the
+    // results. Single-row mode: each step takes the next row's result, until the empty one that ends them.
+    if (row_ < 0) pg_send();
+    if (!single_row_ && row_ >= 0) return ++row_ < rows_;
     PQclear(result_);
     result_ = nullptr;
     if (!pending_) return false;
     pg_result* r = PQgetResult(db_->pg_);
-    const ExecStatusType st = r ? PQresultStatus(r) : PGRES_TUPLES_OK;
-    if (st == PGRES_SINGLE_TUPLE) {
-      result_ = r;
+    const ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (single_row_ && st == PGRES_SINGLE_TUPLE) {
+      result_ = r, row_ = 0;
       return true;
     }
-    // The end (an empty PGRES_TUPLES_OK) or a failure: then the results end with a null.
-    pg_result* last = r;
-    for (pg_result* more = r ? PQgetResult(db_->pg_) : nullptr; more; more = PQgetResult(db_->pg_)) PQclear(more);
-    pending_ = false;
-    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) db_->pg_raise(last, "step");
-    PQclear(last);
-    return false;
-  }
-  if (pg_) {
-    if (row_ < 0) {  // the first step runs the statement
-      const std::size_t n = values_.size();
-      std::vector<const char*> values(n);
-      std::vector<int> lengths(n);
-      for (std::size_t i = 0; i < n; ++i) values[i] = nulls_[i] ? nullptr : values_[i].c_str(), lengths[i] = static_cast<int>(values_[i].size());
-      result_ = pg_name_.empty() ? PQexecParams(db_->pg_, pg_sql_.c_str(), static_cast<int>(n), nullptr, values.data(), lengths.data(), formats_.data(), 1)
-                                 : PQexecPrepared(db_->pg_, pg_name_.c_str(), static_cast<int>(n), values.data(), lengths.data(), formats_.data(), 1);
-      const ExecStatusType st = PQresultStatus(result_);
-      if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-        pg_result* failed = result_;
-        result_ = nullptr;
-        db_->pg_raise(failed, "step");
-      }
-      const char* changed = PQcmdTuples(result_);
-      db_->pg_changes_ = *changed ? std::atoi(changed) : 0;
-      rows_ = PQntuples(result_);
+    pg_drain();
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) db_->pg_raise(r, "step");
+    if (single_row_) {
+      PQclear(r);
+      return false;
     }
+    result_ = r;
+    const char* changed = PQcmdTuples(result_);
+    db_->pg_changes_ = *changed ? std::atoi(changed) : 0;
+    rows_ = PQntuples(result_);
     return ++row_ < rows_;
   }
   const int rc = sqlite3_step(st_);
@@ -304,14 +293,14 @@ struct database::wal_group {
     static std::mutex all_mu;
     static std::unordered_map<std::string, std::weak_ptr<wal_group>> all;
     std::error_code ec;
-    const std::string key = std::filesystem::weakly_canonical(path, ec).string();
+    const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
     std::lock_guard<std::mutex> g(all_mu);
-    std::shared_ptr<wal_group> group = all[ec ? path : key].lock();
-    if (!group) all[ec ? path : key] = group = std::make_shared<wal_group>();
+    std::weak_ptr<wal_group>& known = all[ec ? path : canonical.string()];
+    std::shared_ptr<wal_group> group = known.lock();
+    if (!group) known = group = std::make_shared<wal_group>();
     return group;
   }
 };
-
 
 database::database(const std::string& target, const schema& tables, std::int64_t max_pages) : path_(target) {
   if (is_postgresql(target)) {

@@ -121,6 +121,11 @@ class query {
 
  private:
   void pg_param(int i, std::string value, bool binary, bool null);
+  /// PostgreSQL, the first step(): sends the statement with its parameters (in single-row mode when
+  /// asked); its results then come through PQgetResult.
+  void pg_send();
+  /// PostgreSQL: reads the results still coming, to the end, and drops them.
+  void pg_drain() noexcept;
 
   database* db_;
   // SQLite

@@ -20,13 +20,8 @@ class small_vector {
 
  public:
   std::size_t size() const noexcept { return heap_used_ ? heap_.size() : size_; }
-  bool empty() const noexcept { return size() == 0; }
   T* data() noexcept { return heap_used_ ? heap_.data() : inline_.data(); }
   const T* data() const noexcept { return heap_used_ ? heap_.data() : inline_.data(); }
-  T* begin() noexcept { return data(); }
-  T* end() noexcept { return data() + size(); }
-  const T* begin() const noexcept { return data(); }
-  const T* end() const noexcept { return data() + size(); }
   T& operator[](std::size_t i) noexcept { return data()[i]; }
   const T& operator[](std::size_t i) const noexcept { return data()[i]; }
   T& back() noexcept { return data()[size() - 1]; }

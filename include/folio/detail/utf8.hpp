@@ -58,24 +58,6 @@ inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) n
   return true;
 }
 
-/// Counts the code points of `s` into `count` without storing them; on invalid UTF-8 returns false
-/// and sets `bad_at` as decode_utf8 does.
-inline bool count_utf8(std::string_view s, std::size_t& count, std::size_t* bad_at = nullptr) noexcept {
-  count = 0;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    char32_t c;
-    if (static_cast<unsigned char>(s[i]) < 0x80) {
-      ++i;
-    } else if (!next_code_point(s, i, c)) {
-      if (bad_at) *bad_at = i;
-      return false;
-    }
-    ++count;
-  }
-  return true;
-}
-
 /// Appends the code points of `s` to `out`; on invalid UTF-8 returns false and sets `bad_at` to the
 /// byte offset of the first invalid sequence (out then holds the valid prefix).
 template <class Out>
