@@ -112,6 +112,9 @@ inline bool is_name_char(char32_t c) noexcept {
 
 /// True if `s` (valid UTF-8) is an XML 1.0 Name.
 inline bool is_name(std::string_view s) noexcept {
+  auto ascii_name_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '-' || c == '.'; };
+  if (!s.empty() && !(s[0] >= '0' && s[0] <= '9') && s[0] != '-' && s[0] != '.' && std::all_of(s.begin(), s.end(), ascii_name_char))
+    return true;  // the common case, all ASCII: one comparison chain per byte
   std::size_t i = 0;
   char32_t c;
   if (s.empty() || !folio::detail::next_code_point(s, i, c) || !is_name_start(c)) return false;
@@ -199,8 +202,10 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
     if (!detail::is_xml_char(c)) return fail(parse_status::invalid_character, at, "character U+" + std::to_string(std::uint32_t(c)) + " (decimal) is not allowed in XML");
   }
   // In-place fragment parsing writes a terminator after trailing text: give it a byte of its own.
-  std::vector<char> buf(markup.size() + 1, '\0');
-  std::copy(markup.begin(), markup.end(), buf.begin());
+  std::vector<char> buf;
+  buf.reserve(markup.size() + 1);
+  buf.assign(markup.begin(), markup.end());
+  buf.push_back('\0');
   pugi::xml_document doc;
   const unsigned options = pugi::parse_fragment | pugi::parse_doctype | pugi::parse_comments | pugi::parse_pi | pugi::parse_declaration |
                            pugi::parse_cdata | pugi::parse_ws_pcdata | pugi::parse_eol | pugi::parse_wconv_attribute;
@@ -223,6 +228,9 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
     std::size_t depth;          // depth of the elements in `target`
   };
   std::vector<frame> stack{{doc.first_child(), &out, 1}};
+  std::size_t top = 0;
+  for (pugi::xml_node c = doc.first_child(); c; c = c.next_sibling()) ++top;
+  out.reserve(top);
   auto add_text = [](std::vector<node>& list, std::string&& s) {
     if (s.empty()) return;
     if (!list.empty() && list.back().type == node::kind::text) list.back().text += s;
@@ -249,6 +257,7 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
         if (const std::size_t p = raw.find("]]>"); p != std::string_view::npos)
           return fail(parse_status::cdata_end_in_text, at(x.value()) + p, "\"]]>\" is not allowed in text");
         std::string s;
+        s.reserve(raw.size());  // unescaping only shortens
         if (!detail::unescape(raw, s, bad, why)) return fail(parse_status::bad_reference, at(x.value()) + bad, why);
         add_text(list, std::move(s));
         break;
@@ -262,16 +271,21 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
         node e = node::make_element(x.name());
         attrs.clear();
         for (const pugi::xml_attribute a : x.attributes()) attrs.push_back(a);
+        std::size_t kids = 0;  // an upper bound of its children (adjacent texts merge): one allocation for the list
+        for (pugi::xml_node c = x.first_child(); c; c = c.next_sibling()) ++kids;
+        e.children.reserve(kids);
         // Which attributes repeat an earlier name: sorted by (name, position), every one but the first
         // of a name does. O(k log k) for k attributes (a scan of the earlier ones per attribute was
         // O(k^2): 200,000 attributes took 117 s). The checks below still run in document order, so the
         // refusal names the same attribute as ever: the first that breaks any rule.
-        by_name.clear();
-        for (std::size_t i = 0; i < attrs.size(); ++i) by_name.emplace_back(attrs[i].name(), i);
-        std::sort(by_name.begin(), by_name.end());
         repeats.assign(attrs.size(), false);
-        for (std::size_t i = 1; i < by_name.size(); ++i)
-          if (by_name[i].first == by_name[i - 1].first) repeats[by_name[i].second] = true;
+        if (attrs.size() > 1) {
+          by_name.clear();
+          for (std::size_t i = 0; i < attrs.size(); ++i) by_name.emplace_back(attrs[i].name(), i);
+          std::sort(by_name.begin(), by_name.end());
+          for (std::size_t i = 1; i < by_name.size(); ++i)
+            if (by_name[i].first == by_name[i - 1].first) repeats[by_name[i].second] = true;
+        }
         e.attributes.reserve(attrs.size());
         for (std::size_t i = 0; i < attrs.size(); ++i) {
           const pugi::xml_attribute a = attrs[i];

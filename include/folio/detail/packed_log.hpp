@@ -56,4 +56,17 @@ void unpack_tree_op(std::string_view bytes, tree_op& o, ObjectAt&& object_at, st
   if (!read_tree_payload(in, o, text, nrep, replica_at)) fail("folio.invariant", "packed log entry does not read back");
 }
 
+/// The UTF-8 text of the insert into a text packed at the start of `bytes`, as it lies there (no
+/// copy, no decoding: it was valid when packed).
+inline std::string_view packed_insert_text(std::string_view bytes) {
+  byte_reader in(bytes);
+  in.byte("packed log");
+  in.varint("packed log");                       // object
+  if (in.varint("packed log") != 0) in.varint("packed log");  // origin: replica index + 1, then seq
+  const std::uint64_t n = in.varint("packed log");
+  const std::string_view text = in.bytes(n > in.remaining() ? in.remaining() + 1 : n, "packed log");
+  if (!in.ok()) fail("folio.invariant", "packed log entry does not read back");
+  return text;
+}
+
 }  // namespace folio::detail

@@ -15,6 +15,14 @@
 // order. `seg` tables translate between the two; both columns rise, so either way is a binary search.
 // Lamport values are per object (an RGA or OR-map only compares the keys of its own items).
 //
+// Lazy objects. Most sequences are written once and read many times: a record loaded from markup is
+// one insert per text node and per children list. A sequence object whose only op so far is its first
+// insert keeps no engine, just that op's place in the log (`whole`): its items are the op's values, its
+// ids the op's. Its second op (or a local edit that needs positions) builds the engine from the logged
+// op, then goes on as usual, so the engine holds what it would have held had it been built at once. An
+// attribute map gets its or_map with its first op. This keeps a loaded 1 MiB XML record to a few
+// bytes per object besides its log.
+//
 // Integration is the sequence engine's: an op is integrated when the previous op of its author is,
 // and its object's creator, its origin, its targets and its preds are; until then it is pending. An
 // op that names something that is not what it claims (a target in another object, a map op on a
@@ -61,6 +69,12 @@ namespace folio::detail {
 /// tree_doc's per-replica state.
 struct tree_replica : replica_base {
   std::vector<std::uint32_t> log_pos{};  ///< log_ indices of this replica's ops, by seq (finding an op by id)
+  /// (seq, index of its first object) of every item of this replica inserted into children: an
+  /// element's attributes and children are objects `index` and `index + 1`, a text node's text is
+  /// `index`. Rising in seq (a replica's ops integrate in seq order); finding an object is a binary
+  /// search here rather than a hash map of every object (a node each).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> created{};
+  mutable std::size_t created_hint = 0;  ///< the entry of `created` found last (lookups walk near it)
 };
 /// An op tree_doc holds for a missing dependency.
 struct tree_parked {
@@ -83,6 +97,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
 
   tree_doc(tree_shape shape, replica_id me) : core(me), shape_(shape) {
     add_object(root_object, shape == tree_shape::map ? object_kind::map : object_kind::children);
+    if (shape == tree_shape::map) objects_[0].map = std::make_unique<or_map>();  // read and diffed whole
   }
 
   tree_shape shape() const noexcept { return shape_; }
@@ -184,31 +199,26 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       std::vector<markup::node>* list;
     };
     std::vector<frame> stack{{0, &out}};
+    tree_op scratch;                                           // a lazy object's logged op (buffers reused)
+    std::vector<std::pair<std::size_t, std::uint32_t>> elements;  // this list's elements: position, children object
     while (!stack.empty()) {
       const frame f = stack.back();
       stack.pop_back();
-      const object& obj = objects_[f.object];
-      if (!obj.kids) continue;
-      obj.kids->for_each_item([&](op_id local, const std::string& tag) {
-        const op_id id = to_doc(obj, local);
+      elements.clear();
+      for_each_child(objects_[f.object], scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
         if (tag.empty()) {
           std::string s;
-          const object& t = objects_[find({id, object_role::text})];
-          if (t.chars) t.chars->for_each([&](char32_t c) { append_utf8(s, c); });
+          append_text(objects_[first], s);
           f.list->push_back(markup::node::make_text(std::move(s)));
         } else {
           markup::node e = markup::node::make_element(tag);
-          objects_[find({id, object_role::attributes})].map->for_each(
-              [&](const std::string& k, const std::string& v) { e.attributes.push_back({k, v}); });
+          if (const or_map* m = objects_[first].map.get()) m->for_each([&](const std::string& k, const std::string& v) { e.attributes.push_back({k, v}); });
+          elements.push_back({f.list->size(), first + 1});
           f.list->push_back(std::move(e));
         }
       });
       // Children are filled once this list is complete (pointers into it are then stable).
-      std::size_t i = 0;
-      obj.kids->for_each_item([&](op_id local, const std::string& tag) {
-        markup::node& n = (*f.list)[i++];
-        if (!tag.empty()) stack.push_back({find({to_doc(obj, local), object_role::children}), &n.children});
-      });
+      for (const auto& [at, kids] : elements) stack.push_back({kids, &(*f.list)[at].children});
     }
     return out;
   }
@@ -229,15 +239,27 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
 
   /// Verifies every object's invariants and the translation tables against the log.
   void check_invariants() const {
-    for (const object& o : objects_) {
+    for (std::uint32_t i = 0; i < objects_.size(); ++i) {
+      const object& o = objects_[i];
+      if (i != 0 && find_object(o.name) != i) fail("folio.invariant", "an object is not found by its name");
       if (o.map) o.map->check_invariants();
-      if (o.kids) o.kids->check_invariants();
-      if (o.chars) o.chars->check_invariants();
-      for (const auto& [rep, segs] : o.xlate)
-        for (std::size_t i = 1; i < segs.size(); ++i)
-          if (segs[i].doc < segs[i - 1].doc + segs[i - 1].len || segs[i].local != segs[i - 1].local + segs[i - 1].len)
+      if (o.whole != no_entry) {
+        if (o.seq || o.kind == object_kind::map || o.whole >= log_.size()) fail("folio.invariant", "a lazy object's op is not a logged insert");
+        tree_op t;
+        unpack(log_[o.whole], t);
+        if (t.kind != tree_op_kind::insert || t.object != o.name || t.ref != document_start) fail("folio.invariant", "a lazy object's op is not its first insert");
+      }
+      if (!o.seq) continue;
+      if (o.seq->kids) o.seq->kids->check_invariants();
+      if (o.seq->chars) o.seq->chars->check_invariants();
+      for (const auto& [rep, segs] : o.seq->xlate)
+        for (std::size_t k = 1; k < segs.size(); ++k)
+          if (segs[k].doc < segs[k - 1].doc + segs[k - 1].len || segs[k].local != segs[k - 1].local + segs[k - 1].len)
             fail("folio.invariant", "object id translation out of order");
     }
+    for (const replica_state& r : reps_)
+      for (std::size_t i = 1; i < r.created.size(); ++i)
+        if (r.created[i].first <= r.created[i - 1].first) fail("folio.invariant", "a replica's created objects out of seq order");
     std::vector<std::uint32_t> seen(reps_.size(), 0), entries(reps_.size(), 0);
     for (std::uint32_t i = 0; i < log_.size(); ++i) {
       const logged& e = log_[i];
@@ -255,14 +277,17 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
 
   /// Heap bytes, approximately (objects, their engines, the log).
   std::size_t memory_usage() const {
-    std::size_t bytes = objects_.capacity() * sizeof(object) + log_.capacity() * sizeof(logged) + log_bytes_.capacity() + by_name_.size() * 64;
-    for (const replica_state& r : reps_) bytes += sizeof(replica_state) + r.log_pos.capacity() * sizeof(std::uint32_t);
+    std::size_t bytes = objects_.capacity() * sizeof(object) + log_.capacity() * sizeof(logged) + log_bytes_.capacity();
+    for (const replica_state& r : reps_)
+      bytes += sizeof(replica_state) + r.log_pos.capacity() * sizeof(std::uint32_t) + r.created.capacity() * sizeof(r.created[0]);
     for (const object& o : objects_) {
-      if (o.kids) bytes += o.kids->memory_usage();
-      if (o.chars) bytes += o.chars->memory_usage();
       if (o.map) bytes += o.map->size() * 96;
-      for (const auto& [rep, segs] : o.xlate) bytes += 48 + segs.capacity() * sizeof(seg);
-      if (o.xlate_index) bytes += o.xlate_index->size() * 32 + o.xlate_index->bucket_count() * sizeof(void*);
+      if (!o.seq) continue;
+      bytes += sizeof(seq_state);
+      if (o.seq->kids) bytes += o.seq->kids->memory_usage();
+      if (o.seq->chars) bytes += o.seq->chars->memory_usage();
+      for (const auto& [rep, segs] : o.seq->xlate) bytes += 48 + segs.capacity() * sizeof(seg);
+      if (o.seq->xlate_index) bytes += o.seq->xlate_index->size() * 32 + o.seq->xlate_index->bucket_count() * sizeof(void*);
     }
     return bytes;
   }
@@ -271,19 +296,28 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   struct seg {
     std::uint32_t doc, local, len;  ///< doc seqs [doc, doc+len) are local seqs [local, local+len)
   };
-  struct object {
-    object_name name;
-    object_kind kind = object_kind::map;
-    std::uint32_t depth = 0;  ///< children: elements above it (the root's is 0)
-    std::unique_ptr<or_map> map;
-    std::uint32_t map_clock = 0;
-    std::unique_ptr<rga<std::string>> kids;  ///< created with the first insert
-    std::unique_ptr<rga<char32_t>> chars;    ///< created with the first insert
+  /// A sequence object's engine and the translation of its ids, made with its second op (lazy
+  /// objects, at the top of this file).
+  struct seq_state {
+    std::unique_ptr<rga<std::string>> kids;  ///< children
+    std::unique_ptr<rga<char32_t>> chars;    ///< text
     std::vector<std::pair<replica_id, std::vector<seg>>> xlate;  ///< per replica that edited it, in order of its first op
     /// Position in `xlate` by replica, once more than `xlate_scan` replicas edited the object (a scan
     /// per op of one that many peers edit would be quadratic: 40,000 authors of one text took 127 ms
     /// against 3 ms for 5,000).
     std::unique_ptr<std::unordered_map<replica_id, std::uint32_t, id_hash>> xlate_index;
+  };
+  static constexpr std::uint32_t no_entry = UINT32_MAX;
+  struct object {
+    object_name name;
+    object_kind kind = object_kind::map;
+    std::uint16_t depth = 0;  ///< children: elements above it (the root's is 0; at most markup::max_depth)
+    /// A sequence with no engine yet: no_entry while it has no op, else the log_ index of its only op,
+    /// an insert at its start whose values are its items and whose ids are theirs (local seqs from 0).
+    std::uint32_t whole = no_entry;
+    std::uint32_t map_clock = 0;     ///< map: the largest Lamport value of its ops
+    std::unique_ptr<or_map> map;     ///< map: made with its first op (null: empty)
+    std::unique_ptr<seq_state> seq;  ///< sequence: made with its second op (null: see `whole`)
   };
   static constexpr std::size_t xlate_scan = 8;
   /// An integrated op in the log: what ops_since filters on, inline; the rest packed at `at` in
@@ -302,22 +336,109 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     return {e.lamport + (id.seq - e.seq), id.replica, id.seq};
   }
 
+  /// Appends an object; objects made by one item are consecutive (an element's attributes, then its
+  /// children). Its creator's `created` entry is the caller's (integrate_seq).
   std::uint32_t add_object(const object_name& name, object_kind kind, std::uint32_t depth = 0) {
     const auto idx = static_cast<std::uint32_t>(objects_.size());
-    objects_.emplace_back();
-    objects_.back().name = name, objects_.back().kind = kind, objects_.back().depth = depth;
-    if (kind == object_kind::map) objects_.back().map = std::make_unique<or_map>();
-    by_name_.emplace(name, idx);
+    object& o = objects_.emplace_back();
+    o.name = name, o.kind = kind, o.depth = static_cast<std::uint16_t>(depth);
     return idx;
+  }
+  /// The `created` entry of item `item` (an item of a children object), or null. O(log n), O(1) near
+  /// the last one found.
+  const std::pair<std::uint32_t, std::uint32_t>* created_entry(const op_id& item) const {
+    const std::uint32_t rep = find_replica(item.replica);
+    if (rep == no_replica) return nullptr;
+    const replica_state& r = reps_[rep];
+    const auto& made = r.created;
+    if (made.empty()) return nullptr;
+    // Ops name objects made shortly before (a list, then its items' attributes, texts and children):
+    // the last entry found and its neighbours, and the newest entry, answer most lookups in O(1).
+    std::size_t at = made.size();
+    for (std::size_t guess : {r.created_hint, r.created_hint + 1, r.created_hint - 1, made.size() - 1})
+      if (guess < made.size() && made[guess].first == item.seq) {
+        at = guess;
+        break;
+      }
+    if (at == made.size()) {
+      auto it = std::lower_bound(made.begin(), made.end(), item.seq, [](const auto& e, std::uint32_t q) { return e.first < q; });
+      if (it == made.end() || it->first != item.seq) return nullptr;
+      at = static_cast<std::size_t>(it - made.begin());
+    }
+    r.created_hint = at;
+    return &made[at];
+  }
+  /// Index of object `name`, or no_entry.
+  std::uint32_t find_object(const object_name& name) const {
+    if (name == root_object) return 0;
+    if (name.creator.replica == 0) return no_entry;
+    const auto* made = created_entry(name.creator);
+    if (!made) return no_entry;
+    for (std::uint32_t i = made->second; i < objects_.size() && i <= made->second + 1; ++i)
+      if (objects_[i].name == name) return i;
+    return no_entry;
   }
   /// Index of an object known to exist.
   std::uint32_t find(const object_name& name) const {
-    auto it = by_name_.find(name);
-    if (it == by_name_.end()) fail("folio.invariant", "object missing");
-    return it->second;
+    const std::uint32_t i = find_object(name);
+    if (i == no_entry) fail("folio.invariant", "object missing");
+    return i;
   }
 
-  // ---- id translation -------------------------------------------------------------------------
+  // ---- lazy sequences -------------------------------------------------------------------------
+
+  /// Calls f(doc id, tag, index of its first object) for every live item of children object `o`, in
+  /// order (a text node's text is that object; an element's attributes are, its children the next);
+  /// `scratch` holds a lazy object's logged op meanwhile.
+  template <class F>
+  void for_each_child(const object& o, tree_op& scratch, F&& f) const {
+    if (o.seq) {
+      if (o.seq->kids)
+        o.seq->kids->for_each_item([&](op_id local, const std::string& tag) {
+          const op_id id = to_doc(o, local);
+          f(id, tag, created_entry(id)->second);
+        });
+      return;
+    }
+    if (o.whole == no_entry) return;
+    const logged& e = log_[o.whole];
+    unpack(e, scratch);
+    const std::pair<std::uint32_t, std::uint32_t>* made = created_entry({scratch.id.replica, e.seq});  // its items' entries are consecutive
+    for (std::uint32_t k = 0; k < e.len; ++k) f(op_id{scratch.id.replica, e.seq + k}, std::as_const(scratch.nodes[k]), made[k].second);
+  }
+  /// Appends the live code points of text object `o` to `out` as UTF-8.
+  void append_text(const object& o, std::string& out) const {
+    if (o.seq) {
+      if (o.seq->chars) o.seq->chars->for_each([&](char32_t c) { append_utf8(out, c); });
+    } else if (o.whole != no_entry) {
+      out += packed_insert_text(std::string_view(log_bytes_).substr(static_cast<std::size_t>(log_[o.whole].at)));
+    }
+  }
+  /// Gives lazy sequence object `oi` its engine, built from its only op (no-op when it has an engine
+  /// or no op yet: its first op keeps it lazy).
+  void materialize(std::uint32_t oi) {
+    object& obj = objects_[oi];
+    if (obj.seq || obj.whole == no_entry) return;
+    obj.seq = std::make_unique<seq_state>();
+    const logged& e = log_[obj.whole];
+    tree_op t;
+    unpack(e, t);
+    obj.whole = no_entry;
+    op first;
+    first.kind = op_kind::insert, first.id = {t.id.replica, 0}, first.lamport = t.lamport, first.len = t.len, first.ref = document_start;
+    apply_result r;
+    if (obj.kind == object_kind::text) {
+      obj.seq->chars = std::make_unique<rga<char32_t>>(self());
+      r = obj.seq->chars->apply(op_batch<char32_t>{{first}, {t.text.begin(), t.text.end()}});
+    } else {
+      obj.seq->kids = std::make_unique<rga<std::string>>(self());
+      r = obj.seq->kids->apply(op_batch<std::string>{{first}, std::move(t.nodes)});
+    }
+    if (!r || r.applied != t.len) fail("folio.invariant", "a lazy sequence's op does not integrate");
+    add_seg(obj, t.id.replica, t.id.seq, 0, t.len);
+  }
+
+  // ---- id translation (objects with an engine) ------------------------------------------------
 
   static std::uint32_t local_next(const object& o, replica_id r) {
     const std::vector<seg>* v = segs_of(o, r);
@@ -326,23 +447,25 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   }
   /// The translation segments of replica `r` in `o`, or null. O(1).
   static const std::vector<seg>* segs_of(const object& o, replica_id r) {
-    if (o.xlate_index) {
-      auto it = o.xlate_index->find(r);
-      return it == o.xlate_index->end() ? nullptr : &o.xlate[it->second].second;
+    const seq_state& st = *o.seq;
+    if (st.xlate_index) {
+      auto it = st.xlate_index->find(r);
+      return it == st.xlate_index->end() ? nullptr : &st.xlate[it->second].second;
     }
-    for (const auto& [rep, v] : o.xlate)
+    for (const auto& [rep, v] : st.xlate)
       if (rep == r) return &v;
     return nullptr;
   }
   static void add_seg(object& o, replica_id r, std::uint32_t doc, std::uint32_t local, std::uint32_t len) {
+    seq_state& st = *o.seq;
     auto* found = const_cast<std::vector<seg>*>(segs_of(o, r));
     if (!found) {
-      found = &o.xlate.emplace_back(r, std::vector<seg>{}).second;
-      if (o.xlate_index) {
-        o.xlate_index->emplace(r, static_cast<std::uint32_t>(o.xlate.size() - 1));
-      } else if (o.xlate.size() > xlate_scan) {
-        o.xlate_index = std::make_unique<std::unordered_map<replica_id, std::uint32_t, id_hash>>();
-        for (std::uint32_t i = 0; i < o.xlate.size(); ++i) o.xlate_index->emplace(o.xlate[i].first, i);
+      found = &st.xlate.emplace_back(r, std::vector<seg>{}).second;
+      if (st.xlate_index) {
+        st.xlate_index->emplace(r, static_cast<std::uint32_t>(st.xlate.size() - 1));
+      } else if (st.xlate.size() > xlate_scan) {
+        st.xlate_index = std::make_unique<std::unordered_map<replica_id, std::uint32_t, id_hash>>();
+        for (std::uint32_t i = 0; i < st.xlate.size(); ++i) st.xlate_index->emplace(st.xlate[i].first, i);
       }
     }
     std::vector<seg>& v = *found;
@@ -410,9 +533,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     const bool is_seq = o.kind == tree_op_kind::insert || o.kind == tree_op_kind::remove;
     // The object.
     if (o.object.creator != document_start && !integrated(o.object.creator)) return park(o, o.object.creator), outcome::parked;
-    auto oit = by_name_.find(o.object);
-    if (oit == by_name_.end()) return why = "operation on an object that does not exist", outcome::invalid;
-    const std::uint32_t oi = oit->second;
+    const std::uint32_t oi = find_object(o.object);
+    if (oi == no_entry) return why = "operation on an object that does not exist", outcome::invalid;
     const object_kind ok = objects_[oi].kind;
     if (is_seq == (ok == object_kind::map)) return why = is_seq ? "sequence operation on a map" : "map operation on a sequence", outcome::invalid;
     if (o.kind == tree_op_kind::insert && (ok == object_kind::text ? o.text.size() != o.len : o.nodes.size() != o.len))
@@ -471,47 +593,57 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   }
 
   bool integrate_seq(std::uint32_t oi, const tree_op& o, std::string& why) {
-    object& obj = objects_[oi];
-    if (o.kind == tree_op_kind::insert && obj.kind == object_kind::children && obj.depth >= markup::max_depth &&
-        std::any_of(o.nodes.begin(), o.nodes.end(), [](const std::string& t) { return !t.empty(); }))
-      return why = "XML nesting deeper than " + std::to_string(markup::max_depth), false;
-    op local;
-    local.kind = o.kind == tree_op_kind::insert ? op_kind::insert : op_kind::remove;
-    local.id = {o.id.replica, local_next(obj, o.id.replica)};
-    local.lamport = o.lamport, local.len = o.len, local.backward = o.backward;
-    if (o.kind == tree_op_kind::insert) {
-      if (!valid_values(obj.kind, o, why)) return false;
-      if (o.ref == document_start) {
-        local.ref = document_start;
+    {
+      const object& obj = objects_[oi];
+      if (o.kind == tree_op_kind::insert && obj.kind == object_kind::children && obj.depth >= markup::max_depth &&
+          std::any_of(o.nodes.begin(), o.nodes.end(), [](const std::string& t) { return !t.empty(); }))
+        return why = "XML nesting deeper than " + std::to_string(markup::max_depth), false;
+      if (o.kind == tree_op_kind::insert && !valid_values(obj.kind, o, why)) return false;
+    }
+    if (!objects_[oi].seq && objects_[oi].whole == no_entry) {  // its first op: it stays lazy
+      if (o.kind != tree_op_kind::insert || o.ref != document_start)
+        return why = o.kind == tree_op_kind::insert ? "insert origin is not an item of its object" : "remove targets are not items of its object", false;
+      objects_[oi].whole = static_cast<std::uint32_t>(log_.size());  // integrate_next logs it next
+    } else {
+      materialize(oi);
+      object& obj = objects_[oi];
+      op local;
+      local.kind = o.kind == tree_op_kind::insert ? op_kind::insert : op_kind::remove;
+      local.id = {o.id.replica, local_next(obj, o.id.replica)};
+      local.lamport = o.lamport, local.len = o.len, local.backward = o.backward;
+      if (o.kind == tree_op_kind::insert) {
+        if (o.ref == document_start) {
+          local.ref = document_start;
+        } else {
+          const seg* s = seg_of(obj, o.ref);
+          if (!s) return why = "insert origin is not an item of its object", false;
+          local.ref = {o.ref.replica, s->local + (o.ref.seq - s->doc)};
+        }
       } else {
         const seg* s = seg_of(obj, o.ref);
-        if (!s) return why = "insert origin is not an item of its object", false;
+        const std::uint32_t reach = o.len - 1;
+        if (!s || (o.backward ? o.ref.seq - s->doc < reach : s->doc + s->len - o.ref.seq <= reach))
+          return why = "remove targets are not items of its object", false;
         local.ref = {o.ref.replica, s->local + (o.ref.seq - s->doc)};
       }
-    } else {
-      const seg* s = seg_of(obj, o.ref);
-      const std::uint32_t reach = o.len - 1;
-      if (!s || (o.backward ? o.ref.seq - s->doc < reach : s->doc + s->len - o.ref.seq <= reach))
-        return why = "remove targets are not items of its object", false;
-      local.ref = {o.ref.replica, s->local + (o.ref.seq - s->doc)};
+      apply_result r;
+      if (obj.kind == object_kind::text) {
+        if (!obj.seq->chars) obj.seq->chars = std::make_unique<rga<char32_t>>(self());
+        r = obj.seq->chars->apply(op_batch<char32_t>{{local}, {o.text.begin(), o.text.end()}});
+      } else {
+        if (!obj.seq->kids) obj.seq->kids = std::make_unique<rga<std::string>>(self());
+        r = obj.seq->kids->apply(op_batch<std::string>{{local}, o.nodes});
+      }
+      if (!r) return why = r.message, false;
+      if (r.applied != o.len) fail("folio.invariant", "object rejected a ready operation");
+      add_seg(obj, o.id.replica, o.id.seq, local.id.seq, o.len);
     }
-    apply_result r;
-    if (obj.kind == object_kind::text) {
-      if (!obj.chars) obj.chars = std::make_unique<rga<char32_t>>(self());
-      op_batch<char32_t> b{{local}, {o.text.begin(), o.text.end()}};
-      r = obj.chars->apply(b);
-    } else {
-      if (!obj.kids) obj.kids = std::make_unique<rga<std::string>>(self());
-      op_batch<std::string> b{{local}, o.nodes};
-      r = obj.kids->apply(b);
-    }
-    if (!r) return why = r.message, false;
-    if (r.applied != o.len) fail("folio.invariant", "object rejected a ready operation");
-    add_seg(obj, o.id.replica, o.id.seq, local.id.seq, o.len);
-    const std::uint32_t depth = obj.depth + 1;
-    if (o.kind == tree_op_kind::insert && obj.kind == object_kind::children)  // add_object moves `obj`: not used below
+    if (o.kind == tree_op_kind::insert && objects_[oi].kind == object_kind::children) {  // add_object moves objects: no reference held
+      const std::uint32_t depth = objects_[oi].depth + 1u;
+      auto& made = reps_[replica_index(o.id.replica)].created;
       for (std::uint32_t k = 0; k < o.len; ++k) {
         const op_id item{o.id.replica, o.id.seq + k};
+        made.push_back({item.seq, static_cast<std::uint32_t>(objects_.size())});
         if (o.nodes[k].empty()) {
           add_object({item, object_role::text}, object_kind::text);
         } else {
@@ -519,6 +651,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
           add_object({item, object_role::children}, object_kind::children, depth);
         }
       }
+    }
     return true;
   }
 
@@ -537,6 +670,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     std::vector<item_key> preds;  // the observed entries by their ids (the or_map's order)
     preds.reserve(o.preds.size());
     for (const op_id& p : o.preds) preds.push_back(key_of(p));
+    if (!obj.map) obj.map = std::make_unique<or_map>();
     if (o.kind == tree_op_kind::set)
       obj.map->set(o.key, item_key{o.lamport, o.id.replica, o.id.seq}, o.value, preds);
     else
@@ -610,7 +744,6 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
 
   tree_shape shape_;
   std::vector<object> objects_;  ///< index 0 is the root
-  std::unordered_map<object_name, std::uint32_t, object_name_hash> by_name_;
   std::vector<logged> log_;  ///< every integrated op, in integration order
   std::string log_bytes_;    ///< their packed parts
   /// The logged op same_as_integrated last unpacked, per replica index: kept for one batch (apply_each

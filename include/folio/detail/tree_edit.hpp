@@ -133,25 +133,39 @@ class tree_editor {
 
   local_change change_since(std::uint32_t first) const { return {d_.self(), first, d_.reps_[0].next_seq - first}; }
 
-  std::uint32_t seq_clock(const object& obj) const {
-    if (obj.chars) return obj.chars->clock();
-    if (obj.kids) return obj.kids->clock();
-    return 0;
+  // Local edits read positions: a lazy sequence they touch gets its engine first
+  // (tree_doc::materialize); one with no op yet has none (null: empty).
+  const tree_doc::seq_state* seq(std::uint32_t oi) const {
+    d_.materialize(oi);
+    return d_.objects_[oi].seq.get();
   }
-  std::size_t seq_size(const object& obj) const {
-    if (obj.chars) return obj.chars->size();
-    if (obj.kids) return obj.kids->size();
-    return 0;
+  std::uint32_t seq_clock(std::uint32_t oi) const {
+    const tree_doc::seq_state* s = seq(oi);
+    return !s ? 0 : s->chars ? s->chars->clock() : s->kids ? s->kids->clock() : 0;
+  }
+  std::size_t seq_size(std::uint32_t oi) const {
+    const tree_doc::seq_state* s = seq(oi);
+    return !s ? 0 : s->chars ? s->chars->size() : s->kids ? s->kids->size() : 0;
+  }
+  std::vector<std::pair<op_id, std::uint32_t>> live_ids(std::uint32_t oi, std::size_t pos, std::size_t n) const {
+    const tree_doc::seq_state* s = seq(oi);
+    if (!s) return {};
+    return s->chars ? s->chars->live_ids(pos, n) : s->kids ? s->kids->live_ids(pos, n) : std::vector<std::pair<op_id, std::uint32_t>>{};
+  }
+  /// A map object's live entries for `key`, winner first (none while it has no or_map).
+  or_map::entry_range entries(std::uint32_t oi, const std::string& key) const {
+    const or_map* m = d_.objects_[oi].map.get();
+    return m ? m->entries(key) : or_map::entry_range{};
   }
   /// Doc id of the live item at `pos` of sequence object `oi`.
   op_id item_at(std::uint32_t oi, std::size_t pos) const {
+    const auto ids = live_ids(oi, pos, 1);
     const object& obj = d_.objects_[oi];
-    const auto ids = obj.chars ? obj.chars->live_ids(pos, 1) : obj.kids ? obj.kids->live_ids(pos, 1) : std::vector<std::pair<op_id, std::uint32_t>>{};
     if (ids.empty()) fail("folio.range", "position " + std::to_string(pos) + " past the end of a sequence");
     return tree_doc::to_doc(obj, ids[0].first);
   }
   op_id origin_for(std::uint32_t oi, std::size_t pos) const {
-    if (pos > seq_size(d_.objects_[oi])) fail("folio.range", "insert position past the end of a sequence");
+    if (pos > seq_size(oi)) fail("folio.range", "insert position past the end of a sequence");
     return pos == 0 ? document_start : item_at(oi, pos - 1);
   }
 
@@ -159,14 +173,14 @@ class tree_editor {
     if (cps.empty()) return;
     tree_op o;
     o.kind = tree_op_kind::insert, o.object = name_of(oi), o.ref = origin_for(oi, pos);
-    o.lamport = seq_clock(d_.objects_[oi]) + 1, o.len = static_cast<std::uint32_t>(cps.size()), o.text = std::move(cps);
+    o.lamport = seq_clock(oi) + 1, o.len = static_cast<std::uint32_t>(cps.size()), o.text = std::move(cps);
     d_.local(std::move(o));
   }
 
   /// Removes the live items [pos, pos+n): one remove per run of consecutive doc ids.
   void local_erase(std::uint32_t oi, std::size_t pos, std::size_t n) {
+    const auto pieces = live_ids(oi, pos, n);
     const object& obj = d_.objects_[oi];
-    const auto pieces = obj.chars ? obj.chars->live_ids(pos, n) : obj.kids ? obj.kids->live_ids(pos, n) : decltype(obj.kids->live_ids(0, 0)){};
     std::vector<std::pair<op_id, std::uint32_t>> targets;  // doc ids, split where the translation breaks
     for (auto [id, count] : pieces)
       for (std::uint32_t k = 0; k < count;) {
@@ -179,13 +193,13 @@ class tree_editor {
     const object_name name = name_of(oi);
     for (auto [d, take] : targets) {
       tree_op o;
-      o.kind = tree_op_kind::remove, o.object = name, o.ref = d, o.len = take, o.lamport = seq_clock(d_.objects_[oi]) + 1;
+      o.kind = tree_op_kind::remove, o.object = name, o.ref = d, o.len = take, o.lamport = seq_clock(oi) + 1;
       d_.local(std::move(o));
     }
   }
 
   void local_set(std::uint32_t oi, const std::string& key, std::string value) {
-    const or_map::entry_range live = d_.objects_[oi].map->entries(key);
+    const or_map::entry_range live = entries(oi, key);
     if (!live.empty() && std::next(live.begin()) == live.end() && live.begin()->second == value) return;
     tree_op o;
     o.kind = tree_op_kind::set, o.object = name_of(oi), o.key = key, o.value = std::move(value), o.lamport = d_.objects_[oi].map_clock + 1;
@@ -193,7 +207,7 @@ class tree_editor {
     d_.local(std::move(o));
   }
   void local_unset(std::uint32_t oi, const std::string& key) {
-    const or_map::entry_range live = d_.objects_[oi].map->entries(key);
+    const or_map::entry_range live = entries(oi, key);
     if (live.empty()) return;
     tree_op o;
     o.kind = tree_op_kind::unset, o.object = name_of(oi), o.key = key, o.lamport = d_.objects_[oi].map_clock + 1;
@@ -216,7 +230,7 @@ class tree_editor {
       if (w.nodes->empty()) continue;
       tree_op o;
       o.kind = tree_op_kind::insert, o.object = name_of(w.object), o.ref = origin_for(w.object, w.pos);
-      o.lamport = seq_clock(d_.objects_[w.object]) + 1, o.len = static_cast<std::uint32_t>(w.nodes->size());
+      o.lamport = seq_clock(w.object) + 1, o.len = static_cast<std::uint32_t>(w.nodes->size());
       for (const markup::node& n : *w.nodes) o.nodes.push_back(n.type == markup::node::kind::text ? std::string() : n.name);
       const std::uint32_t first = d_.reps_[0].next_seq;
       d_.local(std::move(o));

@@ -40,13 +40,6 @@ struct object_name {
 };
 inline constexpr object_name root_object{document_start, object_role::root};
 
-/// Keyed (detail/hash.hpp): the creator's replica id and seq are chosen by peers.
-struct object_name_hash {
-  std::size_t operator()(const object_name& n) const noexcept {
-    return id_hash{}(n.creator.replica, std::uint64_t(n.creator.seq) << 2 | static_cast<std::uint8_t>(n.role));
-  }
-};
-
 enum class tree_op_kind : std::uint8_t { insert = 0, remove = 1, set = 2, unset = 3 };
 
 /// One operation on one object. Sequence ops (insert/remove) may be runs (len > 1); map ops are units.
@@ -87,7 +80,7 @@ void put_tree_payload(std::string& out, const tree_op& o, bool text, const Table
       if (o.ref.replica != 0) put_varint(out, o.ref.seq);
       if (text) {
         utf8.clear();
-        for (char32_t c : o.text) append_utf8(utf8, c);
+        append_utf8(utf8, o.text);
         put_string(out, utf8);
       } else {
         for (const std::string& tag : o.nodes) put_string(out, tag);

@@ -27,6 +27,23 @@ inline void append_utf8(std::string& out, char32_t c) {
   }
 }
 
+/// Appends code points `s` (valid) as UTF-8; runs of ASCII, most text, are copied without a growth
+/// check per byte.
+inline void append_utf8(std::string& out, std::u32string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t j = i;
+    while (j < s.size() && s[j] < 0x80) ++j;
+    if (j > i) {
+      const std::size_t at = out.size();
+      out.resize(at + (j - i));
+      char* p = out.data() + at;
+      for (std::size_t k = i; k < j; ++k) *p++ = static_cast<char>(s[k]);
+      i = j;
+    }
+    if (i < s.size()) append_utf8(out, s[i++]);
+  }
+}
+
 /// Decodes one code point starting at s[i]; advances i. Returns false (i unchanged) on invalid input.
 inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) noexcept {
   const auto b0 = static_cast<unsigned char>(s[i]);
@@ -62,6 +79,8 @@ inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) n
 /// byte offset of the first invalid sequence (out then holds the valid prefix).
 template <class Out>
 bool decode_utf8(std::string_view s, Out& out, std::size_t* bad_at = nullptr) {
+  if constexpr (requires { out.reserve(std::size_t{}); })
+    if (out.empty()) out.reserve(s.size());  // at most a code point per byte (only when empty: appends keep growing geometrically)
   std::size_t i = 0;
   while (i < s.size()) {
     if (static_cast<unsigned char>(s[i]) < 0x80) {  // ASCII fast path

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,11 +59,10 @@ inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) noexcept {  // order-
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h;
 }
-inline std::uint64_t hash_bytes(std::string_view s) noexcept {  // FNV-1a
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
+/// The standard library's string hash: eight bytes a step (FNV-1a, a byte a step, made hashing the
+/// two trees a quarter of a one-word replace of a 1 MiB record). Unkeyed, like the combine: a collision
+/// costs an equality check, never a wrong match.
+inline std::uint64_t hash_bytes(std::string_view s) noexcept { return std::hash<std::string_view>{}(s); }
 
 /// Hash of the subtree at `root` (attributes combined order-independently: they are a map).
 /// Iterative post-order with an accumulator per open element; no allocation per node.
