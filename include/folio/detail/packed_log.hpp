@@ -37,8 +37,7 @@ inline constexpr std::uint8_t packed_backward = 0x04;
 inline void pack_tree_op(std::string& bytes, std::uint32_t object, bool text, const tree_op& o, const packed_replicas& reps) {
   bytes.push_back(static_cast<char>(static_cast<std::uint8_t>(o.kind) | (o.backward ? packed_backward : 0)));
   put_varint(bytes, object);
-  std::string utf8;
-  put_tree_payload(bytes, o, text, reps, utf8);
+  put_tree_payload(bytes, o, text, reps);
 }
 
 /// Reads the op packed at the start of `bytes` into `o`, whose id, len and Lamport value the caller has

@@ -659,13 +659,17 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     object& obj = objects_[oi];
     if (shape_ == tree_shape::xml) {
       if (!markup::detail::is_name(o.key)) return why = "attribute name \"" + o.key + "\" is not an XML name", false;
-      std::u32string cps;
-      if (!decode_utf8(o.value, cps)) return why = "attribute value is not valid UTF-8", false;
-      for (char32_t c : cps)
-        if (!markup::detail::is_xml_char(c)) return why = "attribute value holds a character XML does not allow", false;
+      struct xml_chars {  // decode_utf8's sink: checks each code point, keeps none
+        bool ok = true;
+        void push_back(char32_t c) { ok = ok && markup::detail::is_xml_char(c); }
+      } value;
+      if (!decode_utf8(o.value, value)) return why = "attribute value is not valid UTF-8", false;
+      if (!value.ok) return why = "attribute value holds a character XML does not allow", false;
     } else {
-      std::u32string cps;
-      if (!decode_utf8(o.key, cps)) return why = "map key is not valid UTF-8", false;
+      struct any_chars {
+        void push_back(char32_t) {}
+      } key;
+      if (!decode_utf8(o.key, key)) return why = "map key is not valid UTF-8", false;
     }
     std::vector<item_key> preds;  // the observed entries by their ids (the or_map's order)
     preds.reserve(o.preds.size());

@@ -63,6 +63,13 @@ class tree_editor {
   local_change replace_xml(const markup::fragment& to) {
     const std::uint32_t first = d_.reps_[0].next_seq;
     const markup::fragment from = d_.fragment();
+    if (from.empty()) {  // a load: nothing to compare (diffing would hash the whole new tree)
+      std::vector<const markup::node*> all;
+      for (const markup::node& n : to) all.push_back(&n);
+      reserve_counters(first, d_.clock_, to.size() + inserted_units(std::move(all)));  // all or nothing
+      insert_nodes(0, 0, to);
+      return change_since(first);
+    }
     const xml_children_edit script = diff_xml(from, to);
     reserve_counters(first, d_.clock_, script_units(script));  // all or nothing
     std::vector<std::pair<std::uint32_t, const xml_children_edit*>> stack{{0, &script}};
@@ -114,6 +121,12 @@ class tree_editor {
         if (op.children) edits.push_back(op.children.get());
       }
     }
+    return n + inserted_units(std::move(inserted));
+  }
+  /// The unit operations inside whole subtrees `inserted` (their attributes, code points and child
+  /// nodes; the subtrees' own nodes are the caller's). Iterative.
+  static std::uint64_t inserted_units(std::vector<const markup::node*> inserted) {
+    std::uint64_t n = 0;
     while (!inserted.empty()) {
       const markup::node* x = inserted.back();
       inserted.pop_back();
@@ -231,6 +244,7 @@ class tree_editor {
       tree_op o;
       o.kind = tree_op_kind::insert, o.object = name_of(w.object), o.ref = origin_for(w.object, w.pos);
       o.lamport = seq_clock(w.object) + 1, o.len = static_cast<std::uint32_t>(w.nodes->size());
+      o.nodes.reserve(w.nodes->size());
       for (const markup::node& n : *w.nodes) o.nodes.push_back(n.type == markup::node::kind::text ? std::string() : n.name);
       const std::uint32_t first = d_.reps_[0].next_seq;
       d_.local(std::move(o));

@@ -59,7 +59,6 @@ struct tree_op_format {
   static constexpr std::uint8_t tf_kind = 0x03, tf_object = 0x40, tf_backward = 0x80;
   tree_shape shape;
   object_name object = root_object;  ///< the previous record's object
-  std::string utf8{};                ///< scratch for text values
 
   static void add_references(replica_table_writer& table, const tree_op& o) {
     table.add_reference(o.object.creator.replica), table.add_reference(o.ref.replica);
@@ -77,7 +76,7 @@ struct tree_op_format {
       if (o.object.creator.replica != 0) put_varint(out, o.object.creator.seq), out.push_back(static_cast<char>(o.object.role));
     }
     object = o.object;
-    put_tree_payload(out, o, kind_of_role(shape, o.object.role) == tree_doc::object_kind::text, table, utf8);
+    put_tree_payload(out, o, kind_of_role(shape, o.object.role) == tree_doc::object_kind::text, table);
   }
 
   static void reserve(std::uint64_t) {}

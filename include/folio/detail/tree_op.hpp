@@ -71,17 +71,16 @@ struct tree_batch {
 enum class tree_shape : std::uint8_t { map, xml };
 
 /// Writes the payload of `o` (an insert into a text when `text`). `table` gives replica indices:
-/// index(id) and ref_index(id) (0 for replica 0, else index + 1); `utf8` is a scratch buffer.
+/// index(id) and ref_index(id) (0 for replica 0, else index + 1); Text goes out as UTF-8 without a copy.
 template <class Table>
-void put_tree_payload(std::string& out, const tree_op& o, bool text, const Table& table, std::string& utf8) {
+void put_tree_payload(std::string& out, const tree_op& o, bool text, const Table& table) {
   switch (o.kind) {
     case tree_op_kind::insert:
       put_varint(out, table.ref_index(o.ref.replica));
       if (o.ref.replica != 0) put_varint(out, o.ref.seq);
       if (text) {
-        utf8.clear();
-        append_utf8(utf8, o.text);
-        put_string(out, utf8);
+        put_varint(out, utf8_length(o.text));  // put_string's layout, written without a copy
+        append_utf8(out, o.text);
       } else {
         for (const std::string& tag : o.nodes) put_string(out, tag);
       }

@@ -27,6 +27,13 @@ inline void append_utf8(std::string& out, char32_t c) {
   }
 }
 
+/// The UTF-8 length of code points `s` (valid).
+inline std::size_t utf8_length(std::u32string_view s) noexcept {
+  std::size_t n = 0;
+  for (char32_t c : s) n += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+  return n;
+}
+
 /// Appends code points `s` (valid) as UTF-8; runs of ASCII, most text, are copied without a growth
 /// check per byte.
 inline void append_utf8(std::string& out, std::u32string_view s) {
