@@ -352,6 +352,47 @@ TEST(Document, RemoteOpsMustFitTheirObjects) {
   a.check_invariants();
 }
 
+TEST(Document, RemoteOpsOnLazyObjects) {
+  // "<p>x</p><q/>": root items p (1,0) and q (1,1); p's children hold a text node (1,2) whose text is
+  // "x" (1,3). Every sequence is lazy (its only op its first insert); q's children have no op at all.
+  document a(record_type::xml, 1), b(record_type::xml, 2);
+  ASSERT_TRUE(a.replace_xml("<p>x</p><q/>").first);
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  auto forge = [](folio::detail::tree_op o) {
+    std::string bytes;
+    folio::detail::put_header(bytes, folio::detail::kind_batch, record_type::xml);
+    folio::detail::put_tree_ops(bytes, folio::detail::tree_shape::xml, {o});
+    return bytes;
+  };
+  using folio::detail::object_role;
+  folio::detail::tree_op o;
+  // A first op that is not an insert at the start of an empty list is refused as on an engine.
+  o.kind = folio::detail::tree_op_kind::remove, o.id = {9, 0}, o.lamport = 5, o.ref = {1, 3};
+  o.object = {{1, 1}, object_role::children};
+  EXPECT_EQ(a.apply(forge(o)).message, "remove targets are not items of its object");
+  o.kind = folio::detail::tree_op_kind::insert, o.ref = {1, 2}, o.nodes = {"r"};
+  EXPECT_EQ(a.apply(forge(o)).message, "insert origin is not an item of its object");
+  o.ref = {1, 3}, o.object = {{1, 0}, object_role::children};  // an item of the lazy text, not of this list
+  EXPECT_EQ(a.apply(forge(o)).message, "insert origin is not an item of its object");
+  // A remote insert after the lazy text's item builds its engine; a local edit after it takes the
+  // next Lamport value of that text, on both replicas, and they converge.
+  o.nodes.clear(), o.text = U"y", o.object = {{1, 2}, object_role::text}, o.ref = {1, 3};
+  ASSERT_TRUE(a.apply(forge(o)));
+  ASSERT_TRUE(b.apply(forge(o)));
+  EXPECT_EQ(a.xml(), "<p>xy</p><q/>");
+  const auto [pr, change] = a.replace_xml("<p>xyz</p><q>w</q>");
+  ASSERT_TRUE(pr);
+  ASSERT_TRUE(b.apply(a.encode_change(change)));
+  const auto [pr2, change2] = b.replace_xml("<p>vxyz</p><q>w</q>");
+  ASSERT_TRUE(pr2);
+  ASSERT_TRUE(a.apply(b.encode_change(change2)));
+  EXPECT_EQ(a.xml(), "<p>vxyz</p><q>w</q>");
+  EXPECT_EQ(b.xml(), a.xml());
+  EXPECT_EQ(b.encode(), a.encode());
+  a.check_invariants();
+  b.check_invariants();
+}
+
 TEST(Document, TheOpLogGivesBackEveryOpAsItWasIntegrated) {
   // tree_doc keeps its log packed into bytes; every field of every kind of op must come back: runs,
   // origins, a backward remove, preds of another replica, tags, code points beyond ASCII and the BMP.

@@ -67,9 +67,7 @@ constexpr record_type value_type_of() {
 template <class T>
 void put_content(std::string& out, const std::vector<T>& values) {
   if constexpr (std::is_same_v<T, char32_t>) {
-    const std::u32string_view text(values.data(), values.size());
-    put_varint(out, utf8_length(text));  // put_string's layout, written without a copy
-    append_utf8(out, text);
+    put_string(out, std::u32string_view(values.data(), values.size()));
   } else {
     put_varint(out, values.size());
     for (const std::string& v : values) put_string(out, v);

@@ -228,9 +228,20 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
     std::size_t depth;          // depth of the elements in `target`
   };
   std::vector<frame> stack{{doc.first_child(), &out, 1}};
-  std::size_t top = 0;
-  for (pugi::xml_node c = doc.first_child(); c; c = c.next_sibling()) ++top;
-  out.reserve(top);
+  // Lists are reserved to the nodes they will hold: elements and other nodes one each, a run of
+  // adjacent text and CDATA one (they merge; counting each would let "<![CDATA[]]>" repeated reserve a
+  // node per 12 bytes of input).
+  auto list_size = [](pugi::xml_node first) {
+    std::size_t n = 0;
+    bool text = false;
+    for (pugi::xml_node c = first; c; c = c.next_sibling()) {
+      const bool t = c.type() == pugi::node_pcdata || c.type() == pugi::node_cdata;
+      n += !(t && text);
+      text = t;
+    }
+    return n;
+  };
+  out.reserve(list_size(doc.first_child()));
   auto add_text = [](std::vector<node>& list, std::string&& s) {
     if (s.empty()) return;
     if (!list.empty() && list.back().type == node::kind::text) list.back().text += s;
@@ -271,9 +282,7 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
         node e = node::make_element(x.name());
         attrs.clear();
         for (const pugi::xml_attribute a : x.attributes()) attrs.push_back(a);
-        std::size_t kids = 0;  // an upper bound of its children (adjacent texts merge): one allocation for the list
-        for (pugi::xml_node c = x.first_child(); c; c = c.next_sibling()) ++kids;
-        e.children.reserve(kids);
+        e.children.reserve(list_size(x.first_child()));
         // Which attributes repeat an earlier name: sorted by (name, position), every one but the first
         // of a name does. O(k log k) for k attributes (a scan of the earlier ones per attribute was
         // O(k^2): 200,000 attributes took 117 s). The checks below still run in document order, so the

@@ -60,11 +60,9 @@ void unpack_tree_op(std::string_view bytes, tree_op& o, ObjectAt&& object_at, st
 inline std::string_view packed_insert_text(std::string_view bytes) {
   byte_reader in(bytes);
   in.byte("packed log");
-  in.varint("packed log");                       // object
-  if (in.varint("packed log") != 0) in.varint("packed log");  // origin: replica index + 1, then seq
-  const std::uint64_t n = in.varint("packed log");
-  const std::string_view text = in.bytes(n > in.remaining() ? in.remaining() + 1 : n, "packed log");
-  if (!in.ok()) fail("folio.invariant", "packed log entry does not read back");
+  in.varint("packed log");  // object
+  std::string_view text;
+  if (!read_text_insert_utf8(in, text)) fail("folio.invariant", "packed log entry does not read back");
   return text;
 }
 

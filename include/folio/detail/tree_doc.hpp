@@ -296,8 +296,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   struct seg {
     std::uint32_t doc, local, len;  ///< doc seqs [doc, doc+len) are local seqs [local, local+len)
   };
-  /// A sequence object's engine and the translation of its ids, made with its second op (lazy
-  /// objects, at the top of this file).
+  /// A sequence object's engine and the translation of its ids, made with its second op or the first
+  /// local edit that reads positions in it (lazy objects, at the top of this file).
   struct seq_state {
     std::unique_ptr<rga<std::string>> kids;  ///< children
     std::unique_ptr<rga<char32_t>> chars;    ///< text
@@ -316,8 +316,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     /// an insert at its start whose values are its items and whose ids are theirs (local seqs from 0).
     std::uint32_t whole = no_entry;
     std::uint32_t map_clock = 0;     ///< map: the largest Lamport value of its ops
-    std::unique_ptr<or_map> map;     ///< map: made with its first op (null: empty)
-    std::unique_ptr<seq_state> seq;  ///< sequence: made with its second op (null: see `whole`)
+    std::unique_ptr<or_map> map;     ///< map: made with its first op (null: empty); a map record's root, at once
+    std::unique_ptr<seq_state> seq;  ///< sequence: see seq_state (null: see `whole`)
   };
   static constexpr std::size_t xlate_scan = 8;
   /// An integrated op in the log: what ops_since filters on, inline; the rest packed at `at` in
@@ -419,29 +419,30 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   void materialize(std::uint32_t oi) {
     object& obj = objects_[oi];
     if (obj.seq || obj.whole == no_entry) return;
-    obj.seq = std::make_unique<seq_state>();
     const logged& e = log_[obj.whole];
     tree_op t;
     unpack(e, t);
-    obj.whole = no_entry;
     op first;
     first.kind = op_kind::insert, first.id = {t.id.replica, 0}, first.lamport = t.lamport, first.len = t.len, first.ref = document_start;
+    auto st = std::make_unique<seq_state>();
     apply_result r;
     if (obj.kind == object_kind::text) {
-      obj.seq->chars = std::make_unique<rga<char32_t>>(self());
-      r = obj.seq->chars->apply(op_batch<char32_t>{{first}, {t.text.begin(), t.text.end()}});
+      st->chars = std::make_unique<rga<char32_t>>(self());
+      r = st->chars->apply(op_batch<char32_t>{{first}, {t.text.begin(), t.text.end()}});
     } else {
-      obj.seq->kids = std::make_unique<rga<std::string>>(self());
-      r = obj.seq->kids->apply(op_batch<std::string>{{first}, std::move(t.nodes)});
+      st->kids = std::make_unique<rga<std::string>>(self());
+      r = st->kids->apply(op_batch<std::string>{{first}, std::move(t.nodes)});
     }
     if (!r || r.applied != t.len) fail("folio.invariant", "a lazy sequence's op does not integrate");
+    obj.seq = std::move(st);  // built whole, or the object stays as it was
+    obj.whole = no_entry;
     add_seg(obj, t.id.replica, t.id.seq, 0, t.len);
   }
 
   // ---- id translation (objects with an engine) ------------------------------------------------
 
   static std::uint32_t local_next(const object& o, replica_id r) {
-    const std::vector<seg>* v = segs_of(o, r);
+    const std::vector<seg>* v = o.seq ? segs_of(o, r) : nullptr;
     if (!v || v->empty()) return 0;
     return v->back().local + v->back().len;
   }
@@ -474,9 +475,9 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     else
       v.push_back({doc, local, len});
   }
-  /// The segment holding doc id `id` in `o`, or null.
+  /// The segment holding doc id `id` in `o`, or null (always, for an object with no engine and no op).
   static const seg* seg_of(const object& o, const op_id& id) {
-    const std::vector<seg>* found = segs_of(o, id.replica);
+    const std::vector<seg>* found = o.seq ? segs_of(o, id.replica) : nullptr;
     if (!found) return nullptr;
     const auto& v = *found;
     auto s = std::upper_bound(v.begin(), v.end(), id.seq, [](std::uint32_t q, const seg& x) { return q < x.doc; });
@@ -551,10 +552,11 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     for (const op_id& p : o.preds)
       if (p.replica == o.id.replica && p.seq >= o.id.seq) return why = "operation observes a later operation of its own replica", outcome::invalid;
 
+    bool lazy = false;  // the object's first op: it stays without an engine
     switch (o.kind) {
       case tree_op_kind::insert:
       case tree_op_kind::remove:
-        if (!integrate_seq(oi, o, why)) return outcome::invalid;
+        if (!integrate_seq(oi, o, why, lazy)) return outcome::invalid;
         break;
       case tree_op_kind::set:
       case tree_op_kind::unset:
@@ -565,6 +567,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     reps_[rep].log_pos.push_back(static_cast<std::uint32_t>(log_.size()));
     log_.push_back({rep, o.id.seq, o.len, o.lamport, log_bytes_.size()});
     pack(oi, o);
+    if (lazy) objects_[oi].whole = static_cast<std::uint32_t>(log_.size() - 1);
     return outcome::done;
   }
 
@@ -592,7 +595,9 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     return true;
   }
 
-  bool integrate_seq(std::uint32_t oi, const tree_op& o, std::string& why) {
+  /// Integrates sequence op `o` into object `oi`; `lazy` says it is the object's first op, an insert
+  /// at its start, which builds no engine (the caller names its log entry in `whole`).
+  bool integrate_seq(std::uint32_t oi, const tree_op& o, std::string& why, bool& lazy) {
     {
       const object& obj = objects_[oi];
       if (o.kind == tree_op_kind::insert && obj.kind == object_kind::children && obj.depth >= markup::max_depth &&
@@ -600,32 +605,29 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
         return why = "XML nesting deeper than " + std::to_string(markup::max_depth), false;
       if (o.kind == tree_op_kind::insert && !valid_values(obj.kind, o, why)) return false;
     }
-    if (!objects_[oi].seq && objects_[oi].whole == no_entry) {  // its first op: it stays lazy
-      if (o.kind != tree_op_kind::insert || o.ref != document_start)
-        return why = o.kind == tree_op_kind::insert ? "insert origin is not an item of its object" : "remove targets are not items of its object", false;
-      objects_[oi].whole = static_cast<std::uint32_t>(log_.size());  // integrate_next logs it next
-    } else {
-      materialize(oi);
-      object& obj = objects_[oi];
-      op local;
-      local.kind = o.kind == tree_op_kind::insert ? op_kind::insert : op_kind::remove;
-      local.id = {o.id.replica, local_next(obj, o.id.replica)};
-      local.lamport = o.lamport, local.len = o.len, local.backward = o.backward;
-      if (o.kind == tree_op_kind::insert) {
-        if (o.ref == document_start) {
-          local.ref = document_start;
-        } else {
-          const seg* s = seg_of(obj, o.ref);
-          if (!s) return why = "insert origin is not an item of its object", false;
-          local.ref = {o.ref.replica, s->local + (o.ref.seq - s->doc)};
-        }
+    materialize(oi);  // a second op: the first one's engine first
+    object& obj = objects_[oi];
+    op local;
+    local.kind = o.kind == tree_op_kind::insert ? op_kind::insert : op_kind::remove;
+    local.id = {o.id.replica, local_next(obj, o.id.replica)};
+    local.lamport = o.lamport, local.len = o.len, local.backward = o.backward;
+    if (o.kind == tree_op_kind::insert) {
+      if (o.ref == document_start) {
+        local.ref = document_start;
       } else {
         const seg* s = seg_of(obj, o.ref);
-        const std::uint32_t reach = o.len - 1;
-        if (!s || (o.backward ? o.ref.seq - s->doc < reach : s->doc + s->len - o.ref.seq <= reach))
-          return why = "remove targets are not items of its object", false;
+        if (!s) return why = "insert origin is not an item of its object", false;
         local.ref = {o.ref.replica, s->local + (o.ref.seq - s->doc)};
       }
+    } else {
+      const seg* s = seg_of(obj, o.ref);
+      const std::uint32_t reach = o.len - 1;
+      if (!s || (o.backward ? o.ref.seq - s->doc < reach : s->doc + s->len - o.ref.seq <= reach))
+        return why = "remove targets are not items of its object", false;
+      local.ref = {o.ref.replica, s->local + (o.ref.seq - s->doc)};
+    }
+    lazy = !obj.seq;  // no engine and no op yet: only an insert at the start gets here
+    if (!lazy) {
       apply_result r;
       if (obj.kind == object_kind::text) {
         if (!obj.seq->chars) obj.seq->chars = std::make_unique<rga<char32_t>>(self());

@@ -79,8 +79,7 @@ void put_tree_payload(std::string& out, const tree_op& o, bool text, const Table
       put_varint(out, table.ref_index(o.ref.replica));
       if (o.ref.replica != 0) put_varint(out, o.ref.seq);
       if (text) {
-        put_varint(out, utf8_length(o.text));  // put_string's layout, written without a copy
-        append_utf8(out, o.text);
+        put_string(out, std::u32string_view(o.text));
       } else {
         for (const std::string& tag : o.nodes) put_string(out, tag);
       }
@@ -99,6 +98,12 @@ void put_tree_payload(std::string& out, const tree_op& o, bool text, const Table
   }
 }
 
+/// A length-prefixed string as put_string writes it (failure latched in `r` when it runs past the end).
+inline std::string_view read_string_field(byte_reader& r, const char* what) {
+  const std::uint64_t n = r.varint(what);
+  return r.bytes(n > r.remaining() ? r.remaining() + 1 : n, what);
+}
+
 /// Reads the payload of `o`, whose kind, backward flag and len are set and whose ref, values, key and
 /// preds are empty, from untrusted bytes (an insert into a text when `text`). Replica index i names
 /// replica_at(i), i < nrep. False (failure latched in `r`) on a malformed byte.
@@ -111,10 +116,7 @@ bool read_tree_payload(byte_reader& r, tree_op& o, bool text, std::size_t nrep, 
     if (i == 0 && !allow_zero) return r.fail(decode_status::bad_reference, what), 0;
     return i == 0 ? 0 : replica_at(static_cast<std::size_t>(i - 1));  // i <= nrep
   };
-  auto string_field = [&](const char* what) -> std::string_view {
-    const std::uint64_t n = r.varint(what);
-    return r.bytes(n > r.remaining() ? r.remaining() + 1 : n, what);
-  };
+  auto string_field = [&](const char* what) { return read_string_field(r, what); };
   switch (o.kind) {
     case tree_op_kind::insert: {
       o.ref.replica = replica_ref("origin replica", true);
@@ -152,6 +154,15 @@ bool read_tree_payload(byte_reader& r, tree_op& o, bool text, std::size_t nrep, 
       break;
     }
   }
+  return r.ok();
+}
+
+/// The UTF-8 of an insert into a text from its payload as put_tree_payload wrote it (origin, then the
+/// text), read in place without decoding: for bytes this program wrote (tree_doc's packed log). False
+/// (failure latched in `r`) on a malformed byte.
+inline bool read_text_insert_utf8(byte_reader& r, std::string_view& utf8) {
+  if (r.varint("origin replica") != 0) r.varint("origin seq");
+  utf8 = read_string_field(r, "text");
   return r.ok();
 }
 

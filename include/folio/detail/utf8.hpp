@@ -87,7 +87,8 @@ inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) n
 template <class Out>
 bool decode_utf8(std::string_view s, Out& out, std::size_t* bad_at = nullptr) {
   if constexpr (requires { out.reserve(std::size_t{}); })
-    if (out.empty()) out.reserve(s.size());  // at most a code point per byte (only when empty: appends keep growing geometrically)
+    if (out.empty()) out.reserve(s.size());  // at most a code point per byte (only when empty: appends keep growing geometrically).
+                                             // Invalid input may fail after reserving: what valid input of its size costs anyway.
   std::size_t i = 0;
   while (i < s.size()) {
     if (static_cast<unsigned char>(s[i]) < 0x80) {  // ASCII fast path

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "../error.hpp"
+#include "utf8.hpp"
 
 namespace folio::detail {
 
@@ -25,6 +26,11 @@ inline void put_varint(std::string& out, std::uint64_t v) {
 inline void put_string(std::string& out, std::string_view s) {
   put_varint(out, s.size());
   out += s;
+}
+/// Code points `s` (valid) as put_string writes their UTF-8, without a copy.
+inline void put_string(std::string& out, std::u32string_view s) {
+  put_varint(out, utf8_length(s));
+  append_utf8(out, s);
 }
 
 inline std::uint64_t zigzag(std::int64_t v) { return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63); }
