@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -190,6 +191,15 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
   };
   // Characters first: exact offsets, and pugixml then only ever sees valid UTF-8 without NULs.
   for (std::size_t i = 0; i < markup.size();) {
+    if (i + 8 <= markup.size()) {  // eight bytes at once while they are ASCII and none is below 0x20
+      std::uint64_t w;
+      std::memcpy(&w, markup.data() + i, 8);
+      constexpr std::uint64_t high = 0x8080808080808080ull, spaces = 0x2020202020202020ull;
+      if ((w & high) == 0 && ((w - spaces) & ~w & high) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     const std::size_t at = i;
     if (const auto b = static_cast<unsigned char>(markup[i]); b < 0x80) {  // ASCII: one comparison
       if (b < 0x20 && b != '\t' && b != '\n' && b != '\r')

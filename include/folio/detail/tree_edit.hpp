@@ -67,6 +67,7 @@ class tree_editor {
       std::vector<const markup::node*> all;
       for (const markup::node& n : to) all.push_back(&n);
       reserve_counters(first, d_.clock_, to.size() + inserted_units(std::move(all)));  // all or nothing
+      d_.reserve_for(to);
       insert_nodes(0, 0, to);
       return change_since(first);
     }
