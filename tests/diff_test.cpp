@@ -70,9 +70,23 @@ TEST(Diff, Utf8ReplaceMakesTheOpsOfTheCodePointDiff) {
 TEST(Diff, Utf8ReplaceRefusesInvalidUtf8AndChangesNothing) {
   folio::text t(1);
   t.insert_utf8(0, "abc");
-  EXPECT_THROW(folio::replace_text_utf8(t, "ab\xC3"), folio::error);
-  EXPECT_THROW(folio::replace_text_utf8(t, "a\xED\xA0\x80" "c"), folio::error);  // a surrogate
+  // Only the changed middle is decoded; the message still names the byte in the whole value.
+  auto refusal = [&](std::string_view value) {
+    try {
+      folio::replace_text_utf8(t, value);
+    } catch (const folio::error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal("ab\xC3"), "[folio.utf8] invalid UTF-8 at byte 2");
+  EXPECT_EQ(refusal("a\xED\xA0\x80" "c"), "[folio.utf8] invalid UTF-8 at byte 1");  // a surrogate
+  EXPECT_EQ(refusal("\xFF" "abc"), "[folio.utf8] invalid UTF-8 at byte 0");
   EXPECT_EQ(t.to_string(), "abc");
+  t.insert_utf8(0, "\xC3\xA9");  // "éabc": a prefix of two bytes, then the bad byte
+  EXPECT_EQ(refusal("\xC3\xA9" "ab\xFF"), "[folio.utf8] invalid UTF-8 at byte 4");
+  EXPECT_EQ(refusal("\xC3\xA9" "abc\xC3"), "[folio.utf8] invalid UTF-8 at byte 5");
+  EXPECT_EQ(t.to_string(), "\xC3\xA9" "abc");
 }
 
 TEST(Diff, MatchesAMinimalEditDistanceOnRandomInputs) {

@@ -50,7 +50,6 @@ inline local_change replace_text(text& doc, std::u32string_view value) {
 /// bytes), so only the changed middle is decoded and diffed: a small change in a large text costs one
 /// pass of byte comparison instead of two code point copies of both values. O(n + D²) as Myers.
 inline local_change replace_text_utf8(text& doc, std::string_view utf8) {
-  const std::size_t cps = detail::code_point_count_or_throw(utf8);
   const std::string old = doc.to_string();
   const std::string_view a = old, b = utf8;
   const auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
@@ -61,11 +60,14 @@ inline local_change replace_text_utf8(text& doc, std::string_view utf8) {
   std::size_t suf = 0;
   while (suf < most && a[a.size() - 1 - suf] == b[b.size() - 1 - suf]) ++suf;
   while (suf > 0 && continuation(a[a.size() - suf])) --suf;
+  // Only the middle of the new value is checked: its prefix and suffix are bytes of the old text, whole
+  // code points (the cuts above), so its first invalid byte, if any, lies in the middle.
   const std::u32string x = detail::code_points_or_throw(a.substr(pre, a.size() - pre - suf));
-  const std::u32string y = detail::code_points_or_throw(b.substr(pre, b.size() - pre - suf));
+  std::u32string y;
+  detail::decode_utf8_or_throw(b.substr(pre, b.size() - pre - suf), y, pre);
   std::size_t offset = 0;  // code points in the prefix
   for (std::size_t i = 0; i < pre; ++i) offset += !continuation(a[i]);
-  std::uint64_t budget = detail::diff_budget(doc.size() + cps);  // as for the whole values
+  std::uint64_t budget = detail::diff_budget(doc.size() + doc.size() - x.size() + y.size());  // as for the whole values
   std::vector<detail::hunk> hunks = detail::myers_diff(x.data(), x.size(), y.data(), y.size(), budget);
   for (detail::hunk& h : hunks) h.a_pos += offset;
   return detail::apply_hunks(doc, hunks, y.data());

@@ -297,14 +297,12 @@ inline parse_result parse(std::string_view markup, fragment& out, std::size_t de
         // of a name does. O(k log k) for k attributes (a scan of the earlier ones per attribute was
         // O(k^2): 200,000 attributes took 117 s). The checks below still run in document order, so the
         // refusal names the same attribute as ever: the first that breaks any rule.
+        by_name.clear();
+        for (std::size_t i = 0; i < attrs.size(); ++i) by_name.emplace_back(attrs[i].name(), i);
+        std::sort(by_name.begin(), by_name.end());
         repeats.assign(attrs.size(), false);
-        if (attrs.size() > 1) {
-          by_name.clear();
-          for (std::size_t i = 0; i < attrs.size(); ++i) by_name.emplace_back(attrs[i].name(), i);
-          std::sort(by_name.begin(), by_name.end());
-          for (std::size_t i = 1; i < by_name.size(); ++i)
-            if (by_name[i].first == by_name[i - 1].first) repeats[by_name[i].second] = true;
-        }
+        for (std::size_t i = 1; i < by_name.size(); ++i)
+          if (by_name[i].first == by_name[i - 1].first) repeats[by_name[i].second] = true;
         e.attributes.reserve(attrs.size());
         for (std::size_t i = 0; i < attrs.size(); ++i) {
           const pugi::xml_attribute a = attrs[i];

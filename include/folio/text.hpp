@@ -14,27 +14,17 @@ namespace folio {
 
 namespace detail {
 /// Decodes UTF-8 given by the embedding program into `out` (anything with push_back(char32_t));
-/// throws "[folio.utf8]" naming the byte.
+/// throws "[folio.utf8]" naming the byte (counted from `at`: `utf8` may be a part of the value).
 template <class Out>
-void decode_utf8_or_throw(std::string_view utf8, Out& out) {
+void decode_utf8_or_throw(std::string_view utf8, Out& out, std::size_t at = 0) {
   std::size_t bad = 0;
-  if (!decode_utf8(utf8, out, &bad)) fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(bad));
+  if (!decode_utf8(utf8, out, &bad)) fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(at + bad));
 }
 /// The code points of UTF-8 given by the embedding program; throws as decode_utf8_or_throw.
 inline std::u32string code_points_or_throw(std::string_view utf8) {
   std::u32string cps;
   decode_utf8_or_throw(utf8, cps);
   return cps;
-}
-/// How many code points UTF-8 given by the embedding program holds (none stored); throws as
-/// decode_utf8_or_throw.
-inline std::size_t code_point_count_or_throw(std::string_view utf8) {
-  struct counter {
-    std::size_t n = 0;
-    void push_back(char32_t) noexcept { ++n; }
-  } c;
-  decode_utf8_or_throw(utf8, c);
-  return c.n;
 }
 }  // namespace detail
 

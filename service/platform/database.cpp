@@ -220,8 +220,9 @@ bool query::step() {
     }
     pg_drain();
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) db_->pg_raise(r, "step");
-    if (single_row_) {
+    if (single_row_) {  // the end of the rows (row_ >= 0 from here: a later step sends nothing again)
       PQclear(r);
+      row_ = 0;
       return false;
     }
     result_ = r;

@@ -140,7 +140,7 @@ class query {
   pg_result* result_ = nullptr;
   int row_ = -1, rows_ = 0;
   bool single_row_ = false;  ///< one_row_at_a_time(): result_ holds the current row only
-  bool pending_ = false;     ///< single-row mode: results are still coming from the server
+  bool pending_ = false;     ///< results of the sent statement are still coming from the server (either mode)
 };
 
 /// One module's part of a schema version: the SQL that takes the module's tables from `version - 1` to

@@ -309,7 +309,8 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// Calls f(op_id, const T&) for each live item in order. O(n).
   template <class F>
   void for_each_item(F&& f) const {
-    for_each_live_run([&](const replica_state& rs, const run& r) {
+    for_each_live_run([&](const run& r) {
+      const replica_state& rs = reps_[r.replica];
       const std::size_t at = rs.slot(r.seq);
       for (std::uint32_t k = 0; k < r.len(); ++k) f(op_id{rs.id, r.seq + k}, rs.content[at + k]);
     });
@@ -319,7 +320,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// [slot, slot + n) of `content`, its replica's content_log. O(runs).
   template <class F>
   void for_each_live_span(F&& f) const {
-    for_each_live_run([&](const replica_state& rs, const run& r) { f(rs.content, rs.slot(r.seq), std::size_t(r.len())); });
+    for_each_live_run([&](const run& r) { f(reps_[r.replica].content, reps_[r.replica].slot(r.seq), std::size_t(r.len())); });
   }
 
   /// Replaces the values of the live items in document order (document decoding, where only live
@@ -327,14 +328,11 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   bool assign_live_values(const std::vector<T>& values) {
     if (values.size() != size()) return false;
     std::size_t v = 0;
-    for (leaf_node* l = first_leaf_; l; l = l->next)
-      for (int i = 0; i < l->count; ++i) {
-        const run& r = l->runs[i];
-        if (r.deleted()) continue;
-        replica_state& rs = reps_[r.replica];
-        rs.content.assign(rs.slot(r.seq), values.data() + v, r.len());
-        v += r.len();
-      }
+    for_each_live_run([&](const run& r) {
+      replica_state& rs = reps_[r.replica];
+      rs.content.assign(rs.slot(r.seq), values.data() + v, r.len());
+      v += r.len();
+    });
     return true;
   }
 
@@ -359,13 +357,15 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   void check_invariants() const;
 
  private:
-  /// Calls f(replica state, run) for each live run in document order. O(runs).
+  /// Calls f(run) for each live run in document order (its replica state is reps_[run.replica]); the
+  /// one walk over live runs of the readers and of assign_live_values. O(runs).
   template <class F>
   void for_each_live_run(F&& f) const {
     for (const leaf_node* l = first_leaf_; l; l = l->next)
       for (int i = 0; i < l->count; ++i)
-        if (!l->runs[i].deleted()) f(reps_[l->runs[i].replica], l->runs[i]);
+        if (!l->runs[i].deleted()) f(l->runs[i]);
   }
+
 
   enum class dep { ready, missing, invalid };
 

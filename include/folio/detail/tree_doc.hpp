@@ -235,30 +235,22 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// removed, attributes set and removed, code points inserted and removed in text nodes.
   local_change replace_xml(const markup::fragment& to);
 
-  /// Makes room for loading `nodes` into an empty tree at once (objects, log entries, packed bytes,
-  /// creations), so that the tables grow once rather than by doubling with every copy. O(nodes).
-  void reserve_for(const std::vector<markup::node>& nodes) {
-    std::size_t objects = 0, entries = 0, bytes = 0, items = 0;
-    std::vector<const std::vector<markup::node>*> lists{&nodes};
-    while (!lists.empty()) {
-      const std::vector<markup::node>* l = lists.back();
-      lists.pop_back();
-      entries += !l->empty(), items += l->size();
-      for (const markup::node& n : *l) {
-        if (n.type == markup::node::kind::text) {
-          objects += 1, entries += 1, bytes += n.text.size() + 8;
-          continue;
-        }
-        objects += 2, entries += n.attributes.size(), bytes += n.name.size() + 2;
-        for (const markup::attribute& a : n.attributes) bytes += a.name.size() + a.value.size() + 8;
-        lists.push_back(&n.children);
-      }
-    }
-    objects_.reserve(objects_.size() + objects);
-    log_.reserve(log_.size() + entries);
-    reps_[0].log_pos.reserve(reps_[0].log_pos.size() + entries);
-    reps_[0].created.reserve(reps_[0].created.size() + items);
-    log_bytes_.reserve(log_bytes_.size() + bytes + 8 * entries);
+  /// What inserting whole subtrees adds to the tables (tree_editor::measure counts it).
+  struct tree_growth {
+    std::uint64_t units = 0;    ///< unit ops: nodes, attributes, code points
+    std::size_t objects = 0;    ///< objects made
+    std::size_t entries = 0;    ///< log entries: an insert per non-empty list and per text, a set per attribute
+    std::size_t bytes = 0;      ///< packed bytes, about
+    std::size_t items = 0;      ///< nodes (creations)
+  };
+  /// Makes room for `g` more at once (a load into an empty tree), so that the tables grow once rather
+  /// than by doubling with every copy. O(1) besides the allocations.
+  void reserve_for(const tree_growth& g) {
+    objects_.reserve(objects_.size() + g.objects);
+    log_.reserve(log_.size() + g.entries);
+    reps_[0].log_pos.reserve(reps_[0].log_pos.size() + g.entries);
+    reps_[0].created.reserve(reps_[0].created.size() + g.items);
+    log_bytes_.reserve(log_bytes_.size() + g.bytes + 8 * g.entries);
   }
 
   // ---- checking and size ----------------------------------------------------------------------

@@ -66,8 +66,10 @@ class tree_editor {
     if (from.empty()) {  // a load: nothing to compare (diffing would hash the whole new tree)
       std::vector<const markup::node*> all;
       for (const markup::node& n : to) all.push_back(&n);
-      reserve_counters(first, d_.clock_, to.size() + inserted_units(std::move(all)));  // all or nothing
-      d_.reserve_for(to);
+      tree_doc::tree_growth g = measure(std::move(all));
+      g.units += to.size(), g.items += to.size(), g.entries += !to.empty();  // the top-level list itself
+      reserve_counters(first, d_.clock_, g.units);  // all or nothing
+      d_.reserve_for(g);
       insert_nodes(0, 0, to);
       return change_since(first);
     }
@@ -122,23 +124,28 @@ class tree_editor {
         if (op.children) edits.push_back(op.children.get());
       }
     }
-    return n + inserted_units(std::move(inserted));
+    return n + measure(std::move(inserted)).units;
   }
-  /// The unit operations inside whole subtrees `inserted` (their attributes, code points and child
-  /// nodes; the subtrees' own nodes are the caller's). Iterative.
-  static std::uint64_t inserted_units(std::vector<const markup::node*> inserted) {
-    std::uint64_t n = 0;
+  /// What whole subtrees `inserted` hold besides their own nodes (the caller's): their attributes,
+  /// code points and child nodes as unit ops, and what integrating them adds to the document's tables.
+  /// Iterative.
+  static tree_doc::tree_growth measure(std::vector<const markup::node*> inserted) {
+    tree_doc::tree_growth g;
     while (!inserted.empty()) {
       const markup::node* x = inserted.back();
       inserted.pop_back();
       if (x->type == markup::node::kind::text) {
-        for (char c : x->text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points
+        for (char c : x->text) g.units += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points
+        g.objects += 1, g.entries += 1, g.bytes += x->text.size() + 8;
         continue;
       }
-      n += x->attributes.size() + x->children.size();
+      g.units += x->attributes.size() + x->children.size();
+      g.objects += 2, g.entries += x->attributes.size() + !x->children.empty(), g.items += x->children.size();
+      g.bytes += x->name.size() + 2;
+      for (const markup::attribute& a : x->attributes) g.bytes += a.name.size() + a.value.size() + 8;
       for (const markup::node& c : x->children) inserted.push_back(&c);
     }
-    return n;
+    return g;
   }
 
  private:
