@@ -6,6 +6,7 @@ FOLIO_PACKAGES=(
   libpugixml-dev                 # the engine's one dependency: XML markup
   clang libclang-rt-14-dev       # libFuzzer targets
   libgtest-dev libgmock-dev      # tests
+  liblz4-dev                     # tests: the engine's LZ4 blocks checked against liblz4
   libbenchmark-dev               # benchmarks
   zlib1g-dev rapidjson-dev       # reading the editing traces; the service's JSON
   libzstd-dev                    # optional compression of encodings (folio::zstd)

@@ -30,7 +30,97 @@ TEST(Encoding, BatchIsTheWorkedExampleOfFormatMd) {
 }
 
 TEST(Encoding, DocumentIsTheWorkedExampleOfFormatMd) {
-  EXPECT_EQ(hex(worked_example().encode()), "46 6f 01 44 01 07 63 6f 6e 74 65 6e 74 01 05 02 3e 00 00 02 02 00 01 01 01 69");
+  EXPECT_EQ(hex(worked_example().encode()), "46 6f 02 44 01 07 63 6f 6e 74 65 6e 74 01 05 02 3e 00 00 02 02 00 01 01 00 01 69");
+}
+
+TEST(Encoding, Version1DocumentOfFormatMdStillDecodes) {
+  const std::string v1("Fo\x01" "D\x01\x07" "content\x01\x05\x02\x3e\x00\x00\x02\x02\x00\x01\x01\x01i", 26);
+  folio::text t(5);
+  ASSERT_TRUE(folio::text::decode(v1, 5, t));
+  EXPECT_EQ(t.to_string(), "i");
+  EXPECT_EQ(t.encode(), worked_example().encode());
+}
+
+/// A text document large and repetitive enough that its content is compressed.
+folio::text repetitive(folio::replica_id self = 1) {
+  folio::text t(self);
+  for (int i = 0; i < 50; ++i) t.insert_utf8(t.size(), "again and again, übermorgen ");
+  t.erase(3, 10);
+  return t;
+}
+
+/// The tail of a version 2 document whose content `raw` (the version 1 content) is compressed.
+std::string compressed_tail(const std::string& raw) {
+  std::string block, tail = "\x01";
+  folio::detail::lz4_compress(raw, block);
+  folio::detail::put_varint(tail, raw.size());
+  folio::detail::put_string(tail, block);
+  return tail;
+}
+
+TEST(Encoding, Version2CompressesTheContentWhenThatIsSmaller) {
+  const folio::text t = repetitive();
+  const std::string doc = t.encode();
+  const std::string utf8 = t.to_string();
+  std::string raw;
+  folio::detail::put_string(raw, utf8);
+  EXPECT_TRUE(doc.ends_with(compressed_tail(raw)));
+  EXPECT_LT(doc.size() * 4, utf8.size());
+  folio::text back(2);
+  ASSERT_TRUE(folio::text::decode(doc, 2, back));
+  EXPECT_EQ(back.to_string(), utf8);
+  EXPECT_EQ(back.encode(), doc);
+  back.check_invariants();
+
+  folio::array a(3);
+  const std::vector<std::string> values(300, "{\"same\":\"value\"}");
+  a.insert(0, values);
+  std::string araw;
+  folio::detail::put_content(araw, values);
+  EXPECT_TRUE(a.encode().ends_with(compressed_tail(araw)));
+  folio::array a2(4);
+  ASSERT_TRUE(folio::array::decode(a.encode(), 4, a2));
+  EXPECT_EQ(a2.values(), values);
+}
+
+TEST(Encoding, Version2RefusalsNameTheirByte) {
+  folio::op_batch<char32_t> b;
+  // Version 2 is a text or array document's only; other versions are unknown.
+  std::string batch = folio::encode_batch(worked_example().ops_since({}));
+  batch[2] = 2;
+  EXPECT_EQ(folio::decode_batch(batch, b).description(), "not a Folio encoding at byte 3 (format version)");
+  batch[2] = 3;
+  EXPECT_EQ(folio::decode_batch(batch, b).description(), "not a Folio encoding at byte 3 (format version)");
+  folio::document m(folio::record_type::map, 3);
+  m.set("k", "1");
+  std::string map_doc = m.encode();
+  ASSERT_EQ(map_doc[2], 1);
+  map_doc[2] = 2;
+  std::optional<folio::document> d;
+  EXPECT_EQ(folio::document::decode(map_doc, 1, d).description(), "not a Folio encoding at byte 3 (format version)");
+
+  // An unknown content mode, at its byte.
+  const std::string doc = worked_example().encode();
+  std::string bad = doc;
+  bad[bad.size() - 3] = 2;
+  folio::text t(1);
+  EXPECT_EQ(folio::text::decode(bad, 1, t).description(), "inconsistent at byte 24 (content mode)");
+
+  // Compressed content whose inside is wrong is reported at the block's first byte.
+  const std::string head = doc.substr(0, doc.size() - 3);  // up to the content mode
+  std::string raw = "\x05" "ab\xff" "cd";  // invalid UTF-8
+  EXPECT_EQ(folio::text::decode(head + compressed_tail(raw), 1, t).description(),
+            "inconsistent at byte 27 (text content is not valid UTF-8)");
+  raw = "\x01" "i" "tail";  // bytes after the content
+  EXPECT_EQ(folio::text::decode(head + compressed_tail(raw), 1, t).description(), "trailing bytes at byte 27 (after compressed content)");
+  raw = "\x01" "i";
+  ASSERT_TRUE(folio::text::decode(head + compressed_tail(raw), 1, t));
+  EXPECT_EQ(t.to_string(), "i");
+  // The block's own faults: its size claim, a bad offset.
+  EXPECT_EQ(folio::text::decode(head + std::string("\x01\x80\x02\x01\x00", 5), 1, t).description(),
+            "too large at byte 28 (compressed block's size (more than 255 bytes per byte))");
+  EXPECT_EQ(folio::text::decode(head + std::string("\x01\x05\x04\x10" "a\x05\x00", 7), 1, t).description(),
+            "bad reference at byte 29 (match offset)");
 }
 
 TEST(Encoding, ForeignReferencesAndBackwardRemovesRoundTrip) {

@@ -5,21 +5,28 @@
 
 namespace {
 
-std::string sample() {
+folio::text sample_text() {
   folio::text t(1);
   for (int i = 0; i < 200; ++i) t.insert_utf8(t.size(), "the same words again and again ");
-  return t.encode();
+  return t;
 }
+/// A batch of the whole history: its content is not compressed (a document's is, format version 2).
+std::string sample() { return folio::encode_batch(sample_text().ops_since({})); }
 
-TEST(Zstd, CompressedDocumentsRoundTripAndShrink) {
+TEST(Zstd, CompressedEncodingsRoundTripAndShrink) {
   const std::string raw = sample();
   const std::string z = folio::zstd::compress(raw);
   EXPECT_LT(z.size() * 4, raw.size());
   std::string back;
   ASSERT_TRUE(folio::zstd::decompress(z, back));
   EXPECT_EQ(back, raw);
+  folio::op_batch<char32_t> b;
+  ASSERT_TRUE(folio::decode_batch(back, b));
+  const std::string doc = sample_text().encode();
+  ASSERT_TRUE(folio::zstd::decompress(folio::zstd::compress(doc), back));
   folio::text t(2);
   ASSERT_TRUE(folio::text::decode(back, 2, t));
+  EXPECT_EQ(t.to_u32string(), sample_text().to_u32string());
 }
 
 TEST(Zstd, OutputIsCapped) {

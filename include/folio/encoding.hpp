@@ -4,14 +4,16 @@
 //
 //   offset  size  field
 //   0       2     magic "Fo" (0x46 0x6F)
-//   2       1     format version, 1
+//   2       1     format version: 2 for text and array documents, 1 for everything else
 //   3       1     kind: 'B' (0x42) op batch, 'D' (0x44) document
 //   4       1     value type: 1 text (code points), 2 array (JSON values as bytes), 3 map, 4 xml
 //   5       var   document only: root name (contentKey), length + UTF-8
 //   ...     var   the op table (detail/op_codec.hpp): replica count n, then n replica ids (varints;
 //                 non-zero, distinct), op count m, then m op records (below; map and xml:
 //                 detail/tree_encoding.hpp)
-//   ...     var   content: text = byte length + UTF-8; array = count + (length + bytes) each
+//   ...     var   content: text = byte length + UTF-8; array = count + (length + bytes) each. In a
+//                 version 2 document a mode byte comes first: 0 the content as above, 1 compressed
+//                 (its size, then an LZ4 block of it: detail/lz4_block.hpp)
 //
 // Op record (sequence_op_format; the replica, seq, Lamport and len fields are op_codec.hpp's, shared
 // with map and xml records): a flags byte, then only the fields the flags say are not implied:
@@ -25,7 +27,8 @@
 //
 // A batch carries the values of all its inserts, in op order. A document is the whole op log (so the
 // full causal history: every id, every origin, every remove) plus only the *live* values in document
-// order; deleted values are dropped. Decoding rebuilds the document by integrating the log.
+// order; deleted values are dropped. Decoding rebuilds the document by integrating the log. Decoders
+// read documents of both versions.
 //
 // Decoders take untrusted bytes: every count is checked against the bytes left before anything is
 // allocated, every index and counter against its range; failures return a decode_result with the byte
@@ -41,6 +44,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "detail/lz4_block.hpp"
 #include "detail/op_codec.hpp"
 #include "detail/utf8.hpp"
 #include "detail/varint.hpp"
@@ -52,8 +56,18 @@ namespace folio {
 
 namespace detail {
 
-inline constexpr unsigned char format_version = 1;
 inline constexpr unsigned char kind_batch = 'B', kind_document = 'D';
+
+/// The format version an encoding of `kind` and `type` is written in. Version 2 differs from 1 only in
+/// the content of text and array documents (a mode byte, then the content as is or compressed); a
+/// batch, or a map or xml document, is version 1 (they have no content section: values travel in
+/// their records).
+constexpr unsigned char format_version_of(unsigned char kind, record_type type) {
+  return kind == kind_document && (type == record_type::text || type == record_type::array) ? 2 : 1;
+}
+
+/// How a version 2 document's content is stored.
+enum class content_mode : std::uint8_t { stored = 0, lz4 = 1 };
 
 /// The record type of a sequence of T: text (code points) or array (opaque values).
 template <class T>
@@ -96,6 +110,44 @@ bool read_content(byte_reader& r, std::vector<T>& values) {
     }
   }
   return r.ok();
+}
+
+/// A version 2 document's content: the mode byte, then the version 1 content, compressed when that is
+/// smaller (its size, the block's length, the LZ4 block). O(n × lz4_compress's chain) for n bytes.
+template <class T>
+void put_document_content(std::string& out, const std::vector<T>& values) {
+  std::string raw;
+  put_content(raw, values);
+  std::string compressed;
+  put_varint(compressed, raw.size());
+  std::string block;
+  lz4_compress(raw, block);
+  put_string(compressed, block);
+  const bool smaller = compressed.size() < raw.size();
+  out.push_back(static_cast<char>(smaller ? content_mode::lz4 : content_mode::stored));
+  out += smaller ? compressed : raw;
+}
+
+/// Reads a document's content written in format `version` (put_content's, or put_document_content's).
+/// A fault inside compressed content (invalid UTF-8, a count past its bytes) is reported at the block's
+/// first byte, with the field the content reader names.
+template <class T>
+bool read_document_content(byte_reader& r, std::vector<T>& values, unsigned char version) {
+  if (version == 1) return read_content(r, values);
+  const std::size_t mode_at = r.offset();
+  const std::uint8_t mode = r.byte("content mode");
+  if (!r.ok()) return false;
+  if (mode == static_cast<std::uint8_t>(content_mode::stored)) return read_content(r, values);
+  if (mode != static_cast<std::uint8_t>(content_mode::lz4)) return r.fail_at(mode_at, decode_status::inconsistent, "content mode");
+  const std::uint64_t size = r.varint("content size");
+  const std::uint64_t block = r.varint("compressed content length");
+  const std::size_t block_at = r.offset();
+  std::string raw;
+  if (!r.ok() || !lz4_decompress(r, block, size, raw)) return false;
+  byte_reader inner(raw);
+  if (read_content(inner, values) && !inner.at_end()) inner.fail(decode_status::trailing_bytes, "after compressed content");
+  if (!inner.ok()) return r.fail_at(block_at, inner.result().status, inner.result().detail);
+  return true;
 }
 
 /// The op records of text and array records (the payload hooks of op_codec.hpp's op table): flag
@@ -172,31 +224,36 @@ inline bool read_ops(byte_reader& r, std::vector<op>& ops) {
   return read_op_table(r, format);
 }
 
-/// Reads the header of a batch or document (`kind`) of any record type into `type`.
-inline bool read_header_any(byte_reader& r, unsigned char kind, record_type& type) {
+/// Reads the header of a batch or document (`kind`) of any record type into `type`, and its format
+/// version into `version` when given: 1, or 2 where format_version_of allows it.
+inline bool read_header_any(byte_reader& r, unsigned char kind, record_type& type, unsigned char* version = nullptr) {
   const std::string_view magic = r.bytes(2, "magic");
   if (!r.ok()) return false;
   if (magic != "Fo") return r.fail(decode_status::bad_magic, "magic");
-  if (r.byte("format version") != format_version) return r.fail(decode_status::bad_magic, "format version");
+  const unsigned char v = r.byte("format version");
+  if (r.ok() && v != 1 && v != 2) return r.fail(decode_status::bad_magic, "format version");
   const unsigned char k = r.byte("kind");
   if (r.ok() && k != kind) return r.fail(decode_status::wrong_kind, kind == kind_batch ? "expected an op batch" : "expected a document");
   const std::optional<record_type> t = record_type_of(r.byte("value type"));
   if (r.ok() && !t) return r.fail(decode_status::wrong_kind, "unknown value type");
-  if (t) type = *t;
-  return r.ok();
+  if (!r.ok()) return false;
+  if (v != 1 && v != format_version_of(k, *t)) return r.fail_at(3, decode_status::bad_magic, "format version");  // where an unknown version is reported
+  type = *t;
+  if (version) *version = v;
+  return true;
 }
 
-inline bool read_header(byte_reader& r, unsigned char kind, record_type type) {
+inline bool read_header(byte_reader& r, unsigned char kind, record_type type, unsigned char* version = nullptr) {
   static constexpr const char* expected[] = {"", "expected text values", "expected array values", "expected map operations", "expected xml operations"};
   record_type t{};
-  if (!read_header_any(r, kind, t)) return false;
+  if (!read_header_any(r, kind, t, version)) return false;
   if (t != type) return r.fail_at(4, decode_status::wrong_kind, expected[static_cast<std::size_t>(type)]);
   return true;
 }
 
 inline void put_header(std::string& out, unsigned char kind, record_type type) {
   out += "Fo";
-  out.push_back(static_cast<char>(format_version));
+  out.push_back(static_cast<char>(format_version_of(kind, type)));
   out.push_back(static_cast<char>(kind));
   out.push_back(static_cast<char>(type));
 }

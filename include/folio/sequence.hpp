@@ -107,7 +107,7 @@ class sequence {
     detail::put_header(out, detail::kind_document, detail::value_type_of<T>());
     detail::put_content_key(out, content_key);
     detail::put_ops(out, impl_.ops_since(version_vector{}, nullptr, false).ops);
-    detail::put_content(out, values());
+    detail::put_document_content(out, values());
     return out;
   }
 
@@ -124,12 +124,13 @@ class sequence {
     op_batch<T> log;
     std::vector<T> live;
     std::string key;
-    if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>()) || !detail::read_content_key(r, key)) return r.result();
+    unsigned char version = 0;
+    if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>(), &version) || !detail::read_content_key(r, key)) return r.result();
     const std::size_t ops_at = r.offset();
     if (!detail::read_ops(r, log.ops)) return r.result();
     if (log.unit_count() > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
     const std::size_t content_at = r.offset();
-    if (!detail::read_content(r, live)) return r.result();
+    if (!detail::read_document_content(r, live, version)) return r.result();
     if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
     detail::rga<T> doc(self);
     const apply_result res = doc.apply(log, detail::rga<T>::content_mode::placeholders);

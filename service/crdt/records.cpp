@@ -37,6 +37,10 @@ CREATE TABLE crdt_snapshots (
 INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) SELECT tenant, org, doc, editor, snapshot FROM crdt_records;
 ALTER TABLE crdt_records DROP COLUMN snapshot;
 )sql"},
+    // 6: snapshots written from now on may be documents of format version 2 (text and array records
+    // compress their content; docs/FORMAT.md), which earlier builds cannot read. No table changes: the
+    // version is what makes an earlier folio-fcgi refuse the database rather than fail on each record.
+    {6, "SELECT 1"},
 };
 
 // PostgreSQL (from schema 4, database.hpp): the tables as schema 4 left them, in its types.
@@ -63,6 +67,8 @@ CREATE TABLE crdt_snapshots (
 INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) SELECT tenant, org, doc, editor, snapshot FROM crdt_records;
 ALTER TABLE crdt_records DROP COLUMN snapshot;
 )sql"},
+    // 6: as SQLite's.
+    {6, "SELECT 1"},
 };
 
 }  // namespace

@@ -484,11 +484,13 @@ svc::module_migrations up_to(svc::module_migrations m, int version) {
 }
 
 // Schema 5 moves each record's snapshot out of crdt_records: a database schema 4 left (on either
-// backend) keeps its records, and their snapshots, through the migration.
+// backend) keeps its records, and their snapshots, through the migration. The snapshot is one an
+// earlier build wrote (document format version 1, tests/golden/version1/), which still decodes.
 TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   temp_db tmp;
-  folio::document record(folio::record_type::text, 4242);
-  record.replace_text("moved to its own table");
+  std::ifstream v1(std::string(FOLIO_GOLDEN_DIR) + "/version1/text-pair.doc", std::ios::binary);
+  const std::string snapshot((std::istreambuf_iterator<char>(v1)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(snapshot.substr(0, 4), std::string("Fo\x01" "D"));
   {
     const svc::schema v4 = svc::schema().add(up_to(svc::platform_migrations(), 4)).add(up_to(svc::crdt_migrations(), 4))
                                .add(up_to(svc::annotation_migrations(), 4));
@@ -496,20 +498,20 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
     svc::database old(tmp.path(), v4);
     old.write([&] {
       old.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, "
-              "session_id, incarnation) VALUES ('t', 'o', 'd', 'e', 'text', 'text', ?, 0, 3, '2026-01-01T00:00:00.000Z', 'u', NULL, 4242)")
-          .bind_blob(1, record.encode())
+              "session_id, incarnation) VALUES ('t', 'o', 'd', 'e', 'text', 'content', ?, 0, 3, '2026-01-01T00:00:00.000Z', 'u', NULL, 7)")
+          .bind_blob(1, snapshot)
           .step();
     });
   }
   svc::database db(tmp.path(), svc::responder::tables());
-  EXPECT_EQ(db.version(), 5);
+  EXPECT_EQ(db.version(), 6);
   const std::optional<svc::record_row> row = svc::load_record(db, {"t", "o", "d", "e"});
   ASSERT_TRUE(row);
   EXPECT_EQ(row->revision, 3);
-  EXPECT_EQ(row->snapshot, record.encode());
+  EXPECT_EQ(row->snapshot, snapshot);
   std::optional<folio::document> back;
   ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, back));
-  EXPECT_EQ(back->text(), "moved to its own table");
+  EXPECT_EQ(back->text(), "Hallo brave world! 😀 bis übermorgen");
 }
 
 // Client tokens through the server (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
