@@ -54,6 +54,19 @@ int main(int argc, char** argv) {
   folio::document t(folio::record_type::text, 7, "default");
   t.replace_text("plain text");
   put(root / "record_document", "text", t.encode());
+  // Documents whose content is compressed (format version 2), and a block of the LZ4 target.
+  folio::text c(8);
+  for (int k = 0; k < 40; ++k) c.insert_utf8(c.size(), "again and again, übermorgen ");
+  c.erase(10, 30);
+  put(root / "text_document", "compressed", c.encode());
+  put(root / "record_document", "compressed", c.encode());
+  folio::array v(9);
+  v.insert(0, std::vector<std::string>(40, R"({"same":"value"})"));
+  put(root / "array_document", "compressed", v.encode());
+  std::string block;
+  folio::detail::put_varint(block, c.to_string().size());
+  folio::detail::lz4_compress(c.to_string(), block);
+  put(root / "lz4_block", "text", block);
 
   // Whole requests (service_fuzz.cpp, target request): byte 0 picks the path, the rest is the body.
   const std::string ids = R"("organizationId":"o","documentId":"d")";
