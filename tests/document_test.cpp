@@ -64,6 +64,37 @@ TEST(Document, MapAndXmlRecordsThroughTheOneEntryPoint) {
   EXPECT_FALSE(xp.apply(m.encode_since({})));  // a map batch is refused by an xml record
 }
 
+// apply decodes text and array batches into buffers it keeps between calls: what one batch left
+// there (more ops, more values, a batch refused halfway through its bytes) never reaches the next.
+TEST(Document, BatchesAppliedInTurnDoNotSeeEachOthersOps) {
+  folio::document a(folio::record_type::text, 1), b(folio::record_type::text, 2);
+  std::string big;
+  for (int i = 0; i < 3000; ++i) big += "word ";
+  const folio::local_change c1 = a.replace_text(big);
+  const folio::local_change c2 = a.replace_text(big + "!");
+  const folio::local_change c3 = a.replace_text("gone");
+  const std::string first = a.encode_change(c1), second = a.encode_change(c2), third = a.encode_change(c3);
+  ASSERT_TRUE(b.apply(first));
+  EXPECT_EQ(b.text(), big);
+  const folio::apply_result cut = b.apply(second.substr(0, second.size() - 1));  // its content ends early
+  EXPECT_EQ(cut.status, folio::apply_status::invalid);
+  EXPECT_EQ(b.text(), big);
+  ASSERT_TRUE(b.apply(second));
+  ASSERT_TRUE(b.apply(third));
+  EXPECT_EQ(b.text(), "gone");
+  EXPECT_EQ(b.encode(), [&] {
+    folio::document c(folio::record_type::text, 2);
+    c.apply(a.encode_since({}));
+    return c.encode();
+  }());
+  folio::document x(folio::record_type::array, 3), y(folio::record_type::array, 4);
+  const folio::local_change many = x.replace_array(std::vector<std::string>(500, "\"v\""));
+  const folio::local_change one = x.replace_array({"1"});
+  ASSERT_TRUE(y.apply(x.encode_change(many)));
+  ASSERT_TRUE(y.apply(x.encode_change(one)));
+  EXPECT_EQ(y.array(), std::vector<std::string>{"1"});
+}
+
 TEST(Document, RefusesBatchesOfAnotherType) {
   document text(record_type::text, 1), array(record_type::array, 2), map(record_type::map, 3), xml(record_type::xml, 4);
   text.replace_text("hi");

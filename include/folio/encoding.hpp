@@ -289,13 +289,12 @@ std::string encode_batch(const op_batch<T>& b) {
   return out;
 }
 
-/// Decodes a batch from untrusted bytes. On success the content matches the inserts' lengths;
-/// whether the ops make sense against a document is `apply`'s to judge.
+namespace detail {
+/// A batch's ops and content, `r` past its header, into `out` (whose vectors keep their capacity: a
+/// caller decoding batch after batch into one op_batch allocates nothing once they are large enough).
 template <class T>
-decode_result decode_batch(std::string_view bytes, op_batch<T>& out) {
-  detail::byte_reader r(bytes);
-  if (detail::read_header(r, detail::kind_batch, detail::value_type_of<T>()) && detail::read_ops(r, out.ops) &&
-      detail::read_content(r, out.content)) {
+bool read_batch_body(byte_reader& r, op_batch<T>& out) {
+  if (read_ops(r, out.ops) && read_content(r, out.content)) {
     std::uint64_t need = 0;
     for (const op& o : out.ops)
       if (o.kind == op_kind::insert) need += o.len;
@@ -304,6 +303,16 @@ decode_result decode_batch(std::string_view bytes, op_batch<T>& out) {
     else if (!r.at_end())
       r.fail(decode_status::trailing_bytes, "after batch");
   }
+  return r.ok();
+}
+}  // namespace detail
+
+/// Decodes a batch from untrusted bytes. On success the content matches the inserts' lengths;
+/// whether the ops make sense against a document is `apply`'s to judge.
+template <class T>
+decode_result decode_batch(std::string_view bytes, op_batch<T>& out) {
+  detail::byte_reader r(bytes);
+  if (detail::read_header(r, detail::kind_batch, detail::value_type_of<T>())) detail::read_batch_body(r, out);
   return r.result();
 }
 

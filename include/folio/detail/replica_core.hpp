@@ -30,6 +30,7 @@
 #include <deque>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -76,11 +77,12 @@ class batch_order {
     for (std::size_t i = 0; i < used_; ++i)
       if (few_[i].first == r) return few_[i].second;
     if (used_ < few_.size()) return few_[used_++] = {r, unseen}, few_[used_ - 1].second;
-    return many_.try_emplace(r, unseen).first->second;
+    if (!many_) many_.emplace();
+    return many_->try_emplace(r, unseen).first->second;
   }
   std::array<std::pair<replica_id, std::uint64_t>, 4> few_{};
   std::size_t used_ = 0;
-  std::unordered_map<replica_id, std::uint64_t, id_hash> many_;  ///< per replica: one past the last seq listed
+  std::optional<std::unordered_map<replica_id, std::uint64_t, id_hash>> many_;  ///< per replica: one past the last seq listed (made when needed)
 };
 
 /// Refuses an op whose id (replica, seq) is integrated with another `what` (same_as_integrated of
