@@ -501,6 +501,13 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
               "session_id, incarnation) VALUES ('t', 'o', 'd', 'e', 'text', 'content', ?, 0, 3, '2026-01-01T00:00:00.000Z', 'u', NULL, 7)")
           .bind_blob(1, snapshot)
           .step();
+      // A thread whose comments are listed in another order than their ids (schema 3's positions).
+      old.sql("INSERT INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, "
+              "next_comment_id) VALUES ('t', 'o', 'd', 'a', 'l', 'u', '2026-01-01T00:00:00.000Z', '{}', 'OPEN', '2026-01-01T00:00:00.000Z', 3)")
+          .step();
+      old.sql("INSERT INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) VALUES "
+              "('t', 'o', 'd', 'a', 1, '{\"commentId\":1}', 2), ('t', 'o', 'd', 'a', 2, '{\"commentId\":2}', 1)")
+          .step();
     });
   }
   svc::database db(tmp.path(), svc::responder::tables());
@@ -512,6 +519,18 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   std::optional<folio::document> back;
   ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, back));
   EXPECT_EQ(back->text(), "Hallo brave world! 😀 bis übermorgen");
+  // The thread keeps its order through the migrations, and its comment ids stay unique in it.
+  const svc::annotation_scope s{"t", "o", "d"};
+  EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1}));
+  db.write([&] {
+    EXPECT_FALSE(svc::insert_comment(db, s, "a", 1, R"({"commentId":1,"again":true})"));
+    EXPECT_TRUE(svc::insert_comment(db, s, "a", 5, R"({"commentId":5})"));
+  });
+  EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1, 5}));
+  EXPECT_EQ(svc::load_comment(db, s, "a", 1), std::optional<std::string>(R"({"commentId":1})"));
+  std::string thread;
+  svc::scan_thread(db, s, "a", {[](const svc::annotation_head&) { return true; }, [&](std::string_view c) { thread += std::string(c) + ';'; }});
+  EXPECT_EQ(thread, R"({"commentId":2};{"commentId":1};{"commentId":5};)");
 }
 
 // Client tokens through the server (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
