@@ -30,7 +30,8 @@ TEST(Encoding, BatchIsTheWorkedExampleOfFormatMd) {
 }
 
 TEST(Encoding, DocumentIsTheWorkedExampleOfFormatMd) {
-  EXPECT_EQ(hex(worked_example().encode()), "46 6f 02 44 01 07 63 6f 6e 74 65 6e 74 01 05 02 3e 00 00 02 02 00 01 01 00 01 69");
+  EXPECT_EQ(hex(worked_example().encode()),
+            "46 6f 02 44 01 07 63 6f 6e 74 65 6e 74 01 05 02 00 01 1c 00 05 0f 00 00 02 00 00 01 02 00 01 01 00 02 01 69");
 }
 
 TEST(Encoding, Version1DocumentOfFormatMdStillDecodes) {
@@ -99,28 +100,49 @@ TEST(Encoding, Version2RefusalsNameTheirByte) {
   std::optional<folio::document> d;
   EXPECT_EQ(folio::document::decode(map_doc, 1, d).description(), "not a Folio encoding at byte 3 (format version)");
 
-  // An unknown content mode, at its byte.
+  // An unknown section mode, at its byte.
   const std::string doc = worked_example().encode();
+  const std::size_t content_at = doc.size() - 4;  // the content section: 00 02 01 69
   std::string bad = doc;
-  bad[bad.size() - 3] = 2;
+  bad[content_at] = 2;
   folio::text t(1);
-  EXPECT_EQ(folio::text::decode(bad, 1, t).description(), "inconsistent at byte 24 (content mode)");
+  EXPECT_EQ(folio::text::decode(bad, 1, t).description(), "inconsistent at byte 32 (unknown section mode)");
 
   // Compressed content whose inside is wrong is reported at the block's first byte.
-  const std::string head = doc.substr(0, doc.size() - 3);  // up to the content mode
+  const std::string head = doc.substr(0, content_at);
   std::string raw = "\x05" "ab\xff" "cd";  // invalid UTF-8
   EXPECT_EQ(folio::text::decode(head + compressed_tail(raw), 1, t).description(),
-            "inconsistent at byte 27 (text content is not valid UTF-8)");
+            "inconsistent at byte 35 (text content is not valid UTF-8)");
   raw = "\x01" "i" "tail";  // bytes after the content
-  EXPECT_EQ(folio::text::decode(head + compressed_tail(raw), 1, t).description(), "trailing bytes at byte 27 (after compressed content)");
+  EXPECT_EQ(folio::text::decode(head + compressed_tail(raw), 1, t).description(), "trailing bytes at byte 35 (after the content)");
   raw = "\x01" "i";
   ASSERT_TRUE(folio::text::decode(head + compressed_tail(raw), 1, t));
   EXPECT_EQ(t.to_string(), "i");
-  // The block's own faults: its size claim, a bad offset.
-  EXPECT_EQ(folio::text::decode(head + std::string("\x01\x80\x02\x01\x00", 5), 1, t).description(),
-            "too large at byte 28 (compressed block's size (more than 255 bytes per byte))");
-  EXPECT_EQ(folio::text::decode(head + std::string("\x01\x05\x04\x10" "a\x05\x00", 7), 1, t).description(),
-            "bad reference at byte 29 (match offset)");
+  // Sizes past what the log's two inserted items can hold (4 bytes each), past 255 bytes per block
+  // byte, and a bad offset inside the block.
+  EXPECT_EQ(folio::text::decode(head + std::string("\x01\x80\x02\x01\x00", 5), 1, t).description(), "too large at byte 35 (content)");
+  EXPECT_EQ(folio::text::decode(head + std::string("\x01\x05\x00", 3), 1, t).description(),
+            "too large at byte 35 (compressed block's size (more than 255 bytes per byte))");
+  EXPECT_EQ(folio::text::decode(head + std::string("\x01\x0e\x0a\x14" "a\x05\x00\x50" "bcdef", 13), 1, t).description(),
+            "bad reference at byte 37 (match offset)");
+}
+
+TEST(Encoding, Version2OpColumnRefusalsNameTheirByte) {
+  // The worked example's document: op count at 15, then the sections (mode, length, bytes) of the
+  // shapes (16: 00 01 1c), headers (19: 00 05 0f 00 00 02 00), lengths (26: 00 01 02) and references
+  // (29: 00 01 01), then the content (32).
+  const std::string doc = worked_example().encode();
+  ASSERT_EQ(doc.substr(15, 17), std::string("\x02\x00\x01\x1c\x00\x05\x0f\x00\x00\x02\x00\x00\x01\x02\x00\x01\x01", 17));
+  folio::text t(1);
+  auto with = [&](std::size_t at, std::size_t n, std::string_view bytes) { return std::string(doc).replace(at, n, bytes); };
+  EXPECT_EQ(folio::text::decode(with(18, 1, "\x12"), 1, t).description(), "inconsistent at byte 19 (backward insert)");
+  EXPECT_EQ(folio::text::decode(with(21, 1, "\x1f"), 1, t).description(), "inconsistent at byte 22 (reserved op header flag set)");
+  EXPECT_EQ(folio::text::decode(with(27, 2, "\x02\x02\x05"), 1, t).description(), "trailing bytes at byte 29 (op lengths)");
+  EXPECT_EQ(folio::text::decode(with(28, 1, std::string_view("\x00", 1)), 1, t).description(), "inconsistent at byte 29 (op length 0)");
+  EXPECT_EQ(folio::text::decode(with(15, 1, "\x03"), 1, t).description(), "inconsistent at byte 18 (op shapes do not match the op count)");
+  EXPECT_EQ(folio::text::decode(with(22, 1, "\x01"), 1, t).description(), "bad varint at byte 22 (op replica)");
+  EXPECT_EQ(folio::text::decode(with(31, 1, "\x03"), 1, t).description(), "bad reference at byte 32 (reference seq out of range)");
+  EXPECT_EQ(folio::text::decode(with(30, 2, "\x00"), 1, t).description(), "truncated input at byte 31 (reference seq)");
 }
 
 TEST(Encoding, ForeignReferencesAndBackwardRemovesRoundTrip) {
@@ -263,7 +285,7 @@ TEST(Encoding, DocumentsClaimingHugeDeletedRunsAreRefusedByTheLimit) {
   big.insert(0, std::u32string(100000, U'x'));
   big.erase(0, 100000);
   const std::string bytes = big.encode();
-  EXPECT_LT(bytes.size(), 40u);
+  EXPECT_LT(bytes.size(), 48u);
   folio::text t(2);
   EXPECT_TRUE(folio::text::decode(bytes, 2, t));
   EXPECT_EQ(folio::text::decode(bytes, 2, t, 1000).status, folio::decode_status::too_large);

@@ -95,20 +95,23 @@ TEST(Lz4Block, MalformedBlocksAreRefusedAtTheirByte) {
   out.clear();
   r = decompress(std::string("\x50hel", 4), 5, out);
   EXPECT_EQ(r.description(), "truncated input at byte 1 (literals)");
-  // Offset 0, and an offset before the output's start.
+  // Offset 0, and an offset before the output's start (a literal, a match of 8, the 5 last literals).
   out.clear();
-  r = decompress(std::string("\x10" "a\x00\x00", 4), 10, out);
+  r = decompress(std::string("\x14" "a\x00\x00\x50" "bcdef", 10), 14, out);
   EXPECT_EQ(r.description(), "bad reference at byte 2 (match offset)");
   out.clear();
-  r = decompress(std::string("\x10" "a\x02\x00", 4), 10, out);
+  r = decompress(std::string("\x14" "a\x02\x00\x50" "bcdef", 10), 14, out);
   EXPECT_EQ(r.description(), "bad reference at byte 2 (match offset)");
+  out.clear();
+  ASSERT_TRUE(decompress(std::string("\x14" "a\x01\x00\x50" "bcdef", 10), 14, out));
+  EXPECT_EQ(out, "aaaaaaaaabcdef");
   // A match longer than the room left: with its length bytes, and already by its nibble (the length
   // bytes are not read on).
   out.clear();
-  r = decompress(std::string("\x1e" "a\x01\x00", 4), 10, out);
+  r = decompress(std::string("\x1e" "a\x01\x00\x50" "bcdef", 10), 14, out);
   EXPECT_EQ(r.description(), "inconsistent at byte 4 (match past the block's size)");
   out.clear();
-  r = decompress(std::string("\x1f" "a\x01\x00\x10", 5), 30, out);
+  r = decompress(std::string("\x1f" "a\x01\x00\x10\x50" "bcdef", 11), 30, out);
   EXPECT_EQ(r.description(), "inconsistent at byte 5 (match past the block's size)");
   // A block that ends before the size given; an empty block.
   out.clear();
@@ -117,6 +120,35 @@ TEST(Lz4Block, MalformedBlocksAreRefusedAtTheirByte) {
   out.clear();
   r = decompress(std::string(), 0, out);
   EXPECT_EQ(r.description(), "truncated input at byte 0 (compressed block)");
+  // Where liblz4 refuses a match, so does the engine: one that ends the block, starts in the output's
+  // last 12 bytes or within 8 bytes of the block's end, or ends in the output's last 5 bytes.
+  const struct {
+    std::string block;
+    std::size_t size;
+    const char* why;
+  } misplaced[] = {
+      {std::string("\x10" "a\x01\x00", 4), 5, "inconsistent at byte 2 (match starts in the block's last 12 bytes)"},
+      {std::string("\x10" "a\x01\x00\x50" "bcdef", 10), 10, "inconsistent at byte 2 (match starts in the block's last 12 bytes)"},
+      {std::string("\x10" "a\x01\x00\x40" "bcd", 8), 30, "inconsistent at byte 2 (match within 8 bytes of the block's end)"},
+      {std::string("\x1f" "a\x01\x00\x05\x50" "bcdef", 11), 28, "inconsistent at byte 5 (match ends in the block's last 5 bytes)"},
+  };
+  for (const auto& m : misplaced) {
+    out.clear();
+    EXPECT_EQ(decompress(m.block, m.size, out).description(), m.why);
+    std::string lib(m.size, '\0');
+    EXPECT_LT(LZ4_decompress_safe(m.block.data(), lib.data(), static_cast<int>(m.block.size()), static_cast<int>(m.size)), 0) << m.why;
+  }
+  // The same shapes placed as the format allows read the same in both.
+  const std::string fine("\x1f" "a\x01\x00\x05\x50" "bcdef", 11);  // "a", then 24 more "a" (a run), then "bcdef"
+  out.clear();
+  ASSERT_TRUE(decompress(fine, 30, out));
+  std::string lib(30, '\0');
+  ASSERT_EQ(LZ4_decompress_safe(fine.data(), lib.data(), static_cast<int>(fine.size()), 30), 30);
+  EXPECT_EQ(out, lib);
+  // No bytes are one empty token (found by the lz4_block fuzz target: liblz4 refuses "02" for 0 bytes).
+  out.clear();
+  EXPECT_EQ(decompress(std::string("\x02", 1), 0, out).description(), "inconsistent at byte 0 (compressed block of no bytes is not one empty token)");
+  EXPECT_TRUE(decompress(std::string("\x00", 1), 0, out));
   // A length byte missing at the end.
   out.clear();
   r = decompress(std::string("\xf0", 1), 20, out);
@@ -128,7 +160,7 @@ TEST(Lz4Block, MalformedBlocksAreRefusedAtTheirByte) {
   EXPECT_EQ(fresh.capacity(), std::string().capacity());
   // Offsets count from the block's first byte within the whole input.
   out.clear();
-  r = decompress(std::string("xyz\x10" "a\x00\x00", 7), 10, out, 3);
+  r = decompress(std::string("xyz\x14" "a\x00\x00\x50" "bcdef", 13), 14, out, 3);
   EXPECT_EQ(r.description(), "bad reference at byte 5 (match offset)");
 }
 

@@ -160,7 +160,7 @@ class document {
   /// document: docs/INTERNALS.md). The rule thus holds for every value a batch that integrates whole
   /// makes visible; a caller that keeps part of a batch (refused midway, or with its removes pending)
   /// may show an unjudged value. `options` add rules a batch must keep (apply_options); they
-  /// too are checked before anything is integrated.
+  /// too are checked before anything is integrated. `check` must not call into this document.
   template <class Check>
     requires std::is_invocable_r_v<std::string, Check&, std::string_view>
   apply_result apply(std::string_view batch, Check&& check, const apply_options& options = {}) {
@@ -350,8 +350,9 @@ class document {
   }
 
   /// Where apply decodes a text or array batch, kept between calls so that a keystroke's batch
-  /// allocates nothing once the vectors have grown (allocation was a third of applying one); emptied
-  /// after a batch past a few KiB, so a large one's memory is not held.
+  /// allocates nothing once the vectors have grown (allocation was a third of applying one). Emptied
+  /// after each batch (an array's values freed), and given back when past 4 KiB, so a large batch's
+  /// memory is not held.
   template <class T>
   op_batch<T>& scratch() {
     if constexpr (std::is_same_v<T, char32_t>)
@@ -363,6 +364,7 @@ class document {
   struct scratch_release {
     op_batch<T>& b;
     ~scratch_release() {
+      b.ops.clear(), b.content.clear();  // an array batch's values go now; the vectors keep their room
       if (b.ops.capacity() * sizeof(op) + b.content.capacity() * sizeof(T) > 4096) b = op_batch<T>{};
     }
   };

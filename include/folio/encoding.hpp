@@ -11,9 +11,9 @@
 //   ...     var   the op table (detail/op_codec.hpp): replica count n, then n replica ids (varints;
 //                 non-zero, distinct), op count m, then m op records (below; map and xml:
 //                 detail/tree_encoding.hpp)
-//   ...     var   content: text = byte length + UTF-8; array = count + (length + bytes) each. In a
-//                 version 2 document a mode byte comes first: 0 the content as above, 1 compressed
-//                 (its size, then an LZ4 block of it: detail/lz4_block.hpp)
+//   ...     var   content: text = byte length + UTF-8; array = count + (length + bytes) each
+// A version 2 document (text and array) has its op table in columns (detail/sequence_columns.hpp)
+// and each column and the content as a section, stored or LZ4-compressed (detail/compressed_section.hpp).
 //
 // Op record (sequence_op_format; the replica, seq, Lamport and len fields are op_codec.hpp's, shared
 // with map and xml records): a flags byte, then only the fields the flags say are not implied:
@@ -44,8 +44,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "detail/lz4_block.hpp"
+#include "detail/compressed_section.hpp"
 #include "detail/op_codec.hpp"
+#include "detail/sequence_columns.hpp"
 #include "detail/utf8.hpp"
 #include "detail/varint.hpp"
 #include "error.hpp"
@@ -65,9 +66,6 @@ inline constexpr unsigned char kind_batch = 'B', kind_document = 'D';
 constexpr unsigned char format_version_of(unsigned char kind, record_type type) {
   return kind == kind_document && (type == record_type::text || type == record_type::array) ? 2 : 1;
 }
-
-/// How a version 2 document's content is stored.
-enum class content_mode : std::uint8_t { stored = 0, lz4 = 1 };
 
 /// The record type of a sequence of T: text (code points) or array (opaque values).
 template <class T>
@@ -112,42 +110,29 @@ bool read_content(byte_reader& r, std::vector<T>& values) {
   return r.ok();
 }
 
-/// A version 2 document's content: the mode byte, then the version 1 content, compressed when that is
-/// smaller (its size, the block's length, the LZ4 block). O(n × lz4_compress's chain) for n bytes.
+/// A version 2 document's content: the version 1 content as a section (compressed when that is
+/// smaller). O(n × lz4_compress's chain) for n bytes.
 template <class T>
 void put_document_content(std::string& out, const std::vector<T>& values) {
   std::string raw;
   put_content(raw, values);
-  std::string compressed;
-  put_varint(compressed, raw.size());
-  std::string block;
-  lz4_compress(raw, block);
-  put_string(compressed, block);
-  const bool smaller = compressed.size() < raw.size();
-  out.push_back(static_cast<char>(smaller ? content_mode::lz4 : content_mode::stored));
-  out += smaller ? compressed : raw;
+  put_section(out, raw);
 }
 
 /// Reads a document's content written in format `version` (put_content's, or put_document_content's).
-/// A fault inside compressed content (invalid UTF-8, a count past its bytes) is reported at the block's
-/// first byte, with the field the content reader names.
+/// A fault inside the content is reported at its byte, or at the block's first byte when compressed.
+/// `units`: the items the document's op log inserts; a text's content holds at most 4 bytes for each
+/// (and its length), so a longer one is refused before it is decompressed.
 template <class T>
-bool read_document_content(byte_reader& r, std::vector<T>& values, unsigned char version) {
+bool read_document_content(byte_reader& r, std::vector<T>& values, unsigned char version, std::uint64_t units) {
   if (version == 1) return read_content(r, values);
-  const std::size_t mode_at = r.offset();
-  const std::uint8_t mode = r.byte("content mode");
-  if (!r.ok()) return false;
-  if (mode == static_cast<std::uint8_t>(content_mode::stored)) return read_content(r, values);
-  if (mode != static_cast<std::uint8_t>(content_mode::lz4)) return r.fail_at(mode_at, decode_status::inconsistent, "content mode");
-  const std::uint64_t size = r.varint("content size");
-  const std::uint64_t block = r.varint("compressed content length");
-  const std::size_t block_at = r.offset();
-  std::string raw;
-  if (!r.ok() || !lz4_decompress(r, block, size, raw)) return false;
-  byte_reader inner(raw);
-  if (read_content(inner, values) && !inner.at_end()) inner.fail(decode_status::trailing_bytes, "after compressed content");
-  if (!inner.ok()) return r.fail_at(block_at, inner.result().status, inner.result().detail);
-  return true;
+  std::string buffer;
+  section s;
+  const std::uint64_t most = std::is_same_v<T, char32_t> ? 10 + 4 * units : UINT64_MAX;
+  if (!read_section(r, buffer, s, "content", most)) return false;
+  byte_reader inner(s.bytes);
+  if (read_content(inner, values) && !inner.at_end()) inner.fail(decode_status::trailing_bytes, "after the content");
+  return inner.ok() || s.fail(r, inner);
 }
 
 /// The op records of text and array records (the payload hooks of op_codec.hpp's op table): flag
@@ -183,30 +168,20 @@ struct sequence_op_format {
     return true;
   }
   bool read_payload(byte_reader& r, std::uint8_t flags, const op_header& h, std::span<const replica_id> reps) {
-    const std::uint64_t limit = std::uint64_t(max_counter) + 1;
     op o;
     o.kind = (flags & f_remove) ? op_kind::remove : op_kind::insert;
     o.backward = (flags & f_backward) != 0;
+    o.id = h.id, o.lamport = h.lamport, o.len = h.len;
     std::uint64_t ref_rep = h.rep + 1;
     if (flags & f_ref_replica) ref_rep = r.varint("reference replica", reps.size());
-    if (ref_rep == 0) {
-      if (o.kind == op_kind::remove) return r.fail(decode_status::bad_reference, "remove of the document start");
-      o.ref = document_start;
-    } else {
-      std::int64_t ref_seq;
-      if (ref_rep == h.rep + 1)
-        ref_seq = std::int64_t(h.id.seq) - 1 + r.svarint("reference seq");
-      else
-        ref_seq = std::int64_t(r.varint("reference seq", max_counter));
-      if (!r.ok()) return false;
-      if (ref_seq < 0 || ref_seq > std::int64_t(max_counter)) return r.fail(decode_status::bad_reference, "reference seq out of range");
-      if (o.kind == op_kind::remove && (o.backward ? ref_seq + 1 < std::int64_t(h.len) : std::uint64_t(ref_seq) + h.len > limit))
-        return r.fail(decode_status::bad_reference, "remove targets out of range");
-      o.ref = {reps[static_cast<std::size_t>(ref_rep - 1)], static_cast<std::uint32_t>(ref_seq)};  // ref_rep <= reps.size()
-    }
-    o.id = h.id, o.lamport = h.lamport, o.len = h.len;
-    if (r.ok()) ops->push_back(o);
-    return r.ok();
+    std::int64_t ref_seq = 0;
+    if (ref_rep == h.rep + 1)
+      ref_seq = std::int64_t(h.id.seq) - 1 + r.svarint("reference seq");
+    else if (ref_rep != 0)
+      ref_seq = std::int64_t(r.varint("reference seq", max_counter));
+    if (!r.ok() || !set_sequence_reference(r, o, ref_rep, ref_seq, reps)) return false;
+    ops->push_back(o);
+    return true;
   }
 };
 
@@ -222,6 +197,12 @@ inline bool read_ops(byte_reader& r, std::vector<op>& ops) {
   ops.clear();
   sequence_op_format format{&ops};
   return read_op_table(r, format);
+}
+
+/// The op table of a document: columns (version 2, which encoders write) or records (version 1).
+inline void put_document_ops(std::string& out, const std::vector<op>& ops) { put_op_columns(out, ops); }
+inline bool read_document_ops(byte_reader& r, std::vector<op>& ops, unsigned char version) {
+  return version == 1 ? read_ops(r, ops) : read_op_columns(r, ops);
 }
 
 /// Reads the header of a batch or document (`kind`) of any record type into `type`, and its format

@@ -106,7 +106,7 @@ class sequence {
     std::string out;
     detail::put_header(out, detail::kind_document, detail::value_type_of<T>());
     detail::put_content_key(out, content_key);
-    detail::put_ops(out, impl_.ops_since(version_vector{}, nullptr, false).ops);
+    detail::put_document_ops(out, impl_.ops_since(version_vector{}, nullptr, false).ops);
     detail::put_document_content(out, values());
     return out;
   }
@@ -127,10 +127,10 @@ class sequence {
     unsigned char version = 0;
     if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>(), &version) || !detail::read_content_key(r, key)) return r.result();
     const std::size_t ops_at = r.offset();
-    if (!detail::read_ops(r, log.ops)) return r.result();
+    if (!detail::read_document_ops(r, log.ops, version)) return r.result();
     if (log.unit_count() > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
     const std::size_t content_at = r.offset();
-    if (!detail::read_document_content(r, live, version)) return r.result();
+    if (!detail::read_document_content(r, live, version, log.unit_count())) return r.result();
     if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
     detail::rga<T> doc(self);
     const apply_result res = doc.apply(log, detail::rga<T>::content_mode::placeholders);

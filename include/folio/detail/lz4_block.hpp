@@ -12,11 +12,15 @@
 //
 // Writing (lz4_compress): greedy parse; the longest match among the last `max_chain` earlier
 // positions with the same 4-byte hash, at most 64 KiB back (a hash chain as LZ4 HC keeps). O(n ×
-// max_chain) time, at most n + n/255 + 16 bytes out; tables of 64 KiB + 4 × the head count.
+// max_chain) time, at most n + n/255 + 16 bytes out; tables of 4 bytes per head (2^8 to 2^16 heads,
+// about the input's size) and 2 bytes per position of the 64 KiB window.
 // Reading (lz4_decompress), from untrusted bytes: the output size is given (the encoding stores it),
 // every length is checked against the bytes left in and the room left out, every offset against the
 // bytes written; O(block + output) time, and the output is at most 255 × the block (refused before
-// anything is allocated otherwise: LZ4 cannot do better than that ratio).
+// anything is allocated otherwise: LZ4 cannot do better than that ratio). What liblz4's
+// LZ4_decompress_safe refuses is refused too: a match that starts in the output's last 12 bytes or
+// within 8 bytes of the block's end, or ends in the output's last 5 bytes (so the last sequence is
+// literals only).
 #pragma once
 
 #include <algorithm>
@@ -123,6 +127,7 @@ inline bool lz4_decompress(byte_reader& r, std::uint64_t block_size, std::uint64
   using namespace lz4;
   if (block_size > r.remaining()) return r.fail(decode_status::truncated, "compressed block");
   if (size > block_size * max_ratio) return r.fail(decode_status::too_large, "compressed block's size (more than 255 bytes per byte)");
+  if (size > out.max_size() - out.size()) return r.fail(decode_status::too_large, "compressed block's size");  // 32-bit size_t
   const std::size_t base = out.size();
   const std::size_t at = r.offset();
   byte_reader b(r.bytes(block_size, "compressed block"));
@@ -135,6 +140,8 @@ inline bool lz4_decompress(byte_reader& r, std::uint64_t block_size, std::uint64
   };
   auto fail = [&](decode_status s, const char* what) { return r.fail_at(at + b.offset(), s, what); };
   if (block_size == 0) return fail(decode_status::truncated, "compressed block");
+  if (size == 0 && (block_size != 1 || b.bytes(1, "block token")[0] != 0))  // as liblz4: nothing is one 0 token
+    return r.fail_at(at, decode_status::inconsistent, "compressed block of no bytes is not one empty token");
   while (b.ok() && !b.at_end()) {
     const std::uint8_t token = b.byte("block token");
     const std::uint64_t nlit = length(token >> 4, "literal length");
@@ -142,6 +149,10 @@ inline bool lz4_decompress(byte_reader& r, std::uint64_t block_size, std::uint64
     if (nlit > size - (out.size() - base)) return fail(decode_status::inconsistent, "literals past the block's size");
     out += b.bytes(nlit, "literals");
     if (!b.ok() || b.at_end()) break;  // the last sequence: literals only
+    // As liblz4 reads blocks: a match starts at least 12 bytes before the end of the output, with at
+    // least 8 bytes of the block after its literals (offset, a token, the last 5 literals).
+    if (out.size() - base + match_start_limit > size) return fail(decode_status::inconsistent, "match starts in the block's last 12 bytes");
+    if (b.remaining() < 8) return fail(decode_status::inconsistent, "match within 8 bytes of the block's end");
     const std::size_t offset_at = b.offset();
     const std::size_t low = b.byte("match offset");  // little-endian; two statements fix the order
     const std::size_t offset = low | std::size_t(b.byte("match offset")) << 8;
@@ -150,6 +161,7 @@ inline bool lz4_decompress(byte_reader& r, std::uint64_t block_size, std::uint64
     const std::size_t written = out.size() - base;
     if (offset == 0 || offset > written) return r.fail_at(at + offset_at, decode_status::bad_reference, "match offset");
     if (match > size - written) return fail(decode_status::inconsistent, "match past the block's size");
+    if (written + match + last_literals > size) return fail(decode_status::inconsistent, "match ends in the block's last 5 bytes");
     if (offset >= match) {
       out.append(out, out.size() - offset, static_cast<std::size_t>(match));
     } else {
