@@ -128,9 +128,10 @@ inline bool lz4_decompress(byte_reader& r, std::uint64_t block_size, std::uint64
   if (block_size > r.remaining()) return r.fail(decode_status::truncated, "compressed block");
   if (size > block_size * max_ratio) return r.fail(decode_status::too_large, "compressed block's size (more than 255 bytes per byte)");
   if (size > out.max_size() - out.size()) return r.fail(decode_status::too_large, "compressed block's size");  // 32-bit size_t
+  const std::size_t blen = static_cast<std::size_t>(block_size);  // <= remaining()
   const std::size_t base = out.size();
   const std::size_t at = r.offset();
-  byte_reader b(r.bytes(block_size, "compressed block"));
+  byte_reader b(r.bytes(blen, "compressed block"));
   out.reserve(base + static_cast<std::size_t>(size));
   auto length = [&](std::size_t nibble, const char* what) -> std::uint64_t {
     std::uint64_t n = nibble;
@@ -139,8 +140,8 @@ inline bool lz4_decompress(byte_reader& r, std::uint64_t block_size, std::uint64
     return n;
   };
   auto fail = [&](decode_status s, const char* what) { return r.fail_at(at + b.offset(), s, what); };
-  if (block_size == 0) return fail(decode_status::truncated, "compressed block");
-  if (size == 0 && (block_size != 1 || b.bytes(1, "block token")[0] != 0))  // as liblz4: nothing is one 0 token
+  if (blen == 0) return fail(decode_status::truncated, "compressed block");
+  if (size == 0 && (blen != 1 || b.bytes(1, "block token")[0] != 0))  // as liblz4: nothing is one 0 token
     return r.fail_at(at, decode_status::inconsistent, "compressed block of no bytes is not one empty token");
   while (b.ok() && !b.at_end()) {
     const std::uint8_t token = b.byte("block token");
@@ -169,7 +170,7 @@ inline bool lz4_decompress(byte_reader& r, std::uint64_t block_size, std::uint64
     }
   }
   if (!b.ok()) return r.fail_at(at + b.result().offset, b.result().status, b.result().detail);
-  if (out.size() - base != size) return r.fail_at(at + block_size, decode_status::inconsistent, "compressed block ends before its size");
+  if (out.size() - base != size) return r.fail_at(at + blen, decode_status::inconsistent, "compressed block ends before its size");
   return true;
 }
 
