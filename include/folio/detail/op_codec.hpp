@@ -141,6 +141,17 @@ struct op_header {
   std::uint32_t lamport, len;
 };
 
+/// The checks of an op's counters as read, version 1 records and version 2 columns alike: length at
+/// least 1 (refused in `at_len`), Lamport values from 1 and seqs and Lamport values within
+/// max_counter + 1 (refused in `at_header`; a record has one reader for both).
+inline bool check_op_counters(byte_reader& at_len, byte_reader& at_header, std::uint64_t seq, std::int64_t lam, std::uint64_t len) {
+  const std::uint64_t limit = std::uint64_t(max_counter) + 1;
+  if (len == 0) return at_len.fail(decode_status::inconsistent, "op length 0");
+  if (lam < 1 || std::uint64_t(lam) + len > limit) return at_header.fail(decode_status::out_of_range, "op lamport out of range");
+  if (seq + len > limit) return at_header.fail(decode_status::out_of_range, "op seq + length out of range");
+  return true;
+}
+
 /// Writes an op table of the ops that `each(f)` passes to `f` (one at a time; `each` is called once).
 /// The replica table comes first in the encoding but is known only at the end: the records are written
 /// first and the table and count then put in front of them (one move of the bytes, where a second pass
@@ -190,7 +201,6 @@ bool read_op_table(byte_reader& r, Format& format) {
   const std::uint64_t nops = r.varint("op count");
   if (nops > r.remaining()) return r.fail(decode_status::too_large, "op count");
   format.reserve(nops);
-  const std::uint64_t limit = std::uint64_t(max_counter) + 1;
   small_vector<std::uint64_t, 8> next;
   next.resize(nrep, UINT64_MAX);
   std::size_t cur = SIZE_MAX;  // index in reps of the op's replica (bounded below: a size_t)
@@ -207,9 +217,7 @@ bool read_op_table(byte_reader& r, Format& format) {
     if (flags & bits.lamport) lam += r.svarint("op lamport");
     const std::uint64_t len = (flags & bits.len) ? r.varint("op length", max_counter) : 1;
     if (!r.ok()) break;
-    if (len == 0) return r.fail(decode_status::inconsistent, "op length 0");
-    if (lam < 1 || std::uint64_t(lam) + len > limit) return r.fail(decode_status::out_of_range, "op lamport out of range");
-    if (seq + len > limit) return r.fail(decode_status::out_of_range, "op seq + length out of range");
+    if (!check_op_counters(r, r, seq, lam, len)) return false;
     const op_header h{cur, {reps[cur], static_cast<std::uint32_t>(seq)}, static_cast<std::uint32_t>(lam), static_cast<std::uint32_t>(len)};
     if (!format.read_payload(r, flags, h, std::span<const replica_id>(reps.data(), reps.size()))) return false;
     next[cur] = seq + len;

@@ -132,7 +132,6 @@ inline bool read_op_columns(byte_reader& r, std::vector<op>& ops) {
       if (!readers[c]->ok()) return sec[c].fail(r, *readers[c]);
     return false;
   };
-  const std::uint64_t limit = std::uint64_t(max_counter) + 1;
   small_vector<std::uint64_t, 8> next;
   next.resize(nrep, UINT64_MAX);
   std::size_t cur = SIZE_MAX;
@@ -154,9 +153,7 @@ inline bool read_op_columns(byte_reader& r, std::vector<op>& ops) {
     const std::int64_t lam = std::int64_t(lamport) + ((h & h_lamport) ? headers.svarint("op lamport") : 0);
     const std::uint64_t len = (shape & s_length) ? lengths.varint("op length", max_counter) : 1;
     if (!headers.ok() || !lengths.ok()) return failed();
-    if (len == 0) return lengths.fail(decode_status::inconsistent, "op length 0"), failed();
-    if (lam < 1 || std::uint64_t(lam) + len > limit) return headers.fail(decode_status::out_of_range, "op lamport out of range"), failed();
-    if (seq + len > limit) return headers.fail(decode_status::out_of_range, "op seq + length out of range"), failed();
+    if (!check_op_counters(lengths, headers, seq, lam, len)) return failed();
     op o;
     o.kind = (shape & s_remove) ? op_kind::remove : op_kind::insert;
     o.backward = (shape & s_backward) != 0;
