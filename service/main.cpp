@@ -1,7 +1,8 @@
 // folio-fcgi: the FastCGI responder. Flags, signals and the accept loop; everything else is in the
 // folio_service library. A pool of worker threads, each with its own FCGX_Request and its own database
 // connection (SQLite, or PostgreSQL when --db is a postgresql:// URI or a libpq conninfo), accepts on one
-// unix socket. SIGTERM/SIGINT: stop accepting, let in-flight requests
+// unix socket; one more thread, with a connection of its own, compacts records' logs off the request
+// path (crdt/compactor.hpp). SIGTERM/SIGINT: stop accepting, let in-flight requests
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
 // a stop signal, and pets the watchdog while a worker can answer (deploy/systemd/folio-fcgi.service).
@@ -306,6 +307,15 @@ int main(int argc, char** argv) {
       state.busy_since_ms = worker_state::gone;
       FCGX_Free(&req, 1);
     });
+  // Compactions of the records' logs, off the request path (crdt/compactor.hpp), on a connection of their own.
+  std::thread compaction([&] {
+    try {
+      folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
+      svc.crdt().compactions().run(db);
+    } catch (const std::exception& e) {
+      folio::service::log::write("error", "compaction_stopped", std::string("no more compactions until a restart: ") + e.what());
+    }
+  });
   folio::service::log::write("info", "started",
                              "listening on " + o.socket + " (" + std::to_string(o.workers) + " workers, database " + (folio::service::is_postgresql(o.db) ? std::string("PostgreSQL") : o.db) + ", live push " +
                                  (cfg.live.channel_secret.empty() ? "off" : cfg.live.publish_socket.empty() ? "subscribe only" : "via " + cfg.live.publish_socket) +
@@ -345,6 +355,8 @@ int main(int argc, char** argv) {
   FCGX_ShutdownPending();
   shutdown(fd, SHUT_RDWR);  // wakes the workers blocked in accept; requests in progress finish
   for (std::thread& t : workers) t.join();
+  svc.crdt().compactions().stop();
+  compaction.join();
   close(fd);
   unlink(o.socket.c_str());
   return 0;

@@ -79,10 +79,12 @@ int check(folio::service::database& db) {
         problem(name + ": snapshot does not decode: " + r.description());
         continue;
       }
-      const std::vector<std::string> log = svc::load_log(db, k);
+      const std::vector<svc::logged_change> log = svc::load_log(db, k);
       if (static_cast<std::int64_t>(log.size()) != row->log_len) problem(name + ": log has " + std::to_string(log.size()) + " batches, row says " + std::to_string(row->log_len));
-      for (const std::string& batch : log)
-        if (const folio::apply_result r = d->apply(batch); !r || r.pending) problem(name + ": a logged change does not apply: " + r.message);
+      if (!log.empty() && log.back().seq > row->revision)  // a change is logged under the revision it made (or, before schema 7, below it)
+        problem(name + ": a change is logged under seq " + std::to_string(log.back().seq) + ", past the record's revision " + std::to_string(row->revision));
+      for (const svc::logged_change& c : log)
+        if (const folio::apply_result r = d->apply(c.batch); !r || r.pending) problem(name + ": a logged change does not apply: " + r.message);
       try {
         d->check_invariants();
       } catch (const std::exception& e) {

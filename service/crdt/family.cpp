@@ -12,11 +12,13 @@ crdt_family::crdt_family(server& platform)
       publisher_(platform.settings().live, [&platform](std::string_view id) {
         const std::shared_ptr<const key_ring> ring = platform.client_keys();
         return ring && ring->find(id);
-      }) {
+      }),
+      compactor_(platform.settings().request_timeout) {
   register_crdt_routes(platform.routes(), *this);
   platform.add_gauges([this](metrics::gauges& g) {
     g.cache_hits = cache_.hits(), g.cache_misses = cache_.misses(), g.cache_bytes = cache_.bytes(), g.cache_entries = cache_.size();
     g.published = publisher_.published(), g.publish_failures = publisher_.failures(), g.publish_queued = publisher_.queued();
+    compactor_.fill(g);
   });
 }
 

@@ -1,6 +1,6 @@
 // service/crdt/family.hpp — the CRDT records' part of the service (docs/API.md, the /v2/crdt endpoints;
 // docs/SERVICE.md): the decoded documents kept in memory (doc_cache.hpp), the live push to nginx's
-// Nchan (publish.hpp), the five endpoints (handlers.cpp, registered on the server's route table) and
+// Nchan (publish.hpp), the logs' compaction off the request path (compactor.hpp), the five endpoints (handlers.cpp, registered on the server's route table) and
 // the subscribe authorization nginx asks for (subscribe.cpp). Its tables are crdt/records.hpp's.
 // Thread-safety: as the server; the cache and the publisher lock themselves.
 #pragma once
@@ -11,6 +11,7 @@
 
 #include <folio/document.hpp>
 
+#include "crdt/compactor.hpp"
 #include "crdt/doc_cache.hpp"
 #include "crdt/publish.hpp"
 #include "crdt/records.hpp"
@@ -20,7 +21,7 @@ namespace folio::service {
 
 class crdt_family {
  public:
-  /// Registers the /v2/crdt routes on `platform` and the cache's and publisher's gauges on its /metrics.
+  /// Registers the /v2/crdt routes on `platform` and the cache's, publisher's and compactor's gauges on its /metrics.
   explicit crdt_family(server& platform);
   crdt_family(const crdt_family&) = delete;
   crdt_family& operator=(const crdt_family&) = delete;
@@ -28,6 +29,8 @@ class crdt_family {
   server& platform() noexcept { return server_; }
   doc_cache& cache() noexcept { return cache_; }
   publisher& live() noexcept { return publisher_; }
+  /// The records waiting for compaction; folio-fcgi gives its run() a thread and a connection.
+  compactor& compactions() noexcept { return compactor_; }
 
   /// Answers nginx's nchan_authorize_request for GET /v2/crdt/subscribe (`r.query`, `r.channel`):
   /// 200 to let the subscriber in; otherwise the JSON error nginx passes to the client — the same
@@ -49,6 +52,7 @@ class crdt_family {
   server& server_;
   doc_cache cache_;
   publisher publisher_;
+  compactor compactor_;
 };
 
 /// The record `org`/`doc`/`editor` of the caller's tenant, kept inside a client token's scope

@@ -3,8 +3,8 @@
 // state and persists only those ops; `get` folds the log into the snapshot (or uses the cached
 // document); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
 // Each goes through a record_session (record_session.hpp): everything that depends only on the request
-// and the record — parsing the value, decoding a batch, the diff, encoding, a compaction's snapshot —
-// happens before the process-wide writer section, which holds only the statements and the commit.
+// and the record — parsing the value, decoding a batch, the diff, encoding — happens before the
+// process-wide writer section, which holds only the statements and the commit.
 // Every committed change is then published to the record's channel (crdt_family::publish_change),
 // still under the record's lock so that subscribers see changes in commit order. So each handler reads:
 // parse the request, then one record_session (open, change, append or commit), then publish.
@@ -149,7 +149,7 @@ std::string crdt_update(context& c, crdt_family& f) {
     if (const folio::record_type stored = *folio::parse_record_type(row.type); !value || value->type != stored) value = value_of(stored, c.data);
     const change_meta meta{now_iso(), author(c.who, user), session};
     const std::string incarnation = incarnation_text(row);
-    // Diff and encode before the writer section (append() encodes a compaction's snapshot there too).
+    // Diff and encode before the writer section.
     folio::document& d = s.change();
     const folio::local_change change = replace_value(d, *value);
     const std::string batch = change.count ? d.encode_change(change) : std::string();

@@ -6,22 +6,16 @@
 
 namespace folio::service {
 
-namespace {
-
-/// The stored record as a document: the snapshot with the log folded in.
-folio::document rebuild(database& db, const record_key& k, const record_row& row) {
+folio::document fold_log(const record_row& row, const std::vector<logged_change>& log) {
   std::optional<folio::document> d;
   if (const folio::decode_result r = folio::document::decode(row.snapshot, row.incarnation, d); !r)
     throw std::runtime_error("stored snapshot does not decode: " + r.description());
-  if (row.log_len > 0)
-    for (const std::string& batch : load_log(db, k)) {
-      const folio::apply_result r = d->apply(batch);
-      if (!r || r.pending) throw std::runtime_error("stored change does not apply: " + r.message);
-    }
+  for (const logged_change& c : log) {
+    const folio::apply_result r = d->apply(c.batch);
+    if (!r || r.pending) throw std::runtime_error("stored change does not apply: " + r.message);
+  }
   return std::move(*d);
 }
-
-}  // namespace
 
 record_session::record_session(crdt_family& family, database& db, record_key k, bool exclusive)
     : family_(family), db_(db), key_(std::move(k)), cache_key_(key_.cache_key()), exclusive_(exclusive) {}
@@ -67,9 +61,10 @@ const std::optional<record_row>& record_session::open(bool with_document) {
   // process may have written since the read above).
   db_.read([&] {
     row_ = load_record(db_, key_, true);
-    if (row_) e.doc.emplace(rebuild(db_, key_, *row_));
+    if (row_) e.doc.emplace(fold_log(*row_, row_->log_len > 0 ? load_log(db_, key_) : std::vector<logged_change>()));
   });
   if (!row_) return row_;
+  if (row_->log_len >= compact_after) family_.compactions().schedule(key_);  // e.g. left long by a restart
   row_->snapshot.clear();
   row_->snapshot.shrink_to_fit();
   e.revision = row_->revision;
@@ -84,14 +79,8 @@ const record_row& record_session::open_existing(bool with_document) {
 }
 
 std::int64_t record_session::append(const std::string* batch, const change_meta& meta) {
-  const bool compacting = batch && row_->log_len + 1 >= compact_after;
-  const std::string snapshot = compacting ? entry_->doc->encode() : std::string();  // before the writer section
-  const std::int64_t revision = commit([&] {
-    const std::int64_t r = append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session);
-    if (compacting) compact(db_, key_, snapshot);
-    return r;
-  });
-  if (compacting) family_.platform().stats().compaction();
+  const std::int64_t revision = commit([&] { return append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session); });
+  if (batch && row_->log_len + 1 >= compact_after) family_.compactions().schedule(key_);
   return revision;
 }
 

@@ -14,8 +14,9 @@
 //      one open() read (another process or node may have written; then the change is dropped and
 //      record_moved thrown, and the handler starts again), runs `write` and commits. Only then does the entry say it holds
 //      the new revision. append() is commit() for a change of an existing record: the change's batch
-//      appended to the log with its metadata, and every compact_after batches the log compacted into
-//      a snapshot encoded before the writer section.
+//      appended to the log with its metadata; a log of compact_after changes or more is then
+//      scheduled for compaction, which happens off the request path (compactor.hpp) and moves
+//      neither the revision nor the cached document.
 //
 // A handler starts again at most twice (with_retries). The first attempt is optimistic: nothing
 // outside this process waits while it prepares. A record moved under it is one that writers on
@@ -37,6 +38,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "crdt/doc_cache.hpp"
 #include "crdt/records.hpp"
@@ -98,8 +100,8 @@ class record_session {
     return revision;
   }
   /// After change(): commits the change — `batch` appended to the record's log (null: no ops, only the
-  /// metadata and the revision move), compacting the log into a snapshot when it reaches
-  /// compact_after batches. Returns the new revision; throws as commit().
+  /// metadata and the revision move) — and schedules the record's compaction when its log has
+  /// reached compact_after changes. Returns the new revision; throws as commit().
   std::int64_t append(const std::string* batch, const change_meta& meta);
   /// Puts `d` (a new record just inserted by commit's `write`) in the record's entry at `revision`, or
   /// nothing when another request holds the entry (it never waits: the record is committed already).
@@ -124,6 +126,10 @@ class record_session {
   bool exclusive_ = false;
   std::optional<database::key_hold> hold_;  ///< after lock_: released before the entry's lock
 };
+
+/// The stored record as a document: `row`'s snapshot (loaded with it) with `log`'s changes applied
+/// in order. Throws std::runtime_error when either does not decode or apply (damage).
+folio::document fold_log(const record_row& row, const std::vector<logged_change>& log);
 
 /// Runs `attempt(exclusive)` (which opens its own record_session, exclusive as told) again when a writer
 /// in another process or node moved the record under it: first optimistic, then exclusive (above). A

@@ -41,6 +41,11 @@ ALTER TABLE crdt_records DROP COLUMN snapshot;
     // compress their content; docs/FORMAT.md), which earlier builds cannot read. No table changes: the
     // version is what makes an earlier folio-fcgi refuse the database rather than fail on each record.
     {6, "SELECT 1"},
+    // 7: a change is logged under the revision it made instead of its position in the log, so a
+    // compaction off the request path can delete the changes it folded while later ones stay (rows
+    // logged before keep their numbers, all below the revision: the order holds). No table changes:
+    // the version keeps an earlier folio-fcgi, which numbers by position, off the database.
+    {7, "SELECT 1"},
 };
 
 // PostgreSQL (from schema 4, database.hpp): the tables as schema 4 left them, in its types.
@@ -67,8 +72,9 @@ CREATE TABLE crdt_snapshots (
 INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) SELECT tenant, org, doc, editor, snapshot FROM crdt_records;
 ALTER TABLE crdt_records DROP COLUMN snapshot;
 )sql"},
-    // 6: as SQLite's.
+    // 6, 7: as SQLite's.
     {6, "SELECT 1"},
+    {7, "SELECT 1"},
 };
 
 }  // namespace
@@ -119,11 +125,11 @@ std::vector<std::string> document_editors(database& db, const std::string& tenan
   return out;
 }
 
-std::vector<std::string> load_log(database& db, const record_key& k) {
-  query q = db.sql("SELECT batch FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? ORDER BY seq");
+std::vector<logged_change> load_log(database& db, const record_key& k) {
+  query q = db.sql("SELECT seq, batch FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? ORDER BY seq");
   q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
-  std::vector<std::string> out;
-  while (q.step()) out.push_back(q.blob(0));
+  std::vector<logged_change> out;
+  while (q.step()) out.push_back({q.integer(0), q.blob(1)});
   return out;
 }
 
@@ -140,29 +146,31 @@ void insert_record(database& db, const record_key& k, const record_row& r) {
 
 std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
                            const std::string& by, const std::optional<std::string>& session) {
-  std::int64_t log_len = before.log_len;
-  if (batch) {
-    db.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES (?,?,?,?,?,?)")
-        .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, log_len).bind_blob(6, *batch)
-        .step();
-    ++log_len;
-  }
   const std::int64_t revision = before.revision + 1;
-  db.sql("UPDATE crdt_records SET log_len=?, revision=?, last_update=?, last_updated_by=?, session_id=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
-      .bind(1, log_len).bind(2, revision).bind(3, last_update).bind(4, by).bind_opt(5, session)
+  if (batch)
+    db.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES (?,?,?,?,?,?)")
+        .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, revision).bind_blob(6, *batch)
+        .step();
+  // log_len counted in the statement: a compaction may have shortened the log since `before` was read.
+  db.sql("UPDATE crdt_records SET log_len=log_len+?, revision=?, last_update=?, last_updated_by=?, session_id=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind(1, std::int64_t(batch ? 1 : 0)).bind(2, revision).bind(3, last_update).bind(4, by).bind_opt(5, session)
       .bind(6, k.tenant).bind(7, k.org).bind(8, k.doc).bind(9, k.editor)
       .step();
   return revision;
 }
 
-void compact(database& db, const record_key& k, const std::string& snapshot) {
-  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+bool compact(database& db, const record_key& k, const std::string& snapshot, std::int64_t through, std::int64_t count) {
+  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? AND seq<=?")
+      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, through)
+      .step();
+  if (static_cast<std::int64_t>(db.changes()) != count) return false;
   db.sql("UPDATE crdt_snapshots SET snapshot=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
       .bind_blob(1, snapshot).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
       .step();
-  db.sql("UPDATE crdt_records SET log_len=0 WHERE tenant=? AND org=? AND doc=? AND editor=?")
-      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor)
+  db.sql("UPDATE crdt_records SET log_len=log_len-? WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind(1, count).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
       .step();
+  return true;
 }
 
 bool delete_record(database& db, const record_key& k) {

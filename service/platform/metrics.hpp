@@ -7,7 +7,6 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -23,11 +22,11 @@ class metrics {
 
   /// One answered request: `endpoint` is the route's path (or "other"), `http` its status code.
   void observe(std::string_view endpoint, int http, double seconds);
-  void compaction() noexcept { ++compactions_; }
 
   /// Everything above plus the gauges the caller knows (cache size, publishes, database files).
   struct gauges {
     std::uint64_t cache_hits = 0, cache_misses = 0, cache_bytes = 0, cache_entries = 0, published = 0, publish_failures = 0, publish_queued = 0;
+    std::uint64_t compactions = 0, compaction_failures = 0, compactions_queued = 0;
     std::uint64_t db_bytes = 0, wal_bytes = 0, db_pages = 0, db_free_pages = 0, db_max_pages = 0, db_commits = 0, db_wal_syncs = 0;
     double start_time = 0;
     /// The process: resident memory, open descriptors, and the C heap (glibc's mallinfo2: bytes in
@@ -47,7 +46,6 @@ class metrics {
   };
   mutable std::mutex mu_;
   std::map<std::string, series, std::less<>> series_;
-  std::atomic<std::uint64_t> compactions_{0};
 };
 
 }  // namespace folio::service

@@ -210,11 +210,17 @@ class Metrics(unittest.TestCase):
         before, _ = self.scrape()
         ok(self, call("/v2/crdt/add", {"organizationId": "o", "documentId": "compact", "editorId": "c", "type": "text", "data": ""}),
            "CRDT data added successfully.")
-        for i in range(70):  # the log is folded into a snapshot every 64 changes
+        for i in range(70):  # a log of 64 changes is scheduled for compaction, which runs after the answer
             ok(self, call("/v2/crdt/update", {"organizationId": "o", "documentId": "compact", "editorId": "c", "data": "x" * (i + 1)}),
                "CRDT data updated successfully.")
+        compacted = lambda: self.scrape()[0]["folio_oplog_compactions_total"] - before.get("folio_oplog_compactions_total", 0)
+        self.assertEqual(wait_for(compacted, 10), 1)
+        time.sleep(0.5)  # and only once: what another node scheduled finds the log short, or the changes gone
         after, _ = self.scrape()
         self.assertEqual(after["folio_oplog_compactions_total"] - before.get("folio_oplog_compactions_total", 0), 1)
+        self.assertEqual(after["folio_oplog_compaction_failures_total"], before.get("folio_oplog_compaction_failures_total", 0))
+        self.assertEqual(after["folio_oplog_compactions_queued"], 0)
+        self.assertLess(STACK.scalar("SELECT log_len FROM crdt_records WHERE doc='compact'"), 64)
 
 
 class Admin(unittest.TestCase):

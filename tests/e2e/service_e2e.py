@@ -144,7 +144,14 @@ class Crdt(unittest.TestCase):
             text += str(i % 10)
             ok(self, call("/v2/crdt/update", rec("c", "text", text, doc="compact")), "CRDT data updated successfully.")
         self.assertEqual(get("c", doc="compact")[1]["result"]["data"][0]["data"], text)
+        # Compaction runs after the answers (off the request path): the log is short soon after.
+        deadline = time.time() + 10
+        while STACK.scalar("SELECT count(*) FROM crdt_log WHERE doc='compact'") >= 64 and time.time() < deadline:
+            time.sleep(0.05)
         self.assertLess(STACK.scalar("SELECT count(*) FROM crdt_log WHERE doc='compact'"), 64)
+        self.assertEqual(STACK.scalar("SELECT log_len FROM crdt_records WHERE doc='compact'"),
+                         STACK.scalar("SELECT count(*) FROM crdt_log WHERE doc='compact'"))
+        self.assertEqual(get("c", doc="compact")[1]["result"]["data"][0]["data"], text)
 
 
 class Auth(unittest.TestCase):

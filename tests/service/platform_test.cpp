@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "annotations/store.hpp"
+#include "crdt/record_session.hpp"
 #include "crdt/records.hpp"
 #include "platform/client_token.hpp"
 #include "support.hpp"
@@ -485,12 +486,18 @@ svc::module_migrations up_to(svc::module_migrations m, int version) {
 
 // Schema 5 moves each record's snapshot out of crdt_records: a database schema 4 left (on either
 // backend) keeps its records, and their snapshots, through the migration. The snapshot is one an
-// earlier build wrote (document format version 1, tests/golden/version1/), which still decodes.
+// earlier build wrote (document format version 1, tests/golden/version1/), which still decodes. Its
+// log holds a change numbered as builds before schema 7 numbered them (by position, from 0); a change
+// logged now (under its revision) comes after it.
 TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   temp_db tmp;
   std::ifstream v1(std::string(FOLIO_GOLDEN_DIR) + "/version1/text-pair.doc", std::ios::binary);
   const std::string snapshot((std::istreambuf_iterator<char>(v1)), std::istreambuf_iterator<char>());
   ASSERT_EQ(snapshot.substr(0, 4), std::string("Fo\x01" "D"));
+  std::optional<folio::document> client;  // another replica's edits, logged by the old build and by this one
+  ASSERT_TRUE(folio::document::decode(snapshot, 99, client));
+  const std::string first = client->encode_change(client->replace_text("Hallo brave world! 😀 bis morgen"));
+  const std::string second = client->encode_change(client->replace_text("Hallo world! 😀 bis morgen"));
   {
     const svc::schema v4 = svc::schema().add(up_to(svc::platform_migrations(), 4)).add(up_to(svc::crdt_migrations(), 4))
                                .add(up_to(svc::annotation_migrations(), 4));
@@ -498,9 +505,10 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
     svc::database old(tmp.path(), v4);
     old.write([&] {
       old.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, snapshot, log_len, revision, last_update, last_updated_by, "
-              "session_id, incarnation) VALUES ('t', 'o', 'd', 'e', 'text', 'content', ?, 0, 3, '2026-01-01T00:00:00.000Z', 'u', NULL, 7)")
+              "session_id, incarnation) VALUES ('t', 'o', 'd', 'e', 'text', 'content', ?, 1, 3, '2026-01-01T00:00:00.000Z', 'u', NULL, 7)")
           .bind_blob(1, snapshot)
           .step();
+      old.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES ('t', 'o', 'd', 'e', 0, ?)").bind_blob(1, first).step();
       // A thread whose comments are listed in another order than their ids (schema 3's positions).
       old.sql("INSERT INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, "
               "next_comment_id) VALUES ('t', 'o', 'd', 'a', 'l', 'u', '2026-01-01T00:00:00.000Z', '{}', 'OPEN', '2026-01-01T00:00:00.000Z', 3)")
@@ -511,14 +519,24 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
     });
   }
   svc::database db(tmp.path(), svc::responder::tables());
-  EXPECT_EQ(db.version(), 6);
-  const std::optional<svc::record_row> row = svc::load_record(db, {"t", "o", "d", "e"});
+  EXPECT_EQ(db.version(), 7);
+  const svc::record_key k{"t", "o", "d", "e"};
+  std::optional<svc::record_row> row = svc::load_record(db, k);
   ASSERT_TRUE(row);
   EXPECT_EQ(row->revision, 3);
   EXPECT_EQ(row->snapshot, snapshot);
   std::optional<folio::document> back;
   ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, back));
   EXPECT_EQ(back->text(), "Hallo brave world! 😀 bis übermorgen");
+  db.write([&] { EXPECT_EQ(svc::append_change(db, k, *row, &second, "2026-01-02T00:00:00.000Z", "u", std::nullopt), 4); });
+  row = svc::load_record(db, k);
+  const std::vector<svc::logged_change> log = svc::load_log(db, k);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(row->log_len, 2);
+  EXPECT_EQ(log[0].seq, 0);
+  EXPECT_EQ(log[1].seq, 4);
+  EXPECT_EQ(log[1].batch, second);
+  EXPECT_EQ(svc::fold_log(*row, log).text(), "Hallo world! 😀 bis morgen");
   // The thread keeps its order through the migrations, and its comment ids stay unique in it.
   const svc::annotation_scope s{"t", "o", "d"};
   EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1}));
