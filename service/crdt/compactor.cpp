@@ -70,15 +70,16 @@ void compactor::compact(database& db, const record_key& k) {
     std::vector<logged_change> log;
     db.read([&] {
       row = load_record(db, k, true);
-      if (row && row->log_len >= compact_after) log = load_log(db, k);
+      if (row && wants_compaction(row->log_len, row->log_bytes, row->snapshot_bytes)) log = load_log(db, k);
     });
     if (log.empty()) return;  // deleted, or compacted already (by another node)
     const std::string snapshot = fold_log(*row, log).encode();
-    const std::int64_t through = log.back().seq, count = static_cast<std::int64_t>(log.size());
+    folded_log folded{log.back().seq, static_cast<std::int64_t>(log.size()), 0};
+    for (const logged_change& c : log) folded.bytes += static_cast<std::int64_t>(c.batch.size());
     const bool stored = db.write(k.cache_key(), [&] {
       const std::optional<record_row> now = load_record(db, k, false);
       if (!now || now->incarnation != row->incarnation) return false;  // deleted, or added again
-      if (!service::compact(db, k, snapshot, through, count)) throw went_first{};
+      if (!service::compact(db, k, snapshot, folded)) throw went_first{};
       return true;
     });
     if (stored) {

@@ -1,10 +1,11 @@
 // service/crdt/compactor.hpp — compaction of CRDT records' logs off the request path (docs/SERVICE.md,
-// "Storage"): a write whose record's log reaches compact_after changes schedules the record and
-// answers; a background thread (folio-fcgi's, with a database connection of its own) folds the log
+// "Compaction"): a write after which compacting its record pays (records.hpp, wants_compaction)
+// schedules the record and answers; a background thread (folio-fcgi's, with a database connection of its own) folds the log
 // into a new snapshot.
 //
 // A compaction never touches the cached document nor waits for a request: it reads the record's
-// snapshot and log in one read transaction, rebuilds the document from them (fold_log), encodes it,
+// snapshot and log in one read transaction (and stops if compacting no longer pays: another node
+// compacted it), rebuilds the document from them (fold_log), encodes it,
 // and in one write transaction under the record's key (the writer section every write of the record
 // takes) stores the snapshot and deletes the changes it folded — those up to the last seq it read;
 // changes committed meanwhile stay logged after it. The revision does not move (the value is the

@@ -64,7 +64,7 @@ const std::optional<record_row>& record_session::open(bool with_document) {
     if (row_) e.doc.emplace(fold_log(*row_, row_->log_len > 0 ? load_log(db_, key_) : std::vector<logged_change>()));
   });
   if (!row_) return row_;
-  if (row_->log_len >= compact_after) family_.compactions().schedule(key_);  // e.g. left long by a restart
+  if (wants_compaction(row_->log_len, row_->log_bytes, row_->snapshot_bytes)) family_.compactions().schedule(key_);  // e.g. left long by a restart
   row_->snapshot.clear();
   row_->snapshot.shrink_to_fit();
   e.revision = row_->revision;
@@ -80,7 +80,8 @@ const record_row& record_session::open_existing(bool with_document) {
 
 std::int64_t record_session::append(const std::string* batch, const change_meta& meta) {
   const std::int64_t revision = commit([&] { return append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session); });
-  if (batch && row_->log_len + 1 >= compact_after) family_.compactions().schedule(key_);
+  if (batch && wants_compaction(row_->log_len + 1, row_->log_bytes + static_cast<std::int64_t>(batch->size()), row_->snapshot_bytes))
+    family_.compactions().schedule(key_);
   return revision;
 }
 

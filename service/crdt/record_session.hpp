@@ -14,8 +14,8 @@
 //      one open() read (another process or node may have written; then the change is dropped and
 //      record_moved thrown, and the handler starts again), runs `write` and commits. Only then does the entry say it holds
 //      the new revision. append() is commit() for a change of an existing record: the change's batch
-//      appended to the log with its metadata; a log of compact_after changes or more is then
-//      scheduled for compaction, which happens off the request path (compactor.hpp) and moves
+//      appended to the log with its metadata; a log long enough that compacting pays
+//      (records.hpp, wants_compaction) is then scheduled for compaction, which happens off the request path (compactor.hpp) and moves
 //      neither the revision nor the cached document.
 //
 // A handler starts again at most twice (with_retries). The first attempt is optimistic: nothing
@@ -101,7 +101,7 @@ class record_session {
   }
   /// After change(): commits the change — `batch` appended to the record's log (null: no ops, only the
   /// metadata and the revision move) — and schedules the record's compaction when its log has
-  /// reached compact_after changes. Returns the new revision; throws as commit().
+  /// become long enough that compacting pays (wants_compaction). Returns the new revision; throws as commit().
   std::int64_t append(const std::string* batch, const change_meta& meta);
   /// Puts `d` (a new record just inserted by commit's `write`) in the record's entry at `revision`, or
   /// nothing when another request holds the entry (it never waits: the record is committed already).

@@ -43,9 +43,18 @@ ALTER TABLE crdt_records DROP COLUMN snapshot;
     {6, "SELECT 1"},
     // 7: a change is logged under the revision it made instead of its position in the log, so a
     // compaction off the request path can delete the changes it folded while later ones stay (rows
-    // logged before keep their numbers, all below the revision: the order holds). No table changes:
-    // the version keeps an earlier folio-fcgi, which numbers by position, off the database.
-    {7, "SELECT 1"},
+    // logged before keep their numbers, all below the revision: the order holds); the version keeps
+    // an earlier folio-fcgi, which numbers by position, off the database. And the record counts its
+    // log's bytes and its snapshot's, which say when compacting pays (wants_compaction).
+    {7, R"sql(
+ALTER TABLE crdt_records ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE crdt_records ADD COLUMN snapshot_bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE crdt_records SET
+  log_bytes = (SELECT coalesce(sum(length(l.batch)), 0) FROM crdt_log l
+               WHERE l.tenant = crdt_records.tenant AND l.org = crdt_records.org AND l.doc = crdt_records.doc AND l.editor = crdt_records.editor),
+  snapshot_bytes = coalesce((SELECT length(s.snapshot) FROM crdt_snapshots s
+               WHERE s.tenant = crdt_records.tenant AND s.org = crdt_records.org AND s.doc = crdt_records.doc AND s.editor = crdt_records.editor), 0);
+)sql"},
 };
 
 // PostgreSQL (from schema 4, database.hpp): the tables as schema 4 left them, in its types.
@@ -72,9 +81,17 @@ CREATE TABLE crdt_snapshots (
 INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) SELECT tenant, org, doc, editor, snapshot FROM crdt_records;
 ALTER TABLE crdt_records DROP COLUMN snapshot;
 )sql"},
-    // 6, 7: as SQLite's.
+    // 6, 7: as SQLite's (length() of a bytea is its bytes).
     {6, "SELECT 1"},
-    {7, "SELECT 1"},
+    {7, R"sql(
+ALTER TABLE crdt_records ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE crdt_records ADD COLUMN snapshot_bytes BIGINT NOT NULL DEFAULT 0;
+UPDATE crdt_records SET
+  log_bytes = (SELECT coalesce(sum(length(l.batch)), 0) FROM crdt_log l
+               WHERE l.tenant = crdt_records.tenant AND l.org = crdt_records.org AND l.doc = crdt_records.doc AND l.editor = crdt_records.editor),
+  snapshot_bytes = coalesce((SELECT length(s.snapshot) FROM crdt_snapshots s
+               WHERE s.tenant = crdt_records.tenant AND s.org = crdt_records.org AND s.doc = crdt_records.doc AND s.editor = crdt_records.editor), 0);
+)sql"},
 };
 
 }  // namespace
@@ -101,17 +118,18 @@ record_row row_of(query& q, bool with_snapshot) {
   r.log_len = q.integer(4), r.revision = q.integer(5);
   r.last_update = q.text(6), r.last_updated_by = q.text(7), r.session_id = q.text_opt(8);
   r.incarnation = static_cast<std::uint64_t>(q.integer(9));
+  r.log_bytes = q.integer(10), r.snapshot_bytes = q.integer(11);
   return r;
 }
 }  // namespace
 
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot) {
   query q = db.sql(with_snapshot ? "SELECT r.editor, r.type, r.content_key, s.snapshot, r.log_len, r.revision, r.last_update, r.last_updated_by, "
-                                   "r.session_id, r.incarnation FROM crdt_records r LEFT JOIN crdt_snapshots s "
+                                   "r.session_id, r.incarnation, r.log_bytes, r.snapshot_bytes FROM crdt_records r LEFT JOIN crdt_snapshots s "
                                    "ON s.tenant = r.tenant AND s.org = r.org AND s.doc = r.doc AND s.editor = r.editor "
                                    "WHERE r.tenant=? AND r.org=? AND r.doc=? AND r.editor=?"
-                                 : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id, incarnation "
-                                   "FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
+                                 : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id, incarnation, "
+                                   "log_bytes, snapshot_bytes FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
   q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
   if (!q.step()) return std::nullopt;
   return row_of(q, with_snapshot);
@@ -135,9 +153,10 @@ std::vector<logged_change> load_log(database& db, const record_key& k) {
 
 void insert_record(database& db, const record_key& k, const record_row& r) {
   db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, log_len, revision, last_update, last_updated_by, session_id, "
-         "incarnation) VALUES (?,?,?,?,?,?,0,?,?,?,?,?)")
+         "incarnation, log_bytes, snapshot_bytes) VALUES (?,?,?,?,?,?,0,?,?,?,?,?,0,?)")
       .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, r.type).bind(6, r.content_key)
       .bind(7, r.revision).bind(8, r.last_update).bind(9, r.last_updated_by).bind_opt(10, r.session_id).bind(11, static_cast<std::int64_t>(r.incarnation))
+      .bind(12, static_cast<std::int64_t>(r.snapshot.size()))
       .step();
   db.sql("INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) VALUES (?,?,?,?,?)")
       .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind_blob(5, r.snapshot)
@@ -151,24 +170,30 @@ std::int64_t append_change(database& db, const record_key& k, const record_row& 
     db.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES (?,?,?,?,?,?)")
         .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, revision).bind_blob(6, *batch)
         .step();
-  // log_len counted in the statement: a compaction may have shortened the log since `before` was read.
-  db.sql("UPDATE crdt_records SET log_len=log_len+?, revision=?, last_update=?, last_updated_by=?, session_id=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
-      .bind(1, std::int64_t(batch ? 1 : 0)).bind(2, revision).bind(3, last_update).bind(4, by).bind_opt(5, session)
-      .bind(6, k.tenant).bind(7, k.org).bind(8, k.doc).bind(9, k.editor)
+  // The log's size counted in the statement: a compaction may have shortened it since `before` was read.
+  db.sql("UPDATE crdt_records SET log_len=log_len+?, log_bytes=log_bytes+?, revision=?, last_update=?, last_updated_by=?, session_id=? "
+         "WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind(1, std::int64_t(batch ? 1 : 0)).bind(2, static_cast<std::int64_t>(batch ? batch->size() : 0)).bind(3, revision).bind(4, last_update)
+      .bind(5, by).bind_opt(6, session).bind(7, k.tenant).bind(8, k.org).bind(9, k.doc).bind(10, k.editor)
       .step();
   return revision;
 }
 
-bool compact(database& db, const record_key& k, const std::string& snapshot, std::int64_t through, std::int64_t count) {
+bool wants_compaction(std::int64_t log_len, std::int64_t log_bytes, std::int64_t snapshot_bytes) {
+  return log_len >= compact_after && (log_len >= compact_always_after || log_bytes * compact_log_share >= snapshot_bytes);
+}
+
+bool compact(database& db, const record_key& k, const std::string& snapshot, const folded_log& folded) {
   db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? AND seq<=?")
-      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, through)
+      .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, folded.through)
       .step();
-  if (static_cast<std::int64_t>(db.changes()) != count) return false;
+  if (static_cast<std::int64_t>(db.changes()) != folded.count) return false;
   db.sql("UPDATE crdt_snapshots SET snapshot=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
       .bind_blob(1, snapshot).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
       .step();
-  db.sql("UPDATE crdt_records SET log_len=log_len-? WHERE tenant=? AND org=? AND doc=? AND editor=?")
-      .bind(1, count).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
+  db.sql("UPDATE crdt_records SET log_len=log_len-?, log_bytes=log_bytes-?, snapshot_bytes=? WHERE tenant=? AND org=? AND doc=? AND editor=?")
+      .bind(1, folded.count).bind(2, folded.bytes).bind(3, static_cast<std::int64_t>(snapshot.size()))
+      .bind(4, k.tenant).bind(5, k.org).bind(6, k.doc).bind(7, k.editor)
       .step();
   return true;
 }

@@ -6,8 +6,9 @@
 // carry it) and an append-only log of encoded change batches since the snapshot (crdt_log); readers
 // fold the log into the snapshot. A change is logged under the revision it made (its `seq`, so the
 // log's order is its commit order and a number is never reused while the record lives); log_len counts
-// the log's rows. Once the log reaches `compact_after` changes the record is compacted off the request
-// path (crdt/compactor.hpp): its changes up to some seq folded into a new snapshot and deleted, in one
+// the log's rows and log_bytes their bytes, snapshot_bytes the snapshot's. When the log is long enough
+// that compacting pays (wants_compaction) the record is compacted off the request path
+// (crdt/compactor.hpp): its changes up to some seq folded into a new snapshot and deleted, in one
 // transaction that changes neither the revision nor the value, while later changes stay logged.
 // This module owns the three tables and their migrations (crdt_migrations).
 // Every row is keyed by the tenant first.
@@ -25,8 +26,8 @@
 namespace folio::service {
 
 /// The tables crdt_records and crdt_log (schema 1), the incarnation column (schema 4), the snapshots
-/// in crdt_snapshots (schema 5); schema 6 and 7 change no table (format version 2 snapshots; a change
-/// logged under its revision).
+/// in crdt_snapshots (schema 5); schema 6 changes no table (format version 2 snapshots); schema 7 logs
+/// a change under its revision and adds log_bytes and snapshot_bytes.
 module_migrations crdt_migrations();
 
 struct record_key {
@@ -42,12 +43,25 @@ struct record_row {
   /// The record's incarnation: the replica id the server edits this record as, random per `add`
   /// (new_incarnation), so a record deleted and added again never reuses an op id of the old one.
   std::uint64_t incarnation = 0;
+  /// The log's batches' bytes, and the stored snapshot's (what wants_compaction weighs).
+  std::int64_t log_bytes = 0, snapshot_bytes = 0;
 };
 
 /// A fresh incarnation: 63 random bits, never 0 (a valid replica id that fits a signed column).
 std::uint64_t new_incarnation();
 
+/// When compacting a record pays: its log holds at least compact_after changes, and either
+/// compact_always_after of them or at least 1/compact_log_share of the snapshot's bytes. A compaction
+/// rewrites the whole snapshot, so a large record edited in small steps waits until its log is worth
+/// that much (the bytes compactions write stay within compact_log_share times the log's, whatever
+/// the record's size); the log a rebuild folds in stays at most compact_always_after changes, or a
+/// quarter of the snapshot's bytes past the last change. A 1 KB text compacts every 64 changes; a
+/// 100 KB one (automerge-paper's final text: a 37 KB version 2 snapshot, 21-byte batches) edited a
+/// character at a time, every 443 changes.
 inline constexpr std::int64_t compact_after = 64;
+inline constexpr std::int64_t compact_always_after = 1024;
+inline constexpr std::int64_t compact_log_share = 4;
+bool wants_compaction(std::int64_t log_len, std::int64_t log_bytes, std::int64_t snapshot_bytes);
 
 /// The record's row; without its snapshot when `with_snapshot` is false (enough when the cached
 /// document is at the row's revision). Throws store_error when the snapshot is asked for and its row
@@ -67,11 +81,15 @@ void insert_record(database& db, const record_key& k, const record_row& r);
 /// log_len, writes the metadata. Returns the revision.
 std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
                            const std::string& by, const std::optional<std::string>& session);
-/// Inside a write transaction: replaces the snapshot by `snapshot`, which folds the logged changes up
-/// to seq `through` (`count` of them) into the stored one, and deletes those changes; the revision and
-/// the value stay. False when the log no longer holds exactly `count` changes up to `through` (another
+/// The logged changes a compaction folded: those up to seq `through`, `count` of them, of `bytes` bytes.
+struct folded_log {
+  std::int64_t through = 0, count = 0, bytes = 0;
+};
+/// Inside a write transaction: replaces the snapshot by `snapshot`, which folds the logged changes
+/// `folded` into the stored one, and deletes those changes; the revision and the value stay. False
+/// when the log no longer holds exactly `folded.count` changes up to `folded.through` (another
 /// compaction went first): the caller must roll back, as something was deleted.
-bool compact(database& db, const record_key& k, const std::string& snapshot, std::int64_t through, std::int64_t count);
+bool compact(database& db, const record_key& k, const std::string& snapshot, const folded_log& folded);
 bool delete_record(database& db, const record_key& k);
 
 }  // namespace folio::service

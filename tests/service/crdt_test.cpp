@@ -326,7 +326,9 @@ TEST_F(fixture, APushThatWouldSpendTheRecordsOpIdsIsRefusedAndNoRecordAnswersUpd
   const std::vector<svc::logged_change> log = svc::load_log(db, {key.substr(3, 16), "o", "d", "t"});
   for (const svc::logged_change& c : log) ASSERT_TRUE(frozen->apply(c.batch));
   ASSERT_TRUE(frozen->apply(jump));
-  db.write([&] { ASSERT_TRUE(svc::compact(db, {key.substr(3, 16), "o", "d", "t"}, frozen->encode(), log.back().seq, std::int64_t(log.size()))); });
+  std::int64_t bytes = 0;
+  for (const svc::logged_change& c : log) bytes += static_cast<std::int64_t>(c.batch.size());
+  db.write([&] { ASSERT_TRUE(svc::compact(db, {key.substr(3, 16), "o", "d", "t"}, frozen->encode(), {log.back().seq, std::int64_t(log.size()), bytes})); });
   svc::responder fresh{svc::config{}};  // an empty cache reads the stored record
   const std::string body = ids + R"(,"data":"abcde"}})";
   const svc::response r = fresh.handle(db, svc::request{"POST", "/v2/crdt/update", "application/json", key, token, body, body.size(), {}, {}, {}});
@@ -378,6 +380,46 @@ TEST_F(fixture, RecordsAreCompactedOffTheRequestPath) {
   EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"new")"), std::string::npos);
 }
 
+// A compaction rewrites the whole snapshot, so a large record edited in small steps is compacted once
+// its log's bytes reach a quarter of the snapshot's (or its log 1,024 changes), not every 64 changes.
+TEST(Records, CompactingPaysOnceTheLogIsWorthTheSnapshot) {
+  EXPECT_FALSE(svc::wants_compaction(63, 1 << 20, 100));  // never below 64 changes
+  EXPECT_TRUE(svc::wants_compaction(64, 25, 100));
+  EXPECT_FALSE(svc::wants_compaction(64, 24, 100));
+  EXPECT_FALSE(svc::wants_compaction(1023, 1000, 100000));
+  EXPECT_TRUE(svc::wants_compaction(1024, 1000, 100000));
+}
+
+TEST_F(fixture, ALargeRecordEditedInSmallStepsIsCompactedWhenItsLogIsWorthIt) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"big")";
+  const svc::record_key k{key.substr(3, 16), "o", "d", "big"};
+  std::string text;
+  for (std::uint32_t x = 1; text.size() < 20000; x = x * 1103515245u + 12345u) text += static_cast<char>('a' + (x >> 16) % 26);  // does not compress
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":")" + text + "\"}}").http, 200);
+  const auto queued = [&] {
+    svc::metrics::gauges g;
+    service.crdt().compactions().fill(g);
+    return g.compactions_queued;
+  };
+  int updates = 0;
+  for (; updates < svc::compact_after; ++updates) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + text.substr(0, updates + 1) + "!" + text.substr(updates + 1) + "\"}}").http, 200);
+  EXPECT_EQ(queued(), 0u);  // 64 small changes are not worth rewriting 20 KB
+  std::optional<svc::record_row> row = svc::load_record(db, k, false);
+  while (row->log_bytes * svc::compact_log_share < row->snapshot_bytes) {
+    ASSERT_EQ(queued(), 0u) << "scheduled at " << row->log_bytes << " log bytes, snapshot " << row->snapshot_bytes;
+    ++updates;
+    ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + text.substr(0, updates % 1000) + "!" + text.substr(updates % 1000) + "\"}}").http, 200);
+    row = svc::load_record(db, k, false);
+  }
+  EXPECT_EQ(queued(), 1u);
+  EXPECT_GT(updates, 2 * svc::compact_after);
+  service.crdt().compactions().drain(db);
+  row = svc::load_record(db, k, true);
+  EXPECT_EQ(row->log_len, 0);
+  EXPECT_EQ(row->log_bytes, 0);
+  EXPECT_EQ(row->snapshot_bytes, static_cast<std::int64_t>(row->snapshot.size()));
+}
+
 // A compaction stores the snapshot it folded and deletes exactly the changes it folded: one committed
 // while it worked stays logged after the new snapshot. One that finds some of its changes gone (another
 // compaction went first) refuses, and its transaction rolls back.
@@ -393,13 +435,17 @@ TEST_F(fixture, ACompactionKeepsTheChangesCommittedWhileItWorked) {
 
   struct went_first {};
   EXPECT_THROW(db.write([&] {
-                 if (!svc::compact(db, k, snapshot, log.back().seq, 4)) throw went_first{};
+                 if (!svc::compact(db, k, snapshot, {log.back().seq, 4, 0})) throw went_first{};
                }),
                went_first);
   EXPECT_EQ(svc::load_log(db, k).size(), 4u);  // rolled back
-  db.write([&] { EXPECT_TRUE(svc::compact(db, k, snapshot, log.back().seq, 3)); });
+  std::int64_t bytes = 0;
+  for (const svc::logged_change& c : log) bytes += static_cast<std::int64_t>(c.batch.size());
+  db.write([&] { EXPECT_TRUE(svc::compact(db, k, snapshot, {log.back().seq, 3, bytes})); });
   const std::optional<svc::record_row> row = svc::load_record(db, k);
   EXPECT_EQ(row->log_len, 1);
+  EXPECT_EQ(row->log_bytes, static_cast<std::int64_t>(svc::load_log(db, k).at(0).batch.size()));
+  EXPECT_EQ(row->snapshot_bytes, static_cast<std::int64_t>(snapshot.size()));
   EXPECT_EQ(row->revision, 5);
   EXPECT_EQ(row->snapshot, snapshot);
   svc::responder fresh{svc::config{}};

@@ -525,6 +525,8 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   ASSERT_TRUE(row);
   EXPECT_EQ(row->revision, 3);
   EXPECT_EQ(row->snapshot, snapshot);
+  EXPECT_EQ(row->log_bytes, static_cast<std::int64_t>(first.size()));  // counted by the migration
+  EXPECT_EQ(row->snapshot_bytes, static_cast<std::int64_t>(snapshot.size()));
   std::optional<folio::document> back;
   ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, back));
   EXPECT_EQ(back->text(), "Hallo brave world! 😀 bis übermorgen");
@@ -533,6 +535,7 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   const std::vector<svc::logged_change> log = svc::load_log(db, k);
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(row->log_len, 2);
+  EXPECT_EQ(row->log_bytes, static_cast<std::int64_t>(first.size() + second.size()));
   EXPECT_EQ(log[0].seq, 0);
   EXPECT_EQ(log[1].seq, 4);
   EXPECT_EQ(log[1].batch, second);
