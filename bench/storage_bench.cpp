@@ -1,7 +1,7 @@
 // Per-write latency and throughput of the two storage backends in the same run (issue 22): `/v2/crdt/update`
 // through the responder (no socket, no nginx: the handler, the record session and the commit), each
 // update a committed write of a one-character change. 1 writer (one record), then 4 writers (4 threads,
-// own connection and record each). SQLite on a file in TMPDIR; PostgreSQL on the conninfo given (a
+// own connection and record each), with folio-fcgi's compaction thread beside them. SQLite on a file in TMPDIR; PostgreSQL on the conninfo given (a
 // private cluster: bench/storage.sh). Prints per backend the median and p90 latency, writes per second,
 // and PostgreSQL / SQLite.
 //   storage_bench [POSTGRESQL_CONNINFO] [--writes N]
@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "platform/auth.hpp"
@@ -39,6 +40,10 @@ figures run(const std::string& target, int writers, int writes) {
     const svc::response res = service.handle(db, r);
     if (res.http != 200) std::fprintf(stderr, "storage_bench: %s answered %d %s\n", path.c_str(), res.http, res.body.c_str()), std::exit(1);
   };
+  std::thread compaction([&] {  // as folio-fcgi runs it: a thread and a connection of its own
+    svc::database db(target, svc::responder::tables());
+    service.crdt().compactions().run(db);
+  });
   std::vector<std::future<std::vector<double>>> done;
   const clk::time_point start = clk::now();
   for (int w = 0; w < writers; ++w)
@@ -60,6 +65,8 @@ figures run(const std::string& target, int writers, int writes) {
   for (auto& f : done)
     for (double v : f.get()) all.push_back(v);
   const double seconds = std::chrono::duration<double>(clk::now() - start).count();
+  service.crdt().compactions().stop();
+  compaction.join();
   std::sort(all.begin(), all.end());
   return {all[all.size() / 2], all[all.size() * 9 / 10], static_cast<double>(all.size()) / seconds};
 }

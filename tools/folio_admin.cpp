@@ -81,13 +81,12 @@ int check(folio::service::database& db) {
       }
       const std::vector<svc::logged_change> log = svc::load_log(db, k);
       if (static_cast<std::int64_t>(log.size()) != row->log_len) problem(name + ": log has " + std::to_string(log.size()) + " batches, row says " + std::to_string(row->log_len));
-      std::int64_t log_bytes = 0;
-      for (const svc::logged_change& c : log) log_bytes += static_cast<std::int64_t>(c.batch.size());
+      const std::int64_t log_bytes = svc::folded_of(log).bytes;
       if (log_bytes != row->log_bytes) problem(name + ": log has " + std::to_string(log_bytes) + " bytes, row says " + std::to_string(row->log_bytes));
       if (static_cast<std::int64_t>(row->snapshot.size()) != row->snapshot_bytes)
         problem(name + ": snapshot has " + std::to_string(row->snapshot.size()) + " bytes, row says " + std::to_string(row->snapshot_bytes));
-      if (!log.empty() && log.back().seq > row->revision)  // a change is logged under the revision it made (or, before schema 7, below it)
-        problem(name + ": a change is logged under seq " + std::to_string(log.back().seq) + ", past the record's revision " + std::to_string(row->revision));
+      if (!log.empty() && log.back().revision > row->revision)  // a change is logged under the revision it made (or, before schema 7, below it)
+        problem(name + ": a change is logged under revision " + std::to_string(log.back().revision) + ", past the record's " + std::to_string(row->revision));
       for (const svc::logged_change& c : log)
         if (const folio::apply_result r = d->apply(c.batch); !r || r.pending) problem(name + ": a logged change does not apply: " + r.message);
       try {

@@ -1,10 +1,6 @@
 #include "crdt/compactor.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <optional>
-#include <vector>
 
 #include "crdt/record_session.hpp"
 #include "platform/log.hpp"
@@ -19,7 +15,13 @@ struct went_first {};
 void compactor::schedule(const record_key& k) noexcept {
   try {
     std::lock_guard<std::mutex> l(mu_);
-    if (stopping_ || queue_.size() >= max_queued || !queued_.insert(k.cache_key()).second) return;
+    if (stopping_ || queue_.size() >= max_queued) return;
+    std::string key = k.cache_key();
+    if (const auto r = resting_.find(key); r != resting_.end()) {
+      if (std::chrono::steady_clock::now() < r->second) return;  // failed a moment ago
+      resting_.erase(r);
+    }
+    if (!queued_.insert(std::move(key)).second) return;
     queue_.push_back(k);
   } catch (...) {
     return;  // out of memory: the record's next write schedules it again
@@ -38,7 +40,6 @@ bool compactor::next(record_key& k, bool wait) {
 }
 
 void compactor::run(database& db) {
-  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);  // this thread only (Linux: nice is per thread)
   record_key k;
   while (next(k, true)) compact(db, k);
 }
@@ -64,36 +65,38 @@ void compactor::fill(metrics::gauges& g) const {
 }
 
 void compactor::compact(database& db, const record_key& k) {
+  // The connection's deadline is this compaction's while it runs, and the caller's again after.
+  struct deadline_scope {
+    database& db;
+    deadline_clock::time_point before = db.deadline();
+    ~deadline_scope() { db.set_deadline(before); }
+  } scope{db};
   try {
-    db.set_deadline(deadline_clock::now() + timeout_);
-    std::optional<record_row> row;
-    std::vector<logged_change> log;
-    db.read([&] {
-      row = load_record(db, k, true);
-      if (row && wants_compaction(row->log_len, row->log_bytes, row->snapshot_bytes)) log = load_log(db, k);
+    const std::optional<stored_record> stored = read_stored(db, k);
+    if (!stored || !wants_compaction(stored->row.log_len, stored->row.log_bytes, stored->row.snapshot_bytes))
+      return;  // deleted, or compacted already (by another node)
+    const std::string snapshot = fold_log(stored->row, stored->log).encode();
+    const folded_log folded = folded_of(stored->log);
+    db.set_deadline(deadline_clock::now() + timeout_);  // for the write only: the fold above took what it took
+    db.write(k.cache_key(), [&] {
+      if (!service::compact(db, k, stored->row.incarnation, snapshot, folded)) throw went_first{};
     });
-    if (log.empty()) return;  // deleted, or compacted already (by another node)
-    const std::string snapshot = fold_log(*row, log).encode();
-    folded_log folded{log.back().seq, static_cast<std::int64_t>(log.size()), 0};
-    for (const logged_change& c : log) folded.bytes += static_cast<std::int64_t>(c.batch.size());
-    const bool stored = db.write(k.cache_key(), [&] {
-      const std::optional<record_row> now = load_record(db, k, false);
-      if (!now || now->incarnation != row->incarnation) return false;  // deleted, or added again
-      if (!service::compact(db, k, snapshot, folded)) throw went_first{};
-      return true;
-    });
-    if (stored) {
-      std::lock_guard<std::mutex> l(mu_);
-      ++done_;
-    }
+    std::lock_guard<std::mutex> l(mu_);
+    ++done_;
   } catch (const went_first&) {
   } catch (const std::exception& e) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      ++failed_;
+    try {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ++failed_;
+        if (resting_.size() >= max_queued) resting_.clear();
+        resting_[k.cache_key()] = std::chrono::steady_clock::now() + rest_after_failure;
+      }
+      log::write("error", "compaction_failed",  // no ids: docs/OPERATIONS.md, "Logs"
+                 std::string("a record's log was not compacted: ") + e.what() +
+                     "; it stays logged, and the record's writes schedule it again after a minute");
+    } catch (...) {  // out of memory: the count above is what is left
     }
-    log::write("error", "compaction_failed",  // no ids: docs/OPERATIONS.md, "Logs"
-               std::string("a record's log was not compacted: ") + e.what() + "; it stays logged, and the record's next write schedules it again");
   }
 }
 

@@ -6,6 +6,18 @@
 
 namespace folio::service {
 
+std::optional<stored_record> read_stored(database& db, const record_key& k) {
+  std::optional<stored_record> out;
+  db.read([&] {
+    std::optional<record_row> row = load_record(db, k, true);
+    if (!row) return;
+    out.emplace();
+    out->row = std::move(*row);
+    if (out->row.log_len > 0) out->log = load_log(db, k);
+  });
+  return out;
+}
+
 folio::document fold_log(const record_row& row, const std::vector<logged_change>& log) {
   std::optional<folio::document> d;
   if (const folio::decode_result r = folio::document::decode(row.snapshot, row.incarnation, d); !r)
@@ -59,11 +71,10 @@ const std::optional<record_row>& record_session::open(bool with_document) {
   e.revision = -1;
   // The snapshot and the log at one revision: the row is read again inside the transaction (another
   // process may have written since the read above).
-  db_.read([&] {
-    row_ = load_record(db_, key_, true);
-    if (row_) e.doc.emplace(fold_log(*row_, row_->log_len > 0 ? load_log(db_, key_) : std::vector<logged_change>()));
-  });
-  if (!row_) return row_;
+  std::optional<stored_record> stored = read_stored(db_, key_);
+  if (!stored) return row_ = std::nullopt;
+  e.doc.emplace(fold_log(stored->row, stored->log));
+  row_ = std::move(stored->row);
   if (wants_compaction(row_->log_len, row_->log_bytes, row_->snapshot_bytes)) family_.compactions().schedule(key_);  // e.g. left long by a restart
   row_->snapshot.clear();
   row_->snapshot.shrink_to_fit();

@@ -127,6 +127,13 @@ class record_session {
   std::optional<database::key_hold> hold_;  ///< after lock_: released before the entry's lock
 };
 
+/// A record as stored: its row with the snapshot, and its log.
+struct stored_record {
+  record_row row;
+  std::vector<logged_change> log;
+};
+/// The record's row, snapshot and log at one revision (one read transaction); nullopt when there is no record.
+std::optional<stored_record> read_stored(database& db, const record_key& k);
 /// The stored record as a document: `row`'s snapshot (loaded with it) with `log`'s changes applied
 /// in order. Throws std::runtime_error when either does not decode or apply (damage).
 folio::document fold_log(const record_row& row, const std::vector<logged_change>& log);

@@ -6,6 +6,23 @@ namespace folio::service {
 
 namespace {
 
+// Schema 7 (both dialects; the columns' types are each dialect's own).
+#define FOLIO_SCHEMA_7_COUNTS \
+  "UPDATE crdt_records SET\n" \
+  "  log_bytes = (SELECT coalesce(sum(length(l.batch)), 0) FROM crdt_log l WHERE l.tenant = crdt_records.tenant AND l.org = crdt_records.org\n" \
+  "               AND l.doc = crdt_records.doc AND l.editor = crdt_records.editor),\n" \
+  "  snapshot_bytes = coalesce((SELECT length(s.snapshot) FROM crdt_snapshots s WHERE s.tenant = crdt_records.tenant AND s.org = crdt_records.org\n" \
+  "               AND s.doc = crdt_records.doc AND s.editor = crdt_records.editor), 0);\n"
+constexpr const char* schema_7 =
+    "ALTER TABLE crdt_log RENAME COLUMN seq TO revision;\n"
+    "ALTER TABLE crdt_records ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE crdt_records ADD COLUMN snapshot_bytes INTEGER NOT NULL DEFAULT 0;\n" FOLIO_SCHEMA_7_COUNTS;
+constexpr const char* pg_schema_7 =
+    "ALTER TABLE crdt_log RENAME COLUMN seq TO revision;\n"
+    "ALTER TABLE crdt_records ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE crdt_records ADD COLUMN snapshot_bytes BIGINT NOT NULL DEFAULT 0;\n" FOLIO_SCHEMA_7_COUNTS;
+#undef FOLIO_SCHEMA_7_COUNTS
+
 const migration steps[] = {
     {1, R"sql(
 CREATE TABLE crdt_records (
@@ -41,20 +58,14 @@ ALTER TABLE crdt_records DROP COLUMN snapshot;
     // compress their content; docs/FORMAT.md), which earlier builds cannot read. No table changes: the
     // version is what makes an earlier folio-fcgi refuse the database rather than fail on each record.
     {6, "SELECT 1"},
-    // 7: a change is logged under the revision it made instead of its position in the log, so a
-    // compaction off the request path can delete the changes it folded while later ones stay (rows
-    // logged before keep their numbers, all below the revision: the order holds); the version keeps
-    // an earlier folio-fcgi, which numbers by position, off the database. And the record counts its
-    // log's bytes and its snapshot's, which say when compacting pays (wants_compaction).
-    {7, R"sql(
-ALTER TABLE crdt_records ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE crdt_records ADD COLUMN snapshot_bytes INTEGER NOT NULL DEFAULT 0;
-UPDATE crdt_records SET
-  log_bytes = (SELECT coalesce(sum(length(l.batch)), 0) FROM crdt_log l
-               WHERE l.tenant = crdt_records.tenant AND l.org = crdt_records.org AND l.doc = crdt_records.doc AND l.editor = crdt_records.editor),
-  snapshot_bytes = coalesce((SELECT length(s.snapshot) FROM crdt_snapshots s
-               WHERE s.tenant = crdt_records.tenant AND s.org = crdt_records.org AND s.doc = crdt_records.doc AND s.editor = crdt_records.editor), 0);
-)sql"},
+    // 7: a change is logged under the revision it made (the column `revision`, which was `seq`, its
+    // position in the log), so a compaction off the request path can delete the changes it folded while
+    // later ones stay; rows logged before keep their numbers, all below the record's revision, so the
+    // order holds. The rename fails an earlier folio-fcgi still running against the database (its
+    // statements name `seq`) rather than let it log by position among changes logged by revision. And
+    // the record counts its log's bytes and its snapshot's, which say when compacting pays
+    // (wants_compaction).
+    {7, schema_7},
 };
 
 // PostgreSQL (from schema 4, database.hpp): the tables as schema 4 left them, in its types.
@@ -83,15 +94,7 @@ ALTER TABLE crdt_records DROP COLUMN snapshot;
 )sql"},
     // 6, 7: as SQLite's (length() of a bytea is its bytes).
     {6, "SELECT 1"},
-    {7, R"sql(
-ALTER TABLE crdt_records ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE crdt_records ADD COLUMN snapshot_bytes BIGINT NOT NULL DEFAULT 0;
-UPDATE crdt_records SET
-  log_bytes = (SELECT coalesce(sum(length(l.batch)), 0) FROM crdt_log l
-               WHERE l.tenant = crdt_records.tenant AND l.org = crdt_records.org AND l.doc = crdt_records.doc AND l.editor = crdt_records.editor),
-  snapshot_bytes = coalesce((SELECT length(s.snapshot) FROM crdt_snapshots s
-               WHERE s.tenant = crdt_records.tenant AND s.org = crdt_records.org AND s.doc = crdt_records.doc AND s.editor = crdt_records.editor), 0);
-)sql"},
+    {7, pg_schema_7},
 };
 
 }  // namespace
@@ -144,7 +147,7 @@ std::vector<std::string> document_editors(database& db, const std::string& tenan
 }
 
 std::vector<logged_change> load_log(database& db, const record_key& k) {
-  query q = db.sql("SELECT seq, batch FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? ORDER BY seq");
+  query q = db.sql("SELECT revision, batch FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? ORDER BY revision");
   q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
   std::vector<logged_change> out;
   while (q.step()) out.push_back({q.integer(0), q.blob(1)});
@@ -167,7 +170,7 @@ std::int64_t append_change(database& db, const record_key& k, const record_row& 
                            const std::string& by, const std::optional<std::string>& session) {
   const std::int64_t revision = before.revision + 1;
   if (batch)
-    db.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES (?,?,?,?,?,?)")
+    db.sql("INSERT INTO crdt_log (tenant, org, doc, editor, revision, batch) VALUES (?,?,?,?,?,?)")
         .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, revision).bind_blob(6, *batch)
         .step();
   // The log's size counted in the statement: a compaction may have shortened it since `before` was read.
@@ -183,8 +186,17 @@ bool wants_compaction(std::int64_t log_len, std::int64_t log_bytes, std::int64_t
   return log_len >= compact_after && (log_len >= compact_always_after || log_bytes * compact_log_share >= snapshot_bytes);
 }
 
-bool compact(database& db, const record_key& k, const std::string& snapshot, const folded_log& folded) {
-  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? AND seq<=?")
+folded_log folded_of(const std::vector<logged_change>& log) {
+  folded_log f;
+  for (const logged_change& c : log) f.through = c.revision, ++f.count, f.bytes += static_cast<std::int64_t>(c.batch.size());
+  return f;
+}
+
+bool compact(database& db, const record_key& k, std::uint64_t incarnation, const std::string& snapshot, const folded_log& folded) {
+  query now = db.sql("SELECT incarnation FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
+  now.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
+  if (!now.step() || static_cast<std::uint64_t>(now.integer(0)) != incarnation) return false;  // deleted, or added again
+  db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=? AND revision<=?")
       .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, folded.through)
       .step();
   if (static_cast<std::int64_t>(db.changes()) != folded.count) return false;

@@ -4,11 +4,11 @@
 // bumps, the incarnation that `add` draws), its snapshot (the encoded document, a row of
 // crdt_snapshots: apart, so that the small row every request reads and every change rewrites does not
 // carry it) and an append-only log of encoded change batches since the snapshot (crdt_log); readers
-// fold the log into the snapshot. A change is logged under the revision it made (its `seq`, so the
-// log's order is its commit order and a number is never reused while the record lives); log_len counts
+// fold the log into the snapshot. A change is logged under the revision it made (crdt_log.revision, so
+// the log's order is its commit order and a number is never reused while the record lives); log_len counts
 // the log's rows and log_bytes their bytes, snapshot_bytes the snapshot's. When the log is long enough
 // that compacting pays (wants_compaction) the record is compacted off the request path
-// (crdt/compactor.hpp): its changes up to some seq folded into a new snapshot and deleted, in one
+// (crdt/compactor.hpp): its changes up to some revision folded into a new snapshot and deleted, in one
 // transaction that changes neither the revision nor the value, while later changes stay logged.
 // This module owns the three tables and their migrations (crdt_migrations).
 // Every row is keyed by the tenant first.
@@ -69,9 +69,10 @@ bool wants_compaction(std::int64_t log_len, std::int64_t log_bytes, std::int64_t
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot = true);
 /// The editorIds of a document's records, in order.
 std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
-/// One logged change: its seq (the revision it made; before schema 7, its position in the log) and its batch.
+/// One logged change: the revision it made (logged before schema 7: its position in the log, below
+/// the record's revision then) and its batch.
 struct logged_change {
-  std::int64_t seq = 0;
+  std::int64_t revision = 0;
   std::string batch;
 };
 /// The record's log, in commit order.
@@ -81,15 +82,18 @@ void insert_record(database& db, const record_key& k, const record_row& r);
 /// log_len, writes the metadata. Returns the revision.
 std::int64_t append_change(database& db, const record_key& k, const record_row& before, const std::string* batch, const std::string& last_update,
                            const std::string& by, const std::optional<std::string>& session);
-/// The logged changes a compaction folded: those up to seq `through`, `count` of them, of `bytes` bytes.
+/// The logged changes a compaction folded: those up to revision `through`, `count` of them, of `bytes` bytes.
 struct folded_log {
   std::int64_t through = 0, count = 0, bytes = 0;
 };
-/// Inside a write transaction: replaces the snapshot by `snapshot`, which folds the logged changes
-/// `folded` into the stored one, and deletes those changes; the revision and the value stay. False
-/// when the log no longer holds exactly `folded.count` changes up to `folded.through` (another
-/// compaction went first): the caller must roll back, as something was deleted.
-bool compact(database& db, const record_key& k, const std::string& snapshot, const folded_log& folded);
+/// What folding all of `log` folds.
+folded_log folded_of(const std::vector<logged_change>& log);
+/// Inside a write transaction: replaces the snapshot of the record's `incarnation` by `snapshot`, which
+/// folds the logged changes `folded` into the stored one, and deletes those changes; the revision and
+/// the value stay. False when the record is gone or is another incarnation (deleted, added again), or
+/// its log no longer holds exactly `folded.count` changes up to `folded.through` (another compaction
+/// went first): the caller must roll back, as something may have been deleted.
+bool compact(database& db, const record_key& k, std::uint64_t incarnation, const std::string& snapshot, const folded_log& folded);
 bool delete_record(database& db, const record_key& k);
 
 }  // namespace folio::service

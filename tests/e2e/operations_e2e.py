@@ -215,7 +215,8 @@ class Metrics(unittest.TestCase):
                "CRDT data updated successfully.")
         compacted = lambda: self.scrape()[0]["folio_oplog_compactions_total"] - before.get("folio_oplog_compactions_total", 0)
         self.assertEqual(wait_for(compacted, 10), 1)
-        time.sleep(0.5)  # and only once: what another node scheduled finds the log short, or the changes gone
+        # and only once: what another node scheduled finds the log short, or the changes gone
+        self.assertTrue(wait_for(lambda: self.scrape()[0]["folio_oplog_compactions_queued"] == 0, 10))
         after, _ = self.scrape()
         self.assertEqual(after["folio_oplog_compactions_total"] - before.get("folio_oplog_compactions_total", 0), 1)
         self.assertEqual(after["folio_oplog_compaction_failures_total"], before.get("folio_oplog_compaction_failures_total", 0))

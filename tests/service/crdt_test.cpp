@@ -326,9 +326,7 @@ TEST_F(fixture, APushThatWouldSpendTheRecordsOpIdsIsRefusedAndNoRecordAnswersUpd
   const std::vector<svc::logged_change> log = svc::load_log(db, {key.substr(3, 16), "o", "d", "t"});
   for (const svc::logged_change& c : log) ASSERT_TRUE(frozen->apply(c.batch));
   ASSERT_TRUE(frozen->apply(jump));
-  std::int64_t bytes = 0;
-  for (const svc::logged_change& c : log) bytes += static_cast<std::int64_t>(c.batch.size());
-  db.write([&] { ASSERT_TRUE(svc::compact(db, {key.substr(3, 16), "o", "d", "t"}, frozen->encode(), {log.back().seq, std::int64_t(log.size()), bytes})); });
+  db.write([&] { ASSERT_TRUE(svc::compact(db, {key.substr(3, 16), "o", "d", "t"}, row->incarnation, frozen->encode(), svc::folded_of(log))); });
   svc::responder fresh{svc::config{}};  // an empty cache reads the stored record
   const std::string body = ids + R"(,"data":"abcde"}})";
   const svc::response r = fresh.handle(db, svc::request{"POST", "/v2/crdt/update", "application/json", key, token, body, body.size(), {}, {}, {}});
@@ -370,8 +368,13 @@ TEST_F(fixture, RecordsAreCompactedOffTheRequestPath) {
   EXPECT_NE(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body.find(value),
             std::string::npos);
 
+  svc::responder restarted{svc::config{}};  // a rebuild (an empty cache, a restart) schedules a log that long
   for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"y)" + std::to_string(i) + "\"}}").http, 200);
   EXPECT_EQ(gauges().compactions_queued, 1u);
+  EXPECT_EQ(restarted.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).http, 200);
+  svc::metrics::gauges after_rebuild;
+  restarted.crdt().compactions().fill(after_rebuild);
+  EXPECT_EQ(after_rebuild.compactions_queued, 1u);
   ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"new"}})").http, 200);
   service.crdt().compactions().drain(db);
@@ -430,18 +433,18 @@ TEST_F(fixture, ACompactionKeepsTheChangesCommittedWhileItWorked) {
   for (int i = 1; i <= 3; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"v)" + std::to_string(i) + "\"}}").http, 200);
   const std::vector<svc::logged_change> log = svc::load_log(db, k);
   ASSERT_EQ(log.size(), 3u);
-  const std::string snapshot = svc::fold_log(*svc::load_record(db, k), log).encode();
+  const std::optional<svc::record_row> read = svc::load_record(db, k);
+  const std::uint64_t incarnation = read->incarnation;
+  const std::string snapshot = svc::fold_log(*read, log).encode();
   ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"v4"}})").http, 200);  // while the compaction worked
 
   struct went_first {};
   EXPECT_THROW(db.write([&] {
-                 if (!svc::compact(db, k, snapshot, {log.back().seq, 4, 0})) throw went_first{};
+                 if (!svc::compact(db, k, incarnation, snapshot, {log.back().revision, 4, 0})) throw went_first{};
                }),
                went_first);
   EXPECT_EQ(svc::load_log(db, k).size(), 4u);  // rolled back
-  std::int64_t bytes = 0;
-  for (const svc::logged_change& c : log) bytes += static_cast<std::int64_t>(c.batch.size());
-  db.write([&] { EXPECT_TRUE(svc::compact(db, k, snapshot, {log.back().seq, 3, bytes})); });
+  db.write([&] { EXPECT_TRUE(svc::compact(db, k, incarnation, snapshot, svc::folded_of(log))); });
   const std::optional<svc::record_row> row = svc::load_record(db, k);
   EXPECT_EQ(row->log_len, 1);
   EXPECT_EQ(row->log_bytes, static_cast<std::int64_t>(svc::load_log(db, k).at(0).batch.size()));
@@ -495,6 +498,50 @@ TEST_F(fixture, ChangesPushedThroughSeveralCompactingNodesAllStay) {
   for (int n = 0; n < nodes; ++n) EXPECT_EQ(std::count(text.begin(), text.end(), 'a' + n), acked[n]) << "node " << n << " in " << text;
   const std::optional<svc::record_row> row = svc::load_record(db, {key.substr(3, 16), "o", "d", "p"}, false);
   EXPECT_LT(row->log_len, svc::compact_after);  // compacted along the way
+}
+
+// A record deleted and added again while a compaction worked on it is left alone: the new record
+// may already have as many changes, under revisions as low, as the compaction folded of the old one.
+TEST_F(fixture, ACompactionOfARecordAddedAgainMeanwhileChangesNothing) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"c")";
+  const svc::record_key k{key.substr(3, 16), "o", "d", "c"};
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"old"}})").http, 200);
+  for (int i = 1; i <= 3; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"old )" + std::to_string(i) + "\"}}").http, 200);
+  const std::optional<svc::stored_record> old = svc::read_stored(db, k);
+  const std::string snapshot = svc::fold_log(old->row, old->log).encode();
+  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"new"}})").http, 200);
+  for (int i = 1; i <= 3; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"new )" + std::to_string(i) + "\"}}").http, 200);
+  ASSERT_EQ(svc::folded_of(svc::load_log(db, k)).count, svc::folded_of(old->log).count);  // as many changes, as low
+  ASSERT_EQ(svc::folded_of(svc::load_log(db, k)).through, svc::folded_of(old->log).through);
+  EXPECT_FALSE(db.write([&] { return svc::compact(db, k, old->row.incarnation, snapshot, svc::folded_of(old->log)); }));
+  EXPECT_EQ(svc::load_record(db, k, false)->log_len, 3);
+  svc::responder fresh{svc::config{}};
+  const std::string get = ids + "}}";
+  EXPECT_NE(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body.find(R"("data":"new 3")"),
+            std::string::npos);
+}
+
+// A compaction that fails (here: a logged change that does not apply, damage) is counted, changes
+// nothing, and its record is not scheduled again by the writes of the next minute.
+TEST_F(fixture, AFailedCompactionRestsItsRecord) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"c")";
+  const svc::record_key k{key.substr(3, 16), "o", "d", "c"};
+  const auto gauges = [&] {
+    svc::metrics::gauges g;
+    service.crdt().compactions().fill(g);
+    return g;
+  };
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
+  for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + std::string(i + 1, 'x') + "\"}}").http, 200);
+  ASSERT_EQ(gauges().compactions_queued, 1u);
+  db.write([&] { db.sql("UPDATE crdt_log SET batch = ? WHERE revision = 2").bind_blob(1, std::string(1, '\0')).step(); });  // the first change, damaged
+  service.crdt().compactions().drain(db);
+  EXPECT_EQ(gauges().compaction_failures, 1u);
+  EXPECT_EQ(gauges().compactions, 0u);
+  EXPECT_EQ(svc::load_record(db, k, false)->log_len, svc::compact_after);
+  ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"y"}})").http, 200);  // the cached document still takes writes
+  EXPECT_EQ(gauges().compactions_queued, 0u);                                // but the record rests
 }
 
 TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {

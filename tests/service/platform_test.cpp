@@ -536,8 +536,8 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(row->log_len, 2);
   EXPECT_EQ(row->log_bytes, static_cast<std::int64_t>(first.size() + second.size()));
-  EXPECT_EQ(log[0].seq, 0);
-  EXPECT_EQ(log[1].seq, 4);
+  EXPECT_EQ(log[0].revision, 0);  // its position, as logged by the old build
+  EXPECT_EQ(log[1].revision, 4);
   EXPECT_EQ(log[1].batch, second);
   EXPECT_EQ(svc::fold_log(*row, log).text(), "Hallo world! 😀 bis morgen");
   // The thread keeps its order through the migrations, and its comment ids stay unique in it.
