@@ -337,19 +337,32 @@ TEST_F(fixture, APushThatWouldSpendTheRecordsOpIdsIsRefusedAndNoRecordAnswersUpd
             std::string::npos);
 }
 
+// The record "c" of the compaction tests, and the compactor's gauges.
+struct compacting : fixture {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"c")";
+  svc::record_key k;
+  void SetUp() override {
+    fixture::SetUp();
+    k = {key.substr(3, 16), "o", "d", "c"};
+  }
+  svc::metrics::gauges gauges(svc::responder& of) {
+    svc::metrics::gauges g;
+    of.crdt().compactions().fill(g);
+    return g;
+  }
+  svc::metrics::gauges gauges() { return gauges(service); }
+  /// Adds "c" empty and updates it compact_after times (a log worth compacting).
+  void fill_log() {
+    ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
+    for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + std::string(i + 1, 'x') + "\"}}").http, 200);
+  }
+};
+
 // Compaction happens off the request path (crdt/compactor.hpp): the write that fills the log only
 // schedules it; the compactor folds the log into a new snapshot without moving the revision, and the
 // cached document serves on. A record deleted before its compaction ran is left as it is.
-TEST_F(fixture, RecordsAreCompactedOffTheRequestPath) {
-  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"c")";
-  const svc::record_key k{key.substr(3, 16), "o", "d", "c"};
-  const auto gauges = [&] {
-    svc::metrics::gauges g;
-    service.crdt().compactions().fill(g);
-    return g;
-  };
-  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
-  for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + std::string(i + 1, 'x') + "\"}}").http, 200);
+TEST_F(compacting, RecordsAreCompactedOffTheRequestPath) {
+  fill_log();
   std::optional<svc::record_row> row = svc::load_record(db, k, false);
   EXPECT_EQ(row->log_len, svc::compact_after);  // nothing compacted while answering
   EXPECT_EQ(gauges().compactions_queued, 1u);
@@ -372,9 +385,7 @@ TEST_F(fixture, RecordsAreCompactedOffTheRequestPath) {
   for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"y)" + std::to_string(i) + "\"}}").http, 200);
   EXPECT_EQ(gauges().compactions_queued, 1u);
   EXPECT_EQ(restarted.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).http, 200);
-  svc::metrics::gauges after_rebuild;
-  restarted.crdt().compactions().fill(after_rebuild);
-  EXPECT_EQ(after_rebuild.compactions_queued, 1u);
+  EXPECT_EQ(gauges(restarted).compactions_queued, 1u);
   ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"new"}})").http, 200);
   service.crdt().compactions().drain(db);
@@ -393,17 +404,11 @@ TEST(Records, CompactingPaysOnceTheLogIsWorthTheSnapshot) {
   EXPECT_TRUE(svc::wants_compaction(1024, 1000, 100000));
 }
 
-TEST_F(fixture, ALargeRecordEditedInSmallStepsIsCompactedWhenItsLogIsWorthIt) {
-  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"big")";
-  const svc::record_key k{key.substr(3, 16), "o", "d", "big"};
+TEST_F(compacting, ALargeRecordEditedInSmallStepsIsCompactedWhenItsLogIsWorthIt) {
   std::string text;
   for (std::uint32_t x = 1; text.size() < 20000; x = x * 1103515245u + 12345u) text += static_cast<char>('a' + (x >> 16) % 26);  // does not compress
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":")" + text + "\"}}").http, 200);
-  const auto queued = [&] {
-    svc::metrics::gauges g;
-    service.crdt().compactions().fill(g);
-    return g.compactions_queued;
-  };
+  const auto queued = [&] { return gauges().compactions_queued; };
   int updates = 0;
   for (; updates < svc::compact_after; ++updates) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + text.substr(0, updates + 1) + "!" + text.substr(updates + 1) + "\"}}").http, 200);
   EXPECT_EQ(queued(), 0u);  // 64 small changes are not worth rewriting 20 KB
@@ -426,9 +431,7 @@ TEST_F(fixture, ALargeRecordEditedInSmallStepsIsCompactedWhenItsLogIsWorthIt) {
 // A compaction stores the snapshot it folded and deletes exactly the changes it folded: one committed
 // while it worked stays logged after the new snapshot. One that finds some of its changes gone (another
 // compaction went first) refuses, and its transaction rolls back.
-TEST_F(fixture, ACompactionKeepsTheChangesCommittedWhileItWorked) {
-  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"c")";
-  const svc::record_key k{key.substr(3, 16), "o", "d", "c"};
+TEST_F(compacting, ACompactionKeepsTheChangesCommittedWhileItWorked) {
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"v0"}})").http, 200);
   for (int i = 1; i <= 3; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"v)" + std::to_string(i) + "\"}}").http, 200);
   const std::vector<svc::logged_change> log = svc::load_log(db, k);
@@ -502,9 +505,7 @@ TEST_F(fixture, ChangesPushedThroughSeveralCompactingNodesAllStay) {
 
 // A record deleted and added again while a compaction worked on it is left alone: the new record
 // may already have as many changes, under revisions as low, as the compaction folded of the old one.
-TEST_F(fixture, ACompactionOfARecordAddedAgainMeanwhileChangesNothing) {
-  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"c")";
-  const svc::record_key k{key.substr(3, 16), "o", "d", "c"};
+TEST_F(compacting, ACompactionOfARecordAddedAgainMeanwhileChangesNothing) {
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"old"}})").http, 200);
   for (int i = 1; i <= 3; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"old )" + std::to_string(i) + "\"}}").http, 200);
   const std::optional<svc::stored_record> old = svc::read_stored(db, k);
@@ -524,16 +525,8 @@ TEST_F(fixture, ACompactionOfARecordAddedAgainMeanwhileChangesNothing) {
 
 // A compaction that fails (here: a logged change that does not apply, damage) is counted, changes
 // nothing, and its record is not scheduled again by the writes of the next minute.
-TEST_F(fixture, AFailedCompactionRestsItsRecord) {
-  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"c")";
-  const svc::record_key k{key.substr(3, 16), "o", "d", "c"};
-  const auto gauges = [&] {
-    svc::metrics::gauges g;
-    service.crdt().compactions().fill(g);
-    return g;
-  };
-  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
-  for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + std::string(i + 1, 'x') + "\"}}").http, 200);
+TEST_F(compacting, AFailedCompactionRestsItsRecord) {
+  fill_log();
   ASSERT_EQ(gauges().compactions_queued, 1u);
   db.write([&] { db.sql("UPDATE crdt_log SET batch = ? WHERE revision = 2").bind_blob(1, std::string(1, '\0')).step(); });  // the first change, damaged
   service.crdt().compactions().drain(db);
