@@ -104,18 +104,23 @@ def xml_value(n):
 
 class CheckFindsDamage(unittest.TestCase):
     def test_check_names_every_damaged_record_and_body(self):
-        # folio-admin check on a database in which four things were damaged by hand (the service
-        # refuses to store any of them): a map value that is not JSON in a snapshot that still decodes,
-        # a snapshot cut short, an annotation body and a comment body that are not JSON. SQLite: in a
+        # folio-admin check on a database in which things were damaged by hand (the service refuses to
+        # store any of them): a map value that is not JSON in a snapshot that still decodes, a snapshot
+        # cut short, a record's log counted wrong and logged past its revision, an annotation body and
+        # a comment body that are not JSON. SQLite: in a
         # copy of the file; PostgreSQL: in place, the damaged document removed after the check.
         doc = "damage"
         ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "m", "type": "map", "data": {"k": "plantedvalue"}}),
            "CRDT data added successfully.")
         ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "t", "type": "text", "data": "hello"}),
            "CRDT data added successfully.")
-        for editor in ("s", "o"):  # "s" loses its snapshot row, "o" its record row (the snapshot left behind)
+        for editor in ("s", "o", "l"):  # "s" loses its snapshot row, "o" its record row (the snapshot left behind)
             ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": editor, "type": "text", "data": "x"}),
                "CRDT data added successfully.")
+        # "l" has one logged change (revision 2): its row's log_bytes is made one too many, and the
+        # change is renumbered past the record's revision.
+        ok(self, call("/v2/crdt/update", {"organizationId": ORG, "documentId": doc, "editorId": "l", "data": "xy"}), "CRDT data updated successfully.")
+        logged = STACK.scalar("SELECT length(batch) FROM crdt_log WHERE org = '%s' AND doc = '%s' AND editor = 'l'" % (ORG, doc))
         user = {"userId": "u", "name": "U", "email": "u@example.com"}
         status, body = call("/v2/commentannotations/add", {"organizationId": ORG, "documentId": doc, "commentAnnotations": [
             {"annotationId": "damaged", "from": user, "commentData": [{"commentText": "c", "from": user}]}]})
@@ -137,6 +142,8 @@ class CheckFindsDamage(unittest.TestCase):
                 UPDATE crdt_snapshots SET snapshot = substring(snapshot FROM 1 FOR length(snapshot) - 2) WHERE {w} AND editor = 't';
                 DELETE FROM crdt_snapshots WHERE {w} AND editor = 's';
                 DELETE FROM crdt_records WHERE {w} AND editor = 'o';
+                UPDATE crdt_records SET log_bytes = log_bytes + 1 WHERE {w} AND editor = 'l';
+                UPDATE crdt_log SET revision = 9 WHERE {w} AND editor = 'l';
                 UPDATE annotations SET body = '{{"annotationId":' WHERE {w} AND annotation_id = 'damaged';
                 UPDATE annotation_comments SET body = '[]' WHERE {w} AND annotation_id = 'damaged';""".format(w=where_doc)
             subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", damage, STACK.db], check=True)
@@ -156,6 +163,8 @@ class CheckFindsDamage(unittest.TestCase):
             dst.execute("UPDATE crdt_snapshots SET snapshot=substr(snapshot, 1, length(snapshot) - 2) WHERE org=? AND doc=? AND editor='t'", (ORG, doc))
             dst.execute("DELETE FROM crdt_snapshots WHERE org=? AND doc=? AND editor='s'", (ORG, doc))
             dst.execute("DELETE FROM crdt_records WHERE org=? AND doc=? AND editor='o'", (ORG, doc))
+            dst.execute("UPDATE crdt_records SET log_bytes = log_bytes + 1 WHERE org=? AND doc=? AND editor='l'", (ORG, doc))
+            dst.execute("UPDATE crdt_log SET revision = 9 WHERE org=? AND doc=? AND editor='l'", (ORG, doc))
             dst.execute("UPDATE annotations SET body='{\"annotationId\":' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
             dst.execute("UPDATE annotation_comments SET body='[]' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
             dst.commit()
@@ -163,10 +172,12 @@ class CheckFindsDamage(unittest.TestCase):
         out = subprocess.run([stack.ADMIN, "--db", copy, "check"], capture_output=True, text=True)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertTrue(out.stdout.startswith("FAILED: "), out.stdout)
-        self.assertTrue(out.stdout.endswith(", 6 problems\n"), out.stdout)
+        self.assertTrue(out.stdout.endswith(", 8 problems\n"), out.stdout)
         where = "%s / %s / %s / " % (tenant, ORG, doc)
         self.maxDiff = None
         self.assertEqual(out.stderr.splitlines(), [
+            "folio-admin check: record " + where + "l: log has %d bytes, row says %d" % (logged, logged + 1),
+            "folio-admin check: record " + where + "l: a change is logged under revision 9, past the record's 2",
             "folio-admin check: record " + where + "m: map value is not valid JSON: invalid value (at byte 0)",
             "folio-admin check: record " + where + "s: the record has no snapshot (no row in crdt_snapshots)",
             "folio-admin check: record " + where + "t: snapshot does not decode: truncated input at byte %d (content)" % content_at,
