@@ -30,6 +30,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -294,14 +295,19 @@ int main(int argc, char** argv) {
       state.busy_since_ms = worker_state::idle;
       while (!stopping.load() && FCGX_Accept_r(&req) >= 0) {
         state.busy_since_ms = steady_ms();
+        // The changes this request publishes go to nginx once its answer has (publish.hpp, answer_first).
+        std::optional<folio::service::publisher::answer_first> answer_first(std::in_place, svc.crdt().live());
         serve(req, svc, *db);
         // libfcgi ends a connection with a lingering close: shutdown, then a poll until nginx closes
         // its end (at most 2 s), so that unread request bytes cannot make the kernel reset the answer —
         // a wait and two context switches per request, with the worker idle meanwhile. When the
         // request has been read to its end (the body, then the empty record that ends it), nothing is
         // left to reset it: the request is "detached", which makes FCGX_Finish_r close at once.
+        // Otherwise the publishes go before that wait.
         if (FCGX_GetChar(req.in) == EOF && FCGX_GetError(req.in) == 0) FCGX_Detach(&req);
+        else answer_first.reset();
         FCGX_Finish_r(&req);
+        answer_first.reset();
         state.busy_since_ms = worker_state::idle;
       }
       state.busy_since_ms = worker_state::gone;

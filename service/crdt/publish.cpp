@@ -3,7 +3,6 @@
 #include <curl/curl.h>
 #include <openssl/hmac.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -127,6 +126,31 @@ bool publisher::publish(const std::string& channel, const std::string& full, con
   return false;
 }
 
+namespace {
+thread_local publisher::answer_first* holding = nullptr;  ///< the calling thread's answer_first, if any
+}  // namespace
+
+publisher::answer_first::answer_first(publisher& p) : p_(p) { holding = this; }
+
+publisher::answer_first::~answer_first() {
+  holding = nullptr;
+  if (!channels_.empty()) p_.release(*this);
+}
+
+void publisher::release(answer_first& a) {
+  std::lock_guard<std::mutex> g(queue_mu_);
+  bool woke = false;
+  for (const std::string& channel : a.channels_) {
+    const auto q = queues_.find(channel);
+    if (q == queues_.end()) continue;  // sent already (a channel is listed once per message held)
+    channel_queue& c = q->second;
+    const bool front_held = !c.messages.empty() && c.messages.front().held;  // then the channel is not in ready_
+    for (queued_message& m : c.messages) m.held = m.held == &a ? nullptr : m.held;
+    if (front_held && !c.sending && !c.messages.front().held) ready_.push_back(channel), woke = true;
+  }
+  if (woke) queue_cv_.notify_all();
+}
+
 void publisher::enqueue(std::string channel, std::string full, std::string notice) {
   if (config_.publish_socket.empty()) return;
   {
@@ -136,8 +160,9 @@ void publisher::enqueue(std::string channel, std::string full, std::string notic
       queued_bytes_ += full.size() + notice.size();
       ++queued_;
       channel_queue& q = queues_[channel];
-      q.messages.push_back({std::move(full), std::move(notice)});
-      if (!q.sending && q.messages.size() == 1) ready_.push_back(std::move(channel));
+      q.messages.push_back({std::move(full), std::move(notice), holding});
+      if (holding) holding->channels_.push_back(channel);
+      if (!q.sending && q.messages.size() == 1 && !holding) ready_.push_back(std::move(channel));
       if (senders_.empty())
         for (int i = 0; i < senders; ++i) senders_.emplace_back([this] { send_loop(); });
       queue_cv_.notify_one();
@@ -165,7 +190,8 @@ void publisher::send_loop() {
     publish(channel, m.full, m.notice);
     lock.lock();
     q.sending = false;
-    if (!q.messages.empty()) ready_.push_back(channel), queue_cv_.notify_one();  // behind other channels: one busy channel cannot starve them
+    if (!q.messages.empty() && !q.messages.front().held)
+      ready_.push_back(channel), queue_cv_.notify_one();  // behind other channels: one busy channel cannot starve them
     else queues_.erase(channel);
     queued_bytes_ -= m.full.size() + m.notice.size();
     if (--queued_ == 0) drained_cv_.notify_all();

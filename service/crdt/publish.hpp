@@ -17,7 +17,8 @@
 // A publish is a POST with a short timeout, made off the request path: the request that committed a
 // change queues its message (enqueue, under the record's lock, so a record's messages queue in commit
 // order) and answers; sender threads POST each channel's messages one at a time in the order they were
-// queued, different channels in parallel. The writer never waits for nginx — with many subscribers,
+// queued, different channels in parallel. folio-fcgi holds a request's messages until its answer is
+// handed to nginx (answer_first), so nginx reads the answer before it fans the change out. The writer never waits for nginx — with many subscribers,
 // Nchan's fan-out happens before it answers the POST. At most max_queued messages wait (nginx far
 // behind or gone) and max_queued_bytes of them carry ops; past those the channel is owed a notice
 // (below) or the notice is queued instead. Cost: one map entry per channel with messages waiting, the
@@ -95,7 +96,28 @@ class publisher {
 
   /// Queues `full` and `notice` for `channel`, to go as publish() sends them, and returns at once
   /// (above). Over max_queued_bytes the notice is queued alone; over max_queued the channel is owed it.
+  /// While the calling thread holds an answer_first, the message waits until it ends (below).
   void enqueue(std::string channel, std::string full, std::string notice);
+
+  /// While one lives on a thread, the messages that thread queues are held: they keep their place
+  /// in their channels' queues (commit order), and messages queued behind them wait too, but none is
+  /// sent until the answer_first ends. folio-fcgi holds one from a request's start until its answer
+  /// has been handed to nginx (main.cpp), so nginx reads the writer's answer before it fans the
+  /// change out: with the fan-out first, the answer waited behind a thousand subscribers' writes in
+  /// the nginx worker that took both (bench/live.sh, the update's latency with 1,000 subscribers).
+  /// One per thread at a time; not movable.
+  class answer_first {
+   public:
+    explicit answer_first(publisher& p);
+    ~answer_first();
+    answer_first(const answer_first&) = delete;
+    answer_first& operator=(const answer_first&) = delete;
+
+   private:
+    friend class publisher;
+    publisher& p_;
+    std::vector<std::string> channels_;  ///< channels with a message held by this answer_first (repeats allowed)
+  };
   /// Waits until no message is queued or being sent, at most `wait`; false when some still are.
   bool drain(std::chrono::milliseconds wait);
   std::size_t queued() const;  ///< messages queued or being sent
@@ -131,11 +153,13 @@ class publisher {
   };
   struct queued_message {
     std::string full, notice;
+    const answer_first* held = nullptr;  ///< not to be sent while this answer_first lives
   };
   struct channel_queue {
     std::deque<queued_message> messages;
-    bool sending = false;  ///< a sender holds its front message; the channel is in ready_ iff !sending and messages wait
+    bool sending = false;  ///< a sender holds its front message; the channel is in ready_ iff !sending and its front message waits, not held
   };
+  void release(answer_first& a);
   struct token_streams {
     std::int64_t expires = 0;          ///< the earliest expiry among the tokens let in
     std::vector<std::string> key_ids;  ///< their signing keys, each once

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -139,6 +140,30 @@ TEST(Publisher, QueuedMessagesGoInOrderPerChannelAndChannelsInParallel) {
   EXPECT_EQ(by_channel[other], want_b);
   // In parallel: the second channel's first message did not wait for the first channel's last.
   EXPECT_LT(std::find(order.begin(), order.end(), "b0") - order.begin(), std::find(order.begin(), order.end(), "a" + std::to_string(n - 1)) - order.begin());
+}
+
+// A message queued while its thread holds an answer_first (folio-fcgi: until the request's answer
+// is handed to nginx) waits until that ends, and so does what is queued behind it on its channel, in
+// order; other channels go meanwhile.
+TEST(Publisher, AMessageHeldForItsAnswerWaitsAndKeepsItsPlace) {
+  fake_nginx nginx;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  std::optional<svc::publisher::answer_first> held(std::in_place, p);
+  p.enqueue(ch, "a0", "{}");
+  std::thread([&] {  // another request's, not held
+    p.enqueue(ch, "a1", "{}");
+    p.enqueue(other, "b0", "{}");
+  }).join();
+  for (int i = 0; i < 1000 && p.queued() > 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // b0 sent
+  EXPECT_EQ(p.queued(), 2u);  // a0 held, a1 behind it: never sent while held, however long this waits
+  ASSERT_EQ(nginx.posts().size(), 1u);
+  EXPECT_EQ(nginx.posts()[0].second, "b0");
+  held.reset();
+  ASSERT_TRUE(p.drain(std::chrono::seconds(30)));
+  const auto posts = nginx.posts();
+  ASSERT_EQ(posts.size(), 3u);
+  EXPECT_EQ(posts[1].second, "a0");
+  EXPECT_EQ(posts[2].second, "a1");
 }
 
 TEST(Publisher, EndsStreamsOfAnExpiredTokenBeforePublishing) {
