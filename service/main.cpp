@@ -305,7 +305,7 @@ int main(int argc, char** argv) {
         // left to reset it: the request is "detached", which makes FCGX_Finish_r close at once.
         // Otherwise the publishes go before that wait.
         if (FCGX_GetChar(req.in) == EOF && FCGX_GetError(req.in) == 0) FCGX_Detach(&req);
-        else answer_first.reset();
+        else FCGX_FFlush(req.out), answer_first.reset();  // the answer's bytes to nginx, then the publishes
         FCGX_Finish_r(&req);
         answer_first.reset();
         state.busy_since_ms = worker_state::idle;

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -127,13 +128,13 @@ bool publisher::publish(const std::string& channel, const std::string& full, con
 }
 
 namespace {
-thread_local publisher::answer_first* holding = nullptr;  ///< the calling thread's answer_first, if any
+thread_local publisher::answer_first* holding = nullptr;  ///< the calling thread's innermost answer_first, if any
 }  // namespace
 
-publisher::answer_first::answer_first(publisher& p) : p_(p) { holding = this; }
+publisher::answer_first::answer_first(publisher& p) : p_(p), outer_(holding) { holding = this; }
 
 publisher::answer_first::~answer_first() {
-  holding = nullptr;
+  holding = outer_;
   if (!channels_.empty()) p_.release(*this);
 }
 
@@ -142,7 +143,7 @@ void publisher::release(answer_first& a) {
   bool woke = false;
   for (const std::string& channel : a.channels_) {
     const auto q = queues_.find(channel);
-    if (q == queues_.end()) continue;  // sent already (a channel is listed once per message held)
+    if (q == queues_.end()) continue;  // listed again (once per message held), its messages sent since the first release
     channel_queue& c = q->second;
     const bool front_held = !c.messages.empty() && c.messages.front().held;  // then the channel is not in ready_
     for (queued_message& m : c.messages) m.held = m.held == &a ? nullptr : m.held;
@@ -160,9 +161,10 @@ void publisher::enqueue(std::string channel, std::string full, std::string notic
       queued_bytes_ += full.size() + notice.size();
       ++queued_;
       channel_queue& q = queues_[channel];
-      q.messages.push_back({std::move(full), std::move(notice), holding});
-      if (holding) holding->channels_.push_back(channel);
-      if (!q.sending && q.messages.size() == 1 && !holding) ready_.push_back(std::move(channel));
+      answer_first* const hold = holding && &holding->p_ == this ? holding : nullptr;  // this publisher's only
+      q.messages.push_back({std::move(full), std::move(notice), hold});
+      if (hold) hold->channels_.push_back(channel);
+      if (!q.sending && q.messages.size() == 1 && !hold) ready_.push_back(std::move(channel));
       if (senders_.empty())
         for (int i = 0; i < senders; ++i) senders_.emplace_back([this] { send_loop(); });
       queue_cv_.notify_one();
@@ -192,7 +194,8 @@ void publisher::send_loop() {
     q.sending = false;
     if (!q.messages.empty() && !q.messages.front().held)
       ready_.push_back(channel), queue_cv_.notify_one();  // behind other channels: one busy channel cannot starve them
-    else queues_.erase(channel);
+    else if (q.messages.empty())
+      queues_.erase(channel);  // else its front is held: its release makes it ready
     queued_bytes_ -= m.full.size() + m.notice.size();
     if (--queued_ == 0) drained_cv_.notify_all();
   }

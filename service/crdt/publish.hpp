@@ -18,7 +18,7 @@
 // change queues its message (enqueue, under the record's lock, so a record's messages queue in commit
 // order) and answers; sender threads POST each channel's messages one at a time in the order they were
 // queued, different channels in parallel. folio-fcgi holds a request's messages until its answer is
-// handed to nginx (answer_first), so nginx reads the answer before it fans the change out. The writer never waits for nginx — with many subscribers,
+// handed to nginx (answer_first), so the answer reaches nginx before the change's publish does. The writer never waits for nginx — with many subscribers,
 // Nchan's fan-out happens before it answers the POST. At most max_queued messages wait (nginx far
 // behind or gone) and max_queued_bytes of them carry ops; past those the channel is owed a notice
 // (below) or the notice is queued instead. Cost: one map entry per channel with messages waiting, the
@@ -99,11 +99,11 @@ class publisher {
   /// While the calling thread holds an answer_first, the message waits until it ends (below).
   void enqueue(std::string channel, std::string full, std::string notice);
 
-  /// While one lives on a thread, the messages that thread queues are held: they keep their place
+  /// While one lives on a thread, the messages that thread queues to this publisher are held: they keep their place
   /// in their channels' queues (commit order), and messages queued behind them wait too, but none is
   /// sent until the answer_first ends. folio-fcgi holds one from a request's start until its answer
-  /// has been handed to nginx (main.cpp), so nginx reads the writer's answer before it fans the
-  /// change out: with the fan-out first, the answer waited behind a thousand subscribers' writes in
+  /// has been handed to nginx (main.cpp), so the answer reaches nginx before the publish does (which
+  /// nginx reads first is its event loop's choice, on two connections): with the fan-out first, the answer waited behind a thousand subscribers' writes in
   /// the nginx worker that took both (bench/live.sh, the update's latency with 1,000 subscribers).
   /// One per thread at a time; not movable.
   class answer_first {
@@ -116,6 +116,7 @@ class publisher {
    private:
     friend class publisher;
     publisher& p_;
+    answer_first* outer_;                 ///< the thread's answer_first before this one (nested)
     std::vector<std::string> channels_;  ///< channels with a message held by this answer_first (repeats allowed)
   };
   /// Waits until no message is queued or being sent, at most `wait`; false when some still are.

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -54,6 +55,14 @@ class fake_nginx {
   std::vector<std::string> take() {
     std::lock_guard<std::mutex> g(mu_);
     return std::exchange(methods_, {});
+  }
+  /// While closed, requests are recorded but not answered (a POST in flight).
+  void gate(bool closed) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      gate_closed_ = closed;
+    }
+    gate_cv_.notify_all();
   }
   /// Every POST received: its path and body, in the order they were recorded.
   std::vector<std::pair<std::string, std::string>> posts() {
@@ -99,6 +108,10 @@ class fake_nginx {
         if (method == "POST" && head != std::string::npos)
           posts_.emplace_back(in.substr(5, in.find(' ', 5) - 5), in.substr(head + 4));
       }
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        gate_cv_.wait(g, [&] { return !gate_closed_; });
+      }
       const int status = method == "DELETE" ? delete_status.load() : 201;
       const std::string answer = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
       (void)!::write(c, answer.data(), answer.size());
@@ -111,6 +124,8 @@ class fake_nginx {
   std::thread thread_;
   std::vector<std::thread> served_;
   std::mutex mu_;
+  std::condition_variable gate_cv_;
+  bool gate_closed_ = false;
   std::vector<std::string> methods_;
   std::vector<std::pair<std::string, std::string>> posts_;
 };
@@ -164,6 +179,29 @@ TEST(Publisher, AMessageHeldForItsAnswerWaitsAndKeepsItsPlace) {
   ASSERT_EQ(posts.size(), 3u);
   EXPECT_EQ(posts[1].second, "a0");
   EXPECT_EQ(posts[2].second, "a1");
+}
+
+// A message held while the one before it on its channel is being sent stays queued when that send
+// ends, and goes once released.
+TEST(Publisher, AMessageHeldBehindOneInFlightGoesOnceReleased) {
+  fake_nginx nginx;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  nginx.gate(true);
+  p.enqueue(ch, "a0", "{}");
+  for (int i = 0; i < 1000 && nginx.posts().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(nginx.posts().size(), 1u);  // a0 in flight: received, not answered
+  {
+    svc::publisher::answer_first held(p);
+    p.enqueue(ch, "a1", "{}");
+    nginx.gate(false);
+    for (int i = 0; i < 1000 && p.queued() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a0 answered
+    EXPECT_EQ(p.queued(), 1u);
+    EXPECT_EQ(nginx.posts().size(), 1u);
+  }
+  ASSERT_TRUE(p.drain(std::chrono::seconds(30)));
+  const auto posts = nginx.posts();
+  ASSERT_EQ(posts.size(), 2u);
+  EXPECT_EQ(posts[1].second, "a1");
 }
 
 TEST(Publisher, EndsStreamsOfAnExpiredTokenBeforePublishing) {
