@@ -9,6 +9,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -141,24 +142,17 @@ TEST_F(fixture, ANodeNeverServesAStaleCachedDocument) {
 TEST_F(fixture, ConcurrentUpdatesThroughSeveralNodesLoseNothing) {
   const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e")";
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"start"}})").http, 200);
-  constexpr int nodes = 4, updates = 25;
-  std::vector<std::future<int>> done;
-  for (int n = 0; n < nodes; ++n)
-    done.push_back(std::async(std::launch::async, [&, n] {
-      svc::responder node{svc::config{}};
-      svc::database node_db{tmp.path(), svc::responder::tables()};
-      int ok = 0;
-      for (int i = 0; i < updates; ++i) {
-        const std::string body = ids + R"(,"data":"node )" + std::to_string(n) + " update " + std::to_string(i) + R"("}})";
-        svc::request r{"POST", "/v2/crdt/update", "application/json", key, token, body, body.size(), {}, {}, {}};
-        const svc::response res = node.handle(node_db, r);
-        if (res.http == 200) ++ok;
-        else EXPECT_EQ(res.http, 503) << res.body;
-      }
-      return ok;
-    }));
-  int ok = 0;
-  for (auto& f : done) ok += f.get();
+  constexpr int updates = 25;
+  const std::vector<int> answered = on_nodes(4, [&](int n, svc::responder& node, svc::database& node_db) {
+    int ok = 0;
+    for (int i = 0; i < updates; ++i) {
+      const svc::response res = call_on(node, node_db, "/v2/crdt/update", ids + R"(,"data":"node )" + std::to_string(n) + " update " + std::to_string(i) + R"("}})");
+      if (res.http == 200) ++ok;
+      else EXPECT_EQ(res.http, 503) << res.body;
+    }
+    return ok;
+  });
+  const int ok = std::accumulate(answered.begin(), answered.end(), 0);
   EXPECT_GT(ok, 0);
   const std::optional<svc::record_row> row = svc::load_record(db, {key.substr(3, 16), "o", "d", "e"}, false);
   ASSERT_TRUE(row);
@@ -329,11 +323,11 @@ TEST_F(fixture, APushThatWouldSpendTheRecordsOpIdsIsRefusedAndNoRecordAnswersUpd
   db.write([&] { ASSERT_TRUE(svc::compact(db, {key.substr(3, 16), "o", "d", "t"}, row->incarnation, frozen->encode(), svc::folded_of(log))); });
   svc::responder fresh{svc::config{}};  // an empty cache reads the stored record
   const std::string body = ids + R"(,"data":"abcde"}})";
-  const svc::response r = fresh.handle(db, svc::request{"POST", "/v2/crdt/update", "application/json", key, token, body, body.size(), {}, {}, {}});
+  const svc::response r = call_on(fresh, db, "/v2/crdt/update", body);
   EXPECT_EQ(r.http, 400);
   EXPECT_EQ(r.body, R"({"error":{"message":"This record has used all the operation ids a record can hold (2^31); add its value as a new record under another editorId.","status":"FAILED_PRECONDITION"}})");
   const std::string get = ids + "}}";
-  EXPECT_NE(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body.find(R"("data":"xabcd")"),
+  EXPECT_NE(call_on(fresh, db, "/v2/crdt/get", get).body.find(R"("data":"xabcd")"),
             std::string::npos);
 }
 
@@ -378,13 +372,13 @@ TEST_F(compacting, RecordsAreCompactedOffTheRequestPath) {
   EXPECT_EQ(service.crdt().cache().misses(), misses);  // the cached document is still at the revision
   svc::responder fresh{svc::config{}};                  // and the stored one is the same value
   const std::string get = ids + "}}";
-  EXPECT_NE(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body.find(value),
+  EXPECT_NE(call_on(fresh, db, "/v2/crdt/get", get).body.find(value),
             std::string::npos);
 
   svc::responder restarted{svc::config{}};  // a rebuild (an empty cache, a restart) schedules a log that long
   for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"y)" + std::to_string(i) + "\"}}").http, 200);
   EXPECT_EQ(gauges().compactions_queued, 1u);
-  EXPECT_EQ(restarted.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).http, 200);
+  EXPECT_EQ(call_on(restarted, db, "/v2/crdt/get", get).http, 200);
   EXPECT_EQ(gauges(restarted).compactions_queued, 1u);
   ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
   ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"new"}})").http, 200);
@@ -456,7 +450,7 @@ TEST_F(compacting, ACompactionKeepsTheChangesCommittedWhileItWorked) {
   EXPECT_EQ(row->snapshot, snapshot);
   svc::responder fresh{svc::config{}};
   const std::string get = ids + "}}";
-  EXPECT_NE(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body.find(R"("data":"v4")"),
+  EXPECT_NE(call_on(fresh, db, "/v2/crdt/get", get).body.find(R"("data":"v4")"),
             std::string::npos);
   EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"v4")"), std::string::npos);
 }
@@ -473,30 +467,24 @@ TEST_F(fixture, ChangesPushedThroughSeveralCompactingNodesAllStay) {
   const rapidjson::Document first = svc::parse_json(call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})").body);
   const std::string incarnation = first["result"]["data"]["incarnation"].GetString();
   constexpr int nodes = 4, pushes = 40;
-  std::vector<std::future<int>> done;
-  for (int n = 0; n < nodes; ++n)
-    done.push_back(std::async(std::launch::async, [&, n] {
-      svc::responder node{svc::config{}};
-      svc::database node_db{tmp.path(), svc::responder::tables()};
-      folio::text client(static_cast<folio::replica_id>(100 + n));
-      int acked = 0;
-      for (int i = 0; i < pushes; ++i) {
-        client.insert_utf8(client.size(), std::string(1, static_cast<char>('a' + n)));
-        const std::string body = ids + R"(,"version":"AA==","incarnation":")" + incarnation + R"(","update":")" +
-                                 svc::base64_encode(folio::encode_batch(client.ops_since({}))) + "\"}}";
-        const svc::response res = node.handle(node_db, svc::request{"POST", "/v2/crdt/sync", "application/json", key, token, body, body.size(), {}, {}, {}});
-        if (res.http == 200) acked = i + 1;
-        else EXPECT_EQ(res.http, 503) << res.body;
-        node.crdt().compactions().drain(node_db);
-      }
-      return acked;
-    }));
-  std::vector<int> acked;
-  for (auto& f : done) acked.push_back(f.get());
+  const std::vector<int> acked = on_nodes(nodes, [&](int n, svc::responder& node, svc::database& node_db) {
+    folio::text client(static_cast<folio::replica_id>(100 + n));
+    int last = 0;
+    for (int i = 0; i < pushes; ++i) {
+      client.insert_utf8(client.size(), std::string(1, static_cast<char>('a' + n)));
+      const std::string body = ids + R"(,"version":"AA==","incarnation":")" + incarnation + R"(","update":")" +
+                               svc::base64_encode(folio::encode_batch(client.ops_since({}))) + "\"}}";
+      const svc::response res = call_on(node, node_db, "/v2/crdt/sync", body);
+      if (res.http == 200) last = i + 1;
+      else EXPECT_EQ(res.http, 503) << res.body;
+      node.crdt().compactions().drain(node_db);
+    }
+    return last;
+  });
   svc::responder fresh{svc::config{}};
   const std::string get = ids + "}}";
   const rapidjson::Document answer =
-      svc::parse_json(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body);
+      svc::parse_json(call_on(fresh, db, "/v2/crdt/get", get).body);
   const std::string text = answer["result"]["data"][0]["data"].GetString();
   for (int n = 0; n < nodes; ++n) EXPECT_EQ(std::count(text.begin(), text.end(), 'a' + n), acked[n]) << "node " << n << " in " << text;
   const std::optional<svc::record_row> row = svc::load_record(db, {key.substr(3, 16), "o", "d", "p"}, false);
@@ -519,7 +507,7 @@ TEST_F(compacting, ACompactionOfARecordAddedAgainMeanwhileChangesNothing) {
   EXPECT_EQ(svc::load_record(db, k, false)->log_len, 3);
   svc::responder fresh{svc::config{}};
   const std::string get = ids + "}}";
-  EXPECT_NE(fresh.handle(db, svc::request{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}}).body.find(R"("data":"new 3")"),
+  EXPECT_NE(call_on(fresh, db, "/v2/crdt/get", get).body.find(R"("data":"new 3")"),
             std::string::npos);
 }
 

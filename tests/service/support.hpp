@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "platform/auth.hpp"
 #include "platform/clock.hpp"
@@ -108,9 +109,26 @@ struct fixture : ::testing::Test {
     key = svc::create_key(db, "t", svc::now_iso());
     token = svc::create_token(db, key.substr(3, 16), "alice", false, std::nullopt, svc::now_iso());
   }
-  svc::response call(const std::string& path, const std::string& body) {
+  svc::response call(const std::string& path, const std::string& body) { return call_on(service, db, path, body); }
+  /// A request through another responder (a node, a restarted process: its own cache) on `on`.
+  svc::response call_on(svc::responder& node, svc::database& on, const std::string& path, const std::string& body) {
     svc::request r{"POST", path, "application/json", key, token, body, body.size(), {}, {}, {}};
-    return service.handle(db, r);
+    return node.handle(on, r);
+  }
+  /// Runs `per_node(n, node, node_db)` for n in [0, nodes) at once, each on a thread of its own with a
+  /// responder and a connection of its own (another process or node), and returns what each returned.
+  template <class F>
+  std::vector<int> on_nodes(int nodes, F per_node) {
+    std::vector<std::future<int>> done;
+    for (int n = 0; n < nodes; ++n)
+      done.push_back(std::async(std::launch::async, [&, n] {
+        svc::responder node{svc::config{}};
+        svc::database node_db{tmp.path(), svc::responder::tables()};
+        return per_node(n, node, node_db);
+      }));
+    std::vector<int> out;
+    for (auto& f : done) out.push_back(f.get());
+    return out;
   }
   /// A push of `update` to the record of `ids` (`{"data":{...ids...`), under the incarnation a first
   /// sync (from the empty version) answers.
