@@ -334,6 +334,12 @@ TEST(Encoding, ReplicaTableRefusalsNameTheFirstProblemInTableOrder) {
       {{7, 7, 0}, 0, st::inconsistent, 8, "replica listed twice"},
       {{7, 8, 7, 300}, 1, st::inconsistent, 9, "replica listed twice"},  // the repeat comes before the cut
       {{7, 8, 300}, 1, st::truncated, 9, "replica id"},
+      // Past 8 ids the repeats are found another way (by sorting), with the same answers.
+      {{1, 2, 3, 4, 5, 6, 7, 8, 9, 5}, 0, st::inconsistent, 16, "replica listed twice"},
+      {{1, 2, 3, 4, 5, 6, 7, 8, 0, 3}, 0, st::inconsistent, 15, "replica id 0"},
+      {{1, 2, 3, 4, 5, 6, 7, 8, 3, 0}, 0, st::inconsistent, 15, "replica listed twice"},
+      {{1, 2, 3, 4, 5, 6, 7, 8, 2, 300}, 1, st::inconsistent, 15, "replica listed twice"},
+      {{1, 2, 3, 4, 5, 6, 7, 8, 9, 300}, 1, st::truncated, 16, "replica id"},
   };
   for (const unsigned char type : {static_cast<unsigned char>(1), static_cast<unsigned char>(3)}) {
     for (const expect& e : cases) {

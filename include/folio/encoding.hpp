@@ -167,7 +167,7 @@ struct sequence_op_format {
     if ((flags & f_backward) && !(flags & f_remove)) return r.fail(decode_status::inconsistent, "backward insert");
     return true;
   }
-  bool read_payload(byte_reader& r, std::uint8_t flags, const op_header& h, std::span<const replica_id> reps) {
+  [[gnu::always_inline]] bool read_payload(byte_reader& r, std::uint8_t flags, const op_header& h, std::span<const replica_id> reps) {
     op o;
     o.kind = (flags & f_remove) ? op_kind::remove : op_kind::insert;
     o.backward = (flags & f_backward) != 0;

@@ -84,14 +84,26 @@ class replica_table_writer {
 /// Reads a replica table (count, then that many replica ids as varints; non-zero and distinct) into
 /// `reps`, for the op tables of every value type (read_op_table). A failure is reported where a reader
 /// going id by id would first see it: the id that repeats an earlier one, the id 0, or the byte that
-/// ends the table early, whichever comes first. O(n log n) for n ids: duplicates are found by sorting
-/// a copy (no hash table, whose buckets chosen ids could crowd).
+/// ends the table early, whichever comes first. O(n log n) for n ids: up to 8 ids, each is compared
+/// with those before it as it is read; past that, duplicates are found by sorting a copy (no hash
+/// table, whose buckets chosen ids could crowd).
 template <class Reps>
 bool read_replica_table(byte_reader& r, Reps& reps) {
   reps.clear();
   const std::uint64_t n = r.varint("replica count");
   if (n > r.remaining()) return r.fail(decode_status::too_large, "replica count");
   reps.reserve(static_cast<std::size_t>(n));  // n <= remaining()
+  if (n <= 8) {  // a typical batch: one or two replicas, each checked against those before it as it is read
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const replica_id id = r.varint("replica id");
+      if (!r.ok()) return false;
+      for (std::size_t j = 0; j < reps.size(); ++j)
+        if (reps[j] == id) return r.fail_at(r.offset(), decode_status::inconsistent, "replica listed twice");
+      if (id == 0) return r.fail_at(r.offset(), decode_status::inconsistent, "replica id 0");
+      reps.push_back(id);
+    }
+    return true;
+  }
   small_vector<std::size_t, 8> ends;  // the offset after each id read
   ends.reserve(static_cast<std::size_t>(n));
   byte_reader ahead = r;  // reads on; `r` takes its state unless a duplicate comes before its stop
@@ -106,14 +118,7 @@ bool read_replica_table(byte_reader& r, Reps& reps) {
     zero = reps.back() == 0;
   }
   std::size_t first_repeat = SIZE_MAX;  // the first id, in table order, that an earlier one equals
-  if (reps.size() <= 8) {  // a typical batch: one or two replicas
-    for (std::size_t i = 1; i < reps.size() && first_repeat == SIZE_MAX; ++i)
-      for (std::size_t j = 0; j < i; ++j)
-        if (reps[j] == reps[i]) {
-          first_repeat = i;
-          break;
-        }
-  } else {
+  {
     std::vector<std::pair<replica_id, std::size_t>> sorted;  // (id, index), to find repeats
     sorted.reserve(reps.size());
     for (std::size_t i = 0; i < reps.size(); ++i) sorted.emplace_back(reps[i], i);

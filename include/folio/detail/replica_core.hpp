@@ -75,12 +75,17 @@ class batch_order {
   /// replicas stays linear).
   std::uint64_t& end_of(replica_id r) {
     for (std::size_t i = 0; i < used_; ++i)
-      if (few_[i].first == r) return few_[i].second;
-    if (used_ < few_.size()) return few_[used_++] = {r, unseen}, few_[used_ - 1].second;
+      if (few_[i].replica == r) return few_[i].end;
+    if (used_ < few_.size()) return few_[used_++] = {r, unseen}, few_[used_ - 1].end;
     if (!many_) many_.emplace();
     return many_->try_emplace(r, unseen).first->second;
   }
-  std::array<std::pair<replica_id, std::uint64_t>, 4> few_{};
+  struct entry {  // trivial, so that few_ is not zeroed for every batch (std::pair would be)
+    replica_id replica;
+    std::uint64_t end;
+  };
+  std::array<entry, 4> few_;  ///< the first used_ are set
+
   std::size_t used_ = 0;
   std::optional<std::unordered_map<replica_id, std::uint64_t, id_hash>> many_;  ///< per replica: one past the last seq listed (made when needed)
 };

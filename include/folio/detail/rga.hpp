@@ -98,7 +98,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   using parked = rga_parked<T>;
   using core::reps_, core::parked_, core::clock_;
   using core::replica_index, core::find_replica;
-  using tree::root_, tree::first_leaf_, tree::cache_leaf_, tree::cache_start_, tree::cache_idx_;
+  using tree::root_, tree::first_leaf_, tree::cache_leaf_, tree::cache_start_, tree::cache_idx_, tree::id_hint_;
   using tree::locate_live, tree::first_below, tree::normalize, tree::add_live, tree::insert_runs, tree::split_insert, tree::mark_deleted, tree::bad;
 
  public:
@@ -384,13 +384,19 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
 
   // ---- the id index and the log ---------------------------------------------------------------
 
-  /// The item (rep, seq), or a place with a null leaf if it is not an integrated item.
+  /// The item (rep, seq), or a place with a null leaf if it is not an integrated item. O(1) when the
+  /// run found last (id_hint_) holds it — a remote typist's next keystroke names the item its last
+  /// one made — else O(log page + leaf_capacity).
   place locate_id(std::uint32_t rep, std::uint32_t seq) const noexcept {
+    if (id_hint_.leaf && id_hint_.idx < id_hint_.leaf->count) {
+      const run& r = id_hint_.leaf->runs[id_hint_.idx];
+      if (r.replica == rep && seq - r.seq < r.len()) return {id_hint_.leaf, id_hint_.idx, seq - r.seq};
+    }
     leaf_node* l = reps_[rep].index.leaf_of(seq);
     if (!l) return {};
     for (int i = 0; i < l->count; ++i) {
       const run& r = l->runs[i];
-      if (r.replica == rep && seq - r.seq < r.len()) return {l, i, seq - r.seq};
+      if (r.replica == rep && seq - r.seq < r.len()) return id_hint_ = {l, i, 0}, place{l, i, seq - r.seq};
     }
     return {};
   }

@@ -405,6 +405,11 @@ class run_tree {
   mutable int cache_idx_ = -1;               ///< run of that lookup in cache_leaf_ (-1: none) ...
   mutable std::size_t cache_run_start_ = 0;  ///< ... and the live items before it. Reset by any
                                              ///< change that moves that run or what precedes it.
+  /// A run the host looked up by id last (its leaf and index), for the host to try first: not kept up
+  /// to date, so the host checks that the run there holds the id it wants. Leaves live as long as the
+  /// tree (a split moves runs to a new leaf; no leaf is freed before the tree), so the pointer can
+  /// always be read.
+  mutable place id_hint_{};
 
  private:
   const Host& host() const noexcept { return static_cast<const Host&>(*this); }
@@ -415,6 +420,7 @@ class run_tree {
     first_leaf_ = std::exchange(o.first_leaf_, nullptr);
     cache_leaf_ = std::exchange(o.cache_leaf_, nullptr), cache_start_ = o.cache_start_;
     cache_idx_ = std::exchange(o.cache_idx_, -1), cache_run_start_ = o.cache_run_start_;
+    id_hint_ = std::exchange(o.id_hint_, place{});
   }
   static void destroy(node* n) noexcept {
     if (!n) return;

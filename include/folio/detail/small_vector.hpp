@@ -61,7 +61,8 @@ class small_vector {
     heap_used_ = true;
   }
 
-  std::array<T, N> inline_{};
+  std::array<T, N> inline_;  ///< not value-initialised: a batch's tables are made per batch, and zeroing
+                             ///< them cost more than filling them (elements below size_ are written first)
   std::size_t size_ = 0;  ///< elements inline (while !heap_used_)
   bool heap_used_ = false;
   std::vector<T> heap_;

@@ -67,6 +67,28 @@ class byte_reader {
 
   /// Unsigned LEB128, minimal length, at most `max` in value.
   std::uint64_t varint(const char* what, std::uint64_t max = UINT64_MAX) {
+    if (p_ != end_ && static_cast<std::uint8_t>(*p_) < 0x80 && static_cast<std::uint8_t>(*p_) <= max)  // one byte, as most fields are: inline
+      return static_cast<std::uint8_t>(*p_++);
+    return varint_longer(what, max);
+  }
+
+  /// Zigzag-encoded signed varint of magnitude at most `max_abs` (so adding it to a counter cannot
+  /// overflow).
+  std::int64_t svarint(const char* what, std::uint64_t max_abs = std::uint64_t(1) << 32) { return unzigzag(varint(what, 2 * max_abs)); }
+
+  /// `n` raw bytes; an empty view (and a latched failure) if fewer remain. `n` is 64 bits wide so
+  /// that a length read as a varint is compared whole where size_t has 32 bits (WebAssembly): cut to
+  /// size_t first, 2^32 + 1 would read as 1.
+  std::string_view bytes(std::uint64_t n, const char* what) {
+    if (remaining() < n) return fail(decode_status::truncated, what), std::string_view{};
+    std::string_view s(p_, static_cast<std::size_t>(n));
+    p_ += n;
+    return s;
+  }
+
+ private:
+  /// varint() past its one-byte case (and every failure).
+  [[gnu::noinline]] std::uint64_t varint_longer(const char* what, std::uint64_t max) {
     std::uint64_t v = 0;
     const char* start = p_;
     for (int shift = 0;; shift += 7) {
@@ -86,21 +108,6 @@ class byte_reader {
     return v;
   }
 
-  /// Zigzag-encoded signed varint of magnitude at most `max_abs` (so adding it to a counter cannot
-  /// overflow).
-  std::int64_t svarint(const char* what, std::uint64_t max_abs = std::uint64_t(1) << 32) { return unzigzag(varint(what, 2 * max_abs)); }
-
-  /// `n` raw bytes; an empty view (and a latched failure) if fewer remain. `n` is 64 bits wide so
-  /// that a length read as a varint is compared whole where size_t has 32 bits (WebAssembly): cut to
-  /// size_t first, 2^32 + 1 would read as 1.
-  std::string_view bytes(std::uint64_t n, const char* what) {
-    if (remaining() < n) return fail(decode_status::truncated, what), std::string_view{};
-    std::string_view s(p_, static_cast<std::size_t>(n));
-    p_ += n;
-    return s;
-  }
-
- private:
   const char* p_;
   const char* begin_;
   const char* end_;
