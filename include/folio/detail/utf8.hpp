@@ -92,7 +92,16 @@ bool decode_utf8(std::string_view s, Out& out, std::size_t* bad_at = nullptr) {
   std::size_t i = 0;
   while (i < s.size()) {
     if (static_cast<unsigned char>(s[i]) < 0x80) {  // ASCII fast path
-      out.push_back(static_cast<char32_t>(s[i++]));
+      if constexpr (requires { out.resize(std::size_t{}); out.data(); }) {  // a run of it, widened without a growth check per byte
+        std::size_t j = i + 1;
+        while (j < s.size() && static_cast<unsigned char>(s[j]) < 0x80) ++j;
+        const std::size_t at = out.size();
+        out.resize(at + (j - i));
+        auto* p = out.data() + at;
+        while (i < j) *p++ = static_cast<char32_t>(s[i++]);
+      } else {
+        out.push_back(static_cast<char32_t>(s[i++]));
+      }
       continue;
     }
     char32_t c;
