@@ -313,6 +313,11 @@ void publisher::request_sweep(std::chrono::milliseconds wait) {
   swept_cv_.wait_for(g, wait, [&] { return sweeps_done_ >= target || stopping_; });
 }
 
+std::uint64_t publisher::sweeps_done() const {
+  std::lock_guard<std::mutex> g(owed_mu_);
+  return sweeps_done_;
+}
+
 std::vector<std::string> publisher::due_channels(std::int64_t* earliest) const {
   std::vector<std::string> out;
   const std::int64_t now = now_seconds();
@@ -334,7 +339,7 @@ std::int64_t publisher::sweep() {
     if (!end_due_streams(id)) {
       // nginx does not take deletions (restarting, its socket gone): the rest wait for the next pass,
       // after a back-off (2 s, doubling to 32 s), rather than one failing request each.
-      sweep_backoff_s_ = std::min<std::int64_t>(sweep_backoff_s_ ? 2 * sweep_backoff_s_ : 2, 32);
+      sweep_backoff_s_ = sweep_backoff_after(sweep_backoff_s_);
       return std::min(earliest, now_seconds() + sweep_backoff_s_);
     }
   }

@@ -47,6 +47,7 @@
 // per thread).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -143,8 +144,14 @@ class publisher {
   /// `wait`. Nothing without a publisher socket.
   void request_sweep(std::chrono::milliseconds wait);
 
+  /// How long sweeps wait, in seconds, after a pass in which nginx did not take a deletion, when they
+  /// waited `previous` after the pass before (0: it went well): 2, doubling to 32.
+  static std::int64_t sweep_backoff_after(std::int64_t previous) noexcept { return std::min<std::int64_t>(previous ? 2 * previous : 2, 32); }
+
   std::uint64_t published() const noexcept { return published_.load(); }
   std::uint64_t failures() const noexcept { return failures_.load(); }  ///< first attempts nginx did not take
+  /// Sweeps the background thread has finished.
+  std::uint64_t sweeps_done() const;
 
  private:
   struct owed_notice {
@@ -195,7 +202,7 @@ class publisher {
   std::mutex budget_mu_;
   double budget_;  ///< bytes of full messages that may go now
   std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();
-  std::mutex owed_mu_;
+  mutable std::mutex owed_mu_;
   std::condition_variable owed_cv_;
   std::unordered_map<std::string, owed_notice> owed_;  ///< by channel
   std::atomic<bool> stopping_{false};

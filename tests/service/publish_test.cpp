@@ -256,15 +256,28 @@ TEST(Publisher, EndsStreamsAtTheirExpiryAndAtASweepWithoutAPublish) {
 }
 
 // nginx refusing deletions: the background sweep backs off (2 s, doubling) instead of retrying in a loop.
-TEST(Publisher, FailedDeletionsAreRetriedWithBackOff) {
+// A pass of the sweep stops at the first deletion nginx does not take: the rest wait for the next
+// pass, after a back-off (the background thread's wait, sweep_backoff_after), rather than each making
+// a failing request. Counted against the passes finished, not timed.
+TEST(Publisher, AFailedDeletionEndsItsSweep) {
   fake_nginx nginx;
   nginx.delete_status = 500;
   svc::publisher p(svc::live_config{"secret", nginx.path()});
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(p.token_subscribed("expired" + std::to_string(i), now_s() - 10, "k1"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  p.request_sweep(std::chrono::seconds(60));  // returns once a pass that started after the 50 has finished
+  const std::uint64_t finished = p.sweeps_done();
   const methods m = nginx.take();
-  EXPECT_GE(m.size(), 1u);  // the first pass tried
-  EXPECT_LE(m.size(), 2u) << "a pass stops at the first failed deletion, and the next waits 2 s";
+  const std::uint64_t started_at_most = p.sweeps_done() + 1;  // and one in progress
+  ASSERT_GE(finished, 1u);
+  EXPECT_GE(m.size(), finished);  // all 50 channels are due: every pass tried one
+  EXPECT_LE(m.size(), started_at_most) << "a pass stops at the first failed deletion";
+  EXPECT_EQ(std::count(m.begin(), m.end(), "DELETE"), std::ptrdiff_t(m.size()));
+}
+
+TEST(Publisher, SweepsBackOffWhileNginxRefusesDeletions) {
+  std::vector<std::int64_t> waits;
+  for (std::int64_t w = 0; waits.size() < 7;) waits.push_back(w = svc::publisher::sweep_backoff_after(w));
+  EXPECT_EQ(waits, (std::vector<std::int64_t>{2, 4, 8, 16, 32, 32, 32}));
 }
 
 TEST(Publisher, AFailedDeletionPublishesNothing) {
