@@ -94,6 +94,21 @@ TEST(Text, TypingAndBackspacingMergeIntoRuns) {
   EXPECT_EQ(b.ops[1].ref, (folio::op_id{1, 4}));
 }
 
+// A run that grows one keystroke at a time across the id index's pages (256 seqs) keeps the index
+// pointing at its leaf, locally and on a replica that receives each keystroke as its own batch;
+// check_invariants reads the index itself, not the last run found.
+TEST(Text, TypingAcrossIndexPagesKeepsTheIndex) {
+  folio::text local(1), remote(2);
+  for (int i = 0; i < 600; ++i) {
+    const char32_t c = U'a' + char32_t(i % 26);
+    ASSERT_TRUE(remote.apply(local.ops(local.insert(local.size(), &c, 1))));
+  }
+  EXPECT_EQ(local.run_count(), 1u);
+  EXPECT_EQ(remote.to_u32string(), local.to_u32string());
+  local.check_invariants();
+  remote.check_invariants();
+}
+
 TEST(Text, ApplyIsIdempotent) {
   folio::text a(1), b(2);
   const auto batch = a.ops(a.insert_utf8(0, "xyz"));

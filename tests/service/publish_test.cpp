@@ -272,6 +272,11 @@ TEST(Publisher, AFailedDeletionEndsItsSweep) {
   EXPECT_GE(m.size(), finished);  // all 50 channels are due: every pass tried one
   EXPECT_LE(m.size(), started_at_most) << "a pass stops at the first failed deletion";
   EXPECT_EQ(std::count(m.begin(), m.end(), "DELETE"), std::ptrdiff_t(m.size()));
+  // And the next pass waits for its back-off (at least a second away): none goes meanwhile, beyond
+  // the one that may have been in progress above. Without the back-off, hundreds would.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_LE(p.sweeps_done(), started_at_most);
+  EXPECT_LE(nginx.take().size(), 1u);
 }
 
 TEST(Publisher, SweepsBackOffWhileNginxRefusesDeletions) {

@@ -102,7 +102,7 @@ bool read_replica_table(byte_reader& r, Reps& reps) {
       if (id == 0) return r.fail_at(r.offset(), decode_status::inconsistent, "replica id 0");
       reps.push_back(id);
     }
-    return true;
+    return r.ok();  // false when the count itself failed
   }
   small_vector<std::size_t, 8> ends;  // the offset after each id read
   ends.reserve(static_cast<std::size_t>(n));

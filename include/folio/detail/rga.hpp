@@ -392,11 +392,17 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
       const run& r = id_hint_.leaf->runs[id_hint_.idx];
       if (r.replica == rep && seq - r.seq < r.len()) return {id_hint_.leaf, id_hint_.idx, seq - r.seq};
     }
+    const place p = locate_in_index(rep, seq);
+    if (p.leaf) id_hint_ = {p.leaf, p.idx, 0};
+    return p;
+  }
+  /// locate_id through the id index alone (what check_invariants verifies: the hint would answer for it).
+  place locate_in_index(std::uint32_t rep, std::uint32_t seq) const noexcept {
     leaf_node* l = reps_[rep].index.leaf_of(seq);
     if (!l) return {};
     for (int i = 0; i < l->count; ++i) {
       const run& r = l->runs[i];
-      if (r.replica == rep && seq - r.seq < r.len()) return id_hint_ = {l, i, 0}, place{l, i, seq - r.seq};
+      if (r.replica == rep && seq - r.seq < r.len()) return {l, i, seq - r.seq};
     }
     return {};
   }

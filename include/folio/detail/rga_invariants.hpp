@@ -24,7 +24,7 @@ void rga<T>::check_invariants() const {
       if (r.len() == 0 || r.replica >= reps_.size()) bad("run length or replica");
       if (std::uint64_t(r.seq) + r.len() > reps_[r.replica].next_seq) bad("run beyond replica's ops");
       for (std::uint32_t k : {0u, r.len() - 1}) {
-        const place p = locate_id(r.replica, r.seq + k);
+        const place p = locate_in_index(r.replica, r.seq + k);
         if (p.leaf != l || p.idx != i) bad("index does not map item to its leaf");
       }
       items[r.replica] += r.len();
