@@ -32,11 +32,16 @@ std::size_t check_diff(const fragment& a, const fragment& b) {
 TEST(XmlDiff, EqualFragmentsNeedNoEdit) {
   const auto a = parsed("<p a=\"1\">x<b>y</b></p>tail");
   EXPECT_TRUE(folio::detail::diff_xml(a, a).empty());
+  // Under one root element (paired without hashing): nothing either, at any depth.
+  const auto doc = parsed("<doc a=\"1\"><sec><p>x<b>y</b></p></sec><sec/></doc>");
+  EXPECT_TRUE(folio::detail::diff_xml(doc, doc).empty());
+  EXPECT_TRUE(folio::detail::diff_xml(doc, parsed("<doc a=\"1\"><sec><p>x<b>y</b></p></sec><sec/></doc>")).empty());
 }
 
 TEST(XmlDiff, AnAttributeChangeIsOneSet) {
   EXPECT_EQ(check_diff(parsed(R"(<doc><p class="a" id="1">x</p></doc>)"), parsed(R"(<doc><p class="b" id="1">x</p></doc>)")), 1u);
   EXPECT_EQ(check_diff(parsed(R"(<p class="a" id="1"/>)"), parsed(R"(<p id="1"/>)")), 1u);
+  EXPECT_EQ(check_diff(parsed(R"(<doc v="1"><p>x</p></doc>)"), parsed(R"(<doc v="2"><p>x</p></doc>)")), 1u);  // the root's own
 }
 
 TEST(XmlDiff, AWordChangeDeepInsideIsCharacterEdits) {

@@ -205,7 +205,9 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       const frame f = stack.back();
       stack.pop_back();
       elements.clear();
-      for_each_child(objects_[f.object], scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
+      const object& o = objects_[f.object];  // a list is made at its size (growing it moved every node made so far)
+      f.list->reserve(o.seq ? (o.seq->kids ? o.seq->kids->size() : 0) : o.whole == no_entry ? 0 : log_[o.whole].len);
+      for_each_child(o, scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
         if (tag.empty()) {
           std::string s;
           append_text(objects_[first], s);

@@ -4,7 +4,8 @@
 // operations rather than a subtree rewrite.
 //
 // Matching a children list: (1) subtrees that are exactly equal are matched by a Myers diff over
-// subtree hashes (equality verified node by node, since hashes can collide); (2) inside each
+// subtree hashes (equality verified node by node, since hashes can collide), except for one element
+// against one of the same tag, which step 2 pairs anyway; (2) inside each
 // unmatched region, elements with the same tag and text nodes are paired by a second Myers diff over
 // their kind/tag; a pair becomes an update (attributes, then the children recursively, or a text
 // diff); (3) everything else is removed or inserted whole.
@@ -157,12 +158,23 @@ inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const s
     stack.pop_back();
     const auto& a = *w.a;
     const auto& b = *w.b;
-    std::vector<xml::exact_key> ka, kb;
-    // Hashes of the lists being compared only: a change deep down re-hashes the subtrees along its
-    // path, which costs far less than keeping a hash for every node of both trees.
-    for (const auto& n : a) ka.push_back({xml::subtree_hash(n), &n});
-    for (const auto& n : b) kb.push_back({xml::subtree_hash(n), &n});
-    for (const hunk& h : diff(ka.data(), ka.size(), kb.data(), kb.size())) {
+    std::vector<hunk> unmatched;
+    if (a.size() == 1 && b.size() == 1 && a[0].type == markup::node::kind::element && xml::pair_key{&a[0]} == xml::pair_key{&b[0]}) {
+      // One element against one of the same tag (a document's root, a paragraph's only child): they
+      // pair whatever their subtrees, and the pairing finds on its way down whether they differ, so
+      // the exact-match pass would only hash both subtrees whole (for a document under one root,
+      // both trees once more). Its budget share is added all the same.
+      budget = std::min(diff_max_budget, budget + diff_budget_per_item * 2);
+      unmatched.push_back({0, 1, 0, 1});
+    } else {
+      std::vector<xml::exact_key> ka, kb;
+      // Hashes of the lists being compared only: a change deep down re-hashes the subtrees along its
+      // path, which costs far less than keeping a hash for every node of both trees.
+      for (const auto& n : a) ka.push_back({xml::subtree_hash(n), &n});
+      for (const auto& n : b) kb.push_back({xml::subtree_hash(n), &n});
+      unmatched = diff(ka.data(), ka.size(), kb.data(), kb.size());
+    }
+    for (const hunk& h : unmatched) {
       std::vector<xml::pair_key> pa, pb;
       for (std::size_t i = 0; i < h.a_len; ++i) pa.push_back({&a[h.a_pos + i]});
       for (std::size_t i = 0; i < h.b_len; ++i) pb.push_back({&b[h.b_pos + i]});
