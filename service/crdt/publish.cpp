@@ -143,7 +143,7 @@ void publisher::release(answer_first& a) {
   bool woke = false;
   for (const std::string& channel : a.channels_) {
     const auto q = queues_.find(channel);
-    if (q == queues_.end()) continue;  // listed again (once per message held), its messages sent since the first release
+    if (q == queues_.end()) continue;  // every message sent and the queue gone (listed twice: sent since its first listing)
     channel_queue& c = q->second;
     const bool front_held = !c.messages.empty() && c.messages.front().held;  // then the channel is not in ready_
     for (queued_message& m : c.messages) m.held = m.held == &a ? nullptr : m.held;
@@ -163,7 +163,7 @@ void publisher::enqueue(std::string channel, std::string full, std::string notic
       channel_queue& q = queues_[channel];
       answer_first* const hold = holding && &holding->p_ == this ? holding : nullptr;  // this publisher's only
       q.messages.push_back({std::move(full), std::move(notice), hold});
-      if (hold) hold->channels_.push_back(channel);
+      if (hold && (hold->channels_.empty() || hold->channels_.back() != channel)) hold->channels_.push_back(channel);  // a request's messages to one channel come together
       if (!q.sending && q.messages.size() == 1 && !hold) ready_.push_back(std::move(channel));
       if (senders_.empty())
         for (int i = 0; i < senders; ++i) senders_.emplace_back([this] { send_loop(); });

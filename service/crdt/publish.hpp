@@ -118,7 +118,7 @@ class publisher {
     friend class publisher;
     publisher& p_;
     answer_first* outer_;                 ///< the thread's answer_first before this one (nested)
-    std::vector<std::string> channels_;  ///< channels with a message held by this answer_first (repeats allowed)
+    std::vector<std::string> channels_;  ///< channels with a message held by this answer_first (a channel again only after another)
   };
   /// Waits until no message is queued or being sent, at most `wait`; false when some still are.
   bool drain(std::chrono::milliseconds wait);

@@ -205,8 +205,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       const frame f = stack.back();
       stack.pop_back();
       elements.clear();
-      const object& o = objects_[f.object];  // a list is made at its size (growing it moved every node made so far)
-      f.list->reserve(o.seq ? (o.seq->kids ? o.seq->kids->size() : 0) : o.whole == no_entry ? 0 : log_[o.whole].len);
+      const object& o = objects_[f.object];
+      f.list->reserve(live_children(o));  // made at its size: growing it moved every node made so far
       for_each_child(o, scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
         if (tag.empty()) {
           std::string s;
@@ -425,6 +425,12 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     unpack(e, scratch);
     const std::pair<std::uint32_t, std::uint32_t>* made = created_entry({scratch.id.replica, e.seq});  // its items' entries are consecutive
     for (std::uint32_t k = 0; k < e.len; ++k) f(op_id{scratch.id.replica, e.seq + k}, std::as_const(scratch.nodes[k]), made[k].second);
+  }
+  /// How many items for_each_child passes for children object `o` (its live children), without giving
+  /// a lazy object its engine. O(1).
+  std::size_t live_children(const object& o) const noexcept {
+    if (o.seq) return o.seq->kids ? o.seq->kids->size() : 0;
+    return o.whole == no_entry ? 0 : log_[o.whole].len;  // a lazy object's items are its only op's, all live
   }
   /// Appends the live code points of text object `o` to `out` as UTF-8.
   void append_text(const object& o, std::string& out) const {
