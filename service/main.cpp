@@ -308,6 +308,11 @@ int main(int argc, char** argv) {
         else FCGX_FFlush(req.out), answer_first.reset();  // the answer's bytes to nginx, then the publishes
         FCGX_Finish_r(&req);
         answer_first.reset();
+        try {
+          db->tend_statistics();  // the query planner's statistics, after the answer has gone
+        } catch (const std::exception& e) {
+          folio::service::log::write("warn", "statistics_failed", std::string("the query planner's statistics were not refreshed: ") + e.what());
+        }
         state.busy_since_ms = worker_state::idle;
       }
       state.busy_since_ms = worker_state::gone;

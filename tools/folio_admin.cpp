@@ -12,7 +12,7 @@
 // a database (after a crash, a restore, a full disk): SQLite's integrity check (database::integrity_problems;
 // none on PostgreSQL), every CRDT record's
 // snapshot and log decode and pass the engine's check_invariants(), its map and array values are JSON, every
-// annotation and comment body parses.
+// annotation and comment body parses, every comment has its annotation.
 // It changes nothing; exit status 1 when anything is wrong.
 #include <cstdio>
 #include <exception>
@@ -105,8 +105,13 @@ int check(folio::service::database& db) {
                                 "WHERE r.tenant = s.tenant AND r.org = s.org AND r.doc = s.doc AND r.editor = s.editor) ORDER BY tenant, org, doc, editor");
     while (orphans.step())
       problem("snapshot " + orphans.text(0) + " / " + orphans.text(1) + " / " + orphans.text(2) + " / " + orphans.text(3) + ": no record has it");
+    svc::query stray = db.sql("SELECT c.aid, c.comment_id FROM annotation_comments c WHERE NOT EXISTS (SELECT 1 FROM annotations a WHERE a.aid = c.aid) "
+                              "ORDER BY c.aid, c.position");
+    while (stray.step())
+      problem("comment " + std::to_string(stray.integer(1)) + " of annotation key " + std::to_string(stray.integer(0)) + ": no annotation has it");
     for (const bool is_comment : {false, true}) {
-      svc::query bodies = db.prepare(is_comment ? "SELECT tenant, org, doc, annotation_id, body, comment_id FROM annotation_comments"
+      svc::query bodies = db.prepare(is_comment ? "SELECT a.tenant, a.org, a.doc, a.annotation_id, c.body, c.comment_id FROM annotation_comments c "
+                                                  "JOIN annotations a ON a.aid = c.aid"
                                                 : "SELECT tenant, org, doc, annotation_id, body FROM annotations");
       while (bodies.step()) {
         ++(is_comment ? comments : annotations);

@@ -329,19 +329,14 @@ std::string annotations_get(context& c) {
         out.close();
       } else {
         // One slot per requested id in request order: the annotation, null where the id does not exist,
-        // nothing where it exists but fails another filter (one statement tells which is which).
-        const std::unordered_map<std::string, bool> passing = annotations_passing(c.db, s, f.ids, f);
+        // nothing where it exists but fails another filter.
         thread_writer out(c);
-        for (const std::string& id : f.ids) {
-          const auto it = passing.find(id);
-          if (it == passing.end()) {
-            out.separate();
-            c.out.append("null");
-          } else if (it->second) {
-            scan_thread(c.db, s, id, out.visitor());  // there: one read transaction, one snapshot
-            out.close();
-          }
-        }
+        scan_listed_threads(c.db, s, f.ids, f, out.visitor(), [&] {
+          out.close();
+          out.separate();
+          c.out.append("null");
+        });
+        out.close();
       }
       c.out.append("]");
     });

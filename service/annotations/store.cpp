@@ -4,6 +4,52 @@ namespace folio::service {
 
 namespace {
 
+// Schema 8 (both dialects; the key columns' types are each dialect's own): an annotation has an
+// integer key, `aid` (SQLite: the rowid), and its comments are keyed by it and their position. A
+// read joined each annotation to its comments by a seek on (tenant, org, doc, annotation_id): text
+// compared column by column at every level of the B-tree, about a microsecond a seek; SQLite's
+// indexes of annotations end in their table's key, so they now lead to the row by an integer too.
+// Positions are renumbered 1, 2, ... in each thread in the order they had (ties, which no build
+// wrote, by comment id). An annotation's aid is never seen outside the database, and a deleted
+// annotation's comments go in its transaction: an aid SQLite hands out again has no comments.
+#define FOLIO_SCHEMA_8_COPY \
+  "INSERT INTO annotations_8 (tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, next_comment_id)\n" \
+  "  SELECT tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, next_comment_id FROM annotations\n" \
+  "  ORDER BY tenant, org, doc, created_at, annotation_id;\n" \
+  "INSERT INTO annotation_comments_8 (aid, position, comment_id, body)\n" \
+  "  SELECT a.aid, row_number() OVER (PARTITION BY a.aid ORDER BY c.position, c.comment_id), c.comment_id, c.body\n" \
+  "  FROM annotation_comments c JOIN annotations_8 a ON a.tenant = c.tenant AND a.org = c.org AND a.doc = c.doc AND a.annotation_id = c.annotation_id;\n" \
+  "DROP TABLE annotation_comments;\n" \
+  "DROP TABLE annotations;\n" \
+  "ALTER TABLE annotations_8 RENAME TO annotations;\n" \
+  "ALTER TABLE annotation_comments_8 RENAME TO annotation_comments;\n" \
+  "CREATE UNIQUE INDEX annotations_by_id ON annotations (tenant, org, doc, annotation_id);\n" \
+  "CREATE INDEX annotations_by_time ON annotations (tenant, org, doc, created_at, annotation_id);\n" \
+  "CREATE INDEX annotations_by_location ON annotations (tenant, org, doc, location_id, created_at, annotation_id);\n" \
+  "CREATE INDEX annotations_by_user ON annotations (tenant, org, doc, user_id, created_at, annotation_id);\n" \
+  "CREATE INDEX annotations_by_status ON annotations (tenant, org, doc, status_id, created_at, annotation_id);\n" \
+  "CREATE UNIQUE INDEX annotation_comments_by_id ON annotation_comments (aid, comment_id);\n"
+#define FOLIO_SCHEMA_8_COLUMNS \
+  "  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,\n" \
+  "  location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,\n" \
+  "  status_id TEXT NOT NULL DEFAULT 'OPEN', last_updated TEXT NOT NULL DEFAULT '',"
+constexpr const char* schema_8 =
+    "CREATE TABLE annotations_8 (\n  aid INTEGER PRIMARY KEY,\n" FOLIO_SCHEMA_8_COLUMNS " next_comment_id INTEGER NOT NULL DEFAULT 1);\n"
+    "CREATE TABLE annotation_comments_8 (\n"
+    "  aid INTEGER NOT NULL, position INTEGER NOT NULL, comment_id INTEGER NOT NULL, body TEXT NOT NULL,\n"
+    "  PRIMARY KEY (aid, position)) WITHOUT ROWID;\n" FOLIO_SCHEMA_8_COPY;
+constexpr const char* pg_schema_8 =
+    "CREATE TABLE annotations_8 (\n  aid BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n" FOLIO_SCHEMA_8_COLUMNS
+    " next_comment_id BIGINT NOT NULL DEFAULT 1);\n"
+    "CREATE TABLE annotation_comments_8 (\n"
+    "  aid BIGINT NOT NULL, position BIGINT NOT NULL, comment_id BIGINT NOT NULL, body TEXT NOT NULL,\n"
+    "  PRIMARY KEY (aid, position));\n" FOLIO_SCHEMA_8_COPY
+    "ALTER INDEX annotations_8_pkey RENAME TO annotations_pkey;\n"
+    "ALTER INDEX annotation_comments_8_pkey RENAME TO annotation_comments_pkey;\n"
+    "ALTER SEQUENCE annotations_8_aid_seq RENAME TO annotations_aid_seq;\n";
+#undef FOLIO_SCHEMA_8_COLUMNS
+#undef FOLIO_SCHEMA_8_COPY
+
 const migration steps[] = {
     {1, R"sql(
 CREATE TABLE annotations (
@@ -40,6 +86,7 @@ ALTER TABLE annotation_comments ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
 UPDATE annotation_comments SET position = comment_id + 1;
 CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, doc, annotation_id, position);
 )sql"},
+    {8, schema_8},
 };
 
 // PostgreSQL (from schema 3, database.hpp): the tables as schema 3 left them, in its types.
@@ -60,6 +107,7 @@ CREATE TABLE annotation_comments (
   PRIMARY KEY (tenant, org, doc, annotation_id, comment_id));
 CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, doc, annotation_id, position);
 )sql"},
+    {8, pg_schema_8},
 };
 
 /// " AND ..." conditions for a filter over the columns of `annotations` (named as `table`.column when
@@ -92,7 +140,7 @@ where_clause conditions(const annotation_filter& f, const std::string& table = "
 }
 
 /// Oldest first, ties by id, at most f.limit rows (a LIMIT parameter) when it is not -1. With
-/// annotation ids, SQLite's "+created_at" keeps its planner on the primary key (a seek per id) rather
+/// annotation ids, SQLite's "+created_at" keeps its planner on the id index (a seek per id) rather
 /// than walking the whole document in time order to save a sort of <= 1,000 rows (PostgreSQL's planner
 /// costs both itself and knows no such hint).
 std::string order_by(const database& db, const annotation_filter& f) {
@@ -113,10 +161,16 @@ module_migrations annotation_migrations() { return {steps, pg_steps}; }
 namespace {
 
 /// The columns a thread scan selects: the annotation's (a.) and one comment's body (c.; NULL for an
-/// annotation without comments), and the join that pairs them (each annotation's comments by primary key).
+/// annotation without comments), and the join that pairs them (each annotation's comments by its key,
+/// in the order they were added). `thread_order` is the order of the scan: the annotations' (createdAt,
+/// annotationId; aid, unique, ends it so that the index walked gives the order whole and no sort is
+/// needed), then each one's comments.
 constexpr const char* thread_columns = "SELECT a.annotation_id, a.created_at, a.body, c.body FROM ";
-constexpr const char* thread_join =
-    " LEFT JOIN annotation_comments c ON c.tenant = a.tenant AND c.org = a.org AND c.doc = a.doc AND c.annotation_id = a.annotation_id";
+constexpr const char* thread_join = " LEFT JOIN annotation_comments c ON c.aid = a.aid";
+constexpr const char* thread_order = " ORDER BY a.created_at, a.annotation_id, a.aid, c.position";
+
+/// The aid of the annotation `?N` in the document `?1, ?2, ?3` (a scalar subquery: NULL if none).
+#define FOLIO_AID_OF(N) "(SELECT aid FROM annotations WHERE tenant=?1 AND org=?2 AND doc=?3 AND annotation_id=?" #N ")"
 
 /// Walks a thread scan's rows (grouped by annotation, comments in order): begin at each new annotation.
 /// Returns whether there was a row.
@@ -147,10 +201,10 @@ void scan_threads(database& db, const annotation_scope& s, const annotation_filt
     text += std::string("annotations a") + thread_join + " WHERE a.tenant=? AND a.org=? AND a.doc=?" + w.text;
   } else {
     w = conditions(f);
-    text += "(SELECT tenant, org, doc, annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text +
-            order_by(db, f) + ") a" + thread_join;
+    text += "(SELECT aid, annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(db, f) + ") a" +
+            thread_join;
   }
-  text += " ORDER BY a.created_at, a.annotation_id, c.position";
+  text += thread_order;
   query q = db.prepare(text);
   q.one_row_at_a_time();  // PostgreSQL: a document's threads are never held whole
   int i = bind_scope(q, s);
@@ -159,13 +213,44 @@ void scan_threads(database& db, const annotation_scope& s, const annotation_filt
   visit_threads(q, v);
 }
 
-bool scan_thread(database& db, const annotation_scope& s, const std::string& id, const thread_visitor& v) {
-  static const std::string text =
-      std::string(thread_columns) + "annotations a" + thread_join + " WHERE a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id=? ORDER BY c.position";
-  query q = db.sql(text.c_str());
+void scan_listed_threads(database& db, const annotation_scope& s, const std::vector<std::string>& ids, const annotation_filter& f,
+                         const thread_visitor& v, const std::function<void()>& missing) {
+  if (ids.empty()) return;
+  annotation_filter others = f;
+  others.ids.clear();
+  const where_clause w = conditions(others, "a");
+  // The requested ids as rows (their place, their id), each joined to its annotation (none: missing),
+  // whose comments are joined only when it passes the other filters. VALUES names its columns column1,
+  // column2 in both dialects.
+  std::string text = "SELECT r.column1, CASE WHEN a.aid IS NULL THEN 1 ELSE 0 END, CASE WHEN 1=1" + w.text + " THEN 0 ELSE 1 END, a.annotation_id, a.created_at, a.body, c.body FROM (VALUES ";
+  for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? ",(" : "(") + std::to_string(i) + ",?)";
+  text += ") r LEFT JOIN annotations a ON a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id = r.column2" + std::string(thread_join) + w.text +
+          " ORDER BY r.column1, c.position";
+  query q = db.prepare(text);
   q.one_row_at_a_time();
-  q.bind(bind_scope(q, s), id);
-  return visit_threads(q, v);
+  int i = 1;
+  for (const std::string& value : w.values) q.bind(i++, value);
+  for (const std::string& id : ids) q.bind(i++, id);
+  i = bind_scope(q, s, i);
+  for (const std::string& value : w.values) q.bind(i++, value);
+  std::int64_t place = -1;
+  annotation_head h;
+  bool taking = false;
+  while (q.step()) {
+    if (q.integer(0) != place) {  // the next requested id
+      place = q.integer(0);
+      taking = false;
+      if (q.integer(1) != 0) {
+        missing();
+      } else if (q.integer(2) == 0) {
+        h.id = q.text_view(3), h.created_at = q.text(4), h.body = q.text(5);
+        if (!v.begin(h)) return;
+        taking = true;
+      }
+    }
+    if (taking)
+      if (const std::optional<std::string> c = q.text_opt(6)) v.comment(*c);
+  }
 }
 
 std::unordered_map<std::string, bool> annotations_passing(database& db, const annotation_scope& s, const std::vector<std::string>& ids,
@@ -230,7 +315,7 @@ void touch_annotation(database& db, const annotation_scope& s, const std::string
 
 bool delete_annotation(database& db, const annotation_scope& s, const std::string& id) {
   {
-    query q = db.sql("DELETE FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=?");
+    query q = db.sql("DELETE FROM annotation_comments WHERE aid = " FOLIO_AID_OF(4));
     q.bind(bind_scope(q, s), id).step();
   }
   query q = db.sql("DELETE FROM annotations WHERE tenant=? AND org=? AND doc=? AND annotation_id=?");
@@ -239,7 +324,7 @@ bool delete_annotation(database& db, const annotation_scope& s, const std::strin
 }
 
 std::vector<std::int64_t> comment_ids(database& db, const annotation_scope& s, const std::string& annotation) {
-  query q = db.sql("SELECT comment_id FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? ORDER BY position");
+  query q = db.sql("SELECT comment_id FROM annotation_comments WHERE aid = " FOLIO_AID_OF(4) " ORDER BY position");
   q.bind(bind_scope(q, s), annotation);
   std::vector<std::int64_t> out;
   while (q.step()) out.push_back(q.integer(0));
@@ -247,32 +332,34 @@ std::vector<std::int64_t> comment_ids(database& db, const annotation_scope& s, c
 }
 
 std::optional<std::string> load_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id) {
-  query q = db.sql("SELECT body FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? AND comment_id=?");
+  query q = db.sql("SELECT body FROM annotation_comments WHERE aid = " FOLIO_AID_OF(4) " AND comment_id=?5");
   q.bind(bind_scope(q, s), annotation).bind(5, id);
   if (!q.step()) return std::nullopt;
   return q.text(0);
 }
 
 bool insert_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body) {
-  // After the thread's last comment (one seek in annotation_comments_in_order; writers are serialised).
+  // After the thread's last comment (one seek to the end of its positions; writers are serialised). A
+  // comment id the thread has is a conflict on annotation_comments_by_id: nothing is written.
   query q = db.sql(
-      "INSERT INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) "
-      "SELECT ?1, ?2, ?3, ?4, CAST(?5 AS BIGINT), ?6, 1 + coalesce(max(position), 0) FROM annotation_comments "
-      "WHERE tenant=?1 AND org=?2 AND doc=?3 AND annotation_id=?4 ON CONFLICT DO NOTHING");
+      "INSERT INTO annotation_comments (aid, position, comment_id, body) "
+      "SELECT a.aid, 1 + coalesce((SELECT max(c.position) FROM annotation_comments c WHERE c.aid = a.aid), 0), CAST(?5 AS BIGINT), ?6 "
+      "FROM annotations a WHERE a.tenant=?1 AND a.org=?2 AND a.doc=?3 AND a.annotation_id=?4 ON CONFLICT DO NOTHING");
   q.bind(bind_scope(q, s), annotation).bind(5, id).bind(6, body).step();
   return db.changes() > 0;
 }
 
 void update_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body) {
-  query q = db.sql("UPDATE annotation_comments SET body=? WHERE tenant=? AND org=? AND doc=? AND annotation_id=? AND comment_id=?");
-  q.bind(1, body);
-  q.bind(bind_scope(q, s, 2), annotation).bind(6, id).step();
+  query q = db.sql("UPDATE annotation_comments SET body=?6 WHERE aid = " FOLIO_AID_OF(4) " AND comment_id=?5");
+  q.bind(bind_scope(q, s), annotation).bind(5, id).bind(6, body).step();
 }
 
 bool delete_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id) {
-  query q = db.sql("DELETE FROM annotation_comments WHERE tenant=? AND org=? AND doc=? AND annotation_id=? AND comment_id=?");
+  query q = db.sql("DELETE FROM annotation_comments WHERE aid = " FOLIO_AID_OF(4) " AND comment_id=?5");
   q.bind(bind_scope(q, s), annotation).bind(5, id).step();
   return db.changes() > 0;
 }
+
+#undef FOLIO_AID_OF
 
 }  // namespace folio::service

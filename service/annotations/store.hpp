@@ -1,12 +1,15 @@
 // service/annotations/store.hpp — comment annotations in the database (database.hpp: SQLite or PostgreSQL) (docs/API.md, "Comment annotations").
 //
-// An annotation is a row of `annotations` (its filter columns + its JSON body without comments) and
-// rows of `annotation_comments` (one JSON body per comment, keyed by its numeric id, with its position
-// in the thread: comments are listed in the order they were added, whatever their ids). Readers put
-// threads together from both in one statement: the annotations through the index that fits the
-// filter, joined to each one's comments by primary key (scan_threads, scan_thread). Every statement
-// is keyed by (tenant, org, doc) first: no query can reach another tenant's or another document's
-// annotations.
+// An annotation is a row of `annotations` (its filter columns + its JSON body without comments, and
+// an integer key, `aid`, that never leaves the database) and rows of `annotation_comments` (one JSON
+// body per comment, keyed by the annotation's aid and the comment's position in the thread: comments
+// are listed in the order they were added, whatever their ids; a comment's numeric id is unique in its
+// thread). Readers put threads together from both in one statement: the annotations through the index
+// that fits the filter, joined to each one's comments by aid (scan_threads, scan_listed_threads). Every
+// statement finds annotations by (tenant, org, doc) first, and comments only through an annotation so
+// found (by aid): no query can reach another tenant's or another document's annotations or comments.
+// An annotation's comments are deleted in the transaction that deletes it, so an aid SQLite hands out
+// again (the rowid after the largest) never finds comments.
 // Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
 // a page boundary never moves under concurrent inserts, updates or deletes.
 // This module owns both tables and their migrations (annotation_migrations).
@@ -28,7 +31,7 @@
 namespace folio::service {
 
 /// The tables annotations (schema 1) and annotation_comments (schema 2), status and order columns
-/// (schemas 2 and 3) and their indexes.
+/// (schemas 2 and 3), the integer key that joins them (schema 8) and their indexes.
 module_migrations annotation_migrations();
 
 /// Where annotations live: a tenant's organization's document.
@@ -75,10 +78,15 @@ struct thread_visitor {
 };
 
 /// The matching annotations with their comments, oldest first, ties by id (f.limit: at most that many
-/// annotations), in one statement. One row (an annotation's head, or one comment) in memory at a time.
+/// annotations), in one statement. One row (an annotation's head, or one comment) in memory at a time
+/// (SQLite: when the filter's index gives the order, as an equality on one id does; otherwise, and with
+/// a limit, SQLite sorts the rows first).
 void scan_threads(database& db, const annotation_scope& s, const annotation_filter& f, const thread_visitor& v);
-/// The annotation `id` with its comments, as scan_threads; false when there is none.
-bool scan_thread(database& db, const annotation_scope& s, const std::string& id, const thread_visitor& v);
+/// The annotations `ids` (distinct) in that order, with their comments as scan_threads gives them,
+/// in one statement: `missing()` in the place of an id the document does not have; an annotation that
+/// fails the rest of `f` (its ids aside) is left out.
+void scan_listed_threads(database& db, const annotation_scope& s, const std::vector<std::string>& ids, const annotation_filter& f,
+                         const thread_visitor& v, const std::function<void()>& missing);
 /// Which of `ids` exist in the document, each with whether it passes the rest of `f` (its ids aside),
 /// in one statement.
 std::unordered_map<std::string, bool> annotations_passing(database& db, const annotation_scope& s, const std::vector<std::string>& ids,

@@ -343,7 +343,20 @@ database::database(const std::string& target, const schema& tables, std::int64_t
   exec("PRAGMA mmap_size=268435456");
   exec("PRAGMA foreign_keys=ON");
   if (max_pages > 0) exec(("PRAGMA max_page_count=" + std::to_string(max_pages)).c_str());
+  exec("PRAGMA analysis_limit=1000");  // tend_statistics(): an approximate ANALYZE, bounded per index
   migrate(tables);
+}
+
+void database::tend_statistics() {
+  if (pg_ || ++statistics_calls_ < 256) return;
+  statistics_calls_ = 0;
+  struct deadline_scope {
+    database& db;
+    deadline_clock::time_point before = db.deadline_;
+    ~deadline_scope() { db.deadline_ = before; }
+  } scope{*this};
+  deadline_ = deadline_clock::now() + std::chrono::seconds(5);
+  write([&] { exec("PRAGMA optimize"); });
 }
 
 void database::durable(std::unique_lock<std::timed_mutex>& writer) {

@@ -275,6 +275,17 @@ class database {
   void set_deadline(deadline_clock::time_point t) noexcept { deadline_ = t; }
   deadline_clock::time_point deadline() const noexcept { return deadline_; }
 
+  /// SQLite: keeps the query planner's statistics (sqlite_stat1) in step with the tables this
+  /// connection reads, which is what lets it pick, of two indexes that both fit a query, the one that
+  /// leaves fewer rows to check (annotations filtered by location and by user). Every 256th call runs
+  /// PRAGMA optimize in a write transaction: ANALYZE of each table this connection has queried whose
+  /// indexes were never analysed or that has grown 25-fold since, reading about 1,000 entries an index
+  /// (analysis_limit), so it costs milliseconds on any size of table; otherwise it writes nothing. For
+  /// between requests (folio-fcgi's workers call it after each answer has gone), never inside a
+  /// transaction; it waits for the write lock no more than 5 s, then throws as write() does, leaving
+  /// the next try 256 calls later. PostgreSQL: nothing (autovacuum analyses its tables).
+  void tend_statistics();
+
   int version() const { return version_; }
   /// The --db value (a file path, or a PostgreSQL URI/conninfo).
   const std::string& path() const { return path_; }
@@ -356,6 +367,7 @@ class database {
   std::uint64_t pg_statements_ = 0;  ///< statements named so far
   int pg_changes_ = 0;
   int version_ = 0;
+  unsigned statistics_calls_ = 0;  ///< tend_statistics() calls since it last ran PRAGMA optimize
   deadline_clock::time_point deadline_ = deadline_clock::time_point::max();
   bool busy_past_deadline_ = false;  ///< busy_wait stopped waiting because of the deadline
   struct wal_group;                  ///< the group commit of one SQLite file in this process

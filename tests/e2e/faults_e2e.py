@@ -107,7 +107,7 @@ class CheckFindsDamage(unittest.TestCase):
         # folio-admin check on a database in which things were damaged by hand (the service refuses to
         # store any of them): a map value that is not JSON in a snapshot that still decodes, a snapshot
         # cut short, a record's log counted wrong and logged past its revision, an annotation body and
-        # a comment body that are not JSON. SQLite: in a
+        # a comment body that are not JSON, a comment whose annotation is gone. SQLite: in a
         # copy of the file; PostgreSQL: in place, the damaged document removed after the check.
         doc = "damage"
         ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "m", "type": "map", "data": {"k": "plantedvalue"}}),
@@ -145,11 +145,13 @@ class CheckFindsDamage(unittest.TestCase):
                 UPDATE crdt_records SET log_bytes = log_bytes + 1 WHERE {w} AND editor = 'l';
                 UPDATE crdt_log SET revision = 9 WHERE {w} AND editor = 'l';
                 UPDATE annotations SET body = '{{"annotationId":' WHERE {w} AND annotation_id = 'damaged';
-                UPDATE annotation_comments SET body = '[]' WHERE {w} AND annotation_id = 'damaged';""".format(w=where_doc)
+                UPDATE annotation_comments SET body = '[]' WHERE aid = (SELECT aid FROM annotations WHERE {w} AND annotation_id = 'damaged');
+                INSERT INTO annotation_comments (aid, position, comment_id, body) VALUES (-1, 1, 1, '{{}}');""".format(w=where_doc)
             subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", damage, STACK.db], check=True)
             self.addCleanup(subprocess.run, ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c",
                                              "DELETE FROM crdt_log WHERE {w}; DELETE FROM crdt_snapshots WHERE {w}; DELETE FROM crdt_records WHERE {w}; "
-                                             "DELETE FROM annotation_comments WHERE {w}; DELETE FROM annotations WHERE {w};".format(w=where_doc),
+                                             "DELETE FROM annotation_comments WHERE aid = -1 OR aid IN (SELECT aid FROM annotations WHERE {w}); "
+                                             "DELETE FROM annotations WHERE {w};".format(w=where_doc),
                                              STACK.db], check=True)
         else:
             copy = os.path.join(STACK.dir, "damaged.db")
@@ -166,13 +168,15 @@ class CheckFindsDamage(unittest.TestCase):
             dst.execute("UPDATE crdt_records SET log_bytes = log_bytes + 1 WHERE org=? AND doc=? AND editor='l'", (ORG, doc))
             dst.execute("UPDATE crdt_log SET revision = 9 WHERE org=? AND doc=? AND editor='l'", (ORG, doc))
             dst.execute("UPDATE annotations SET body='{\"annotationId\":' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
-            dst.execute("UPDATE annotation_comments SET body='[]' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
+            dst.execute("UPDATE annotation_comments SET body='[]' WHERE aid = (SELECT aid FROM annotations WHERE org=? AND doc=? AND annotation_id='damaged')",
+                        (ORG, doc))
+            dst.execute("INSERT INTO annotation_comments (aid, position, comment_id, body) VALUES (-1, 1, 1, '{}')")  # a comment without its annotation
             dst.commit()
             dst.close()
         out = subprocess.run([stack.ADMIN, "--db", copy, "check"], capture_output=True, text=True)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertTrue(out.stdout.startswith("FAILED: "), out.stdout)
-        self.assertTrue(out.stdout.endswith(", 8 problems\n"), out.stdout)
+        self.assertTrue(out.stdout.endswith(", 9 problems\n"), out.stdout)
         where = "%s / %s / %s / " % (tenant, ORG, doc)
         self.maxDiff = None
         self.assertEqual(out.stderr.splitlines(), [
@@ -182,6 +186,7 @@ class CheckFindsDamage(unittest.TestCase):
             "folio-admin check: record " + where + "s: the record has no snapshot (no row in crdt_snapshots)",
             "folio-admin check: record " + where + "t: snapshot does not decode: truncated input at byte %d (content)" % content_at,
             "folio-admin check: snapshot " + where + "o: no record has it",
+            "folio-admin check: comment 1 of annotation key -1: no annotation has it",
             "folio-admin check: annotation " + where + "damaged: body does not parse: Body is not valid JSON: invalid value (at byte 16).",
             "folio-admin check: comment " + where + "damaged / 1: body is not a JSON object",
         ])

@@ -156,4 +156,30 @@ TEST(Annotations, StoredBodiesReadBackThroughTheSameChecks) {
   EXPECT_EQ(svc::comment_body(svc::stored_comment(svc::comment_body(c))), svc::comment_body(c));
 }
 
+// A get by ids reads every listed thread in one statement (store.hpp, scan_listed_threads): in request
+// order, a missing id in its place, an annotation that fails another filter left out with its
+// comments, each thread with its own comments in the order they were added.
+TEST_F(fixture, ListedThreadsComeInRequestOrderEachWithItsOwnComments) {
+  const svc::annotation_scope s{key.substr(3, 16), "o", "d"};
+  const std::string at = "2025-01-01T00:00:00.000Z";
+  db.write([&] {
+    for (const char* id : {"a", "b", "c"}) {
+      ASSERT_TRUE(svc::insert_annotation(db, s, {id, std::string(id) == "b" ? "L2" : "L1", "u", "OPEN", at, at, "{}", 1}));
+      for (int n : {3, 1, 2}) ASSERT_TRUE(svc::insert_comment(db, s, id, n, std::string(id) + std::to_string(n)));
+    }
+  });
+  std::string seen;
+  const svc::thread_visitor v{[&](const svc::annotation_head& h) { return seen += " [" + h.id, true; }, [&](std::string_view c) { seen += " " + std::string(c); }};
+  svc::annotation_filter f;
+  f.locations = {"L1"};
+  svc::scan_listed_threads(db, s, {"c", "b", "gone", "a"}, f, v, [&] { seen += " null"; });
+  EXPECT_EQ(seen, " [c c3 c1 c2 null [a a3 a1 a2");
+  seen.clear();
+  svc::scan_listed_threads(db, s, {"b", "gone"}, {}, v, [&] { seen += " null"; });
+  EXPECT_EQ(seen, " [b b3 b1 b2 null");
+  seen.clear();
+  svc::scan_listed_threads(db, {s.tenant, "o", "other"}, {"a"}, {}, v, [&] { seen += " null"; });  // another document's "a"
+  EXPECT_EQ(seen, " null");
+}
+
 }  // namespace

@@ -516,10 +516,18 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
       old.sql("INSERT INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) VALUES "
               "('t', 'o', 'd', 'a', 1, '{\"commentId\":1}', 2), ('t', 'o', 'd', 'a', 2, '{\"commentId\":2}', 1)")
           .step();
+      // The same annotation id in another document, and in another tenant's: their own threads.
+      old.sql("INSERT INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, "
+              "next_comment_id) VALUES ('t', 'o', 'd2', 'a', 'l', 'u', '2025-01-01T00:00:00.000Z', '{}', 'OPEN', '2025-01-01T00:00:00.000Z', 2), "
+              "('t2', 'o', 'd', 'a', 'l', 'u', '2025-01-01T00:00:00.000Z', '{}', 'OPEN', '2025-01-01T00:00:00.000Z', 2)")
+          .step();
+      old.sql("INSERT INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) VALUES "
+              "('t', 'o', 'd2', 'a', 1, '{\"in\":\"d2\"}', 2), ('t2', 'o', 'd', 'a', 1, '{\"in\":\"t2\"}', 2)")
+          .step();
     });
   }
   svc::database db(tmp.path(), svc::responder::tables());
-  EXPECT_EQ(db.version(), 7);
+  EXPECT_EQ(db.version(), 8);
   const svc::record_key k{"t", "o", "d", "e"};
   std::optional<svc::record_row> row = svc::load_record(db, k);
   ASSERT_TRUE(row);
@@ -550,8 +558,54 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1, 5}));
   EXPECT_EQ(svc::load_comment(db, s, "a", 1), std::optional<std::string>(R"({"commentId":1})"));
   std::string thread;
-  svc::scan_thread(db, s, "a", {[](const svc::annotation_head&) { return true; }, [&](std::string_view c) { thread += std::string(c) + ';'; }});
+  svc::scan_listed_threads(db, s, {"a"}, {}, {[](const svc::annotation_head&) { return true; }, [&](std::string_view c) { thread += std::string(c) + ';'; }},
+                           [] { ADD_FAILURE() << "a is there"; });
   EXPECT_EQ(thread, R"({"commentId":2};{"commentId":1};{"commentId":5};)");
+  // 8: comments keyed by their annotation's integer key: each thread kept its own.
+  for (const auto& [scope, body] : {std::pair<svc::annotation_scope, std::string>{{"t", "o", "d2"}, R"({"in":"d2"})"},
+                                    std::pair<svc::annotation_scope, std::string>{{"t2", "o", "d"}, R"({"in":"t2"})"}}) {
+    EXPECT_EQ(svc::comment_ids(db, scope, "a"), std::vector<std::int64_t>{1}) << scope.tenant << scope.doc;
+    EXPECT_EQ(svc::load_comment(db, scope, "a", 1), std::optional<std::string>(body));
+  }
+  db.write([&] { EXPECT_TRUE(svc::delete_annotation(db, s, "a")); });
+  EXPECT_EQ(svc::comment_ids(db, {"t", "o", "d2"}, "a"), std::vector<std::int64_t>{1});  // another document's thread stays
+  svc::query left = db.sql("SELECT count(*) FROM annotation_comments");
+  ASSERT_TRUE(left.step());
+  EXPECT_EQ(left.integer(0), 2);  // the deleted thread's comments went with it
+}
+
+// The query planner's statistics (database::tend_statistics): a query that two indexes fit, on a
+// table never analysed, goes through the one that leaves more rows to check (here: the user index,
+// 500 rows, where the location index gives 40); once the connection has tended its statistics 256
+// times, the table is analysed and the same query takes the location index.
+TEST(Store, TendedStatisticsLetThePlannerPickTheNarrowerIndex) {
+  temp_db tmp;
+  FOLIO_SQLITE_ONLY();  // PostgreSQL: autovacuum analyses its tables
+  svc::database db(tmp.path(), svc::responder::tables());
+  const svc::annotation_scope s{"t", "o", "d"};
+  db.write([&] {
+    for (int i = 0; i < 2000; ++i) {
+      const std::string at = "2025-01-01T00:00:00.000Z";
+      ASSERT_TRUE(svc::insert_annotation(db, s, {"a" + std::to_string(i), "loc-" + std::to_string(i % 50), "u" + std::to_string(i % 4), "OPEN", at, at, "{}", 1}));
+    }
+  });
+  svc::annotation_filter f;
+  f.locations = {"loc-7"}, f.users = {"u3"};
+  auto plan = [&] {
+    svc::query q = db.prepare("EXPLAIN QUERY PLAN SELECT annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=? AND location_id IN (?) AND user_id IN (?)");
+    q.bind(1, s.tenant).bind(2, s.org).bind(3, s.doc).bind(4, f.locations[0]).bind(5, f.users[0]);
+    std::string out;
+    while (q.step()) out += q.text(3) + ";";
+    return out;
+  };
+  const std::vector<std::string> matching = svc::match_annotations(db, s, f);  // the connection queries the table
+  EXPECT_EQ(matching.size(), 20u);
+  EXPECT_NE(plan().find("annotations_by_user"), std::string::npos) << plan();
+  for (int i = 0; i < 255; ++i) db.tend_statistics();
+  EXPECT_NE(plan().find("annotations_by_user"), std::string::npos) << plan();  // not yet: every 256th call
+  db.tend_statistics();
+  EXPECT_NE(plan().find("annotations_by_location"), std::string::npos) << plan();
+  EXPECT_EQ(svc::match_annotations(db, s, f), matching);
 }
 
 // Client tokens through the server (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
