@@ -246,8 +246,9 @@ std::string query::blob(int col) const {
   const auto* p = static_cast<const char*>(sqlite3_column_blob(st_, col));
   return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(st_, col))) : std::string();
 }
+bool query::is_null(int col) const { return pg_ ? PQgetisnull(result_, row_, col) != 0 : sqlite3_column_type(st_, col) == SQLITE_NULL; }
 std::optional<std::string> query::text_opt(int col) const {
-  if (pg_ ? PQgetisnull(result_, row_, col) != 0 : sqlite3_column_type(st_, col) == SQLITE_NULL) return std::nullopt;
+  if (is_null(col)) return std::nullopt;
   return text(col);
 }
 std::int64_t query::integer(int col) const {

@@ -116,6 +116,7 @@ class query {
   /// The column's text, valid until the next step() or the end of the query.
   std::string_view text_view(int col) const;
   std::optional<std::string> text_opt(int col) const;
+  bool is_null(int col) const;
   std::string blob(int col) const;
   std::int64_t integer(int col) const;
 
