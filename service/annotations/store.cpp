@@ -139,6 +139,11 @@ where_clause conditions(const annotation_filter& f, const std::string& table = "
     w.values.push_back(f.after->first);
     w.values.push_back(f.after->second);
   }
+  if (f.through) {
+    w.text += " AND (" + t + "created_at, " + t + "annotation_id) <= (?, ?)";
+    w.values.push_back(f.through->first);
+    w.values.push_back(f.through->second);
+  }
   return w;
 }
 
@@ -195,24 +200,31 @@ bool visit_threads(query& q, const thread_visitor& v) {
 }  // namespace
 
 void scan_threads(database& db, const annotation_scope& s, const annotation_filter& f, const thread_visitor& v) {
-  // Without a limit, the join walks the annotations in the filter's index and each one's comments,
-  // sorting only those by position. With one, the annotations are cut first (a subquery), then joined.
-  std::string text = thread_columns;
-  where_clause w;
-  if (f.limit < 0) {
-    w = conditions(f, "a");
-    text += std::string("annotations a") + thread_join + " WHERE a.tenant=? AND a.org=? AND a.doc=?" + w.text;
-  } else {
-    w = conditions(f);
-    text += "(SELECT aid, annotation_id, created_at, body FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(db, f) + ") a" +
-            thread_join;
+  // One join: the annotations in the filter's index, each one's comments by its key, in order with no
+  // sort where the index gives the order (the visitor stops the scan). With a limit, the page's last
+  // annotation is found first (the filter's index alone; one statement, in the caller's read
+  // transaction): the join is then bounded by it, so where the rows must be sorted (ids, or several
+  // ids in one list) they are at most a page's. Cutting the annotations in a subquery instead and
+  // joining that made SQLite sort every row of the page, comments and bodies, into a temporary B-tree.
+  annotation_filter bounded = f;
+  bounded.limit = -1;
+  if (f.limit >= 0) {
+    if (f.limit == 0) return;
+    const where_clause w = conditions(bounded);
+    query last = db.prepare("SELECT created_at, annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(db, bounded) +
+                            " LIMIT 1 OFFSET ?");
+    int i = bind_scope(last, s);
+    for (const std::string& value : w.values) last.bind(i++, value);
+    last.bind(i, f.limit - 1);
+    if (last.step()) bounded.through = std::pair(last.text(0), last.text(1));
   }
-  text += thread_order;
-  query q = db.prepare(text);
+  const where_clause w = conditions(bounded, "a");
+  // SQLite, with ids: a seek per id, then a sort of what they found (see order_by).
+  const char* order = !f.ids.empty() && db.kind() == dialect::sqlite ? " ORDER BY +a.created_at, a.annotation_id, a.aid, c.position" : thread_order;
+  query q = db.prepare(std::string(thread_columns) + "annotations a" + thread_join + " WHERE a.tenant=? AND a.org=? AND a.doc=?" + w.text + order);
   q.one_row_at_a_time();  // PostgreSQL: a document's threads are never held whole
   int i = bind_scope(q, s);
   for (const std::string& value : w.values) q.bind(i++, value);
-  if (f.limit >= 0) q.bind(i, f.limit);
   visit_threads(q, v);
 }
 

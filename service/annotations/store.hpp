@@ -49,6 +49,7 @@ struct annotation_filter {
   std::vector<std::string> locations, users, ids, statuses;
   std::optional<std::string> updated_after, updated_before;  ///< exclusive bounds on lastUpdated
   std::optional<std::pair<std::string, std::string>> after;  ///< keyset cursor: (createdAt, annotationId) last seen
+  std::optional<std::pair<std::string, std::string>> through;  ///< (createdAt, annotationId) of the last to include
   std::int64_t limit = -1;                                    ///< at most this many (-1: all)
   bool empty() const { return locations.empty() && users.empty() && ids.empty() && statuses.empty() && !updated_after && !updated_before; }
 };
@@ -78,9 +79,10 @@ struct thread_visitor {
 };
 
 /// The matching annotations with their comments, oldest first, ties by id (f.limit: at most that many
-/// annotations), in one statement. One row (an annotation's head, or one comment) in memory at a time
-/// (SQLite: when the filter's index gives the order, as an equality on one id does; otherwise, and with
-/// a limit, SQLite sorts the rows first).
+/// annotations; then two statements, for a consistent answer call it inside a read transaction). One
+/// row (an annotation's head, or one comment) in memory at a time where the filter's index gives the
+/// order (no list with several ids, no annotation ids); otherwise SQLite sorts the rows first (with a
+/// limit, at most that many annotations' rows).
 void scan_threads(database& db, const annotation_scope& s, const annotation_filter& f, const thread_visitor& v);
 /// The annotations `ids` (distinct) in that order, with their comments as scan_threads gives them,
 /// in one statement: `missing()` in the place of an id the document does not have; an annotation that
