@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <folio/detail/id_table.hpp>
 #include <folio/id.hpp>
+#include <map>
+#include <random>
 
 namespace {
 
@@ -20,6 +23,37 @@ TEST(Id, ItemKeyOrdersByLamportThenReplicaThenSeq) {
 TEST(Id, DocumentStartIsReplicaZero) {
   EXPECT_EQ(folio::document_start.replica, 0u);
   EXPECT_LT(folio::max_counter, UINT32_MAX / 2 + 1);
+}
+
+// detail::id_table against std::map, over ids that grow it many times, repeat, and include 0 (kept
+// beside the array) and the largest id.
+TEST(Id, IdTableAnswersAsAMap) {
+  folio::detail::id_table<std::uint32_t> t;
+  std::map<folio::replica_id, std::uint32_t> m;
+  std::mt19937_64 rng(23);
+  EXPECT_EQ(t.find(0), nullptr);
+  EXPECT_EQ(t.find(7), nullptr);
+  for (std::uint32_t i = 0; i < 20000; ++i) {
+    const folio::replica_id id = i % 5 == 0 ? i / 5 : i == 7 ? UINT64_MAX : rng() >> (i % 60);  // small ids (0 among them) repeat
+    const auto [value, added] = t.try_emplace(id, i);
+    const auto [it, m_added] = m.try_emplace(id, i);
+    ASSERT_EQ(added, m_added) << id;
+    ASSERT_EQ(*value, it->second) << id;
+  }
+  EXPECT_EQ(t.size(), m.size());
+  for (const auto& [id, v] : m) {
+    ASSERT_NE(t.find(id), nullptr) << id;
+    EXPECT_EQ(*t.find(id), v) << id;
+  }
+  std::size_t absent = 0;
+  for (int i = 0; i < 1000; ++i)
+    if (const folio::replica_id id = rng(); !m.count(id)) {
+      EXPECT_EQ(t.find(id), nullptr) << id;
+      ++absent;
+    }
+  EXPECT_GT(absent, 990u);
+  *t.find(0) = 99;  // a value is changed in place
+  EXPECT_EQ(*t.find(0), 99u);
 }
 
 }  // namespace

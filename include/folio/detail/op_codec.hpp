@@ -33,13 +33,12 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "../error.hpp"
 #include "../id.hpp"
-#include "hash.hpp"
+#include "id_table.hpp"
 #include "small_vector.hpp"
 #include "varint.hpp"
 
@@ -54,17 +53,22 @@ class replica_table_writer {
   /// by the reader). Returns its index.
   std::size_t add(replica_id id) {
     if (id == last_id_ && !ids_.empty()) return last_index_;
-    const auto [it, added] = index_.try_emplace(id, ids_.size());
+    const auto [index, added] = index_.try_emplace(id, ids_.size());
     if (added) ids_.push_back(id);
-    last_id_ = id, last_index_ = it->second;
-    return it->second;
+    last_id_ = id, last_index_ = *index;
+    return *index;
   }
   /// Adds a replica that a reference names; 0 (the document start, the root object) is no replica.
   void add_reference(replica_id id) {
     if (id != 0) add(id);
   }
   /// Index of a replica added before.
-  std::size_t index(replica_id id) const { return id == last_id_ && !ids_.empty() ? last_index_ : index_.at(id); }
+  std::size_t index(replica_id id) const {
+    if (id == last_id_ && !ids_.empty()) return last_index_;
+    const std::size_t* i = index_.find(id);
+    if (!i) fail("folio.internal", "replica " + std::to_string(id) + " was not added to the table");
+    return *i;
+  }
   /// A reference's replica: 0 for none (replica 0), else index + 1.
   std::size_t ref_index(replica_id id) const { return id == 0 ? 0 : index(id) + 1; }
   std::size_t size() const noexcept { return ids_.size(); }
@@ -76,7 +80,7 @@ class replica_table_writer {
 
  private:
   std::vector<replica_id> ids_;
-  std::unordered_map<replica_id, std::size_t, id_hash> index_;
+  id_table<std::size_t> index_;
   replica_id last_id_ = 0;  ///< the last id added or found, and its index (runs of one replica's ops)
   std::size_t last_index_ = 0;
 };

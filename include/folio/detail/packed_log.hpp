@@ -14,11 +14,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "../error.hpp"
 #include "../id.hpp"
-#include "hash.hpp"
+#include "id_table.hpp"
 #include "tree_op.hpp"
 #include "varint.hpp"
 
@@ -26,8 +25,12 @@ namespace folio::detail {
 
 /// A document's replica indices by id, as put_tree_payload asks for them.
 struct packed_replicas {
-  const std::unordered_map<replica_id, std::uint32_t, id_hash>& index_of;
-  std::size_t index(replica_id id) const { return index_of.at(id); }
+  const id_table<std::uint32_t>& index_of;
+  std::size_t index(replica_id id) const {
+    const std::uint32_t* i = index_of.find(id);
+    if (!i) fail("folio.internal", "replica " + std::to_string(id) + " is not in the document's table");
+    return *i;
+  }
   std::size_t ref_index(replica_id id) const { return id == 0 ? 0 : index(id) + 1; }
 };
 

@@ -30,7 +30,6 @@
 #include <deque>
 #include <iterator>
 #include <map>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -41,6 +40,7 @@
 #include "../ops.hpp"
 #include "../version.hpp"
 #include "hash.hpp"
+#include "id_table.hpp"
 
 namespace folio::detail {
 
@@ -77,8 +77,7 @@ class batch_order {
     for (std::size_t i = 0; i < used_; ++i)
       if (few_[i].replica == r) return few_[i].end;
     if (used_ < few_.size()) return few_[used_++] = {r, unseen}, few_[used_ - 1].end;
-    if (!many_) many_.emplace();
-    return many_->try_emplace(r, unseen).first->second;
+    return *many_.try_emplace(r, unseen).first;
   }
   struct entry {  // trivial, so that few_ is not zeroed for every batch (std::pair would be)
     replica_id replica;
@@ -87,7 +86,7 @@ class batch_order {
   std::array<entry, 4> few_;  ///< the first used_ are set
 
   std::size_t used_ = 0;
-  std::optional<std::unordered_map<replica_id, std::uint64_t, id_hash>> many_;  ///< per replica: one past the last seq listed (made when needed)
+  id_table<std::uint64_t> many_;  ///< per replica: one past the last seq listed (allocates when first used)
 };
 
 /// Refuses an op whose id (replica, seq) is integrated with another `what` (same_as_integrated of
@@ -165,7 +164,7 @@ class replica_core {
   std::uint32_t replica_index(replica_id id) {
     if (const std::uint32_t known = find_replica(id); known != no_replica) return known;
     const auto index = static_cast<std::uint32_t>(reps_.size());
-    rep_index_.emplace(id, index);
+    rep_index_.try_emplace(id, index);
     reps_.emplace_back();
     reps_.back().id = id;
     return index;
@@ -174,10 +173,10 @@ class replica_core {
   /// client's batches looks up the same replica again and again.
   std::uint32_t find_replica(replica_id id) const {
     if (id == last_found_.first && last_found_.first != 0) return last_found_.second;
-    auto it = rep_index_.find(id);
-    if (it == rep_index_.end()) return no_replica;
-    last_found_ = {id, it->second};
-    return it->second;
+    const std::uint32_t* index = rep_index_.find(id);
+    if (!index) return no_replica;
+    last_found_ = {id, *index};
+    return *index;
   }
   /// True if op `id` is integrated.
   bool integrated(const op_id& id) const {
@@ -273,12 +272,11 @@ class replica_core {
 
   /// Heap bytes of the table (states counted by capacity; their own heap blocks are the engine's).
   std::size_t table_memory_usage() const noexcept {
-    return reps_.capacity() * sizeof(State) + rep_index_.size() * (sizeof(std::pair<replica_id, std::uint32_t>) + 2 * sizeof(void*)) +
-           rep_index_.bucket_count() * sizeof(void*);
+    return reps_.capacity() * sizeof(State) + rep_index_.memory_usage();
   }
 
   std::vector<State> reps_;  ///< index 0 is this replica
-  std::unordered_map<replica_id, std::uint32_t, id_hash> rep_index_;
+  id_table<std::uint32_t> rep_index_;
   mutable std::pair<replica_id, std::uint32_t> last_found_{0, 0};  ///< find_replica's last answer (replica 0: none); replicas are never removed
   std::vector<Parked> parked_;       ///< ops held for a missing dependency, in the order they came
   mutable version_vector version_;   ///< rebuilt from reps_ when dirty

@@ -56,6 +56,7 @@
 #include "../ops.hpp"
 #include "../version.hpp"
 #include "hash.hpp"
+#include "id_table.hpp"
 #include "or_map.hpp"
 #include "packed_log.hpp"
 #include "replica_core.hpp"
@@ -307,7 +308,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       if (o.seq->kids) bytes += o.seq->kids->memory_usage();
       if (o.seq->chars) bytes += o.seq->chars->memory_usage();
       for (const auto& [rep, segs] : o.seq->xlate) bytes += 48 + segs.capacity() * sizeof(seg);
-      if (o.seq->xlate_index) bytes += o.seq->xlate_index->size() * 32 + o.seq->xlate_index->bucket_count() * sizeof(void*);
+      if (o.seq->xlate_index) bytes += sizeof(id_table<std::uint32_t>) + o.seq->xlate_index->memory_usage();
     }
     return bytes;
   }
@@ -325,7 +326,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     /// Position in `xlate` by replica, once more than `xlate_scan` replicas edited the object (a scan
     /// per op of one that many peers edit would be quadratic: 40,000 authors of one text took 127 ms
     /// against 3 ms for 5,000).
-    std::unique_ptr<std::unordered_map<replica_id, std::uint32_t, id_hash>> xlate_index;
+    std::unique_ptr<id_table<std::uint32_t>> xlate_index;
   };
   static constexpr std::uint32_t no_entry = UINT32_MAX;
   struct object {
@@ -351,7 +352,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   };
   /// The item key (Lamport value, replica, seq) of integrated op `id`: what names a map entry. O(log n).
   item_key key_of(const op_id& id) const {
-    const replica_state& r = reps_[rep_index_.find(id.replica)->second];
+    const replica_state& r = reps_[*rep_index_.find(id.replica)];
     const logged& e = log_[*entry_holding(r.log_pos, id.seq, log_)];
     return {e.lamport + (id.seq - e.seq), id.replica, id.seq};
   }
@@ -476,8 +477,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   static const std::vector<seg>* segs_of(const object& o, replica_id r) {
     const seq_state& st = *o.seq;
     if (st.xlate_index) {
-      auto it = st.xlate_index->find(r);
-      return it == st.xlate_index->end() ? nullptr : &st.xlate[it->second].second;
+      const std::uint32_t* i = st.xlate_index->find(r);
+      return i ? &st.xlate[*i].second : nullptr;
     }
     for (const auto& [rep, v] : st.xlate)
       if (rep == r) return &v;
@@ -489,10 +490,10 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     if (!found) {
       found = &st.xlate.emplace_back(r, std::vector<seg>{}).second;
       if (st.xlate_index) {
-        st.xlate_index->emplace(r, static_cast<std::uint32_t>(st.xlate.size() - 1));
+        st.xlate_index->try_emplace(r, static_cast<std::uint32_t>(st.xlate.size() - 1));
       } else if (st.xlate.size() > xlate_scan) {
-        st.xlate_index = std::make_unique<std::unordered_map<replica_id, std::uint32_t, id_hash>>();
-        for (std::uint32_t i = 0; i < st.xlate.size(); ++i) st.xlate_index->emplace(st.xlate[i].first, i);
+        st.xlate_index = std::make_unique<id_table<std::uint32_t>>();
+        for (std::uint32_t i = 0; i < st.xlate.size(); ++i) st.xlate_index->try_emplace(st.xlate[i].first, i);
       }
     }
     std::vector<seg>& v = *found;
