@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -34,12 +35,21 @@ annotation_scope scope_of(context& c) {
   return {c.who.tenant, std::move(org), std::move(doc)};
 }
 
+/// `ids` without repeats, each at its first place. The ids are looked up in place (no copy of any).
 std::vector<std::string> distinct(std::vector<std::string> ids) {
-  std::unordered_set<std::string> seen;
-  std::vector<std::string> out;
-  for (std::string& id : ids)
-    if (seen.insert(id).second) out.push_back(std::move(id));
-  return out;
+  std::vector<char> first(ids.size());
+  {
+    std::unordered_set<std::string_view> seen(2 * ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) first[i] = seen.insert(ids[i]).second;
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (first[i]) {
+      if (kept != i) ids[kept] = std::move(ids[i]);
+      ++kept;
+    }
+  ids.resize(kept);
+  return ids;
 }
 
 /// One entry of a per-item result map.
