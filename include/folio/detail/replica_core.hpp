@@ -29,9 +29,7 @@
 #include <cstdint>
 #include <deque>
 #include <iterator>
-#include <map>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -233,8 +231,15 @@ class replica_core {
   void release_parked(Retry&& retry) {
     std::deque<Parked> ready(std::make_move_iterator(parked_.begin()), std::make_move_iterator(parked_.end()));
     parked_.clear();
-    // Per awaited replica, by the seq awaited: (arrival order, op).
-    std::unordered_map<replica_id, std::multimap<std::uint32_t, std::pair<std::size_t, Parked>>, id_hash> waiting;
+    // Per awaited replica, a min-heap by (seq awaited, arrival order): the ops that wait for it.
+    struct waiter {
+      std::uint32_t seq;
+      std::size_t arrival;
+      Parked p;
+    };
+    const auto later = [](const waiter& a, const waiter& b) { return a.seq != b.seq ? a.seq > b.seq : a.arrival > b.arrival; };
+    id_table<std::uint32_t> heap_of;  // awaited replica -> its heap in `heaps`
+    std::vector<std::vector<waiter>> heaps;
     std::size_t arrival = 0;
     while (!ready.empty()) {
       Parked p = std::move(ready.front());
@@ -245,17 +250,23 @@ class replica_core {
           Parked q = std::move(parked_.back());
           parked_.pop_back();
           const op_id awaits = q.awaits;
-          waiting[awaits.replica].emplace(awaits.seq, std::pair<std::size_t, Parked>(arrival++, std::move(q)));
+          const auto [at, added] = heap_of.try_emplace(awaits.replica, static_cast<std::uint32_t>(heaps.size()));
+          if (added) heaps.emplace_back();
+          std::vector<waiter>& h = heaps[*at];
+          h.push_back(waiter{awaits.seq, arrival++, std::move(q)});
+          std::push_heap(h.begin(), h.end(), later);
           break;
         }
         case outcome::done: {
-          const auto w = waiting.find(author);
-          if (w == waiting.end()) break;
-          auto& by_seq = w->second;
-          const auto end = by_seq.lower_bound(reps_[find_replica(author)].next_seq);
-          for (auto it = by_seq.begin(); it != end; ++it) ready.push_back(std::move(it->second.second));
-          by_seq.erase(by_seq.begin(), end);
-          if (by_seq.empty()) waiting.erase(w);
+          const std::uint32_t* at = heap_of.find(author);
+          if (!at) break;
+          std::vector<waiter>& h = heaps[*at];
+          const std::uint32_t next = reps_[find_replica(author)].next_seq;
+          while (!h.empty() && h.front().seq < next) {
+            std::pop_heap(h.begin(), h.end(), later);
+            ready.push_back(std::move(h.back().p));
+            h.pop_back();
+          }
           break;
         }
         case outcome::invalid:
@@ -263,11 +274,11 @@ class replica_core {
           break;
       }
     }
-    std::vector<std::pair<std::size_t, Parked>> left;
-    for (auto& [r, by_seq] : waiting)
-      for (auto& [s, e] : by_seq) left.push_back(std::move(e));
-    std::sort(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& e : left) parked_.push_back(std::move(e.second));
+    std::vector<waiter> left;
+    for (std::vector<waiter>& h : heaps)
+      for (waiter& w : h) left.push_back(std::move(w));
+    std::sort(left.begin(), left.end(), [](const waiter& a, const waiter& b) { return a.arrival < b.arrival; });
+    for (waiter& w : left) parked_.push_back(std::move(w.p));
   }
 
   /// Heap bytes of the table (states counted by capacity; their own heap blocks are the engine's).
