@@ -181,7 +181,7 @@ constexpr const char* thread_order = " ORDER BY a.created_at, a.annotation_id, a
 #define FOLIO_AID_OF(N) "(SELECT aid FROM annotations WHERE tenant=?1 AND org=?2 AND doc=?3 AND annotation_id=?" #N ")"
 
 /// Walks a thread scan's rows (grouped by annotation, comments in order): begin at each new annotation.
-/// Returns whether there was a row.
+/// Returns false when the visitor stopped it (begin answered false), true at the end of the rows.
 bool visit_threads(query& q, const thread_visitor& v) {
   annotation_head h;
   bool any = false;
@@ -190,11 +190,11 @@ bool visit_threads(query& q, const thread_visitor& v) {
     if (!any || id != h.id) {
       any = true;
       h.id.assign(id), h.created_at.assign(q.text_view(1)), h.body.assign(q.text_view(2));  // into the capacity h has
-      if (!v.begin(h)) return true;
+      if (!v.begin(h)) return false;
     }
     if (!q.is_null(3)) v.comment(q.text_view(3));
   }
-  return any;
+  return true;
 }
 
 }  // namespace
@@ -203,13 +203,14 @@ void scan_threads(database& db, const annotation_scope& s, const annotation_filt
   // One join: the annotations in the filter's index, each one's comments by its key, in order with no
   // sort where the index gives the order (the visitor stops the scan). With a limit, the page's last
   // annotation is found first (the filter's index alone; one statement, in the caller's read
-  // transaction): the join is then bounded by it, so where the rows must be sorted (ids, or several
-  // ids in one list) they are at most a page's. Cutting the annotations in a subquery instead and
-  // joining that made SQLite sort every row of the page, comments and bodies, into a temporary B-tree.
+  // transaction) and the join is bounded by it, so that a plan which sorts sorts at most a page's
+  // rows. Cutting the annotations in a subquery instead and joining that made SQLite sort every row of
+  // the page, comments and bodies, into a temporary B-tree. With annotation ids the ids bound the rows
+  // already (at most 1,000 annotations), and the bound's own query could walk the whole document.
   annotation_filter bounded = f;
   bounded.limit = -1;
-  if (f.limit >= 0) {
-    if (f.limit == 0) return;
+  if (f.limit == 0) return;
+  if (f.limit > 0 && f.ids.empty()) {
     const where_clause w = conditions(bounded);
     query last = db.prepare("SELECT created_at, annotation_id FROM annotations WHERE tenant=? AND org=? AND doc=?" + w.text + order_by(db, bounded) +
                             " LIMIT 1 OFFSET ?");
@@ -234,37 +235,32 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
   annotation_filter others = f;
   others.ids.clear();
   const where_clause w = conditions(others, "a");
-  // The requested ids as rows (their place, their id), each joined to its annotation: its state is 1
-  // when there is none, 0 when it passes the other filters, 2 when it fails them. Only an annotation
-  // that passes brings its head and its comments (the join's key is NULL otherwise: no seek). VALUES
-  // names its columns column1, column2 in both dialects.
-  std::string text =
-      "SELECT x.n, x.state, x.annotation_id, CASE WHEN x.state = 0 THEN x.created_at END, CASE WHEN x.state = 0 THEN x.body END, c.body FROM "
-      "(SELECT r.column1 AS n, a.aid, a.annotation_id, a.created_at, a.body, CASE WHEN a.aid IS NULL THEN 1 WHEN 1=1" +
-      w.text + " THEN 0 ELSE 2 END AS state FROM (VALUES ";
+  // First, in one statement, what each requested id is, in request order: the requested ids as rows
+  // (their place, their id), each joined to its annotation (by annotations_by_id): 1 when there is
+  // none, 0 with its key when it passes the other filters, 2 when it fails them. VALUES names its
+  // columns column1, column2 in both dialects. Rows of two integers: held whole (at most 1,000).
+  std::string text = "SELECT CASE WHEN a.aid IS NULL THEN 1 WHEN 1=1" + w.text + " THEN 0 ELSE 2 END, a.aid FROM (VALUES ";
   for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? ",(" : "(") + std::to_string(i) + ",?)";
-  text += ") r LEFT JOIN annotations a ON a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id = r.column2) x"
-          " LEFT JOIN annotation_comments c ON c.aid = CASE WHEN x.state = 0 THEN x.aid END ORDER BY x.n, c.position";
-  query q = db.prepare(text);
-  q.one_row_at_a_time();
-  int i = 1;
-  for (const std::string& value : w.values) q.bind(i++, value);
-  for (const std::string& id : ids) q.bind(i++, id);
-  bind_scope(q, s, i);
-  std::int64_t place = -1;
-  annotation_head h;
-  bool taking = false;
-  while (q.step()) {
-    if (q.integer(0) != place) {  // the next requested id
-      place = q.integer(0);
-      const std::int64_t state = q.integer(1);
-      if (state == 1) missing();
-      if ((taking = state == 0)) {
-        h.id.assign(q.text_view(2)), h.created_at.assign(q.text_view(3)), h.body.assign(q.text_view(4));
-        if (!v.begin(h)) return;
-      }
-    }
-    if (taking && !q.is_null(5)) v.comment(q.text_view(5));
+  text += ") r LEFT JOIN annotations a ON a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id = r.column2 ORDER BY r.column1";
+  std::vector<std::pair<std::int64_t, std::int64_t>> found;  // (state, aid) per requested id
+  found.reserve(ids.size());
+  {
+    query q = db.prepare(text);
+    int i = 1;
+    for (const std::string& value : w.values) q.bind(i++, value);
+    for (const std::string& id : ids) q.bind(i++, id);
+    bind_scope(q, s, i);
+    while (q.step()) found.emplace_back(q.integer(0), q.integer(1));
+  }
+  // Then each passing thread by its key: the row, then its comments in order (no sort), streamed.
+  static const std::string thread_by_key = std::string(thread_columns) + "annotations a" + thread_join + " WHERE a.aid = ? ORDER BY c.position";
+  for (const auto& [state, aid] : found) {
+    if (state == 1) missing();
+    if (state != 0) continue;
+    query q = db.sql(thread_by_key.c_str());
+    q.one_row_at_a_time();
+    q.bind(1, aid);
+    if (!visit_threads(q, v)) return;
   }
 }
 

@@ -79,14 +79,16 @@ struct thread_visitor {
 };
 
 /// The matching annotations with their comments, oldest first, ties by id (f.limit: at most that many
-/// annotations; then two statements, for a consistent answer call it inside a read transaction). One
-/// row (an annotation's head, or one comment) in memory at a time where the filter's index gives the
-/// order (no list with several ids, no annotation ids); otherwise SQLite sorts the rows first (with a
-/// limit, at most that many annotations' rows).
+/// annotations; then two statements, so call it inside a read transaction for one snapshot). One row
+/// (an annotation's head, or one comment) in memory at a time where the plan walks an index in the
+/// order asked; where it cannot (annotation ids, or a plan that sorts), SQLite sorts the rows first,
+/// at most a page's (with a limit) or the listed ids' (at most 1,000 annotations).
 void scan_threads(database& db, const annotation_scope& s, const annotation_filter& f, const thread_visitor& v);
-/// The annotations `ids` (distinct) in that order, with their comments as scan_threads gives them,
-/// in one statement: `missing()` in the place of an id the document does not have; an annotation that
-/// fails the rest of `f` (its ids aside) is left out.
+/// The annotations `ids` (distinct, at most 1,000) in that order, with their comments as scan_threads
+/// gives them: `missing()` in the place of an id the document does not have; an annotation that fails
+/// the rest of `f` (its ids aside) is left out. One statement finds what each id is (an integer pair
+/// per id, held), then one per passing thread reads it by its key, streamed with no sort; for one
+/// snapshot, call it inside a read transaction.
 void scan_listed_threads(database& db, const annotation_scope& s, const std::vector<std::string>& ids, const annotation_filter& f,
                          const thread_visitor& v, const std::function<void()>& missing);
 /// Which of `ids` exist in the document, each with whether it passes the rest of `f` (its ids aside),
