@@ -12,9 +12,11 @@ namespace {
 // annotations_by_id is only ever searched with all four columns equal, so the id comes first: it
 // tells entries apart at the first column compared, where the document's columns are the same in
 // most entries a seek passes (30% off a hundred lookups by id). Positions are renumbered 1, 2, ...
-// in each thread in the order they had (ties, which no build wrote, by comment id). An annotation's
-// aid is never seen outside the database, and a deleted annotation's comments go in its
-// transaction: an aid SQLite hands out again has no comments.
+// in each thread in the order they had (ties, which no build wrote, by comment id); a comment
+// without its annotation (none a build wrote) is not copied. An annotation's aid is never seen
+// outside the database and never handed out again (SQLite: AUTOINCREMENT; PostgreSQL: an identity),
+// so comments left behind by hand can never become another annotation's; every delete also removes
+// the annotation's comments in its transaction.
 #define FOLIO_SCHEMA_8_COPY \
   "INSERT INTO annotations_8 (tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, next_comment_id)\n" \
   "  SELECT tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, next_comment_id FROM annotations\n" \
@@ -37,7 +39,7 @@ namespace {
   "  location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,\n" \
   "  status_id TEXT NOT NULL DEFAULT 'OPEN', last_updated TEXT NOT NULL DEFAULT '',"
 constexpr const char* schema_8 =
-    "CREATE TABLE annotations_8 (\n  aid INTEGER PRIMARY KEY,\n" FOLIO_SCHEMA_8_COLUMNS " next_comment_id INTEGER NOT NULL DEFAULT 1);\n"
+    "CREATE TABLE annotations_8 (\n  aid INTEGER PRIMARY KEY AUTOINCREMENT,\n" FOLIO_SCHEMA_8_COLUMNS " next_comment_id INTEGER NOT NULL DEFAULT 1);\n"
     "CREATE TABLE annotation_comments_8 (\n"
     "  aid INTEGER NOT NULL, position INTEGER NOT NULL, comment_id INTEGER NOT NULL, body TEXT NOT NULL,\n"
     "  PRIMARY KEY (aid, position)) WITHOUT ROWID;\n" FOLIO_SCHEMA_8_COPY;
@@ -226,7 +228,12 @@ void scan_threads(database& db, const annotation_scope& s, const annotation_filt
   q.one_row_at_a_time();  // PostgreSQL: a document's threads are never held whole
   int i = bind_scope(q, s);
   for (const std::string& value : w.values) q.bind(i++, value);
-  visit_threads(q, v);
+  if (f.limit < 0) {
+    visit_threads(q, v);
+    return;
+  }
+  std::int64_t taken = 0;  // the limit itself (with ids nothing bounds the rows at the page's end)
+  visit_threads(q, {[&](const annotation_head& h) { return taken++ < f.limit && v.begin(h); }, v.comment});
 }
 
 void scan_listed_threads(database& db, const annotation_scope& s, const std::vector<std::string>& ids, const annotation_filter& f,

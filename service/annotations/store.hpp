@@ -8,8 +8,8 @@
 // that fits the filter, joined to each one's comments by aid (scan_threads, scan_listed_threads). Every
 // statement finds annotations by (tenant, org, doc) first, and comments only through an annotation so
 // found (by aid): no query can reach another tenant's or another document's annotations or comments.
-// An annotation's comments are deleted in the transaction that deletes it, so an aid SQLite hands out
-// again (the rowid after the largest) never finds comments.
+// An annotation's comments are deleted in the transaction that deletes it, and an aid is never
+// handed out twice (SQLite: AUTOINCREMENT), so no annotation can find comments that were another's.
 // Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
 // a page boundary never moves under concurrent inserts, updates or deletes.
 // This module owns both tables and their migrations (annotation_migrations).

@@ -2,6 +2,7 @@
 // rules, bodies stored by earlier builds, comment ids) and its model (timestamps, ids, stored bodies).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <tuple>
@@ -180,6 +181,51 @@ TEST_F(fixture, ListedThreadsComeInRequestOrderEachWithItsOwnComments) {
   seen.clear();
   svc::scan_listed_threads(db, {s.tenant, "o", "other"}, {"a"}, {}, v, [&] { seen += " null"; });  // another document's "a"
   EXPECT_EQ(seen, " null");
+}
+
+// Pages (scan_threads with a limit): the page's last annotation bounds the join, so a page holds
+// exactly `limit` threads (or what is left), in (createdAt, annotationId) order across ties of
+// createdAt, each with its own comments, and the next page starts after it; with annotation ids as
+// well (their rows bounded by the ids instead).
+TEST_F(fixture, PagesHoldTheirLimitInOrderAcrossTiesOfCreatedAt) {
+  const svc::annotation_scope s{key.substr(3, 16), "o", "d"};
+  std::vector<std::string> expected;
+  db.write([&] {
+    for (int i = 0; i < 23; ++i) {
+      const std::string id = "a" + std::to_string((i * 7) % 23), at = "2025-01-0" + std::to_string(1 + i % 3) + "T00:00:00.000Z";
+      ASSERT_TRUE(svc::insert_annotation(db, s, {id, i % 2 ? "L1" : "L2", "u", "OPEN", at, at, "{}", 1}));
+      ASSERT_TRUE(svc::insert_comment(db, s, id, 1, id + "/1"));
+      ASSERT_TRUE(svc::insert_comment(db, s, id, 2, id + "/2"));
+    }
+  });
+  for (const bool with_ids : {false, true}) {
+    svc::annotation_filter all;
+    if (with_ids)
+      for (int i = 22; i >= 0; --i) all.ids.push_back("a" + std::to_string(i));
+    std::vector<std::pair<std::string, std::string>> heads;  // (createdAt, id) of every annotation, as a scan gives them
+    svc::scan_threads(db, s, all, {[&](const svc::annotation_head& h) { return heads.emplace_back(h.created_at, h.id), true; }, [](std::string_view) {}});
+    ASSERT_EQ(heads.size(), 23u);
+    ASSERT_TRUE(std::is_sorted(heads.begin(), heads.end()));
+    for (const std::int64_t limit : {1, 4, 7, 23, 30}) {
+      svc::annotation_filter f = all;
+      f.limit = limit;
+      std::vector<std::pair<std::string, std::string>> walked;
+      for (int page = 0; page < 30; ++page) {
+        std::vector<std::pair<std::string, std::string>> got;
+        std::string comments;
+        svc::scan_threads(db, s, f, {[&](const svc::annotation_head& h) { return got.emplace_back(h.created_at, h.id), true; },
+                                     [&](std::string_view c) { comments += std::string(c) + ";"; }});
+        ASSERT_LE(got.size(), static_cast<std::size_t>(limit)) << limit;
+        std::string want;
+        for (const auto& h : got) want += h.second + "/1;" + h.second + "/2;";
+        EXPECT_EQ(comments, want) << limit;
+        walked.insert(walked.end(), got.begin(), got.end());
+        if (got.size() < static_cast<std::size_t>(limit)) break;
+        f.after = got.back();
+      }
+      EXPECT_EQ(walked, heads) << "limit " << limit << (with_ids ? " with ids" : "");
+    }
+  }
 }
 
 }  // namespace

@@ -511,10 +511,10 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
       old.sql("INSERT INTO crdt_log (tenant, org, doc, editor, seq, batch) VALUES ('t', 'o', 'd', 'e', 0, ?)").bind_blob(1, first).step();
       // A thread whose comments are listed in another order than their ids (schema 3's positions).
       old.sql("INSERT INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, "
-              "next_comment_id) VALUES ('t', 'o', 'd', 'a', 'l', 'u', '2026-01-01T00:00:00.000Z', '{}', 'OPEN', '2026-01-01T00:00:00.000Z', 3)")
+              "next_comment_id) VALUES ('t', 'o', 'd', 'a', 'l', 'u', '2026-01-01T00:00:00.000Z', '{}', 'OPEN', '2026-01-01T00:00:00.000Z', 4)")
           .step();
       old.sql("INSERT INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) VALUES "
-              "('t', 'o', 'd', 'a', 1, '{\"commentId\":1}', 2), ('t', 'o', 'd', 'a', 2, '{\"commentId\":2}', 1)")
+              "('t', 'o', 'd', 'a', 3, '{\"commentId\":3}', 2), ('t', 'o', 'd', 'a', 1, '{\"commentId\":1}', 2), ('t', 'o', 'd', 'a', 2, '{\"commentId\":2}', 1)")
           .step();
       // The same annotation id in another document, and in another tenant's: their own threads.
       old.sql("INSERT INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, "
@@ -550,17 +550,17 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   EXPECT_EQ(svc::fold_log(*row, log).text(), "Hallo world! 😀 bis morgen");
   // The thread keeps its order through the migrations, and its comment ids stay unique in it.
   const svc::annotation_scope s{"t", "o", "d"};
-  EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1}));
+  EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1, 3}));  // 8: a tie of positions (no build wrote one) by comment id
   db.write([&] {
     EXPECT_FALSE(svc::insert_comment(db, s, "a", 1, R"({"commentId":1,"again":true})"));
     EXPECT_TRUE(svc::insert_comment(db, s, "a", 5, R"({"commentId":5})"));
   });
-  EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1, 5}));
+  EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1, 3, 5}));
   EXPECT_EQ(svc::load_comment(db, s, "a", 1), std::optional<std::string>(R"({"commentId":1})"));
   std::string thread;
   svc::scan_listed_threads(db, s, {"a"}, {}, {[](const svc::annotation_head&) { return true; }, [&](std::string_view c) { thread += std::string(c) + ';'; }},
                            [] { ADD_FAILURE() << "a is there"; });
-  EXPECT_EQ(thread, R"({"commentId":2};{"commentId":1};{"commentId":5};)");
+  EXPECT_EQ(thread, R"({"commentId":2};{"commentId":1};{"commentId":3};{"commentId":5};)");
   // 8: comments keyed by their annotation's integer key: each thread kept its own.
   for (const auto& [scope, body] : {std::pair<svc::annotation_scope, std::string>{{"t", "o", "d2"}, R"({"in":"d2"})"},
                                     std::pair<svc::annotation_scope, std::string>{{"t2", "o", "d"}, R"({"in":"t2"})"}}) {
@@ -572,6 +572,11 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   svc::query left = db.sql("SELECT count(*) FROM annotation_comments");
   ASSERT_TRUE(left.step());
   EXPECT_EQ(left.integer(0), 2);  // the deleted thread's comments went with it
+  if (db.kind() == svc::dialect::sqlite) {  // the copy's keys are counted: none is handed out again (AUTOINCREMENT)
+    svc::query seq = db.sql("SELECT seq FROM sqlite_sequence WHERE name = 'annotations'");
+    ASSERT_TRUE(seq.step());
+    EXPECT_EQ(seq.integer(0), 3);
+  }
 }
 
 // The query planner's statistics (database::tend_statistics): a query that two indexes fit, on a
