@@ -69,7 +69,7 @@ void xml_pugixml_parse(benchmark::State& st) {
 }
 
 void xml_markup_parse(benchmark::State& st) {
-  folio::bench::time_build<folio::markup::fragment>(st, [&](std::optional<folio::markup::fragment>& f) {
+  folio::bench::time_build<folio::markup::flat_fragment>(st, [&](std::optional<folio::markup::flat_fragment>& f) {
     if (!folio::markup::parse(after(), f.emplace())) st.SkipWithError("parse failed");
   });
 }

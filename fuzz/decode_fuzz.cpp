@@ -127,6 +127,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!folio::markup::parse(bytes, f)) break;
         const std::string canonical = folio::markup::serialize(f);
         if (!folio::markup::parse(canonical, again) || again != f || folio::markup::serialize(again) != canonical) __builtin_trap();
+        // The flat layout (what the CRDT tree diffs against): the same canonical form, lists after their
+        // owners and within bounds, the same nodes both ways.
+        folio::markup::flat_fragment flat;
+        if (!folio::markup::parse(bytes, flat) || folio::markup::serialize(flat) != canonical) __builtin_trap();
+        for (folio::markup::flat_fragment::index i = 0; i < flat.node_count(); ++i) {
+          const auto& n = flat.at(i);
+          if (n.type == folio::markup::node::kind::element &&
+              ((n.children.count && n.children.first <= i) || n.children.end() > flat.node_count() || n.attrs.end() > flat.attr_count()))
+            __builtin_trap();
+        }
+        if (folio::markup::flat_fragment::from(f).to_fragment() != f) __builtin_trap();
         break;
       }
       case 7:

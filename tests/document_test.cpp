@@ -597,7 +597,7 @@ TEST(Document, ALongInsertResentAsOneOpPerUnitIsADuplicateAndOneChangedUnitIsRef
   // Each unit is compared with the one logged op that holds it (unpacked once for the batch, not once
   // per unit: a 4 MiB batch of such ops would otherwise take minutes).
   folio::detail::tree_doc a(folio::detail::tree_shape::xml, 1);
-  folio::markup::fragment f;
+  folio::markup::flat_fragment f;
   ASSERT_TRUE(folio::markup::parse("<p>" + std::string(2000, 'x') + "</p><q>" + std::string(2000, 'y') + "</q>", f));
   a.replace_xml(f);
   folio::detail::tree_batch split;

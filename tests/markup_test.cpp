@@ -69,6 +69,49 @@ TEST(Markup, CorpusRoundTripsThroughCanonicalForm) {
   }
 }
 
+// parse() builds a flat_fragment: every list a run of nodes placed after its owner, attributes ordered
+// by name, text and CDATA merged into one node, an empty CDATA section no node at all. `fragment`
+// converts both ways.
+TEST(Markup, TheFlatLayoutKeepsItsInvariants) {
+  using folio::markup::flat_fragment;
+  flat_fragment f;
+  ASSERT_TRUE(folio::markup::parse(R"(lead<![CDATA[]]><p z="1" a="2">x<![CDATA[<y>]]><![CDATA[]]>&amp;<b/></p><![CDATA[]]><q><![CDATA[]]></q>)", f));
+  ASSERT_EQ(f.top().count, 3u);  // "lead", <p>, <q>: the empty CDATA sections make no node
+  EXPECT_EQ(f.node_count(), 5u);  // and <p>'s "x<y>&", <b>; <q> has no children
+  for (flat_fragment::index i = 0; i < f.node_count(); ++i) {
+    const auto& n = f.at(i);
+    if (n.type != node::kind::element) continue;
+    if (n.children.count) {
+      EXPECT_GT(n.children.first, i) << "a list is placed after its owner";
+    }
+    EXPECT_LE(n.children.end(), f.node_count());
+    for (auto a = n.attrs.first; a + 1 < n.attrs.end(); ++a) EXPECT_LT(f.str(f.attr_at(a).name), f.str(f.attr_at(a + 1).name));
+  }
+  const auto& p = f.at(f.top().first + 1);
+  ASSERT_EQ(p.children.count, 2u);
+  EXPECT_EQ(f.str(f.at(p.children.first)), "x<y>&");
+  EXPECT_EQ(f.str(f.attr_at(p.attrs.first).name), "a");
+  EXPECT_EQ(f.at(f.top().first + 2).children.count, 0u);
+  EXPECT_EQ(folio::markup::serialize(f), R"(lead<p a="2" z="1">x&lt;y&gt;&amp;<b/></p><q/>)");
+  EXPECT_EQ(folio::markup::serialize(flat_fragment::from(f.to_fragment())), folio::markup::serialize(f));
+  flat_fragment only_empty;
+  ASSERT_TRUE(folio::markup::parse("<![CDATA[]]><![CDATA[]]>", only_empty));
+  EXPECT_TRUE(only_empty.empty());
+  EXPECT_EQ(only_empty.node_count(), 0u);
+}
+
+// A fragment built by hand may list attributes in any order and a name twice: flat_fragment::from
+// orders them and keeps the last of a name (what setting them in turn leaves), as serialize() does.
+TEST(Markup, AFragmentBuiltByHandIsOrderedAndKeepsTheLastOfAName) {
+  const folio::markup::fragment f{node::make_element("a", {{"z", "1"}, {"b", "2"}, {"z", "3"}}, {node::make_text("x"), node::make_text(""), node::make_text("y")})};
+  const auto flat = folio::markup::flat_fragment::from(f);
+  EXPECT_EQ(folio::markup::serialize(flat), R"(<a b="2" z="3">xy</a>)");
+  const auto& a = flat.at(flat.top().first);
+  EXPECT_EQ(a.attrs.count, 2u);
+  EXPECT_EQ(a.children.count, 3u);  // adjacent and empty text nodes stay as they are (the CRDT tree's can be)
+  EXPECT_EQ(flat.to_fragment()[0].children, f[0].children);
+}
+
 TEST(Markup, NestingUpToTheLimitIsAccepted) {
   std::string s;
   for (int i = 0; i < 256; ++i) s += "<d>";

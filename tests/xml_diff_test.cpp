@@ -21,9 +21,10 @@ fragment parsed(std::string_view s) {
 
 // diff(a, b) applied to a must serialise exactly like b; returns the script's size.
 std::size_t check_diff(const fragment& a, const fragment& b) {
-  const auto script = folio::detail::diff_xml(a, b);
+  const auto fa = folio::markup::flat_fragment::from(a), fb = folio::markup::flat_fragment::from(b);
+  const auto script = folio::detail::diff_xml(fa, fb);
   fragment patched = a;
-  folio::testing::apply_xml_edit(patched, script);
+  folio::testing::apply_xml_edit(patched, script, fb);
   EXPECT_EQ(folio::markup::serialize(patched), folio::markup::serialize(b));
   EXPECT_EQ(patched, b);
   return folio::detail::xml_edit_size(script);
@@ -31,11 +32,12 @@ std::size_t check_diff(const fragment& a, const fragment& b) {
 
 TEST(XmlDiff, EqualFragmentsNeedNoEdit) {
   const auto a = parsed("<p a=\"1\">x<b>y</b></p>tail");
-  EXPECT_TRUE(folio::detail::diff_xml(a, a).empty());
+  const auto flat = [](const fragment& f) { return folio::markup::flat_fragment::from(f); };
+  EXPECT_TRUE(folio::detail::diff_xml(flat(a), flat(a)).empty());
   // Under one root element (paired without hashing): nothing either, at any depth.
   const auto doc = parsed("<doc a=\"1\"><sec><p>x<b>y</b></p></sec><sec/></doc>");
-  EXPECT_TRUE(folio::detail::diff_xml(doc, doc).empty());
-  EXPECT_TRUE(folio::detail::diff_xml(doc, parsed("<doc a=\"1\"><sec><p>x<b>y</b></p></sec><sec/></doc>")).empty());
+  EXPECT_TRUE(folio::detail::diff_xml(flat(doc), flat(doc)).empty());
+  EXPECT_TRUE(folio::detail::diff_xml(flat(doc), flat(parsed("<doc a=\"1\"><sec><p>x<b>y</b></p></sec><sec/></doc>"))).empty());
 }
 
 TEST(XmlDiff, AnAttributeChangeIsOneSet) {
@@ -66,6 +68,18 @@ TEST(XmlDiff, ChangedTagsAreReplacedWhole) {
   check_diff(parsed("a<p>b</p>c"), parsed("<p>b</p>"));
   check_diff(parsed(""), parsed("<p>b</p>x"));
   check_diff(parsed("<p>b</p>x"), parsed(""));
+}
+
+// The CRDT tree's current value can hold empty and adjacent text nodes (concurrent inserts, removed
+// characters); the script turns it into the new value all the same, and leaves a list alone up to
+// its first difference and from its last.
+TEST(XmlDiff, EmptyAndAdjacentTextNodesOnTheOldSide) {
+  const fragment old{node::make_text("a"), node::make_text(""), node::make_text("b"),
+                     node::make_element("p", {}, {node::make_text(""), node::make_text("x"), node::make_text("y")}), node::make_text("")};
+  check_diff(old, parsed("ab<p>xy</p>"));
+  check_diff(old, parsed("a<p>xyz</p>tail"));
+  check_diff(old, parsed(""));
+  check_diff(old, parsed("<q/>ab<p>xy</p>"));
 }
 
 TEST(XmlDiff, OneWordInAMebibyteDocumentIsAHandfulOfEdits) {

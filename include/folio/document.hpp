@@ -98,7 +98,7 @@ class document {
     return out;
   }
   /// The XML fragment, serialised canonically (the same bytes on every replica with the same ops).
-  std::string xml() const { return markup::serialize(tree("xml").fragment()); }
+  std::string xml() const { return markup::serialize(tree("xml").flat()); }
   markup::fragment xml_fragment() const { return tree("xml").fragment(); }
 
   // ---- replace-by-value and local edits ---------------------------------------------------------
@@ -107,12 +107,13 @@ class document {
   local_change replace_text(std::string_view utf8) { return replace_text_utf8(as<folio::text>("text"), utf8); }
   local_change replace_array(const std::vector<std::string>& values) { return folio::replace_array(as<folio::array>("array"), values); }
   local_change replace_map(const std::map<std::string, std::string>& entries) { return tree("map").replace_map(entries); }
-  local_change replace_xml(const markup::fragment& f) { return tree("xml").replace_xml(f); }
+  local_change replace_xml(const markup::flat_fragment& f) { return tree("xml").replace_xml(f); }
+  local_change replace_xml(const markup::fragment& f) { return replace_xml(markup::flat_fragment::from(f)); }
   /// Parses `markup` (markup::parse's rules) and replaces the tree with it; on a parse error nothing
   /// changes and the result says why and where.
   std::pair<markup::parse_result, local_change> replace_xml(std::string_view xml_markup) {
     tree("xml");
-    markup::fragment f;
+    markup::flat_fragment f;
     markup::parse_result pr = markup::parse(xml_markup, f);
     if (!pr) return {std::move(pr), local_change{replica(), version().get(replica()), 0}};
     return {std::move(pr), replace_xml(f)};

@@ -20,7 +20,7 @@ struct new_value {
   std::string text;                           // text
   std::vector<std::string> array;             // array: canonical JSON objects
   std::map<std::string, std::string> map;     // map: key -> canonical JSON
-  folio::markup::fragment xml;                // xml
+  folio::markup::flat_fragment xml;           // xml
 };
 
 /// `type`: one of "text", "map", "array", "xml"; else INVALID_ARGUMENT.

@@ -14,12 +14,12 @@ namespace folio::testing {
 using detail::xml_child_op;
 using detail::xml_children_edit;
 
-/// Applies `e` to `list` in place. Test support (moved out of the installed
+/// Applies `e`, a script made against the new value `to`, to `list` in place. Test support (moved out of the installed
 /// detail/xml_diff.hpp, which only the CRDT tree needs); the tree applies the same script to its own
 /// structure (detail/tree_edit.hpp). Per list: first the updates (an updated element's own children are
 /// finished before anything in its list moves, so pointers into the list stay valid), then inserts
 /// and removes from the last to the first, so old positions stay valid.
-inline void apply_xml_edit(std::vector<markup::node>& list, const xml_children_edit& e) {
+inline void apply_xml_edit(std::vector<markup::node>& list, const xml_children_edit& e, const markup::flat_fragment& to) {
   struct frame {
     std::vector<markup::node>* list;
     const xml_children_edit* edit;
@@ -38,11 +38,11 @@ inline void apply_xml_edit(std::vector<markup::node>& list, const xml_children_e
         for (char32_t c : cps) detail::append_utf8(n.text, c);
       } else if (op.type == xml_child_op::kind::update_element) {
         markup::node& n = (*f.list)[op.pos];
-        for (const std::string& name : op.unset) std::erase_if(n.attributes, [&](const markup::attribute& a) { return a.name == name; });
-        for (const markup::attribute& a : op.set) {
-          auto at = std::find_if(n.attributes.begin(), n.attributes.end(), [&](const markup::attribute& o) { return o.name == a.name; });
-          if (at == n.attributes.end()) n.attributes.push_back(a);
-          else at->value = a.value;
+        for (const std::string_view name : op.unset) std::erase_if(n.attributes, [&](const markup::attribute& a) { return a.name == name; });
+        for (const auto& [name, value] : op.set) {
+          auto at = std::find_if(n.attributes.begin(), n.attributes.end(), [&](const markup::attribute& o) { return o.name == name; });
+          if (at == n.attributes.end()) n.attributes.push_back({std::string(name), std::string(value)});
+          else at->value = value;
         }
         std::sort(n.attributes.begin(), n.attributes.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
         if (op.children) stack.push_back({&n.children, op.children.get(), 0});  // `f` is not used after this
@@ -51,7 +51,10 @@ inline void apply_xml_edit(std::vector<markup::node>& list, const xml_children_e
     }
     std::vector<markup::node>& l = *f.list;
     for (auto it = f.edit->ops.rbegin(); it != f.edit->ops.rend(); ++it) {
-      if (it->type == xml_child_op::kind::insert) l.insert(l.begin() + std::ptrdiff_t(it->pos), it->nodes.begin(), it->nodes.end());
+      if (it->type == xml_child_op::kind::insert) {
+        const markup::fragment nodes = to.to_fragment({it->first, static_cast<markup::flat_fragment::index>(it->count)});
+        l.insert(l.begin() + std::ptrdiff_t(it->pos), nodes.begin(), nodes.end());
+      }
       else if (it->type == xml_child_op::kind::remove)
         l.erase(l.begin() + std::ptrdiff_t(it->pos), l.begin() + std::ptrdiff_t(it->pos + it->count));
     }

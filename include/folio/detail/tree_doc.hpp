@@ -191,40 +191,48 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     objects_[0].map->for_each(std::forward<F>(f));
   }
 
-  /// The tree as a fragment: every live item, so positions match the children sequences (a text node
-  /// whose code points were all removed is an empty text node; concurrent text nodes may be adjacent).
-  markup::fragment fragment() const {
-    markup::fragment out;
+  /// The tree as a flat fragment (what replace_xml diffs against and xml() writes): every live item,
+  /// so positions match the children sequences (a text node whose code points were all removed is an
+  /// empty text node; concurrent text nodes may be adjacent). Attributes come in key order, as the
+  /// flat layout wants them. O(live size).
+  markup::flat_fragment flat() const {
+    using index = markup::flat_fragment::index;
+    markup::flat_fragment out;
+    out.reserve(objects_.size(), 0, 0);  // a node makes one object or two: at most this many nodes
     struct frame {
-      std::uint32_t object;
-      std::vector<markup::node>* list;
+      std::uint32_t object;  // a children object
+      index slot, end;       // its list's nodes
     };
-    std::vector<frame> stack{{0, &out}};
-    tree_op scratch;                                           // a lazy object's logged op (buffers reused)
-    std::vector<std::pair<std::size_t, std::uint32_t>> elements;  // this list's elements: position, children object
+    out.set_top(out.add_nodes(live_children(objects_[0])));
+    std::vector<frame> stack{{0, out.top().first, out.top().end()}};
+    tree_op scratch;  // a lazy object's logged op (buffers reused)
     while (!stack.empty()) {
-      const frame f = stack.back();
+      frame f = stack.back();
       stack.pop_back();
-      elements.clear();
-      const object& o = objects_[f.object];
-      f.list->reserve(live_children(o));  // made at its size: growing it moved every node made so far
-      for_each_child(o, scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
+      for_each_child(objects_[f.object], scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
+        if (f.slot == f.end) fail("folio.invariant", "a children list has more items than it counts");
+        markup::flat_fragment::item x;
         if (tag.empty()) {
-          std::string s;
-          append_text(objects_[first], s);
-          f.list->push_back(markup::node::make_text(std::move(s)));
+          const index m = out.mark();
+          append_text(objects_[first], out.chars());
+          x.str = out.span_since(m);
         } else {
-          markup::node e = markup::node::make_element(tag);
-          if (const or_map* m = objects_[first].map.get()) m->for_each([&](const std::string& k, const std::string& v) { e.attributes.push_back({k, v}); });
-          elements.push_back({f.list->size(), first + 1});
-          f.list->push_back(std::move(e));
+          x.type = markup::node::kind::element;
+          x.str = out.add_chars(tag);
+          x.attrs.first = out.attrs_end();
+          if (const or_map* m = objects_[first].map.get())
+            m->for_each([&](const std::string& k, const std::string& v) { out.add_attr(out.add_chars(k), out.add_chars(v)); });
+          x.attrs.count = out.attrs_end() - x.attrs.first;
+          x.children = out.add_nodes(live_children(objects_[first + 1]));
+          if (x.children.count) stack.push_back({first + 1, x.children.first, x.children.end()});
         }
+        out.node_at(f.slot++) = x;
       });
-      // Children are filled once this list is complete (pointers into it are then stable).
-      for (const auto& [at, kids] : elements) stack.push_back({kids, &(*f.list)[at].children});
     }
     return out;
   }
+  /// The tree as a fragment (flat() converted).
+  markup::fragment fragment() const { return flat().to_fragment(); }
 
   // ---- local edits (detail/tree_edit.hpp) ----------------------------------------------------
 
@@ -236,7 +244,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   local_change replace_map(const std::map<std::string, std::string>& entries);
   /// Makes the XML tree equal to `to` through the edit script of diff_xml: children inserted and
   /// removed, attributes set and removed, code points inserted and removed in text nodes.
-  local_change replace_xml(const markup::fragment& to);
+  local_change replace_xml(const markup::flat_fragment& to);
 
   /// What inserting whole subtrees adds to the tables (tree_editor::measure counts it).
   struct tree_growth {

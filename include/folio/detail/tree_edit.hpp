@@ -60,21 +60,19 @@ class tree_editor {
 
   /// Makes the XML tree equal to `to` through the edit script of diff_xml: children inserted and
   /// removed, attributes set and removed, code points inserted and removed in text nodes.
-  local_change replace_xml(const markup::fragment& to) {
+  local_change replace_xml(const markup::flat_fragment& to) {
     const std::uint32_t first = d_.reps_[0].next_seq;
-    const markup::fragment from = d_.fragment();
+    const markup::flat_fragment from = d_.flat();
     if (from.empty()) {  // a load: nothing to compare (diffing would hash the whole new tree)
-      std::vector<const markup::node*> all;
-      for (const markup::node& n : to) all.push_back(&n);
-      tree_doc::tree_growth g = measure(std::move(all));
-      g.units += to.size(), g.items += to.size(), g.entries += !to.empty();  // the top-level list itself
+      tree_doc::tree_growth g = measure(to, {to.top()});
+      g.units += to.top().count, g.items += to.top().count, g.entries += !to.empty();  // the top-level list itself
       reserve_counters(first, d_.clock_, g.units);  // all or nothing
       d_.reserve_for(g);
-      insert_nodes(0, 0, to);
+      insert_nodes(0, 0, to, to.top());
       return change_since(first);
     }
     const xml_children_edit script = diff_xml(from, to);
-    reserve_counters(first, d_.clock_, script_units(script));  // all or nothing
+    reserve_counters(first, d_.clock_, script_units(script, to));  // all or nothing
     std::vector<std::pair<std::uint32_t, const xml_children_edit*>> stack{{0, &script}};
     while (!stack.empty()) {
       auto [obj, edit] = stack.back();
@@ -83,7 +81,7 @@ class tree_editor {
         const xml_child_op& op = *it;
         switch (op.type) {
           case xml_child_op::kind::insert:
-            insert_nodes(obj, op.pos, op.nodes);
+            insert_nodes(obj, op.pos, to, {op.first, static_cast<markup::flat_fragment::index>(op.count)});
             break;
           case xml_child_op::kind::remove:
             local_erase(obj, op.pos, op.count);
@@ -91,8 +89,8 @@ class tree_editor {
           case xml_child_op::kind::update_element: {
             const op_id el = item_at(obj, op.pos);
             const std::uint32_t attrs = d_.find({el, object_role::attributes});
-            for (const std::string& name : op.unset) local_unset(attrs, name);
-            for (const markup::attribute& a : op.set) local_set(attrs, a.name, a.value);
+            for (const std::string_view name : op.unset) local_unset(attrs, name);
+            for (const auto& [name, value] : op.set) local_set(attrs, name, std::string(value));
             if (op.children) stack.push_back({d_.find({el, object_role::children}), op.children.get()});
             break;
           }
@@ -110,40 +108,45 @@ class tree_editor {
     return change_since(first);
   }
 
-  /// The unit operations replace_xml makes for `script`, at most: xml_edit_size's count, plus what
-  /// the subtrees it inserts hold (their attributes, code points and nodes). Iterative.
-  static std::uint64_t script_units(const xml_children_edit& script) {
+  /// The unit operations replace_xml makes for `script` (made against the new value `to`), at most:
+  /// xml_edit_size's count, plus what the subtrees it inserts hold (their attributes, code points and
+  /// nodes). Iterative.
+  static std::uint64_t script_units(const xml_children_edit& script, const markup::flat_fragment& to) {
     std::uint64_t n = xml_edit_size(script);
     std::vector<const xml_children_edit*> edits{&script};
-    std::vector<const markup::node*> inserted;
+    std::vector<markup::flat_fragment::range> inserted;
     while (!edits.empty()) {
       const xml_children_edit* e = edits.back();
       edits.pop_back();
       for (const xml_child_op& op : e->ops) {
-        for (const markup::node& x : op.nodes) inserted.push_back(&x);
+        if (op.type == xml_child_op::kind::insert) inserted.push_back({op.first, static_cast<markup::flat_fragment::index>(op.count)});
         if (op.children) edits.push_back(op.children.get());
       }
     }
-    return n + measure(std::move(inserted)).units;
+    return n + measure(to, std::move(inserted)).units;
   }
-  /// What whole subtrees `inserted` hold besides their own nodes (the caller's): their attributes,
-  /// code points and child nodes as unit ops, and what integrating them adds to the document's tables.
-  /// Iterative.
-  static tree_doc::tree_growth measure(std::vector<const markup::node*> inserted) {
+  /// What the whole subtrees of `f` in the node ranges `lists` hold besides their own nodes (the
+  /// caller's): their attributes, code points and child nodes as unit ops, and what integrating them
+  /// adds to the document's tables. Iterative.
+  static tree_doc::tree_growth measure(const markup::flat_fragment& f, std::vector<markup::flat_fragment::range> lists) {
     tree_doc::tree_growth g;
-    while (!inserted.empty()) {
-      const markup::node* x = inserted.back();
-      inserted.pop_back();
-      if (x->type == markup::node::kind::text) {
-        for (char c : x->text) g.units += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points
-        g.objects += 1, g.entries += 1, g.bytes += x->text.size() + 8;
-        continue;
+    while (!lists.empty()) {
+      const markup::flat_fragment::range r = lists.back();
+      lists.pop_back();
+      for (markup::flat_fragment::index i = r.first; i < r.end(); ++i) {
+        const markup::flat_fragment::item& x = f.at(i);
+        const std::string_view s = f.str(x);
+        if (x.type == markup::node::kind::text) {
+          for (char c : s) g.units += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points
+          g.objects += 1, g.entries += 1, g.bytes += s.size() + 8;
+          continue;
+        }
+        g.units += x.attrs.count + x.children.count;
+        g.objects += 2, g.entries += x.attrs.count + (x.children.count != 0), g.items += x.children.count;
+        g.bytes += s.size() + 2;
+        for (auto a = x.attrs.first; a < x.attrs.end(); ++a) g.bytes += f.attr_at(a).name.len + f.attr_at(a).value.len + 8;
+        if (x.children.count) lists.push_back(x.children);
       }
-      g.units += x->attributes.size() + x->children.size();
-      g.objects += 2, g.entries += x->attributes.size() + !x->children.empty(), g.items += x->children.size();
-      g.bytes += x->name.size() + 2;
-      for (const markup::attribute& a : x->attributes) g.bytes += a.name.size() + a.value.size() + 8;
-      for (const markup::node& c : x->children) inserted.push_back(&c);
     }
     return g;
   }
@@ -174,7 +177,7 @@ class tree_editor {
     return s->chars ? s->chars->live_ids(pos, n) : s->kids ? s->kids->live_ids(pos, n) : std::vector<std::pair<op_id, std::uint32_t>>{};
   }
   /// A map object's live entries for `key`, winner first (none while it has no or_map).
-  or_map::entry_range entries(std::uint32_t oi, const std::string& key) const {
+  or_map::entry_range entries(std::uint32_t oi, std::string_view key) const {
     const or_map* m = d_.objects_[oi].map.get();
     return m ? m->entries(key) : or_map::entry_range{};
   }
@@ -219,7 +222,7 @@ class tree_editor {
     }
   }
 
-  void local_set(std::uint32_t oi, const std::string& key, std::string value) {
+  void local_set(std::uint32_t oi, std::string_view key, std::string value) {
     const or_map::entry_range live = entries(oi, key);
     if (!live.empty() && std::next(live.begin()) == live.end() && live.begin()->second == value) return;
     tree_op o;
@@ -227,7 +230,7 @@ class tree_editor {
     for (const auto& [name, v] : live) o.preds.push_back({name.id.replica, name.id.seq});
     d_.local(std::move(o));
   }
-  void local_unset(std::uint32_t oi, const std::string& key) {
+  void local_unset(std::uint32_t oi, std::string_view key) {
     const or_map::entry_range live = entries(oi, key);
     if (live.empty()) return;
     tree_op o;
@@ -236,37 +239,40 @@ class tree_editor {
     d_.local(std::move(o));
   }
 
-  /// Inserts whole subtrees before `pos` of children object `oi`: one insert for the nodes of each
-  /// list, then their attributes and texts, then their children (explicit stack).
-  void insert_nodes(std::uint32_t oi, std::size_t pos, const std::vector<markup::node>& nodes) {
+  /// Inserts the whole subtrees of `f` in node range `nodes` before `pos` of children object `oi`:
+  /// one insert for the nodes of each list, then their attributes and texts, then their children
+  /// (explicit stack).
+  void insert_nodes(std::uint32_t oi, std::size_t pos, const markup::flat_fragment& f, markup::flat_fragment::range nodes) {
     struct work {
       std::uint32_t object;
       std::size_t pos;
-      const std::vector<markup::node>* nodes;
+      markup::flat_fragment::range nodes;
     };
-    std::vector<work> stack{{oi, pos, &nodes}};
+    std::vector<work> stack{{oi, pos, nodes}};
+    std::u32string cps;
     while (!stack.empty()) {
       const work w = stack.back();
       stack.pop_back();
-      if (w.nodes->empty()) continue;
+      if (w.nodes.count == 0) continue;
       tree_op o;
       o.kind = tree_op_kind::insert, o.object = name_of(w.object), o.ref = origin_for(w.object, w.pos);
-      o.lamport = seq_clock(w.object) + 1, o.len = static_cast<std::uint32_t>(w.nodes->size());
-      o.nodes.reserve(w.nodes->size());
-      for (const markup::node& n : *w.nodes) o.nodes.push_back(n.type == markup::node::kind::text ? std::string() : n.name);
+      o.lamport = seq_clock(w.object) + 1, o.len = w.nodes.count;
+      o.nodes.reserve(w.nodes.count);
+      for (auto i = w.nodes.first; i < w.nodes.end(); ++i)
+        o.nodes.push_back(f.at(i).type == markup::node::kind::text ? std::string() : std::string(f.str(f.at(i))));
       const std::uint32_t first = d_.reps_[0].next_seq;
       d_.local(std::move(o));
-      for (std::uint32_t k = 0; k < w.nodes->size(); ++k) {
-        const markup::node& n = (*w.nodes)[k];
+      for (std::uint32_t k = 0; k < w.nodes.count; ++k) {
+        const markup::flat_fragment::item& n = f.at(w.nodes.first + k);
         const op_id item{d_.self(), first + k};
         if (n.type == markup::node::kind::text) {
-          std::u32string cps;
-          decode_utf8(n.text, cps);
+          cps.clear();
+          decode_utf8(f.str(n), cps);
           local_insert_text(d_.find({item, object_role::text}), 0, std::move(cps));
         } else {
           const std::uint32_t attrs = d_.find({item, object_role::attributes});
-          for (const markup::attribute& a : n.attributes) local_set(attrs, a.name, a.value);
-          stack.push_back({d_.find({item, object_role::children}), 0, &n.children});
+          for (auto a = n.attrs.first; a < n.attrs.end(); ++a) local_set(attrs, f.str(f.attr_at(a).name), std::string(f.str(f.attr_at(a).value)));
+          stack.push_back({d_.find({item, object_role::children}), 0, n.children});
         }
       }
     }
@@ -280,6 +286,6 @@ class tree_editor {
 inline local_change tree_doc::set(const std::string& key, std::string value) { return tree_editor(*this).set(key, std::move(value)); }
 inline local_change tree_doc::remove(const std::string& key) { return tree_editor(*this).remove(key); }
 inline local_change tree_doc::replace_map(const std::map<std::string, std::string>& entries) { return tree_editor(*this).replace_map(entries); }
-inline local_change tree_doc::replace_xml(const markup::fragment& to) { return tree_editor(*this).replace_xml(to); }
+inline local_change tree_doc::replace_xml(const markup::flat_fragment& to) { return tree_editor(*this).replace_xml(to); }
 
 }  // namespace folio::detail

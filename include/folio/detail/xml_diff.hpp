@@ -10,11 +10,17 @@
 // their kind/tag; a pair becomes an update (attributes, then the children recursively, or a text
 // diff); (3) everything else is removed or inserted whole.
 //
+// Both sides are markup::flat_fragments (the new value as parsed, the tree's current one as
+// tree_doc::flat() lays it out); a whole inserted subtree is a range of the new fragment's nodes, not a
+// copy. A list's common prefix and suffix are found by deep comparison first; subtree hashes are made
+// for what is left only, and kept, so no subtree is hashed twice.
+//
 // Script positions are *old* positions in the list being edited, ops ascending, an insert before an
 // update or remove at the same position; applying them from the last to the first keeps every
 // position valid (that is how the CRDT tree applies them, detail/tree_edit.hpp; so does the tests'
-// apply_xml_edit). Nothing recurses on input depth: diff, hashing and equality use explicit stacks. Thread-safety: free
-// functions over values.
+// apply_xml_edit). Nothing recurses on input depth: diff, hashing and equality use explicit stacks.
+// Cost: O(size of both) for the hashes and the equality checks of matched subtrees, plus the Myers
+// diffs (budgeted). Thread-safety: free functions over values.
 #pragma once
 
 #include <algorithm>
@@ -34,15 +40,16 @@ namespace folio::detail {
 
 struct xml_children_edit;
 
-/// One edit of a children list.
+/// One edit of a children list. A script refers to both fragments it was made from (positions in the
+/// old, nodes and strings of the new, strings of the old): it is valid while they are.
 struct xml_child_op {
   enum class kind : std::uint8_t { insert, remove, update_element, update_text };
   kind type = kind::insert;
   std::size_t pos = 0;                     ///< old position: insert before it; remove/update from/at it
-  std::size_t count = 0;                   ///< remove: nodes removed
-  std::vector<markup::node> nodes;         ///< insert: whole new subtrees
-  std::vector<markup::attribute> set;      ///< update_element: attributes new or changed
-  std::vector<std::string> unset;          ///< update_element: attributes removed
+  std::size_t count = 0;                   ///< insert: nodes inserted; remove: nodes removed
+  markup::flat_fragment::index first = 0;  ///< insert: the whole new subtrees are the new fragment's nodes [first, first + count)
+  std::vector<std::pair<std::string_view, std::string_view>> set;  ///< update_element: attributes new or changed (name, value)
+  std::vector<std::string_view> unset;     ///< update_element: attributes removed
   std::unique_ptr<xml_children_edit> children;  ///< update_element: edits inside (null: none)
   std::vector<hunk> text;                  ///< update_text: code-point hunks on the old text ...
   std::u32string text_source;              ///< ... whose inserted code points come from here
@@ -56,6 +63,9 @@ struct xml_children_edit {
 
 namespace xml {
 
+using flat = markup::flat_fragment;
+using index = flat::index;
+
 inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) noexcept {  // order-dependent combine
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h;
@@ -65,52 +75,53 @@ inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) noexcept {  // order-
 /// costs an equality check, never a wrong match.
 inline std::uint64_t hash_bytes(std::string_view s) noexcept { return std::hash<std::string_view>{}(s); }
 
-/// Hash of the subtree at `root` (attributes combined order-independently: they are a map).
-/// Iterative post-order with an accumulator per open element; no allocation per node.
-inline std::uint64_t subtree_hash(const markup::node& root) {
-  struct frame {
-    const markup::node* n;
-    std::size_t next;
-    std::uint64_t h;
-  };
-  auto open = [](const markup::node& n) -> std::uint64_t {
-    if (n.type == markup::node::kind::text) return mix(1, hash_bytes(n.text));
-    std::uint64_t attrs = 0;
-    for (const auto& a : n.attributes) attrs += mix(hash_bytes(a.name), hash_bytes(a.value));
-    return mix(mix(mix(2, hash_bytes(n.name)), attrs), n.children.size());
-  };
-  std::vector<frame> stack{{&root, 0, open(root)}};
-  for (;;) {
-    frame& f = stack.back();
-    if (f.n->type == markup::node::kind::element && f.next < f.n->children.size()) {
-      const markup::node& c = f.n->children[f.next++];
-      stack.push_back({&c, 0, open(c)});
+/// The hash of node `root`'s subtree (attributes combined order-independently: they are a map),
+/// kept in `memo` (by node index, 0: not made yet) with those of every subtree under it, so that a
+/// list compared again further down costs nothing more. Iterative post-order; O(subtree) the first
+/// time, O(1) after.
+inline std::uint64_t subtree_hash(const flat& f, index root, std::vector<std::uint64_t>& memo) {
+  if (memo[root]) return memo[root];
+  std::vector<index> stack{root};
+  while (!stack.empty()) {
+    const index i = stack.back();
+    const flat::item& n = f.at(i);
+    if (n.type == markup::node::kind::text) {
+      stack.pop_back();
+      memo[i] = mix(1, hash_bytes(f.str(n))) | 1;  // never 0 (0: not made yet)
       continue;
     }
-    const std::uint64_t h = f.h;
+    bool ready = true;  // every child's hash made (children go on the stack above their parent)
+    for (index c = n.children.first; c < n.children.end(); ++c)
+      if (!memo[c]) stack.push_back(c), ready = false;
+    if (!ready) continue;
     stack.pop_back();
-    if (stack.empty()) return h;
-    stack.back().h = mix(stack.back().h, h);
+    std::uint64_t attrs = 0;
+    for (index a = n.attrs.first; a < n.attrs.end(); ++a) attrs += mix(hash_bytes(f.str(f.attr_at(a).name)), hash_bytes(f.str(f.attr_at(a).value)));
+    std::uint64_t x = mix(mix(mix(2, hash_bytes(f.str(n))), attrs), n.children.count);
+    for (index c = n.children.first; c < n.children.end(); ++c) x = mix(x, memo[c]);
+    memo[i] = x | 1;
   }
+  return memo[root];
 }
 
-/// Deep equality (attributes compared as maps). Iterative.
-inline bool equal_subtrees(const markup::node& a, const markup::node& b) {
-  std::vector<std::pair<const markup::node*, const markup::node*>> stack{{&a, &b}};
+/// Deep equality of node `i` of `fa` and node `j` of `fb` (attributes are ordered by name in both, so
+/// equal maps are equal runs). Iterative.
+inline bool equal_subtrees(const flat& fa, index i, const flat& fb, index j) {
+  std::vector<std::pair<index, index>> stack{{i, j}};
   while (!stack.empty()) {
-    auto [x, y] = stack.back();
+    const auto [x, y] = stack.back();
     stack.pop_back();
-    if (x->type != y->type) return false;
-    if (x->type == markup::node::kind::text) {
-      if (x->text != y->text) return false;
-      continue;
+    const flat::item& a = fa.at(x);
+    const flat::item& b = fb.at(y);
+    if (a.type != b.type || fa.str(a) != fb.str(b)) return false;
+    if (a.type == markup::node::kind::text) continue;
+    if (a.attrs.count != b.attrs.count || a.children.count != b.children.count) return false;
+    for (index k = 0; k < a.attrs.count; ++k) {
+      const flat::attr& p = fa.attr_at(a.attrs.first + k);
+      const flat::attr& q = fb.attr_at(b.attrs.first + k);
+      if (fa.str(p.name) != fb.str(q.name) || fa.str(p.value) != fb.str(q.value)) return false;
     }
-    if (x->name != y->name || x->attributes.size() != y->attributes.size() || x->children.size() != y->children.size()) return false;
-    for (const auto& at : x->attributes) {
-      auto it = std::find_if(y->attributes.begin(), y->attributes.end(), [&](const markup::attribute& o) { return o.name == at.name; });
-      if (it == y->attributes.end() || it->value != at.value) return false;
-    }
-    for (std::size_t i = 0; i < x->children.size(); ++i) stack.push_back({&x->children[i], &y->children[i]});
+    for (index k = 0; k < a.children.count; ++k) stack.push_back({a.children.first + k, b.children.first + k});
   }
   return true;
 }
@@ -118,18 +129,22 @@ inline bool equal_subtrees(const markup::node& a, const markup::node& b) {
 /// A node as Myers sees it in the exact-match pass.
 struct exact_key {
   std::uint64_t hash;
-  const markup::node* n;
-  bool operator==(const exact_key& o) const { return hash == o.hash && equal_subtrees(*n, *o.n); }
+  const flat* f;
+  index i;
+  bool operator==(const exact_key& o) const { return hash == o.hash && equal_subtrees(*f, i, *o.f, o.i); }
 };
 /// A node as Myers sees it in the pairing pass: text, or an element's tag.
 struct pair_key {
-  const markup::node* n;
+  const flat* f;
+  index i;
   bool operator==(const pair_key& o) const {
-    return n->type == o.n->type && (n->type == markup::node::kind::text || n->name == o.n->name);
+    const flat::item& a = f->at(i);
+    const flat::item& b = o.f->at(o.i);
+    return a.type == b.type && (a.type == markup::node::kind::text || f->str(a) == o.f->str(b));
   }
 };
 
-inline std::u32string code_points(const std::string& utf8) {
+inline std::u32string code_points(std::string_view utf8) {
   std::u32string s;
   decode_utf8(utf8, s);
   return s;
@@ -137,15 +152,16 @@ inline std::u32string code_points(const std::string& utf8) {
 
 }  // namespace xml
 
-/// The script turning `from` into `to` (both fragments, or both children lists).
-inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const std::vector<markup::node>& to) {
+/// The script turning `from` into `to`.
+inline xml_children_edit diff_xml(const markup::flat_fragment& from, const markup::flat_fragment& to) {
+  using xml::index;
+  using flat = markup::flat_fragment;
   xml_children_edit root;
   struct work {
-    const std::vector<markup::node>* a;
-    const std::vector<markup::node>* b;
+    flat::range a, b;
     xml_children_edit* out;
   };
-  std::vector<work> stack{{&from, &to, &root}};
+  std::vector<work> stack{{from.top(), to.top(), &root}};
   // One work budget for the whole script: each list or text compared adds its share (see
   // diff_budget), so many small diffs cannot each spend the base allowance.
   std::uint64_t budget = diff_base_budget;
@@ -153,38 +169,53 @@ inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const s
     budget = std::min(diff_max_budget, budget + diff_budget_per_item * (n + m));
     return myers_diff(a, n, b, m, budget);
   };
+  // Subtree hashes of both trees by node index, made when a list first needs them (each subtree
+  // hashed once).
+  std::vector<std::uint64_t> ha, hb;
   while (!stack.empty()) {
     const work w = stack.back();
     stack.pop_back();
-    const auto& a = *w.a;
-    const auto& b = *w.b;
+    const flat::range a = w.a, b = w.b;
     std::vector<hunk> unmatched;
-    if (a.size() == 1 && b.size() == 1 && a[0].type == markup::node::kind::element && xml::pair_key{&a[0]} == xml::pair_key{&b[0]}) {
+    if (a.count == 1 && b.count == 1 && from.at(a.first).type == markup::node::kind::element &&
+        xml::pair_key{&from, a.first} == xml::pair_key{&to, b.first}) {
       // One element against one of the same tag (a document's root, a paragraph's only child): they
-      // pair whatever their subtrees, and the pairing finds on its way down whether they differ, so
-      // the exact-match pass would only hash both subtrees whole (for a document under one root,
-      // both trees once more). Its budget share is added all the same.
+      // pair whatever their subtrees, and the pairing finds on its way down whether they differ.
+      // Its budget share is added all the same.
       budget = std::min(diff_max_budget, budget + diff_budget_per_item * 2);
       unmatched.push_back({0, 1, 0, 1});
     } else {
-      std::vector<xml::exact_key> ka, kb;
-      // Hashes of the lists being compared only: a change deep down re-hashes the subtrees along its
-      // path, which costs far less than keeping a hash for every node of both trees.
-      for (const auto& n : a) ka.push_back({xml::subtree_hash(n), &n});
-      for (const auto& n : b) kb.push_back({xml::subtree_hash(n), &n});
-      unmatched = diff(ka.data(), ka.size(), kb.data(), kb.size());
+      // The common prefix and suffix by deep comparison, which stops at the first difference and is
+      // the check an equal hash needs anyway; subtree hashes (made once, kept) for the middle only.
+      // A one-word change in a long list hashes nothing. The budget share is the whole list's.
+      std::size_t pre = 0, suf = 0;
+      while (pre < a.count && pre < b.count && xml::equal_subtrees(from, static_cast<index>(a.first + pre), to, static_cast<index>(b.first + pre))) ++pre;
+      while (suf < a.count - pre && suf < b.count - pre &&
+             xml::equal_subtrees(from, static_cast<index>(a.end() - 1 - suf), to, static_cast<index>(b.end() - 1 - suf)))
+        ++suf;
+      budget = std::min(diff_max_budget, budget + diff_budget_per_item * 2 * (pre + suf));
+      if (pre + suf < a.count || pre + suf < b.count) {
+        if (ha.empty()) ha.assign(from.node_count(), 0);
+        if (hb.empty()) hb.assign(to.node_count(), 0);
+        std::vector<xml::exact_key> ka, kb;
+        ka.reserve(a.count - pre - suf), kb.reserve(b.count - pre - suf);
+        for (index i = static_cast<index>(a.first + pre); i < a.end() - suf; ++i) ka.push_back({xml::subtree_hash(from, i, ha), &from, i});
+        for (index i = static_cast<index>(b.first + pre); i < b.end() - suf; ++i) kb.push_back({xml::subtree_hash(to, i, hb), &to, i});
+        unmatched = diff(ka.data(), ka.size(), kb.data(), kb.size());
+        for (hunk& h : unmatched) h.a_pos += pre, h.b_pos += pre;
+      }
     }
     for (const hunk& h : unmatched) {
       std::vector<xml::pair_key> pa, pb;
-      for (std::size_t i = 0; i < h.a_len; ++i) pa.push_back({&a[h.a_pos + i]});
-      for (std::size_t i = 0; i < h.b_len; ++i) pb.push_back({&b[h.b_pos + i]});
+      for (std::size_t i = 0; i < h.a_len; ++i) pa.push_back({&from, static_cast<index>(a.first + h.a_pos + i)});
+      for (std::size_t i = 0; i < h.b_len; ++i) pb.push_back({&to, static_cast<index>(b.first + h.b_pos + i)});
       // Walk the region: pairs (same kind/tag) become updates, the rest removes and inserts.
       std::size_t ai = 0, bi = 0;
       auto flush = [&](std::size_t a_end, std::size_t b_end) {
         if (b_end > bi) {
           xml_child_op op;
           op.type = xml_child_op::kind::insert, op.pos = h.a_pos + ai;
-          op.nodes.assign(b.begin() + std::ptrdiff_t(h.b_pos + bi), b.begin() + std::ptrdiff_t(h.b_pos + b_end));
+          op.first = static_cast<index>(b.first + h.b_pos + bi), op.count = b_end - bi;
           w.out->ops.push_back(std::move(op));
         }
         if (a_end > ai) {
@@ -199,27 +230,34 @@ inline xml_children_edit diff_xml(const std::vector<markup::node>& from, const s
       for (const hunk& u : unpaired) {
         // [ai, u.a_pos) pairs one to one with [bi, u.b_pos).
         for (; ai < u.a_pos; ++ai, ++bi) {
-          const markup::node& x = a[h.a_pos + ai];
-          const markup::node& y = b[h.b_pos + bi];
+          const flat::item& x = from.at(pa[ai].i);
+          const flat::item& y = to.at(pb[bi].i);
           xml_child_op op;
           op.pos = h.a_pos + ai;
           if (x.type == markup::node::kind::text) {
             op.type = xml_child_op::kind::update_text;
-            const std::u32string from_cp = xml::code_points(x.text);
-            op.text_source = xml::code_points(y.text);
+            if (from.str(x) == to.str(y)) continue;
+            const std::u32string from_cp = xml::code_points(from.str(x));
+            op.text_source = xml::code_points(to.str(y));
             op.text = diff(from_cp.data(), from_cp.size(), op.text_source.data(), op.text_source.size());
             if (op.text.empty()) continue;
           } else {
             op.type = xml_child_op::kind::update_element;
-            for (const auto& at : y.attributes) {
-              auto it = std::find_if(x.attributes.begin(), x.attributes.end(), [&](const markup::attribute& o) { return o.name == at.name; });
-              if (it == x.attributes.end() || it->value != at.value) op.set.push_back(at);
+            // Both attribute runs are ordered by name: one merge finds sets and removes.
+            index p = x.attrs.first, q = y.attrs.first;
+            while (p < x.attrs.end() || q < y.attrs.end()) {
+              const int c = p == x.attrs.end() ? 1 : q == y.attrs.end() ? -1 : from.str(from.attr_at(p).name).compare(to.str(to.attr_at(q).name));
+              if (c < 0) {
+                op.unset.push_back(from.str(from.attr_at(p++).name));
+              } else if (c > 0) {
+                op.set.emplace_back(to.str(to.attr_at(q).name), to.str(to.attr_at(q).value)), ++q;
+              } else {
+                if (from.str(from.attr_at(p).value) != to.str(to.attr_at(q).value)) op.set.emplace_back(to.str(to.attr_at(q).name), to.str(to.attr_at(q).value));
+                ++p, ++q;
+              }
             }
-            for (const auto& at : x.attributes)
-              if (std::none_of(y.attributes.begin(), y.attributes.end(), [&](const markup::attribute& o) { return o.name == at.name; }))
-                op.unset.push_back(at.name);
             op.children = std::make_unique<xml_children_edit>();
-            stack.push_back({&x.children, &y.children, op.children.get()});  // filled later; the pointee does not move
+            stack.push_back({x.children, y.children, op.children.get()});  // filled later; the pointee does not move
           }
           w.out->ops.push_back(std::move(op));
         }
@@ -259,7 +297,7 @@ inline std::size_t xml_edit_size(const xml_children_edit& e) {
     const xml_children_edit* cur = stack.back();
     stack.pop_back();
     for (const auto& op : cur->ops) {
-      n += op.nodes.size() + op.count + op.set.size() + op.unset.size();
+      n += op.count + op.set.size() + op.unset.size();
       for (const hunk& h : op.text) n += h.a_len + h.b_len;
       if (op.children) stack.push_back(op.children.get());
     }
