@@ -218,14 +218,16 @@ def main():
       "requests) = %s× the bare SQLite transaction writing the same rows with the same pragmas (%s ms, p50 of %s); %s annotations/s "
       "on 4 connections (no target). v1 get on a document of 10,000 annotations, 8 connections, throughput against hello-fcgi "
       "answering the very same bytes behind the same nginx:\n\n" % (a1.group(3), num(a1.group(2)), a1.group(6), a1.group(7), a1.group(8), num(a4.group(6))))
-    w("| filter | results | response | req/s | requests | p50 | p99 | errors | vs same bytes: target, verdict |\n|---|---|---|---|---|---|---|---|---|\n")
+    w("| filter | results | response | req/s | requests | p50 | p99 | errors | folio-fcgi CPU / request (hello-fcgi's) | vs same bytes: target, verdict |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n")
     names = {"v1-all": "none", "v1-location": "`locationIds` (1)", "v1-user": "`userIds` (1)", "v1-location-user": "`locationIds` + `userIds`",
              "v1-ids": "`annotationIds` (100 + 5 missing)", "v1-location-ids": "`locationIds` + `annotationIds`", "v2-page-status": "v2, `statusIds`, page of 1,000"}
-    for m in re.finditer(r"^  (v[12]-\S+) +(\d+) +(\d+) +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +([0-9.]+) +(.*)$", ab, re.M):
-        key, results, kb, rps, n, p50, p99, err, ratio, verdict = m.groups()
+    for m in re.finditer(r"^  (v[12]-\S+) +(\d+) +(\d+) +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +(.*)$", ab, re.M):
+        key, results, kb, rps, n, p50, p99, err, cpu, same_cpu, ratio, verdict = m.groups()
         size = "%.1f MB" % (int(kb) / 1024) if int(kb) >= 1024 else "%s KB" % kb
-        w("| %s | %s | %s | %s | %s | %s ms | %s | %s | %s: %s |\n" % (names.get(key, key), num(results), size, num(rps, 1 if float(rps) < 100 else 0),
-                                                               num(n), p50, p99 if p99 == "-" else p99 + " ms", err, ratio, md(verdict)))
+        w("| %s | %s | %s | %s | %s | %s ms | %s | %s | %s ms (%s ms) | %s: %s |\n" % (
+            names.get(key, key), num(results), size, num(rps, 1 if float(rps) < 100 else 0), num(n), p50, p99 if p99 == "-" else p99 + " ms", err,
+            cpu, same_cpu, ratio, md(verdict)))
 
     lv = s["bench/live.sh"]
     rounds = find(r"\((\d+) updates per row", lv, "live rounds").group(1)
