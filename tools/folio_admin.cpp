@@ -12,8 +12,10 @@
 // a database (after a crash, a restore, a full disk): SQLite's integrity check (database::integrity_problems;
 // none on PostgreSQL), every CRDT record's
 // snapshot and log decode and pass the engine's check_invariants(), its map and array values are JSON, every
-// annotation and comment body parses, every comment has its annotation.
+// annotation and comment body parses, every comment has its annotation, an annotation's row holds its comments
+// as they are (or none).
 // It changes nothing; exit status 1 when anything is wrong.
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <folio/document.hpp>
@@ -109,6 +111,30 @@ int check(folio::service::database& db) {
                               "ORDER BY c.aid, c.position");
     while (stray.step())
       problem("comment " + std::to_string(stray.integer(1)) + " of annotation key " + std::to_string(stray.integer(0)) + ": no annotation has it");
+    {
+      // An annotation's row holds its comments (schema 9; annotations/store.hpp) exactly as their table has them, or not at all.
+      svc::query held = db.sql("SELECT a.aid, a.tenant, a.org, a.doc, a.annotation_id, a.comments, c.body FROM annotations a "
+                               "LEFT JOIN annotation_comments c ON c.aid = a.aid WHERE a.comments IS NOT NULL ORDER BY a.aid, c.position");
+      held.one_row_at_a_time();
+      std::optional<std::int64_t> aid;
+      std::string name, holds, joined;
+      auto compare = [&] {
+        if (aid && holds != joined) problem("annotation " + name + ": the comments its row holds are not its comments");
+      };
+      while (held.step()) {
+        if (!aid || held.integer(0) != *aid) {
+          compare();
+          aid = held.integer(0);
+          name = held.text(1) + " / " + held.text(2) + " / " + held.text(3) + " / " + held.text(4);
+          holds = held.text(5);
+          joined.clear();
+        }
+        if (held.is_null(6)) continue;
+        if (!joined.empty()) joined += ',';
+        joined += held.text_view(6);
+      }
+      compare();
+    }
     for (const bool is_comment : {false, true}) {
       svc::query bodies = db.prepare(is_comment ? "SELECT a.tenant, a.org, a.doc, a.annotation_id, c.body, c.comment_id FROM annotation_comments c "
                                                   "JOIN annotations a ON a.aid = c.aid"

@@ -128,8 +128,9 @@ std::string page_token(const annotation_scope& s, const annotation_filter& f, co
 }
 
 /// Streams threads as the API returns them, as a scan of threads visits them (store.hpp): each stored
-/// annotation with "comments" (in the order they were added) appended, a comment at a time; `take`,
-/// when given, says whether an annotation goes into the answer (false: the scan stops).
+/// annotation with "comments" (in the order they were added) appended as the scan hands them over (a
+/// comment, or all that the annotation's row holds, at a time); `take`, when given, says whether an
+/// annotation goes into the answer (false: the scan stops).
 class thread_writer {
  public:
   explicit thread_writer(context& c, std::function<bool(const annotation_head&)> take = {}) : c_(c), take_(std::move(take)) {}
@@ -160,10 +161,10 @@ class thread_writer {
     open_ = true, first_comment_ = true;
     return true;
   }
-  void add(std::string_view comment) {  // a scan stops at a refused annotation: a thread is open here
+  void add(std::string_view comments) {  // one or more, comma-separated; a scan stops at a refused annotation: a thread is open here
     if (!first_comment_) c_.out.append(",");
     first_comment_ = false;
-    c_.out.append(comment);
+    c_.out.append(comments);
     c_.out.flush_if_full();
   }
 
@@ -217,7 +218,7 @@ item_result add_annotation(database& db, const annotation_scope& s, annotation_v
   for (const comment_value& c : a.comments)
     if (c.id) fresh.saw(*c.id), given.insert(*c.id);
   std::vector<std::int64_t> ids;
-  std::vector<std::string> bodies;
+  std::vector<comment_row> comments;
   for (std::size_t i = 0; i < a.comments.size(); ++i) {
     comment_value& c = a.comments[i];
     if (!c.id) c.id = fresh.take([&](std::int64_t id) { return given.count(id) || used.count(id); });
@@ -226,12 +227,11 @@ item_result add_annotation(database& db, const annotation_scope& s, annotation_v
     if (!c.created_at) c.created_at = now;
     if (!c.last_updated) c.last_updated = now;
     ids.push_back(*c.id);
-    bodies.push_back(comment_body(c));
+    comments.push_back({*c.id, comment_body(c)});
   }
   const annotation_row row{*a.id, a.location ? std::optional(a.location->id) : std::nullopt, a.from.id, a.status.id, *a.created_at, *a.last_updated,
                            annotation_body(a), fresh.next()};
-  if (!insert_annotation(db, s, row)) return r.message = "Annotation already exists.", r;
-  for (std::size_t i = 0; i < ids.size(); ++i) insert_comment(db, s, *a.id, ids[i], bodies[i]);
+  if (!insert_annotation(db, s, row, comments)) return r.message = "Annotation already exists.", r;
   r.success = true;
   r.comment_ids = std::move(ids);
   r.message = "Annotation added successfully.";
@@ -329,7 +329,8 @@ annotation_filter filter_of(const rapidjson::Value& data) {
 std::string annotations_get(context& c) {
   const annotation_scope s = scope_of(c);
   annotation_filter f = filter_of(c.data);
-  // Streamed (body_output.hpp): an answer of any size holds one comment at a time in memory.
+  // Streamed (body_output.hpp): an answer of any size holds one comment, or the comments one
+  // annotation's row holds (store.hpp: at most held_comments_max bytes), at a time in memory.
   return c.db.read([&] {
     return success_body(c.out, "Annotations fetched successfully.", [&](json_writer& w) {
       w.RawValue("[", 1, rapidjson::kArrayType);  // the items are stored JSON, appended as they are

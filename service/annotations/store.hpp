@@ -4,10 +4,18 @@
 // an integer key, `aid`, that never leaves the database) and rows of `annotation_comments` (one JSON
 // body per comment, keyed by the annotation's aid and the comment's position in the thread: comments
 // are listed in the order they were added, whatever their ids; a comment's numeric id is unique in its
-// thread). Readers put threads together from both in one statement: the annotations through the index
-// that fits the filter, joined to each one's comments by aid (scan_threads, scan_listed_threads). Every
-// statement finds annotations by (tenant, org, doc) first, and comments only through an annotation so
-// found (by aid): no query can reach another tenant's or another document's annotations or comments.
+// thread). The annotation's row also holds its thread's comments as a read gives them (`comments`: the
+// bodies in order, joined by commas; schema 9) while they take at most held_comments_max bytes, so
+// that a read finds a thread in one row where a seek per thread into the comments (a random one in a
+// scan: scans go in createdAt order, comments lie in aid order) cost more than the rest of the read.
+// Invariant: `comments` is NULL or exactly the thread's comments so joined. The database keeps it
+// whoever writes a comment (schema 9's triggers: a comment's insert, update or delete makes its
+// annotation's `comments` NULL); insert_annotation and touch_annotation hold the comments again after
+// this build's writes. NULL only means that readers take the comments from their table. Readers put
+// threads together in one statement: the annotations through the index that fits the filter, joined by
+// aid to the comments of those whose row does not hold them (scan_threads, scan_listed_threads). Every statement finds
+// annotations by (tenant, org, doc) first, and comments only through an annotation so found (by aid):
+// no query can reach another tenant's or another document's annotations or comments.
 // An annotation's comments are deleted in the transaction that deletes it, and an aid is never
 // handed out twice (SQLite: AUTOINCREMENT), so no annotation can find comments that were another's.
 // Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
@@ -16,6 +24,7 @@
 // Thread-safety: as `database` (one thread at a time per connection).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -31,8 +40,14 @@
 namespace folio::service {
 
 /// The tables annotations (schema 1) and annotation_comments (schema 2), status and order columns
-/// (schemas 2 and 3), the integer key that joins them (schema 8) and their indexes.
+/// (schemas 2 and 3), the integer key that joins them (schema 8), the comments held with their
+/// annotation (schema 9) and their indexes.
 module_migrations annotation_migrations();
+
+/// The most bytes of comments (their bodies and the commas between them) that an annotation's row
+/// holds; a thread with more is read from annotation_comments. A bound on what a row and a write that
+/// holds it again (touch_annotation) take, well above a usual thread (hundreds of bytes a comment).
+inline constexpr std::size_t held_comments_max = 64 * 1024;
 
 /// Where annotations live: a tenant's organization's document.
 struct annotation_scope {
@@ -72,7 +87,8 @@ struct annotation_head {
 };
 
 /// What a scan of threads calls: `begin` with each annotation (false: stop, nothing more is read),
-/// then `comment` with the JSON body of each of its comments, in the order they were added.
+/// then `comment` with the JSON bodies of its comments in the order they were added: one or more at a
+/// call, separated by commas (the comments an annotation's row holds come in one call), never empty.
 struct thread_visitor {
   std::function<bool(const annotation_head&)> begin;
   std::function<void(std::string_view)> comment;
@@ -80,9 +96,10 @@ struct thread_visitor {
 
 /// The matching annotations with their comments, oldest first, ties by id (f.limit: at most that many
 /// annotations; then two statements, so call it inside a read transaction for one snapshot). One row
-/// (an annotation's head, or one comment) in memory at a time where the plan walks an index in the
-/// order asked; where it cannot (annotation ids, or a plan that sorts), SQLite sorts the rows first,
-/// at most a page's (with a limit) or the listed ids' (at most 1,000 annotations).
+/// (an annotation's head with the comments it holds, or one comment) in memory at a time where the
+/// plan walks an index in the order asked; where it cannot (annotation ids, or a plan that sorts),
+/// SQLite sorts the rows first, at most a page's (with a limit) or the listed ids' (at most 1,000
+/// annotations).
 void scan_threads(database& db, const annotation_scope& s, const annotation_filter& f, const thread_visitor& v);
 /// The annotations `ids` (distinct, at most 1,000) in that order, with their comments as scan_threads
 /// gives them: `missing()` in the place of an id the document does not have; an annotation that fails
@@ -99,11 +116,18 @@ std::unordered_map<std::string, bool> annotations_passing(database& db, const an
 std::vector<std::string> match_annotations(database& db, const annotation_scope& s, const annotation_filter& f);
 
 std::optional<annotation_row> load_annotation(database& db, const annotation_scope& s, const std::string& id);
-/// Inserts a new annotation; false (nothing written) if the id exists in the document.
-bool insert_annotation(database& db, const annotation_scope& s, const annotation_row& a);
+/// A comment as a thread is written with: its id and its JSON body.
+struct comment_row {
+  std::int64_t id;
+  std::string body;
+};
+/// Inserts a new annotation with its comments (in that order; their ids distinct), the row holding
+/// them; false (nothing written) if the id exists in the document.
+bool insert_annotation(database& db, const annotation_scope& s, const annotation_row& a, const std::vector<comment_row>& comments = {});
 /// Rewrites an existing annotation's columns and body (not next_comment_id).
 void update_annotation(database& db, const annotation_scope& s, const annotation_row& a);
-/// After a comment write: lastUpdated (column and body) and the next comment id.
+/// After a comment write: lastUpdated (column and body), the next comment id, and the thread's comments
+/// held in its row again (read from their table: at most held_comments_max bytes and one comment more).
 void touch_annotation(database& db, const annotation_scope& s, const std::string& id, const std::string& body, const std::string& last_updated,
                       std::int64_t next_comment_id);
 /// Deletes an annotation and its comments; false if it did not exist.
@@ -113,6 +137,8 @@ bool delete_annotation(database& db, const annotation_scope& s, const std::strin
 std::vector<std::int64_t> comment_ids(database& db, const annotation_scope& s, const std::string& annotation);
 std::optional<std::string> load_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id);
 /// Inserts a comment after the thread's last; false (nothing written) if the id exists in the annotation.
+/// This and the next two leave the thread's comments unheld (read from their table: the schema 9
+/// triggers) when they write: call touch_annotation after a request's comment writes to hold them again.
 bool insert_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body);
 void update_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body);
 bool delete_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id);

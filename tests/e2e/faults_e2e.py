@@ -107,8 +107,9 @@ class CheckFindsDamage(unittest.TestCase):
         # folio-admin check on a database in which things were damaged by hand (the service refuses to
         # store any of them): a map value that is not JSON in a snapshot that still decodes, a snapshot
         # cut short, a record's log counted wrong and logged past its revision, an annotation body and
-        # a comment body that are not JSON, a comment whose annotation is gone. SQLite: in a
-        # copy of the file; PostgreSQL: in place, the damaged document removed after the check.
+        # a comment body that are not JSON, an annotation's row holding comments it does not have, a
+        # comment whose annotation is gone. SQLite: in a copy of the file; PostgreSQL: in place, the
+        # damaged document removed after the check.
         doc = "damage"
         ok(self, call("/v2/crdt/add", {"organizationId": ORG, "documentId": doc, "editorId": "m", "type": "map", "data": {"k": "plantedvalue"}}),
            "CRDT data added successfully.")
@@ -146,6 +147,7 @@ class CheckFindsDamage(unittest.TestCase):
                 UPDATE crdt_log SET revision = 9 WHERE {w} AND editor = 'l';
                 UPDATE annotations SET body = '{{"annotationId":' WHERE {w} AND annotation_id = 'damaged';
                 UPDATE annotation_comments SET body = '[]' WHERE aid = (SELECT aid FROM annotations WHERE {w} AND annotation_id = 'damaged');
+                UPDATE annotations SET comments = '{{}}' WHERE {w} AND annotation_id = 'damaged';
                 INSERT INTO annotation_comments (aid, position, comment_id, body) VALUES (-1, 1, 1, '{{}}');""".format(w=where_doc)
             subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", damage, STACK.db], check=True)
             self.addCleanup(subprocess.run, ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c",
@@ -170,13 +172,14 @@ class CheckFindsDamage(unittest.TestCase):
             dst.execute("UPDATE annotations SET body='{\"annotationId\":' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
             dst.execute("UPDATE annotation_comments SET body='[]' WHERE aid = (SELECT aid FROM annotations WHERE org=? AND doc=? AND annotation_id='damaged')",
                         (ORG, doc))
+            dst.execute("UPDATE annotations SET comments='{}' WHERE org=? AND doc=? AND annotation_id='damaged'", (ORG, doc))
             dst.execute("INSERT INTO annotation_comments (aid, position, comment_id, body) VALUES (-1, 1, 1, '{}')")  # a comment without its annotation
             dst.commit()
             dst.close()
         out = subprocess.run([stack.ADMIN, "--db", copy, "check"], capture_output=True, text=True)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertTrue(out.stdout.startswith("FAILED: "), out.stdout)
-        self.assertTrue(out.stdout.endswith(", 9 problems\n"), out.stdout)
+        self.assertTrue(out.stdout.endswith(", 10 problems\n"), out.stdout)
         where = "%s / %s / %s / " % (tenant, ORG, doc)
         self.maxDiff = None
         self.assertEqual(out.stderr.splitlines(), [
@@ -187,6 +190,7 @@ class CheckFindsDamage(unittest.TestCase):
             "folio-admin check: record " + where + "t: snapshot does not decode: truncated input at byte %d (content)" % content_at,
             "folio-admin check: snapshot " + where + "o: no record has it",
             "folio-admin check: comment 1 of annotation key -1: no annotation has it",
+            "folio-admin check: annotation " + where + "damaged: the comments its row holds are not its comments",
             "folio-admin check: annotation " + where + "damaged: body does not parse: Body is not valid JSON: invalid value (at byte 16).",
             "folio-admin check: comment " + where + "damaged / 1: body is not a JSON object",
         ])

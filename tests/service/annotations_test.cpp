@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -225,6 +226,80 @@ TEST_F(fixture, PagesHoldTheirLimitInOrderAcrossTiesOfCreatedAt) {
       }
       EXPECT_EQ(walked, heads) << "limit " << limit << (with_ids ? " with ids" : "");
     }
+  }
+}
+
+// An annotation's row holds its thread's comments (store.hpp, schema 9) exactly as their table has
+// them, through every write of the thread, or none past held_comments_max bytes (and again once they
+// are back within it); a read gives the same bytes whether the row holds them or not.
+TEST_F(fixture, AnAnnotationsRowHoldsItsCommentsThroughEveryWrite) {
+  const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
+  const svc::annotation_scope s{key.substr(3, 16), "o", "d"};
+  auto held = [&](const char* id) {
+    svc::query q = db.sql("SELECT comments FROM annotations WHERE tenant=? AND org=? AND doc=? AND annotation_id=?");
+    q.bind(1, s.tenant).bind(2, s.org).bind(3, s.doc).bind(4, std::string(id));
+    return q.step() ? q.text_opt(0) : std::optional<std::string>("(no such annotation)");
+  };
+  auto in_table = [&](const char* id) {  // the thread's comments as their table has them, joined as a row holds them
+    std::string joined;
+    for (const std::int64_t c : svc::comment_ids(db, s, id)) joined += (joined.empty() ? "" : ",") + *svc::load_comment(db, s, id, c);
+    return joined;
+  };
+  auto ok = [](const svc::response& r) { return r.http == 200 && r.body.find(R"("success":false)") == std::string::npos; };
+  auto read = [&] {  // a v1 get of the document, checked to read the same once no row holds its comments (left so)
+    const std::string answer = call("/v1/commentannotations/get", doc + "}}").body;
+    db.write([&] {
+      svc::query unhold = db.sql("UPDATE annotations SET comments = NULL WHERE tenant=? AND org=? AND doc=?");
+      unhold.bind(1, s.tenant).bind(2, s.org).bind(3, s.doc).step();
+    });
+    EXPECT_EQ(call("/v1/commentannotations/get", doc + "}}").body, answer);
+    return answer;
+  };
+  ASSERT_TRUE(ok(call("/v2/commentannotations/add", doc + R"(,"commentAnnotations":[{"annotationId":"a","from":{"userId":"u","name":"U","email":"u@e"},)"
+                                                     R"("commentData":[{"commentId":5,"commentText":"five"},{"commentId":2,"commentText":"two"}]},)"
+                                                     R"({"annotationId":"b","from":{"userId":"u","name":"U","email":"u@e"}}]}})")));
+  EXPECT_EQ(held("a"), in_table("a"));
+  EXPECT_NE(held("a")->find(R"("commentText":"five")"), std::string::npos);
+  EXPECT_EQ(held("b"), std::optional<std::string>(""));
+  const std::string first = read();
+  EXPECT_NE(first.find(R"("comments":[{"commentId":5,)"), std::string::npos) << first;
+  EXPECT_NE(first.find(R"("comments":[])"), std::string::npos) << first;
+  const std::string on_a = doc + R"(,"annotationId":"a",)";
+  ASSERT_TRUE(ok(call("/v2/commentannotations/comments/add", on_a + R"("commentData":[{"commentId":1,"commentText":"one","from":{"userId":"u","name":"U","email":"u@e"}}]}})")));
+  EXPECT_EQ(held("a"), in_table("a"));
+  ASSERT_TRUE(ok(call("/v2/commentannotations/comments/update", on_a + R"("commentIds":[2],"updatedData":{"commentText":"TWO"}}})")));
+  EXPECT_EQ(held("a"), in_table("a"));
+  EXPECT_NE(held("a")->find(R"("commentText":"TWO")"), std::string::npos);
+  ASSERT_TRUE(ok(call("/v2/commentannotations/comments/delete", on_a + R"("commentIds":[5]}})")));
+  EXPECT_EQ(held("a"), in_table("a"));
+  EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1}));
+  read();
+  // Past the bound: two comments of 40,000 bytes each are not held; deleting one holds the other again.
+  const std::string big(40000, 'x');
+  const std::string on_b = doc + R"(,"annotationId":"b",)";
+  ASSERT_TRUE(ok(call("/v2/commentannotations/comments/add", on_b + R"("commentData":[{"commentId":1,"commentText":")" + big + R"(","from":{"userId":"u","name":"U","email":"u@e"}},{"commentId":2,"commentText":")" +
+                                                            big + R"(","from":{"userId":"u","name":"U","email":"u@e"}}]}})")));
+  EXPECT_EQ(held("b"), std::nullopt);
+  const std::string past = read();
+  EXPECT_NE(past.find(R"("commentText":")" + big + R"(","commentHtml":"",)"), std::string::npos);
+  ASSERT_TRUE(ok(call("/v2/commentannotations/comments/delete", on_b + R"("commentIds":[1]}})")));
+  EXPECT_EQ(held("b"), in_table("b"));
+  EXPECT_NE(held("b")->find(big), std::string::npos);
+  read();
+  // Whoever writes a comment without holding the thread again (the store alone, an older build, a
+  // hand), the row is left holding none (the schema's triggers), never a stale copy.
+  const std::function<void()> writes[] = {
+      [&] { ASSERT_TRUE(svc::insert_comment(db, s, "a", 9, R"({"commentId":9})")); },
+      [&] { db.exec("UPDATE annotation_comments SET body = '{\"commentId\":9,\"by\":\"hand\"}' WHERE comment_id = 9"); },
+      [&] { db.exec("DELETE FROM annotation_comments WHERE comment_id = 9"); },
+  };
+  const char* after[] = {R"({"commentId":9}]})", R"({"commentId":9,"by":"hand"}]})", R"("commentText":"ONE")"};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(ok(call("/v2/commentannotations/comments/update", on_a + R"("commentIds":[1],"updatedData":{"commentText":"ONE"}}})")));
+    ASSERT_EQ(held("a"), in_table("a"));
+    db.write(writes[i]);
+    EXPECT_EQ(held("a"), std::nullopt) << i;
+    EXPECT_NE(read().find(after[i]), std::string::npos) << i;
   }
 }
 

@@ -407,6 +407,13 @@ TEST_F(fixture, AFreshDatabaseHasThePinnedSchema) {
   EXPECT_EQ(schema_of(tmp.path()), golden);
 }
 
+/// What the row of annotation `id` holds of its comments (schema 9): nullopt for NULL (none held).
+std::optional<std::string> held_comments(svc::database& db, const svc::annotation_scope& s, const std::string& id) {
+  svc::query q = db.sql("SELECT comments FROM annotations WHERE tenant=? AND org=? AND doc=? AND annotation_id=?");
+  q.bind(1, s.tenant).bind(2, s.org).bind(3, s.doc).bind(4, id);
+  return q.step() ? q.text_opt(0) : std::optional<std::string>("(no such annotation)");
+}
+
 TEST(Store, MigratesASchema1DatabaseToTheCurrentOne) {
   temp_db tmp;
   FOLIO_SQLITE_ONLY();  // no PostgreSQL database is older than schema 4
@@ -454,12 +461,15 @@ PRAGMA user_version = 1;
   // added now comes after them, whatever its id.
   const svc::annotation_scope s{"t", "o", "d"};
   std::vector<svc::annotation_head> found;
-  std::string comments;
-  svc::scan_threads(db, s, {}, {[&](const svc::annotation_head& a) { return found.push_back(a), true; }, [&](std::string_view c) { comments += std::string(c) + ';'; }});
+  std::string comments;  // as a thread's answer lists them (the scan hands over one or more at a time, comma-separated)
+  svc::scan_threads(db, s, {}, {[&](const svc::annotation_head& a) { return found.push_back(a), true; }, [&](std::string_view c) {
+                      comments += (comments.empty() ? "" : ",") + std::string(c);
+                    }});
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].body, R"({"annotationId":"a1","color":"#f00","createdAt":"2025-01-01T00:00:00.000Z","lastUpdated":"2025-01-02T00:00:00.000Z",)"
                            R"("status":{"id":"RESOLVED"}})");
-  EXPECT_EQ(comments, R"({"commentId":1,"commentText":"one"};{"commentId":2,"commentText":"two"};)");
+  EXPECT_EQ(comments, R"({"commentId":1,"commentText":"one"},{"commentId":2,"commentText":"two"})");
+  EXPECT_EQ(held_comments(db, s, "a1"), comments);  // 9: held in the annotation's row
   svc::annotation_filter by_status;
   by_status.statuses = {"RESOLVED"};
   by_status.updated_after = "2025-01-01T12:00:00.000Z";
@@ -524,10 +534,27 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
       old.sql("INSERT INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) VALUES "
               "('t', 'o', 'd2', 'a', 1, '{\"in\":\"d2\"}', 2), ('t2', 'o', 'd', 'a', 1, '{\"in\":\"t2\"}', 2)")
           .step();
+      // A thread with no comment, and one whose comments pass what a row holds (schema 9): 65,536 bytes
+      // with the commas between them hold, one byte more does not.
+      for (const char* id : {"none", "bound", "past"})
+        old.sql("INSERT INTO annotations (tenant, org, doc, annotation_id, location_id, user_id, created_at, body, status_id, last_updated, "
+                "next_comment_id) VALUES ('t', 'o', 'd3', ?, 'l', 'u', '2025-01-01T00:00:00.000Z', '{}', 'OPEN', '2025-01-01T00:00:00.000Z', 5)")
+            .bind(1, id)
+            .step();
+      for (const char* id : {"bound", "past"})
+        for (int n = 1; n <= 4; ++n) {
+          // 3 bodies of 16,384 bytes, one of 16,381 and 3 commas: 65,536 bytes for "bound"; in "past" one
+          // character of the last takes two bytes (the bound counts bytes, not characters)
+          std::string body = "{\"c\":\"" + std::string(n == 4 ? 16373 : 16376, 'y') + "\"}";
+          if (std::string(id) == "past" && n == 4) body.replace(6, 1, "\xc3\xa9");
+          old.sql("INSERT INTO annotation_comments (tenant, org, doc, annotation_id, comment_id, body, position) VALUES ('t', 'o', 'd3', ?, ?, ?, ?)")
+              .bind(1, id).bind(2, std::int64_t(n)).bind(3, body).bind(4, std::int64_t(n))
+              .step();
+        }
     });
   }
   svc::database db(tmp.path(), svc::responder::tables());
-  EXPECT_EQ(db.version(), 8);
+  EXPECT_EQ(db.version(), 9);
   const svc::record_key k{"t", "o", "d", "e"};
   std::optional<svc::record_row> row = svc::load_record(db, k);
   ASSERT_TRUE(row);
@@ -551,6 +578,20 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   // The thread keeps its order through the migrations, and its comment ids stay unique in it.
   const svc::annotation_scope s{"t", "o", "d"};
   EXPECT_EQ(svc::comment_ids(db, s, "a"), (std::vector<std::int64_t>{2, 1, 3}));  // 8: a tie of positions (no build wrote one) by comment id
+  // 9: each thread's row holds its comments in that order, within the bound; none for none.
+  EXPECT_EQ(held_comments(db, s, "a"), std::optional<std::string>(R"({"commentId":2},{"commentId":1},{"commentId":3})"));
+  EXPECT_EQ(held_comments(db, {"t", "o", "d2"}, "a"), std::optional<std::string>(R"({"in":"d2"})"));
+  EXPECT_EQ(held_comments(db, {"t2", "o", "d"}, "a"), std::optional<std::string>(R"({"in":"t2"})"));
+  const svc::annotation_scope d3{"t", "o", "d3"};
+  EXPECT_EQ(held_comments(db, d3, "none"), std::optional<std::string>(""));
+  ASSERT_TRUE(held_comments(db, d3, "bound"));
+  EXPECT_EQ(held_comments(db, d3, "bound")->size(), svc::held_comments_max);
+  EXPECT_EQ(held_comments(db, d3, "past"), std::nullopt);
+  std::string listed;  // either way, a read gives every thread whole
+  svc::scan_threads(db, d3, {}, {[&](const svc::annotation_head& h) { return listed += "[" + h.id, true; }, [&](std::string_view c) {
+                      listed += std::to_string(c.size()) + ";";
+                    }});
+  EXPECT_EQ(listed, "[bound65536;[none[past16384;16384;16384;16382;");
   db.write([&] {
     EXPECT_FALSE(svc::insert_comment(db, s, "a", 1, R"({"commentId":1,"again":true})"));
     EXPECT_TRUE(svc::insert_comment(db, s, "a", 5, R"({"commentId":5})"));
@@ -571,11 +612,11 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   EXPECT_EQ(svc::comment_ids(db, {"t", "o", "d2"}, "a"), std::vector<std::int64_t>{1});  // another document's thread stays
   svc::query left = db.sql("SELECT count(*) FROM annotation_comments");
   ASSERT_TRUE(left.step());
-  EXPECT_EQ(left.integer(0), 2);  // the deleted thread's comments went with it
+  EXPECT_EQ(left.integer(0), 2 + 8);  // the deleted thread's comments went with it (d3's threads keep theirs)
   if (db.kind() == svc::dialect::sqlite) {  // the copy's keys are counted: none is handed out again (AUTOINCREMENT)
     svc::query seq = db.sql("SELECT seq FROM sqlite_sequence WHERE name = 'annotations'");
     ASSERT_TRUE(seq.step());
-    EXPECT_EQ(seq.integer(0), 3);
+    EXPECT_EQ(seq.integer(0), 6);
   }
 }
 
