@@ -161,13 +161,14 @@ CREATE INDEX annotation_comments_in_order ON annotation_comments (tenant, org, d
 };
 
 /// " AND ..." conditions for a filter over the columns of `annotations` (named as `table`.column when
-/// `table` is given), and their values in bind order.
+/// `table` is given), and their values in bind order; `with_ids`: with the filter's annotation ids (false:
+/// the rest of the filter).
 struct where_clause {
   std::string text;
   std::vector<std::string> values;
 };
 
-where_clause conditions(const annotation_filter& f, const std::string& table = "") {
+where_clause conditions(const annotation_filter& f, const std::string& table = "", bool with_ids = true) {
   where_clause w;
   const std::string t = table.empty() ? "" : table + ".";
   auto in_list = [&](const char* column, const std::vector<std::string>& ids) {
@@ -177,7 +178,7 @@ where_clause conditions(const annotation_filter& f, const std::string& table = "
   };
   in_list("location_id", f.locations);
   in_list("user_id", f.users);
-  in_list("annotation_id", f.ids);
+  if (with_ids) in_list("annotation_id", f.ids);
   in_list("status_id", f.statuses);
   if (f.updated_after) w.text += " AND " + t + "last_updated > ?", w.values.push_back(*f.updated_after);
   if (f.updated_before) w.text += " AND " + t + "last_updated < ?", w.values.push_back(*f.updated_before);
@@ -286,25 +287,27 @@ void scan_threads(database& db, const annotation_scope& s, const annotation_filt
 void scan_listed_threads(database& db, const annotation_scope& s, const std::vector<std::string>& ids, const annotation_filter& f,
                          const thread_visitor& v, const std::function<void()>& missing) {
   if (ids.empty()) return;
-  annotation_filter others = f;
-  others.ids.clear();
-  const where_clause w = conditions(others, "a");
-  // First, in one statement, what each requested id is, in request order: the requested ids as rows
-  // (their place, their id), each joined to its annotation (by annotations_by_id): 1 when there is
-  // none, 0 with its key when it passes the other filters, 2 when it fails them. VALUES names its
-  // columns column1, column2 in both dialects. Rows of two integers: held whole (at most 1,000).
-  std::string text = "SELECT CASE WHEN a.aid IS NULL THEN 1 WHEN 1=1" + w.text + " THEN 0 ELSE 2 END, a.aid FROM (VALUES ";
+  const where_clause w = conditions(f, "a", false);
+  // First, in one statement, what each requested id is: the requested ids as rows (their place, their
+  // id), each joined to its annotation (by annotations_by_id): 1 when there is none, 0 with its key
+  // when it passes the other filters, 2 when it fails them. VALUES names its columns column1, column2
+  // in both dialects. Each row is put at its place (no ORDER BY: SQLite sorted the rows for it). Rows
+  // of two integers: held whole (at most 1,000).
+  std::string text = "SELECT r.column1, CASE WHEN a.aid IS NULL THEN 1 WHEN 1=1" + w.text + " THEN 0 ELSE 2 END, a.aid FROM (VALUES ";
   for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? ",(" : "(") + std::to_string(i) + ",?)";
-  text += ") r LEFT JOIN annotations a ON a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id = r.column2 ORDER BY r.column1";
-  std::vector<std::pair<std::int64_t, std::int64_t>> found;  // (state, aid) per requested id
-  found.reserve(ids.size());
+  text += ") r LEFT JOIN annotations a ON a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id = r.column2";
+  std::vector<std::pair<std::int64_t, std::int64_t>> found(ids.size(), {1, 0});  // (state, aid) per requested id
   {
     query q = db.prepare(text);
     int i = 1;
     for (const std::string& value : w.values) q.bind(i++, value);
     for (const std::string& id : ids) q.bind(i++, id);
     bind_scope(q, s, i);
-    while (q.step()) found.emplace_back(q.integer(0), q.integer(1));
+    while (q.step()) {
+      const std::int64_t at = q.integer(0);
+      if (at < 0 || static_cast<std::size_t>(at) >= found.size()) throw store_error(failure::other, "scan_listed_threads: a place out of range");
+      found[static_cast<std::size_t>(at)] = {q.integer(1), q.integer(2)};
+    }
   }
   // Then each passing thread by its key: the row, then its comments in order (no sort), streamed.
   static const std::string thread_by_key = std::string(thread_columns) + "annotations a" + thread_join + " WHERE a.aid = ? ORDER BY c.position";
@@ -322,9 +325,7 @@ std::unordered_map<std::string, bool> annotations_passing(database& db, const an
                                                           const annotation_filter& f) {
   std::unordered_map<std::string, bool> out;
   if (ids.empty()) return out;
-  annotation_filter others = f;
-  others.ids.clear();
-  const where_clause w = conditions(others);
+  const where_clause w = conditions(f, "", false);
   query q = db.prepare("SELECT annotation_id, CASE WHEN 1=1" + w.text + " THEN 1 ELSE 0 END FROM annotations WHERE tenant=? AND org=? AND doc=? AND annotation_id IN (" +
                        database::placeholders(ids.size()) + ")");
   int i = 1;

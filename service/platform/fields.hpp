@@ -27,7 +27,9 @@ std::optional<std::int64_t> timestamp_ms(std::string_view s);
 /// An optional timestamp (absent or null: nullopt); `what` names it in the message.
 std::optional<std::string> optional_timestamp(const rapidjson::Value& data, const char* field, const std::string& what);
 
-/// Checks an id's rules; `what` names it in the message.
+/// The rule an id breaks ("must not be empty.", ...), or nullptr for a valid id.
+const char* id_problem(std::string_view value) noexcept;
+/// Checks an id's rules; `what` names it in the message ("<what> <id_problem>").
 void check_id(const std::string& value, const std::string& what);
 /// A required id: absent, null or "" gives `missing_message` (the reference API's wording).
 std::string required_id(const rapidjson::Value& data, const char* field, const char* missing_message);
