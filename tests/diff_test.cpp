@@ -49,7 +49,9 @@ TEST(Diff, Utf8ReplaceMakesTheOpsOfTheCodePointDiff) {
     return out;
   };
   for (int round = 0; round < 2000; ++round) {
-    const std::u32string from = random_text(rng() % 10);
+    // Short texts, and texts of up to 400 bytes, whose common prefix and suffix span the 64-byte
+    // blocks common_prefix and common_suffix compare with memcmp (a cut inside a code point included).
+    const std::u32string from = random_text(round % 2 ? rng() % 10 : rng() % 100);
     std::u32string to = from;
     for (int edits = int(rng() % 3); edits >= 0; --edits) {
       const std::size_t at = to.empty() ? 0 : rng() % (to.size() + 1);
@@ -64,6 +66,32 @@ TEST(Diff, Utf8ReplaceMakesTheOpsOfTheCodePointDiff) {
     ASSERT_EQ(bytes.to_u32string(), to) << "round " << round;
     ASSERT_EQ(bytes.to_string(), utf8(to)) << "round " << round;
     ASSERT_TRUE(bytes.ops(by_bytes) == points.ops(by_points)) << "round " << round;
+  }
+}
+
+// One code point changed at every position of a 300-byte text (a two-byte one every 6 bytes, so that
+// the 64-byte blocks start at every kind of byte), alone and with the first one changed too: the
+// common prefix and suffix, compared 64 bytes at a time, stop exactly at it (each skipped byte of a
+// block fails this), so the text is right and each change is one remove and one insert.
+TEST(Diff, AChangeAtEveryPositionIsFoundExactly) {
+  std::string base;
+  for (int i = 0; base.size() < 300; ++i) base += i % 5 == 3 ? "\u00e9" : std::string(1, char('a' + i % 26));
+  for (std::size_t at = 0; at < base.size(); ++at) {
+    if ((static_cast<unsigned char>(base[at]) & 0xC0) == 0x80) continue;  // inside a code point
+    const std::size_t len = (static_cast<unsigned char>(base[at]) & 0x80) ? 2 : 1;
+    const std::string changed = base.substr(0, at) + "Z" + base.substr(at + len);
+    folio::text t(1);
+    folio::replace_text_utf8(t, base);
+    const folio::local_change c = folio::replace_text_utf8(t, changed);  // the prefix finds it
+    ASSERT_EQ(t.to_string(), changed) << "at " << at;
+    ASSERT_EQ(c.count, 2u) << "at " << at;
+    if (at == 0) continue;
+    const std::string both = "Y" + changed.substr(1);  // the first byte too: the suffix finds `at`
+    folio::text u(1);
+    folio::replace_text_utf8(u, base);
+    const folio::local_change c2 = folio::replace_text_utf8(u, both);
+    ASSERT_EQ(u.to_string(), both) << "at " << at;
+    ASSERT_EQ(c2.count, 4u) << "at " << at;
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,6 +36,25 @@ local_change apply_hunks(Seq& doc, const std::vector<hunk>& hunks, const T* targ
   }
   return local_change{doc.replica(), first, doc.version().get(doc.replica()) - first};
 }
+
+/// Bytes `a` and `b` have in common at their start: memcmp over blocks (the C library's vector
+/// compare), then byte by byte in the block that differs. A byte loop over 100 KB took about 50 us.
+inline std::size_t common_prefix(std::string_view a, std::string_view b) noexcept {
+  constexpr std::size_t block = 64;
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  while (i + block <= n && std::memcmp(a.data() + i, b.data() + i, block) == 0) i += block;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+/// Bytes `a` and `b` have in common at their end, at most `most`; as common_prefix.
+inline std::size_t common_suffix(std::string_view a, std::string_view b, std::size_t most) noexcept {
+  constexpr std::size_t block = 64;
+  std::size_t k = 0;
+  while (k + block <= most && std::memcmp(a.data() + a.size() - k - block, b.data() + b.size() - k - block, block) == 0) k += block;
+  while (k < most && a[a.size() - 1 - k] == b[b.size() - 1 - k]) ++k;
+  return k;
+}
 }  // namespace detail
 
 /// Makes `doc` equal to `value` with the fewest inserted and removed code points.
@@ -54,11 +74,9 @@ inline local_change replace_text_utf8(text& doc, std::string_view utf8) {
   const std::string_view a = old, b = utf8;
   const auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
   // The longest common prefix and then suffix (not overlapping it), both cut back to whole code points.
-  std::size_t pre = static_cast<std::size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+  std::size_t pre = detail::common_prefix(a, b);
   while (pre > 0 && ((pre < a.size() && continuation(a[pre])) || (pre < b.size() && continuation(b[pre])))) --pre;
-  const std::size_t most = std::min(a.size(), b.size()) - pre;
-  std::size_t suf = 0;
-  while (suf < most && a[a.size() - 1 - suf] == b[b.size() - 1 - suf]) ++suf;
+  std::size_t suf = detail::common_suffix(a, b, std::min(a.size(), b.size()) - pre);
   while (suf > 0 && continuation(a[a.size() - suf])) --suf;
   // Only the middle of the new value is checked: its prefix and suffix are bytes of the old text, whole
   // code points (the cuts above), so its first invalid byte, if any, lies in the middle.

@@ -229,14 +229,16 @@ unsigned unicode_problem(std::string_view text) noexcept {
 
 namespace {
 
-rapidjson::Document parse(std::string_view body, std::string_view what, bool surrogates_allowed) {
+/// `Stream`: a MemoryStream over `body`, or a StringStream when `body` is followed by a NUL (RapidJSON's
+/// SIMD scan of strings reads that kind only); the same parse either way, as `body` holds no NUL.
+template <class Stream>
+rapidjson::Document parse(Stream ms, std::string_view body, std::string_view what, bool surrogates_allowed) {
   // RapidJSON's streams read a NUL as the end of the text, so "1\0anything" would parse as 1. JSON
   // never holds a raw NUL (in a string it is escaped, elsewhere it is not whitespace).
   if (const std::size_t nul = body.find('\0'); nul != std::string_view::npos)
     throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: NUL byte (at byte " + std::to_string(nul) + ").");
   rapidjson::Document doc;
   rapidjson::Reader reader;
-  rapidjson::MemoryStream ms(body.data(), body.size());
   rapidjson::ParseResult pr;
   std::string failure, unicode;
   auto generate = [&](rapidjson::Document& d) {
@@ -268,9 +270,15 @@ rapidjson::Document parse(std::string_view body, std::string_view what, bool sur
 
 }  // namespace
 
-rapidjson::Document parse_json(std::string_view body, std::string_view what) { return parse(body, what, false); }
+rapidjson::Document parse_json(std::string_view body, std::string_view what) {
+  return parse(rapidjson::MemoryStream(body.data(), body.size()), body, what, false);
+}
 
-rapidjson::Document parse_stored_json(std::string_view body) { return parse(body, "Stored JSON", true); }
+rapidjson::Document parse_json(const std::string& body, std::string_view what) { return parse(rapidjson::StringStream(body.c_str()), body, what, false); }
+
+rapidjson::Document parse_stored_json(std::string_view body) {
+  return parse(rapidjson::MemoryStream(body.data(), body.size()), body, "Stored JSON", true);
+}
 
 std::string canonical_json(const rapidjson::Value& root) {
   rapidjson::StringBuffer sb;
