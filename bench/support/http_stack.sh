@@ -11,7 +11,9 @@
 #                               separated by ";" (thread k uses group k mod groups), files in a group by ","
 #                               sent in turn. Also writes "$work/NAME.cpu": the responder's CPU time (user +
 #                               system, all threads, /proc/PID/stat) per request answered, in ms — a figure
-#                               that hardly moves when other work shares the cores, to compare builds by.
+#                               that hardly moves when other work shares the cores, to compare builds by —
+#                               and "$work/NAME.busy": the cores the whole machine kept busy meanwhile
+#                               (/proc/stat: wrk, nginx, the responder, the kernel).
 #   p99 MS REQUESTS             the p99 as printed in a table: "-" when fewer than 200 requests measured it
 #   judge VALUE OP BOUND ISSUE  "<= 5 (issue 4): met" or "... MISSED"; OP is <= or >=
 # and $bin, $work, $db, $key, $token, $tenant, $url, and h=(curl headers). Everything lives in $work,
@@ -60,10 +62,12 @@ h=(-H 'Content-Type: application/json' -H "x-folio-api-key: $key" -H "x-folio-au
 
 # run NAME TARGET THREADS CONNECTIONS BODIES -> "rps p50_ms p99_ms errors requests"
 responder_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) * 1000 / hz }' "/proc/$resp_pid/stat"; }
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }  # busy, all
 run() {
-  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 d=$secs n cpu_before
+  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 d=$secs n cpu_before ticks_before
   while :; do
     cpu_before=$(responder_cpu_ms)  # the last attempt's, as its requests are
+    ticks_before=$(machine_ticks)
     BODIES=$bodies TARGET=$target FOLIO_API_KEY=$key FOLIO_AUTH_TOKEN=$token \
       wrk -t"$threads" -c"$conns" -d"${d}s" --timeout 30s -s bench/support/bodies.lua "$url" | sed -n 's/^RESULT //p' > "$work/$name.res"
     read -r _ _ _ _ n < "$work/$name.res"
@@ -72,6 +76,7 @@ run() {
     [ "$d" -le $((8 * secs)) ] || d=$((8 * secs))
   done
   awk -v a="$(responder_cpu_ms)" -v b="$cpu_before" -v n="$n" 'BEGIN { printf "%.4f\n", (n > 0 ? (a - b) / n : 0) }' > "$work/$name.cpu"
+  echo "$ticks_before $(machine_ticks)" | awk -v cores="$(nproc)" '{ printf "%.2f\n", ($4 > $2 ? cores * ($3 - $1) / ($4 - $2) : 0) }' > "$work/$name.busy"
 }
 p99() { if [ "$2" -ge 200 ]; then echo "$1"; else echo "-"; fi; }
 judge() {  # VALUE OP BOUND ISSUE
