@@ -71,8 +71,7 @@ TEST(XmlDiff, ChangedTagsAreReplacedWhole) {
 }
 
 // The CRDT tree's current value can hold empty and adjacent text nodes (concurrent inserts, removed
-// characters); the script turns it into the new value all the same, and leaves a list alone up to
-// its first difference and from its last.
+// characters); the script turns it into the new value all the same.
 TEST(XmlDiff, EmptyAndAdjacentTextNodesOnTheOldSide) {
   const fragment old{node::make_text("a"), node::make_text(""), node::make_text("b"),
                      node::make_element("p", {}, {node::make_text(""), node::make_text("x"), node::make_text("y")}), node::make_text("")};

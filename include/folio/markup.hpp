@@ -450,6 +450,7 @@ inline parse_result parse(std::string_view markup, flat_fragment& out, std::size
   while (!stack.empty()) {
     frame& f = stack.back();
     if (!f.next) {
+      if (f.slot != f.end) folio::detail::fail("folio.invariant", "markup::parse counted a list long");
       stack.pop_back();
       continue;
     }

@@ -194,11 +194,11 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// The tree as a flat fragment (what replace_xml diffs against and xml() writes): every live item,
   /// so positions match the children sequences (a text node whose code points were all removed is an
   /// empty text node; concurrent text nodes may be adjacent). Attributes come in key order, as the
-  /// flat layout wants them. O(live size).
+  /// flat layout wants them. O(live size). Throws "[folio.range]" for a tree of 4 GiB of characters or
+  /// more (the flat layout's indices are 32-bit).
   markup::flat_fragment flat() const {
     using index = markup::flat_fragment::index;
     markup::flat_fragment out;
-    out.reserve(objects_.size(), 0, 0);  // a node makes one object or two: at most this many nodes
     struct frame {
       std::uint32_t object;  // a children object
       index slot, end;       // its list's nodes
@@ -228,6 +228,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
         }
         out.node_at(f.slot++) = x;
       });
+      if (f.slot != f.end) fail("folio.invariant", "a children list has fewer items than it counts");
     }
     return out;
   }

@@ -236,7 +236,6 @@ inline xml_children_edit diff_xml(const markup::flat_fragment& from, const marku
           op.pos = h.a_pos + ai;
           if (x.type == markup::node::kind::text) {
             op.type = xml_child_op::kind::update_text;
-            if (from.str(x) == to.str(y)) continue;
             const std::u32string from_cp = xml::code_points(from.str(x));
             op.text_source = xml::code_points(to.str(y));
             op.text = diff(from_cp.data(), from_cp.size(), op.text_source.data(), op.text_source.size());
