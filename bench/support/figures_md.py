@@ -204,11 +204,15 @@ def main():
     one, four = load_ratio("update p99 / get p99, one writer (the fresh 100 KB record)"), load_ratio("update p99 / get p99, 4 writers on 4 records")
     thr = load_ratio("update throughput, 4 writers / one writer")
     h50, h99 = load_ratio("history / fresh update, p50"), load_ratio("history / fresh update, p99")
+    # The machine's busy cores in the update runs (results from before it was printed lack the line).
+    busy = re.search(r"^    cores busy: one writer ([0-9.]+), 4 writers ([0-9.]+), of (\d+): .* <= ([0-9.]+) here$", lb, re.M)
+    bound = ("; one writer kept %s of the %s cores busy (wrk, nginx, folio-fcgi, the kernel), so four can reach at most %s× of it on "
+             "this machine at that CPU per update" % (busy.group(1), busy.group(3), busy.group(4))) if busy else ""
     w("\nHTTP through nginx (`bench/load.sh 10`, wrk; ratios to hello-fcgi answering behind the same nginx, same run): `crdt/get` of a "
       "1 KB text %s req/s (%s requests), %s of the ceiling (%s); update p99 ÷ get p99 %s with one writer (%s) and %s with four on four "
-      "records (%s), four writers' throughput %s× one writer's (%s); an update on the automerge-paper full-history record ÷ the same on "
+      "records (%s), four writers' throughput %s× one writer's (%s%s); an update on the automerge-paper full-history record ÷ the same on "
       "a fresh record: p50 %s (%s), p99 %s (%s).\n" % (num(g[0]), num(g[1]), g[5], md(g[6]), one[0], one[1], four[0], four[1], thr[0], thr[1],
-                                                        h50[0], h50[1], h99[0], h99[1]))
+                                                        bound, h50[0], h50[1], h99[0], h99[1]))
 
     ab = s["bench/annotations_load.sh"]
     a1 = find(r"^  1 connection +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +p50 ([0-9.]+)x the bare SQLite transaction \(p50 ([0-9.]+) ms of (\d+)\)", ab, "add, 1 connection")
