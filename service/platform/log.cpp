@@ -1,13 +1,11 @@
 #include "platform/log.hpp"
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <atomic>
 #include <cstdio>
 #include <mutex>
 
 #include "platform/clock.hpp"
+#include "wire/json.hpp"
 
 namespace folio::service::log {
 
@@ -16,7 +14,7 @@ namespace {
 std::atomic<bool> access_on{true};
 thread_local std::string current_id, current_endpoint;
 
-using writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using writer = json_writer;  // escapes every control character (see wire/json.hpp)
 
 void str(writer& w, const char* key, std::string_view v) {
   w.Key(key);
