@@ -206,8 +206,11 @@ def main():
     h50, h99 = load_ratio("history / fresh update, p50"), load_ratio("history / fresh update, p99")
     # The machine's busy cores in the update runs (results from before it was printed lack the line).
     busy = re.search(r"^    cores busy: one writer ([0-9.]+), 4 writers ([0-9.]+), of (\d+): .* <= ([0-9.]+) here$", lb, re.M)
-    bound = ("; one writer kept %s of the %s cores busy (wrk, nginx, folio-fcgi, the kernel), so four can reach at most %s× of it on "
-             "this machine at that CPU per update" % (busy.group(1), busy.group(3), busy.group(4))) if busy else ""
+    # The bound from the four writers' own CPU per update (load.sh prints it since 2026-11-27; older files
+    # printed cores / one writer's busy cores, which four writers sharing commits could beat: computed here).
+    bound = ("; four writers kept %s of the %s cores busy (wrk, nginx, folio-fcgi, the kernel), so with every core busy at their CPU per "
+             "update they can reach at most %.2f× one writer's throughput on this machine"
+             % (busy.group(2), busy.group(3), float(thr[0]) * int(busy.group(3)) / float(busy.group(2)))) if busy else ""
     w("\nHTTP through nginx (`bench/load.sh 10`, wrk; ratios to hello-fcgi answering behind the same nginx, same run): `crdt/get` of a "
       "1 KB text %s req/s (%s requests), %s of the ceiling (%s); update p99 ÷ get p99 %s with one writer (%s) and %s with four on four "
       "records (%s), four writers' throughput %s× one writer's (%s%s); an update on the automerge-paper full-history record ÷ the same on "
