@@ -205,16 +205,40 @@ class Stack:
                 subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), "start", self.redis_dir, str(free_port())], check=True)
             env.update(FOLIO_REDIS_URL=self.redis_url(), FOLIO_TRUSTED_PROXY="127.0.0.1",
                        FOLIO_ACCESS_LOG=os.path.join(self.dir, "log", "nginx-access.log") + " folio_json")
+        restarted = False
         for node in self.nodes:
             if node.nginx is None or node.nginx.poll() is not None:
+                restarted = restarted or node.nginx is not None
                 node.nginx = subprocess.Popen([os.path.join(SOURCE, "scripts", "nginx-start"), node.dir, str(node.port), str(self.rate)], env=env)
                 self.wait_listening(node.port, node.nginx)
+        if self.cluster and restarted and self.front is not None and self.front.poll() is None:
+            self.wait_front_routes()
         if self.cluster and (self.front is None or self.front.poll() is not None):
             front_dir = os.path.join(self.dir, "front")
             os.makedirs(front_dir, exist_ok=True)
             self.front = subprocess.Popen([os.path.join(SOURCE, "scripts", "front-start"), front_dir, str(self.port),
                                            *["127.0.0.1:%d" % n.port for n in self.nodes]])
             self.wait_listening(self.port, self.front)
+
+    def wait_front_routes(self, seconds=15):
+        """Waits until the front passes a request to a node again. A node whose nginx was down while
+        clients kept asking (subscribers reconnecting) is left out by the front for its fail_timeout
+        (scripts/front-start: max_fails=3 fail_timeout=5s): with every node down, the front answers
+        503 for up to 5 s after they are back, as it would in production."""
+        deadline = time.time() + seconds
+        while True:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                c.request("GET", "/healthz")
+                status = c.getresponse().status
+                c.close()
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError("the front routes to no node %d s after the nodes' nginx started\n" % seconds + self.log_tails())
+            time.sleep(0.1)
 
     def wait_listening(self, port, process):
         for _ in range(100):
