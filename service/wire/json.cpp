@@ -274,26 +274,26 @@ rapidjson::Document parse_json(std::string_view body, std::string_view what) {
   return parse(rapidjson::MemoryStream(body.data(), body.size()), body, what, false);
 }
 
+#ifdef RAPIDJSON_SSE2
 namespace {
 
 /// Whether `text` holds a byte from 0x1A to 0x1F, which RapidJSON 1.1.0's SSE2 string scan takes for
 /// an ordinary one (json.hpp, parse_json). Sixteen bytes a step. O(n).
-[[maybe_unused]] bool holds_late_control(std::string_view text) noexcept {
+bool holds_late_control(std::string_view text) noexcept {
   const char* p = text.data();
   const char* const end = p + text.size();
-#ifdef RAPIDJSON_SSE2
   const __m128i low = _mm_set1_epi8(0x1A), span = _mm_set1_epi8(5);
   for (; end - p >= 16; p += 16) {
     const __m128i s = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), low);  // 0x1A-0x1F become 0-5
     if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(s, span), s)) != 0) return true;
   }
-#endif
   for (; p < end; ++p)
     if (*p >= 0x1A && *p <= 0x1F) return true;
   return false;
 }
 
 }  // namespace
+#endif
 
 rapidjson::Document parse_json(const std::string& body, std::string_view what) {
 #ifdef RAPIDJSON_SSE2
