@@ -4,6 +4,7 @@
 
 #include <folio/detail/tree_encoding.hpp>
 #include <folio/folio.hpp>
+#include <optional>
 #include <random>
 
 #include "support/trace.hpp"
@@ -289,6 +290,83 @@ TEST(Encoding, DocumentsClaimingHugeDeletedRunsAreRefusedByTheLimit) {
   folio::text t(2);
   EXPECT_TRUE(folio::text::decode(bytes, 2, t));
   EXPECT_EQ(folio::text::decode(bytes, 2, t, 1000).status, folio::decode_status::too_large);
+}
+
+namespace reference {
+/// LEB128 as the format defines it, read the slowest way: (value, bytes) or nullopt when the bytes
+/// are not a varint of at most `max` (truncated, a zero last group past the first byte, past 64 bits).
+std::optional<std::pair<std::uint64_t, std::size_t>> varint(std::string_view s, std::uint64_t max) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < s.size() && i < 10; ++i) {
+    const auto b = static_cast<std::uint8_t>(s[i]);
+    if (i == 9 && b > 1) return std::nullopt;
+    v |= std::uint64_t(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      if (b == 0 && i != 0) return std::nullopt;
+      if (v > max) return std::nullopt;
+      return std::pair(v, i + 1);
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace reference
+
+// byte_reader::varint reads two and three bytes without a bound check per byte when three are left:
+// every spelling of up to three bytes (and each followed by a byte, so that both paths read it), with
+// bounds that cut through every length, reads as the reference reads it, and a refusal names the
+// varint's first byte (or, for bytes that end inside it, their end).
+TEST(Encoding, VarintReaderAgreesWithTheReferenceOnEveryShortSpelling) {
+  const std::uint64_t bounds[] = {0, 1, 0x7f, 0x80, 0x3fff, 0x4000, 0x1fffff, 0x200000, UINT64_MAX};
+  std::size_t checked = 0;
+  for (std::uint32_t n = 1; n <= 3; ++n)
+    for (std::uint32_t x = 0; x < (1u << (8 * n)); ++x) {
+      if (n == 3 && (~x & 0x8080)) continue;  // a shorter varint and a byte after it: the cases of n - 1 with a tail
+      std::string bytes;
+      for (std::uint32_t k = 0; k < n; ++k) bytes.push_back(static_cast<char>(x >> (8 * k)));
+      for (const std::string& tail : {std::string(), std::string("\x05", 1)})
+        for (std::uint64_t max : bounds) {
+          const std::string in = bytes + tail;
+          folio::detail::byte_reader r(in);
+          const std::uint64_t got = r.varint("v", max);
+          const auto want = reference::varint(in, max);
+          ++checked;
+          if (want) {
+            ASSERT_TRUE(r.ok()) << hex(in) << " max " << max;
+            ASSERT_EQ(got, want->first) << hex(in);
+            ASSERT_EQ(r.offset(), want->second) << hex(in);
+          } else {
+            ASSERT_FALSE(r.ok()) << hex(in) << " max " << max << " read " << got;
+            // a refusal names the varint's first byte; running out, the end of the bytes
+            const bool truncated = r.result().status == folio::decode_status::truncated;
+            ASSERT_EQ(r.result().offset, truncated ? in.size() : 0u) << hex(in);
+            if (truncated) {
+              ASSERT_TRUE(static_cast<std::uint8_t>(in.back()) & 0x80) << hex(in);
+            }
+          }
+        }
+    }
+  EXPECT_GT(checked, 4u << 20);
+}
+
+// Longer spellings, random, against the reference, with and without room after them.
+TEST(Encoding, VarintReaderAgreesWithTheReferenceOnRandomSpellings) {
+  std::mt19937_64 rng(23);
+  for (int i = 0; i < 200000; ++i) {
+    std::string in;
+    const int n = 1 + int(rng() % 12);
+    for (int k = 0; k < n; ++k) {
+      const auto b = static_cast<std::uint8_t>(rng());
+      in.push_back(static_cast<char>(k + 1 < n && rng() % 4 ? (b | 0x80) : b));
+    }
+    const std::uint64_t max = rng() % 2 ? UINT64_MAX : rng() >> (rng() % 64);
+    folio::detail::byte_reader r(in);
+    const std::uint64_t got = r.varint("v", max);
+    const auto want = reference::varint(in, max);
+    ASSERT_EQ(r.ok(), bool(want)) << hex(in);
+    if (want) {
+      ASSERT_EQ(std::pair(got, r.offset()), *want) << hex(in);
+    }
+  }
 }
 
 TEST(Encoding, VarintsHaveOneSpellingOnly) {

@@ -94,7 +94,6 @@ bool read_content(byte_reader& r, std::vector<T>& values) {
     if (n > r.remaining()) return r.fail(decode_status::truncated, "text content");
     const std::size_t at = r.offset();
     const std::string_view bytes = r.bytes(n, "text content");
-    values.reserve(bytes.size());
     std::size_t bad = 0;
     if (!decode_utf8(bytes, values, &bad)) return r.fail_at(at + bad, decode_status::inconsistent, "text content is not valid UTF-8");
   } else {
@@ -161,14 +160,16 @@ struct sequence_op_format {
       put_varint(out, o.ref.seq);
   }
 
-  void reserve(std::uint64_t n) { ops->reserve(static_cast<std::size_t>(n)); }
+  void reserve(std::uint64_t n) {
+    if (n > ops->capacity()) ops->reserve(static_cast<std::size_t>(n));
+  }
   static bool check_flags(byte_reader& r, std::uint8_t flags) {
     if (flags & f_reserved) return r.fail(decode_status::inconsistent, "reserved op flag set");
     if ((flags & f_backward) && !(flags & f_remove)) return r.fail(decode_status::inconsistent, "backward insert");
     return true;
   }
   [[gnu::always_inline]] bool read_payload(byte_reader& r, std::uint8_t flags, const op_header& h, std::span<const replica_id> reps) {
-    op o;
+    op& o = ops->emplace_back();  // room reserved for the table's count; dropped below on a fault
     o.kind = (flags & f_remove) ? op_kind::remove : op_kind::insert;
     o.backward = (flags & f_backward) != 0;
     o.id = h.id, o.lamport = h.lamport, o.len = h.len;
@@ -179,8 +180,7 @@ struct sequence_op_format {
       ref_seq = std::int64_t(h.id.seq) - 1 + r.svarint("reference seq");
     else if (ref_rep != 0)
       ref_seq = std::int64_t(r.varint("reference seq", max_counter));
-    if (!r.ok() || !set_sequence_reference(r, o, ref_rep, ref_seq, reps)) return false;
-    ops->push_back(o);
+    if (!r.ok() || !set_sequence_reference(r, o, ref_rep, ref_seq, reps)) return ops->pop_back(), false;
     return true;
   }
 };

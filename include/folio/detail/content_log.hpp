@@ -42,7 +42,7 @@ class content_log {
 template <>
 class content_log<char32_t> {
  public:
-  std::size_t size() const noexcept { return bytes_.size() / width_; }
+  std::size_t size() const noexcept { return bytes_.size() >> shift_; }
 
   char32_t operator[](std::size_t i) const noexcept {
     if (width_ == 1) return bytes_[i];
@@ -57,11 +57,19 @@ class content_log<char32_t> {
   }
 
   void append(const char32_t* v, std::size_t n) {
+    if (width_ == 1 && n <= 8) {  // a keystroke or a word of one-byte values: pushed as they are
+      char32_t widest = 0;
+      for (std::size_t i = 0; i < n; ++i) widest = std::max(widest, v[i]);
+      if (widest < 0x100) {
+        for (std::size_t i = 0; i < n; ++i) bytes_.push_back(static_cast<std::uint8_t>(v[i]));
+        return;
+      }
+    }
     const std::size_t at = size();
     push_placeholders(n);
     assign(at, v, n);
   }
-  void push_placeholders(std::size_t n) { bytes_.resize(bytes_.size() + n * width_); }
+  void push_placeholders(std::size_t n) { bytes_.resize(bytes_.size() + (n << shift_)); }
   /// Overwrites slots [at, at + n).
   void assign(std::size_t at, const char32_t* v, std::size_t n) {
     char32_t widest = 0;
@@ -113,11 +121,12 @@ class content_log<char32_t> {
         std::memcpy(&wider[i * 4], &v, 4);
     }
     bytes_.swap(wider);
-    width_ = need;
+    width_ = need, shift_ = need == 2 ? 1 : 2;
   }
 
   std::vector<std::uint8_t> bytes_;
-  unsigned width_ = 1;
+  unsigned width_ = 1;  ///< bytes a value: 1, 2 or 4
+  unsigned shift_ = 0;  ///< log2(width_)
 };
 
 }  // namespace folio::detail

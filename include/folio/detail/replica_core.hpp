@@ -57,16 +57,17 @@ class batch_order {
   /// False, with `why`, if ops [id.seq, id.seq + len) of id.replica come at or below an earlier op's.
   bool next(op_id id, std::uint32_t len, std::string& why) {
     std::uint64_t& end = end_of(id.replica);
-    if (end != unseen && id.seq < end) {
-      why = "operations of replica " + std::to_string(id.replica) + " are not in seq order in the batch (" + std::to_string(id.seq) + " after " +
-            std::to_string(end - 1) + ")";
-      return false;
-    }
+    if (end != unseen && id.seq < end) return out_of_order(id, end, why);
     end = std::uint64_t(id.seq) + len;
     return true;
   }
 
  private:
+  [[gnu::noinline, gnu::cold]] static bool out_of_order(op_id id, std::uint64_t end, std::string& why) {
+    why = "operations of replica " + std::to_string(id.replica) + " are not in seq order in the batch (" + std::to_string(id.seq) + " after " +
+          std::to_string(end - 1) + ")";
+    return false;
+  }
   static constexpr std::uint64_t unseen = UINT64_MAX;
   /// The replica's entry (unseen when new): looked up in a few inline slots — a typical batch has one
   /// or two replicas, and allocates nothing — then, past them, in a hash map (a batch of many
@@ -170,7 +171,11 @@ class replica_core {
   /// Local index of `id`, or no_replica. The last replica found is remembered: a stream of one
   /// client's batches looks up the same replica again and again.
   std::uint32_t find_replica(replica_id id) const {
-    if (id == last_found_.first && last_found_.first != 0) return last_found_.second;
+    if (id == last_found_.first && id != 0) return last_found_.second;
+    return find_replica_in_table(id);
+  }
+  /// find_replica past the last replica found.
+  [[gnu::noinline]] std::uint32_t find_replica_in_table(replica_id id) const {
     const std::uint32_t* index = rep_index_.find(id);
     if (!index) return no_replica;
     last_found_ = {id, *index};

@@ -209,11 +209,11 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
     std::size_t coff = 0;
     batch_order order;
     const batch_removes removes = mode == content_mode::from_batch ? batch_removes(b.ops) : batch_removes();
+    std::string why;  // set only on the op that stops the batch
     for (std::size_t i = 0; i < b.ops.size(); ++i) {
       const op& o = b.ops[i];
       const T* vals = nullptr;
       if (o.kind == op_kind::insert && mode == content_mode::from_batch) vals = b.content.data() + coff, coff += o.len;
-      std::string why;
       const outcome oc = order.next(o.id, o.len, why) ? integrate(o, vals, removes, mode == content_mode::placeholders, res, why) : outcome::invalid;
       if (oc == outcome::invalid) {
         res.status = apply_status::invalid, res.op_index = i, res.message = std::move(why);

@@ -83,35 +83,44 @@ inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) n
 }
 
 /// Appends the code points of `s` to `out`; on invalid UTF-8 returns false and sets `bad_at` to the
-/// byte offset of the first invalid sequence (out then holds the valid prefix).
+/// byte offset of the first invalid sequence (out then holds the valid prefix). A container that can
+/// be resized (std::vector, std::u32string) is grown once by at most a code point per byte, written
+/// through a pointer and cut to what was written; others get push_back. O(bytes).
 template <class Out>
 bool decode_utf8(std::string_view s, Out& out, std::size_t* bad_at = nullptr) {
-  if constexpr (requires { out.reserve(std::size_t{}); })
-    if (out.empty()) out.reserve(s.size());  // at most a code point per byte (only when empty: appends keep growing geometrically).
-                                             // Invalid input may fail after reserving: what valid input of its size costs anyway.
   std::size_t i = 0;
-  while (i < s.size()) {
-    if (static_cast<unsigned char>(s[i]) < 0x80) {  // ASCII fast path
-      if constexpr (requires { out.resize(std::size_t{}); out.data(); }) {  // a run of it, widened without a growth check per byte
-        std::size_t j = i + 1;
-        while (j < s.size() && static_cast<unsigned char>(s[j]) < 0x80) ++j;
-        const std::size_t at = out.size();
-        out.resize(at + (j - i));
-        auto* p = out.data() + at;
-        while (i < j) *p++ = static_cast<char32_t>(s[i++]);
-      } else {
-        out.push_back(static_cast<char32_t>(s[i++]));
+  if constexpr (requires { out.resize(std::size_t{}); out.data(); }) {
+    const std::size_t at = out.size();
+    out.resize(at + s.size());
+    auto* const first = out.data() + at;
+    auto* p = first;
+    bool ok = true;
+    while (i < s.size()) {
+      if (static_cast<unsigned char>(s[i]) < 0x80) {  // ASCII
+        *p++ = static_cast<char32_t>(s[i++]);
+        continue;
       }
-      continue;
+      char32_t c;
+      if (!next_code_point(s, i, c)) {
+        ok = false;
+        break;
+      }
+      *p++ = c;
     }
-    char32_t c;
-    if (!next_code_point(s, i, c)) {
-      if (bad_at) *bad_at = i;
-      return false;
+    out.resize(at + static_cast<std::size_t>(p - first));
+    if (!ok && bad_at) *bad_at = i;
+    return ok;
+  } else {
+    while (i < s.size()) {
+      char32_t c;
+      if (!next_code_point(s, i, c)) {
+        if (bad_at) *bad_at = i;
+        return false;
+      }
+      out.push_back(c);
     }
-    out.push_back(c);
+    return true;
   }
-  return true;
 }
 
 }  // namespace folio::detail

@@ -87,8 +87,26 @@ class byte_reader {
   }
 
  private:
-  /// varint() past its one-byte case (and every failure).
+  /// varint() past its one-byte case (and every failure). Two and three bytes, the length of most
+  /// seqs and Lamport values, are read without a bound check per byte when three bytes are left; the
+  /// rest, and every failure, byte by byte (varint_checked).
   [[gnu::noinline]] std::uint64_t varint_longer(const char* what, std::uint64_t max) {
+    if (end_ - p_ >= 3) {
+      const auto* b = reinterpret_cast<const std::uint8_t*>(p_);
+      if ((b[0] & 0x80) && b[1] != 0) {  // a zero last group is an overlong spelling: varint_checked names it
+        std::uint64_t v = (b[0] & 0x7fu) | std::uint64_t(b[1] & 0x7fu) << 7;
+        int n = 2;
+        if (b[1] & 0x80) v |= std::uint64_t(b[2]) << 14, n = 3;  // b[2] < 0x80 and non-zero, checked below
+        if ((n == 2 || (b[2] != 0 && b[2] < 0x80)) && v <= max) {
+          p_ += n;
+          return v;
+        }
+      }
+    }
+    return varint_checked(what, max);
+  }
+  /// The byte-by-byte reading of a varint, which names the failure.
+  std::uint64_t varint_checked(const char* what, std::uint64_t max) {
     std::uint64_t v = 0;
     const char* start = p_;
     for (int shift = 0;; shift += 7) {
