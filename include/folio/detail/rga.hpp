@@ -475,14 +475,13 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
         rep, in, res, [&](op_id awaits) { park(in, vals, removes, placeholders, awaits); },
         [&] { return same_as_integrated(rep, in, vals, removes, why); },
         [&](std::uint32_t skip) {
-          op o = in;
-          if (skip != 0) {  // partly known: drop the known prefix
-            if (o.kind == op_kind::insert)
-              o.ref = {o.id.replica, o.id.seq + skip - 1};
-            else
-              o.ref = o.target(skip);
-            o.id.seq += skip, o.lamport += skip, o.len -= skip;
-          }
+          if (skip == 0) return integrate_ready(rep, in, vals, removes, placeholders, res, why);
+          op o = in;  // partly known: drop the known prefix
+          if (o.kind == op_kind::insert)
+            o.ref = {o.id.replica, o.id.seq + skip - 1};
+          else
+            o.ref = o.target(skip);
+          o.id.seq += skip, o.lamport += skip, o.len -= skip;
           return integrate_ready(rep, o, vals ? vals + skip : nullptr, removes, placeholders, res, why);
         });
   }
