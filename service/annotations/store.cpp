@@ -299,10 +299,10 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
   std::vector<std::pair<std::int64_t, std::int64_t>> found(ids.size(), {1, 0});  // (state, aid) per requested id
   {
     query q = db.prepare(text);
-    int i = 1;
-    for (const std::string& value : w.values) q.bind(i++, value);
-    for (const std::string& id : ids) q.bind(i++, id);
-    bind_scope(q, s, i);
+    int i = 1;  // w, ids and s outlive q: bound without copies
+    for (const std::string& value : w.values) q.bind_view(i++, value);
+    for (const std::string& id : ids) q.bind_view(i++, id);
+    q.bind_view(i, s.tenant).bind_view(i + 1, s.org).bind_view(i + 2, s.doc);
     while (q.step()) {
       const std::int64_t at = q.integer(0);
       if (at < 0 || static_cast<std::size_t>(at) >= found.size()) throw store_error(failure::other, "scan_listed_threads: a place out of range");

@@ -165,6 +165,11 @@ query& query::bind(int i, std::string_view s) {
   if (int rc = sqlite3_bind_text64(st_, i, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8); rc != SQLITE_OK) raise(db_->db_, rc, "bind");
   return *this;
 }
+query& query::bind_view(int i, std::string_view s) {
+  if (pg_) return pg_param(i, std::string(s), true, false), *this;
+  if (int rc = sqlite3_bind_text64(st_, i, s.data(), s.size(), SQLITE_STATIC, SQLITE_UTF8); rc != SQLITE_OK) raise(db_->db_, rc, "bind");
+  return *this;
+}
 query& query::bind_blob(int i, std::string_view s) {
   if (pg_) return pg_param(i, std::string(s), true, false), *this;
   if (int rc = sqlite3_bind_blob64(st_, i, s.data(), s.size(), SQLITE_TRANSIENT); rc != SQLITE_OK) raise(db_->db_, rc, "bind");
