@@ -206,7 +206,7 @@ std::string order_by(const database& db, const annotation_filter& f) {
 }
 
 int bind_scope(query& q, const annotation_scope& s, int i = 1) {
-  q.bind(i, s.tenant).bind(i + 1, s.org).bind(i + 2, s.doc);
+  q.bind_view(i, s.tenant).bind_view(i + 1, s.org).bind_view(i + 2, s.doc);  // every query ends before its scope
   return i + 3;
 }
 
@@ -302,7 +302,7 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
     int i = 1;  // w, ids and s outlive q: bound without copies
     for (const std::string& value : w.values) q.bind_view(i++, value);
     for (const std::string& id : ids) q.bind_view(i++, id);
-    q.bind_view(i, s.tenant).bind_view(i + 1, s.org).bind_view(i + 2, s.doc);
+    bind_scope(q, s, i);
     while (q.step()) {
       const std::int64_t at = q.integer(0);
       if (at < 0 || static_cast<std::size_t>(at) >= found.size()) throw store_error(failure::other, "scan_listed_threads: a place out of range");

@@ -38,15 +38,15 @@ class content_log {
   std::vector<T> values_;
 };
 
-/// Code points, stored 1, 2 or 4 bytes wide.
+/// Code points, stored 1, 2 or 4 bytes wide (`1 << shift_`).
 template <>
 class content_log<char32_t> {
  public:
   std::size_t size() const noexcept { return bytes_.size() >> shift_; }
 
   char32_t operator[](std::size_t i) const noexcept {
-    if (width_ == 1) return bytes_[i];
-    if (width_ == 2) {
+    if (shift_ == 0) return bytes_[i];
+    if (shift_ == 1) {
       std::uint16_t v;
       std::memcpy(&v, &bytes_[i * 2], 2);
       return v;
@@ -56,40 +56,28 @@ class content_log<char32_t> {
     return v;
   }
 
+  /// Appends n values (a one-byte log takes them converted as they are copied: one growth check for
+  /// the whole range, no zero-filled room first).
   void append(const char32_t* v, std::size_t n) {
-    if (width_ == 1 && n <= 8) {  // a keystroke or a word of one-byte values: pushed as they are
-      char32_t widest = 0;
-      for (std::size_t i = 0; i < n; ++i) widest = std::max(widest, v[i]);
-      if (widest < 0x100) {
-        for (std::size_t i = 0; i < n; ++i) bytes_.push_back(static_cast<std::uint8_t>(v[i]));
-        return;
-      }
+    widen_for(widest(v, n));
+    if (shift_ == 0) {
+      bytes_.insert(bytes_.end(), v, v + n);  // each value < 0x100 (widen_for)
+      return;
     }
     const std::size_t at = size();
     push_placeholders(n);
-    assign(at, v, n);
+    write(at, v, n);
   }
   void push_placeholders(std::size_t n) { bytes_.resize(bytes_.size() + (n << shift_)); }
   /// Overwrites slots [at, at + n).
   void assign(std::size_t at, const char32_t* v, std::size_t n) {
-    char32_t widest = 0;
-    for (std::size_t i = 0; i < n; ++i) widest = std::max(widest, v[i]);
-    widen_for(widest);
-    if (width_ == 1) {
-      for (std::size_t i = 0; i < n; ++i) bytes_[at + i] = static_cast<std::uint8_t>(v[i]);
-    } else if (width_ == 2) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto w = static_cast<std::uint16_t>(v[i]);
-        std::memcpy(&bytes_[(at + i) * 2], &w, 2);
-      }
-    } else if (n != 0) {
-      std::memcpy(&bytes_[at * 4], v, n * 4);
-    }
+    widen_for(widest(v, n));
+    write(at, v, n);
   }
   /// Appends slots [at, at + n) to `out` as UTF-8; in a one-byte log, stretches of ASCII are copied
   /// whole.
   void append_as_utf8(std::string& out, std::size_t at, std::size_t n) const {
-    if (width_ != 1) {
+    if (shift_ != 0) {
       for (std::size_t i = 0; i < n; ++i) append_utf8(out, (*this)[at + i]);
       return;
     }
@@ -107,26 +95,43 @@ class content_log<char32_t> {
   std::size_t memory_usage() const noexcept { return bytes_.capacity(); }
 
  private:
+  static char32_t widest(const char32_t* v, std::size_t n) noexcept {
+    char32_t w = 0;
+    for (std::size_t i = 0; i < n; ++i) w = std::max(w, v[i]);
+    return w;
+  }
+  /// Writes n values into slots [at, at + n), which exist, at the log's width (wide enough for them).
+  void write(std::size_t at, const char32_t* v, std::size_t n) {
+    if (shift_ == 0) {
+      for (std::size_t i = 0; i < n; ++i) bytes_[at + i] = static_cast<std::uint8_t>(v[i]);
+    } else if (shift_ == 1) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto w = static_cast<std::uint16_t>(v[i]);
+        std::memcpy(&bytes_[(at + i) * 2], &w, 2);
+      }
+    } else if (n != 0) {
+      std::memcpy(&bytes_[at * 4], v, n * 4);
+    }
+  }
   void widen_for(char32_t c) {
-    const unsigned need = c < 0x100 ? 1 : c < 0x10000 ? 2 : 4;
-    if (need <= width_) return;
+    const unsigned need = c < 0x100 ? 0 : c < 0x10000 ? 1 : 2;  // the shift c needs
+    if (need <= shift_) return;
     const std::size_t n = size();
-    std::vector<std::uint8_t> wider(n * need);
+    std::vector<std::uint8_t> wider(n << need);
     for (std::size_t i = 0; i < n; ++i) {
       const char32_t v = (*this)[i];
-      if (need == 2) {
+      if (need == 1) {
         const auto w = static_cast<std::uint16_t>(v);
         std::memcpy(&wider[i * 2], &w, 2);
       } else
         std::memcpy(&wider[i * 4], &v, 4);
     }
     bytes_.swap(wider);
-    width_ = need, shift_ = need == 2 ? 1 : 2;
+    shift_ = need;
   }
 
   std::vector<std::uint8_t> bytes_;
-  unsigned width_ = 1;  ///< bytes a value: 1, 2 or 4
-  unsigned shift_ = 0;  ///< log2(width_)
+  unsigned shift_ = 0;  ///< log2 of the bytes a value takes: 0, 1 or 2
 };
 
 }  // namespace folio::detail
