@@ -632,14 +632,24 @@ void database::migrate(const schema& tables) {
     });
     return;
   }
-  write([&] {
+  auto stored_version = [&] {
     int have = 0;
-    {
-      sqlite3_stmt* st = nullptr;
-      sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr);
-      if (sqlite3_step(st) == SQLITE_ROW) have = sqlite3_column_int(st, 0);
-      sqlite3_finalize(st);
-    }
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr);
+    if (sqlite3_step(st) == SQLITE_ROW) have = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return have;
+  };
+  // A database already at this build's schema is only read: every worker's connection, and the
+  // compactor's, opens after the startup probe has migrated, and a write transaction here would wait,
+  // with no request's deadline to end it, for any other process holding the write lock — while the
+  // socket already listens and requests queue for the workers.
+  if (stored_version() == target) {
+    version_ = target;
+    return;
+  }
+  write([&] {
+    const int have = stored_version();  // again under the lock: another process may have migrated meanwhile
     upgrade(have);
     if (have != target) exec(("PRAGMA user_version=" + std::to_string(target)).c_str());
   });
