@@ -25,66 +25,23 @@
 
 #include "support/fastest_reporter.hpp"
 #include "support/heap_counter.hpp"
+#include "support/replay.hpp"
 #include "support/targets.hpp"
 #include "support/time_build.hpp"
 #include "support/trace.hpp"
 
 namespace {
 
+using folio::bench::gap_buffer;
+using folio::bench::keystroke_batches;
+using folio::bench::replay;
 using folio::testing::trace;
-
-// ---- the baseline ------------------------------------------------------------------------------
-class gap_buffer {
- public:
-  void insert(std::size_t pos, const char32_t* s, std::size_t n) {
-    move_gap(pos);
-    if (gap_end_ - gap_start_ < n) grow(n);
-    std::copy(s, s + n, buf_.begin() + std::ptrdiff_t(gap_start_));
-    gap_start_ += n;
-  }
-  void erase(std::size_t pos, std::size_t n) {
-    move_gap(pos);
-    gap_end_ += n;
-  }
-  std::size_t size() const { return buf_.size() - (gap_end_ - gap_start_); }
-
- private:
-  void move_gap(std::size_t pos) {
-    if (pos < gap_start_) {
-      const std::size_t n = gap_start_ - pos;
-      std::copy_backward(buf_.begin() + std::ptrdiff_t(pos), buf_.begin() + std::ptrdiff_t(gap_start_), buf_.begin() + std::ptrdiff_t(gap_end_));
-      gap_start_ -= n, gap_end_ -= n;
-    } else if (pos > gap_start_) {
-      const std::size_t n = pos - gap_start_;
-      std::copy(buf_.begin() + std::ptrdiff_t(gap_end_), buf_.begin() + std::ptrdiff_t(gap_end_ + n), buf_.begin() + std::ptrdiff_t(gap_start_));
-      gap_start_ += n, gap_end_ += n;
-    }
-  }
-  void grow(std::size_t need) {
-    const std::size_t tail = buf_.size() - gap_end_;
-    const std::size_t cap = std::max(buf_.size() * 2, buf_.size() + need + 64);
-    buf_.resize(cap);
-    std::copy_backward(buf_.begin() + std::ptrdiff_t(gap_end_), buf_.begin() + std::ptrdiff_t(gap_end_ + tail), buf_.end());
-    gap_end_ = cap - tail;
-  }
-  std::vector<char32_t> buf_;
-  std::size_t gap_start_ = 0, gap_end_ = 0;
-};
 
 const trace& get(const std::string& file) {
   static std::map<std::string, trace> cache;
   auto it = cache.find(file);
   if (it == cache.end()) it = cache.emplace(file, folio::testing::load_trace(file)).first;
   return it->second;
-}
-
-template <class Doc>
-void replay(const trace& t, Doc& doc) {
-  for (const auto& tx : t.txns)
-    for (const auto& p : tx.patches) {
-      if (p.del) doc.erase(p.pos, p.del);
-      if (!p.ins.empty()) doc.insert(p.pos, p.ins.data(), p.ins.size());
-    }
 }
 
 folio::text replayed(const trace& t) {
@@ -122,19 +79,6 @@ void remote_merge(benchmark::State& st, const std::string& file) {
     if (!r || doc->size() != t.end.size()) st.SkipWithError("merge failed");
   });
   st.counters["ops"] = double(batch.ops.size());
-}
-
-/// Every patch of the trace as its own encoded batch, in order (a delete and an insert of one patch
-/// are two).
-std::vector<std::string> keystroke_batches(const trace& t) {
-  folio::text doc(1);
-  std::vector<std::string> out;
-  for (const auto& tx : t.txns)
-    for (const auto& p : tx.patches) {
-      if (p.del) out.push_back(folio::encode_batch(doc.ops(doc.erase(p.pos, p.del))));
-      if (!p.ins.empty()) out.push_back(folio::encode_batch(doc.ops(doc.insert(p.pos, p.ins.data(), p.ins.size()))));
-    }
-  return out;
 }
 
 void remote_keys(benchmark::State& st, const std::string& file) {
