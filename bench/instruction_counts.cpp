@@ -1,9 +1,9 @@
 // bench/instruction_counts — one editing-trace workload of bench/trace_bench per run, its measured part
 // alone in a function of its own (measured_<mode>), for bench/instructions.sh to count the instructions
 // of under callgrind (--toggle-collect). Instruction counts do not move with other work on the cores,
-// so they steer changes that wall-clock time on a shared machine cannot resolve (a few percent); they
-// are not time: a cache miss costs one instruction, so trace_bench's time ratios stay the figures
-// the issues' targets are judged by.
+// so they steer changes that wall-clock time on a shared machine cannot resolve (a few percent). They
+// are not time (a load that misses the cache counts as one instruction like any other): trace_bench's
+// time ratios stay the figures the issues' targets are judged by.
 //
 //   instruction_counts MODE [TRACE]      (TRACE: a file of bench/traces, default automerge-paper.json.gz)
 //   gap          every patch replayed into the gap buffer (the baseline)

@@ -3,8 +3,8 @@
 # measured part alone (bench/instruction_counts.cpp), per patch or batch, and as a ratio against the gap
 # buffer counted in the same run. A count does not move with other work on the cores, so it resolves
 # changes of a few percent that wall-clock time on a shared machine cannot: steer the engine's hot paths
-# by it. It is not time (a cache miss is one instruction): the issues' targets are judged on
-# trace_bench's time ratios, so these rows have none.
+# by it. It is not time (a load that misses the cache counts as one instruction like any other): the
+# issues' targets are judged on trace_bench's time ratios, so these rows have none.
 #   bench/instructions.sh [TRACE]      (a file of bench/traces; default automerge-paper.json.gz; ~1 minute)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,29 +17,33 @@ cmake --build build-release -j2 --target instruction_counts >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-count() {  # count MODE -> "units instructions"
+count() {  # count MODE: "units instructions" into $work/MODE.res (exits the script on any failure)
   local units collected
-  valgrind --tool=callgrind --callgrind-out-file="$work/$1.out" --collect-atstart=no --toggle-collect="measured_$1*" \
+  valgrind --tool=callgrind --callgrind-out-file="$work/$1.out" --collect-atstart=no --toggle-collect="measured_$1(*" \
     build-release/bench/instruction_counts "$1" "$trace" > "$work/$1.txt" 2> "$work/$1.log" ||
     { cat "$work/$1.log" >&2; exit 1; }
   read -r _ units < "$work/$1.txt"
   collected=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/$1.log")
-  [ -n "$collected" ] || { echo "instructions.sh: callgrind counted nothing for $1" >&2; exit 1; }
-  echo "$units $collected"
+  [ "${collected:-0}" -gt 0 ] && [ "${units:-0}" -gt 0 ] || { echo "instructions.sh: callgrind counted nothing for $1" >&2; exit 1; }
+  echo "$units $collected" > "$work/$1.res"
 }
 
 echo "Instructions under callgrind ($(valgrind --version)), $trace, commit $(git rev-parse --short=7 HEAD), $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "(ratios against the gap buffer counted in this run; a steering figure, not time: no targets)"
+echo "(ratios: the whole trace's instructions against the gap buffer's, counted in this run, as trace_bench's"
+echo " time ratios are taken; a steering figure, not time: no targets)"
 printf '  %-48s %10s %16s %10s %9s\n' workload units instructions "per unit" "vs gap"
-read -r gap_units gap_n <<< "$(count gap)"
+count gap
+read -r gap_units gap_n < "$work/gap.res"
 row() {  # row LABEL UNITS INSTRUCTIONS
-  awk -v l="$1" -v u="$2" -v n="$3" -v gu="$gap_units" -v gn="$gap_n" \
-    'BEGIN { printf "  %-48s %10d %16d %10.1f %8.2fx\n", l, u, n, n / u, (n / u) / (gn / gu) }'
+  awk -v l="$1" -v u="$2" -v n="$3" -v gn="$gap_n" 'BEGIN { printf "  %-48s %10d %16d %10.1f %8.2fx\n", l, u, n, n / u, n / gn }'
 }
 row "gap buffer, every patch (baseline)" "$gap_units" "$gap_n"
 for m in local:"local edits of folio::text, every patch" remote_keys:"remote keys: a batch a patch, document::apply" \
          decode:"  of which decoding (decode_batch)" integrate:"  of which integrating (text::apply)"; do
-  read -r units n <<< "$(count "${m%%:*}")"
+  count "${m%%:*}"
+  read -r units n < "$work/${m%%:*}.res"
   row "${m#*:}" "$units" "$n"
 done
-echo "  (decoding and integrating are counted apart, each with its own loop; they need not add up to remote keys)"
+echo "  (units: patches for the first two rows, batches for the rest: a patch that deletes and inserts is two."
+echo "   Decoding and integrating are counted apart, each in a loop of its own; the rest of remote keys is"
+echo "   document::apply's own part: the document header, the type check, the dispatch)"
