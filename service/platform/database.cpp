@@ -613,8 +613,11 @@ query database::prepare(const std::string& text) {
 
 void database::migrate(const schema& tables) {
   const int target = tables.version();
-  auto upgrade = [&](int have) {
+  auto refuse_newer = [&](int have) {
     if (have > target) throw store_error(failure::other, "database schema " + std::to_string(have) + " is newer than this build's");
+  };
+  auto upgrade = [&](int have) {
+    refuse_newer(have);
     for (int v = have + 1; v <= target; ++v)
       for (const char* sql : tables.step(kind(), v)) exec(sql);
     version_ = target;
@@ -644,7 +647,8 @@ void database::migrate(const schema& tables) {
   // compactor's, opens after the startup probe has migrated, and a write transaction here would wait,
   // with no request's deadline to end it, for any other process holding the write lock — while the
   // socket already listens and requests queue for the workers.
-  if (stored_version() == target) {
+  if (const int have = stored_version(); have >= target) {
+    refuse_newer(have);  // without waiting for the lock either
     version_ = target;
     return;
   }

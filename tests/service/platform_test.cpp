@@ -624,6 +624,36 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
 // table never analysed, goes through the one that leaves more rows to check (here: the user index,
 // 500 rows, where the location index gives 40); once the connection has tended its statistics 256
 // times, the table is analysed and the same query takes the location index.
+TEST(Store, OpensACurrentDatabaseAndRefusesANewerOneWhileAnotherProcessHoldsTheWriteLock) {
+  // folio-fcgi's workers open their connections after the socket listens: one that waited for another
+  // process's write lock (the schema check ran in a write transaction, with no deadline) stalled every
+  // request queued for it. The raw connection below stands for that process (a backup, sqlite3).
+  temp_db tmp;
+  FOLIO_SQLITE_ONLY();
+  const int target = [&] {
+    svc::database created(tmp.path(), svc::responder::tables());
+    return created.version();
+  }();
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(tmp.path().c_str(), &other), SQLITE_OK);
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> close_other(other, sqlite3_close);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  {
+    svc::database opened(tmp.path(), svc::responder::tables());  // the lock held: reads the version, writes nothing
+    EXPECT_EQ(opened.version(), target);
+  }
+  // A newer build's schema is refused as such, not after waiting for the lock (then as "busy").
+  const std::string newer = std::to_string(target + 1);
+  ASSERT_EQ(sqlite3_exec(other, ("PRAGMA user_version = " + newer + "; COMMIT; BEGIN IMMEDIATE").c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  try {
+    svc::database refused(tmp.path(), svc::responder::tables());
+    ADD_FAILURE() << "a database of schema " << newer << " was opened";
+  } catch (const svc::store_error& e) {
+    EXPECT_EQ(std::string(e.what()), "database schema " + newer + " is newer than this build's");
+  }
+  ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+}
+
 TEST(Store, TendedStatisticsLetThePlannerPickTheNarrowerIndex) {
   temp_db tmp;
   FOLIO_SQLITE_ONLY();  // PostgreSQL: autovacuum analyses its tables
