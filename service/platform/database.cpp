@@ -310,6 +310,15 @@ struct database::wal_group {
 };
 
 database::database(const std::string& target, const schema& tables, std::int64_t max_pages) : path_(target) {
+  try {
+    set_up(target, tables, max_pages);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void database::set_up(const std::string& target, const schema& tables, std::int64_t max_pages) {
   if (is_postgresql(target)) {
     if (max_pages > 0) throw store_error(failure::other, "--max-db-pages applies to a SQLite database only");
     pg_ = PQconnectdb(target.c_str());
@@ -470,11 +479,17 @@ std::vector<std::string> database::integrity_problems() {
   return out;
 }
 
-database::~database() {
+database::~database() { release(); }
+
+void database::release() noexcept {
   for (auto& [k, st] : cache_) sqlite3_finalize(st);
   for (auto& [k, st] : built_) sqlite3_finalize(st);
+  cache_.clear();
+  built_.clear();
   sqlite3_close(db_);
+  db_ = nullptr;
   if (pg_) PQfinish(pg_);
+  pg_ = nullptr;
 }
 
 void database::connected() {

@@ -320,6 +320,11 @@ class database {
 
  private:
   friend class query;
+  /// The constructor's work: connects, sets the connection up, migrates. May throw.
+  void set_up(const std::string& target, const schema& tables, std::int64_t max_pages);
+  /// Finalizes the statements and closes the connection: the destructor's, and the constructor's when
+  /// set_up() throws (a destructor does not run for an object never constructed).
+  void release() noexcept;
   void migrate(const schema& tables);
   template <class F>
   auto transaction(const char* begin, F&& f, bool writes) {
