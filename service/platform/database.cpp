@@ -650,14 +650,7 @@ void database::migrate(const schema& tables) {
     });
     return;
   }
-  auto stored_version = [&] {
-    int have = 0;
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr);
-    if (sqlite3_step(st) == SQLITE_ROW) have = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return have;
-  };
+  auto stored_version = [&] { return static_cast<int>(pragma("PRAGMA user_version")); };
   // A database already at this build's schema is only read: every worker's connection, and the
   // compactor's, opens after the startup probe has migrated, and a write transaction here would wait,
   // with no request's deadline to end it, for any other process holding the write lock — while the
