@@ -7,8 +7,10 @@
 #     the same request bodies behind the same nginx;
 #   * v1 get with each filter of docs/API.md, "Comment annotations" (and a v2 page) on a document holding 10,000 annotations,
 #     against hello-fcgi answering the very same response bytes behind the same nginx — what moving
-#     that response costs without Folio; each filter judged against issue 23's target (>= 0.5), with each
-#     responder's CPU time per request (http_stack.sh's run), the figure to compare builds by.
+#     that response costs without Folio; each filter judged against issue 23's target (>= 0.5) by the
+#     median of ROUNDS rounds (default 3) that measure the two by turns (http_stack.sh's
+#     against_ceiling), with each responder's CPU time per request (http_stack.sh's run), the figure
+#     to compare builds by.
 # Latency percentiles come with the number of requests that measured them (a p99 from fewer than 200 is
 # not printed; runs that measure fewer are lengthened, see support/http_stack.sh).
 #   bench/annotations_load.sh [SECONDS_PER_RUN]      (default 5; everything lives in a temporary directory)
@@ -99,14 +101,12 @@ adds=""
 for k in 0 1 2 3 4 5 6 7; do adds+="$work/add-$k.json,"; done
 run add1 /v2/commentannotations/add 1 1 "$adds"
 run add4 /v2/commentannotations/add 4 4 "$adds"
-for g in $(cat "$work/gets"); do run "$g" "$( [[ $g == v2* ]] && echo /v2 || echo /v1)/commentannotations/get" 2 8 "$work/$g.json"; done
+for g in $(cat "$work/gets"); do
+  against_ceiling "$g" "$( [[ $g == v2* ]] && echo /v2 || echo /v1)/commentannotations/get" 2 8 "$work/$g.json" /same-bytes "$work/$g.out"
+done
 responder "$bin/bench/hello-fcgi" "$work/run/folio.sock" 4
 run add1-ceiling /v2/commentannotations/add 1 1 "$adds"
 run add4-ceiling /v2/commentannotations/add 4 4 "$adds"
-for g in $(cat "$work/gets"); do
-  responder "$bin/bench/hello-fcgi" "$work/run/folio.sock" 4 "$work/$g.out"
-  run "$g-ceiling" /same-bytes 2 8 "$work/$g.json"
-done
 
 # ---- report ---------------------------------------------------------------------------------------------
 read -r s50 s99 s_n < "$work/sqlite.res"
@@ -120,15 +120,17 @@ printf '  %-36s %8s %8s %8s %8s %6s  p50 %.2fx the bare SQLite transaction (p50 
 read -r r4 r4_50 r4_99 r4_err r4_n < "$work/add4.res"; read -r c4 _ _ _ _ < "$work/add4-ceiling.res"
 printf '  %-36s %8s %8s %8s %8s %6s  %.0f annotations/s; throughput %.3fx hello-fcgi\n' \
   "4 connections" "$r4" "$r4_n" "$r4_50" "$(p99 "$r4_99" "$r4_n")" "$r4_err" "$(awk "BEGIN{print $r4 * 100}")" "$(awk "BEGIN{print $r4 / $c4}")"
-printf '\n  %-36s %7s %6s %8s %8s %8s %8s %6s %10s %10s %7s  %s\n' "get on 10,000 annotations, 8 conns" results KB req/s requests p50_ms p99_ms errors cpu_ms/req "same: cpu" "vs same" "target: verdict"
+printf '\n  %-36s %7s %6s %8s %8s %8s %8s %6s %10s %10s %7s %9s  %s\n' "get on 10,000 annotations, 8 conns" results KB req/s requests p50_ms p99_ms errors cpu_ms/req "same: cpu" "vs same" range "target: verdict"
 for g in $(cat "$work/gets"); do
   results=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['result']['data']))" "$work/$g.out")
   kb=$(awk "BEGIN{printf \"%.0f\", $(stat -c %s "$work/$g.out") / 1024}")
-  read -r rps p50 p99v err n < "$work/$g.res"; read -r crps _ _ _ _ < "$work/$g-ceiling.res"
-  ratio=$(awk "BEGIN{printf \"%.2f\", $rps / $crps}")
-  printf '  %-36s %7s %6s %8s %8s %8s %8s %6s %10s %10s %7s  %s\n' "$g" "$results" "$kb" "$rps" "$n" "$p50" "$(p99 "$p99v" "$n")" "$err" \
-    "$(cat "$work/$g.cpu")" "$(cat "$work/$g-ceiling.cpu")" "$ratio" "$(judge "$ratio" '>=' 0.5 'issue 23')"
+  read -r rps p50 p99v err n < "$work/$g.res"
+  read -r ratio lo hi rounds < "$work/$g.ratios"
+  printf '  %-36s %7s %6s %8s %8s %8s %8s %6s %10s %10s %7s %9s  %s\n' "$g" "$results" "$kb" "$rps" "$n" "$p50" "$(p99 "$p99v" "$n")" "$err" \
+    "$(cat "$work/$g.cpu")" "$(cat "$work/$g-ceiling.cpu")" "$ratio" "$lo-$hi" "$(judge "$ratio" '>=' 0.5 'issue 23')"
 done
 printf '  (vs same: throughput against hello-fcgi answering the very same bytes behind the same nginx, same run: the baseline;\n'
-printf '   cpu_ms/req: folio-fcgi'"'"'s CPU time per request, all threads, which hardly moves with other work on the cores: compare\n'
+printf '   the median of %s rounds that measured the two by turns, each after a warm-up (http_stack.sh'"'"'s against_ceiling);\n' "$rounds"
+printf '   range: the rounds'"'"' lowest and highest ratio; the median round'"'"'s figures are shown;\n'
+printf '   cpu_ms/req: folio-fcgi'"'"'s CPU time per request, all threads, which moves less than throughput with other work on the cores: compare\n'
 printf '   builds by it; same: cpu: hello-fcgi'"'"'s for the same bytes)\n'

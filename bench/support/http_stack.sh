@@ -11,9 +11,20 @@
 #                               separated by ";" (thread k uses group k mod groups), files in a group by ","
 #                               sent in turn. Also writes "$work/NAME.cpu": the responder's CPU time (user +
 #                               system, all threads, /proc/PID/stat) per request answered, in ms — a figure
-#                               that hardly moves when other work shares the cores, to compare builds by —
+#                               that moves less than throughput when other work shares the cores (though by
+#                               up to a quarter between runs here), to compare builds by —
 #                               and "$work/NAME.busy": the cores the whole machine kept busy meanwhile
 #                               (/proc/stat: wrk, nginx, the responder, the kernel).
+#   start_folio                 (re)start folio-fcgi as this file first starts it (4 workers, live push, client tokens)
+#   against_ceiling NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SAME_BYTES]
+#                               a figure and its baseline measured by turns: $ROUNDS rounds (default 3), each
+#                               hello-fcgi (answering the file SAME_BYTES when given) on CEILING_TARGET, then
+#                               folio-fcgi on TARGET, each run after a 1 s warm-up of its own freshly started
+#                               responder, so that the two meet the machine in the same state (a figure and a
+#                               baseline measured a minute apart differed by up to 0.25 in their ratio on a
+#                               shared 2-core machine). Writes NAME's and NAME-ceiling's files, as run does,
+#                               from the round whose throughput ratio is the median, and "$work/NAME.ratios":
+#                               "median min max rounds" of the rounds' ratios. Ends with folio-fcgi running.
 #   p99 MS REQUESTS             the p99 as printed in a table: "-" when fewer than 200 requests measured it
 #   judge VALUE OP BOUND ISSUE  "<= 5 (issue 4): met" or "... MISSED"; OP is <= or >=
 # and $bin, $work, $db, $key, $token, $tenant, $url, and h=(curl headers). Everything lives in $work,
@@ -53,7 +64,8 @@ scripts/nginx-conf "$work" "$port" > /dev/null  # makes $work/channel.secret, be
 live=(--channel-secret-file "$work/channel.secret" --publish-socket "$work/run/nginx-publish.sock")
 # A client-token signing key, as scripts/run makes one (POST /v2/auth/token; bench/browser.sh's page uses one).
 (umask 077; echo "bench1 $(openssl rand -hex 32)" > "$work/client-token.keys")
-responder "$bin/service/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}" --client-token-keys "$work/client-token.keys"
+start_folio() { responder "$bin/service/folio-fcgi" --socket "$work/run/folio.sock" --db "$db" --workers 4 "${live[@]}" --client-token-keys "$work/client-token.keys"; }
+start_folio
 FOLIO_ACCESS_LOG=off scripts/nginx-start "$work" "$port" 10000000 &   # as scripts/run starts it
 pids+=($!)
 sleep 0.5
@@ -77,6 +89,26 @@ run() {
   done
   awk -v a="$(responder_cpu_ms)" -v b="$cpu_before" -v n="$n" 'BEGIN { printf "%.4f\n", (n > 0 ? (a - b) / n : 0) }' > "$work/$name.cpu"
   echo "$ticks_before $(machine_ticks)" | awk -v cores="$(nproc)" '{ printf "%.2f\n", ($4 > $2 ? cores * ($3 - $1) / ($4 - $2) : 0) }' > "$work/$name.busy"
+}
+against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SAME_BYTES]
+  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 ctarget=$6 same=${7:-} rounds=${ROUNDS:-3} keep=$secs k f
+  for k in $(seq 1 "$rounds"); do
+    responder "$bin/bench/hello-fcgi" "$work/run/folio.sock" 4 ${same:+"$same"}
+    secs=1; run "$name-warm" "$ctarget" "$threads" "$conns" "$bodies"; secs=$keep
+    run "$name-ceiling.$k" "$ctarget" "$threads" "$conns" "$bodies"
+    start_folio
+    secs=1; run "$name-warm" "$target" "$threads" "$conns" "$bodies"; secs=$keep
+    run "$name.$k" "$target" "$threads" "$conns" "$bodies"
+  done
+  for k in $(seq 1 "$rounds"); do  # "ratio round", by ratio
+    awk -v k="$k" 'NR == FNR { f = $1; next } { printf "%.4f %d\n", ($1 > 0 ? f / $1 : 0), k }' "$work/$name.$k.res" "$work/$name-ceiling.$k.res"
+  done | sort -n > "$work/$name.rounds"
+  k=$(awk -v m=$(( (rounds + 1) / 2 )) 'NR == m { print $2 }' "$work/$name.rounds")
+  for f in res cpu busy; do
+    cp "$work/$name.$k.$f" "$work/$name.$f"
+    cp "$work/$name-ceiling.$k.$f" "$work/$name-ceiling.$f"
+  done
+  awk -v m=$(( (rounds + 1) / 2 )) 'NR == 1 { lo = $1 } NR == m { med = $1 } { hi = $1 } END { printf "%.2f %.2f %.2f %d\n", med, lo, hi, NR }' "$work/$name.rounds" > "$work/$name.ratios"
 }
 p99() { if [ "$2" -ge 200 ]; then echo "$1"; else echo "-"; fi; }
 judge() {  # VALUE OP BOUND ISSUE
