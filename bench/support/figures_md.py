@@ -201,6 +201,9 @@ def main():
         m = find(r"^  %s +(\S+) +(.*)$" % re.escape(label), lb, "load.sh " + label)
         return m.group(1), md(m.group(2))
     g = load_row("crdt/get, 1 KB text, 16 conns")
+    # crdt/get's ratio: the median of rounds that measured it and the ceiling by turns (load.sh prints it since 2026-11-28).
+    gr = re.search(r"crdt/get's is the median of (\d+) rounds that measured\s+the two by turns, each after a warm-up, of ratios ([0-9.]+)-([0-9.]+)", lb)
+    g_how = " (the median of %s rounds measured by turns with the ceiling, each after a warm-up: %s–%s)" % gr.groups() if gr else ""
     one, four = load_ratio("update p99 / get p99, one writer (the fresh 100 KB record)"), load_ratio("update p99 / get p99, 4 writers on 4 records")
     thr = load_ratio("update throughput, 4 writers / one writer")
     h50, h99 = load_ratio("history / fresh update, p50"), load_ratio("history / fresh update, p99")
@@ -212,9 +215,9 @@ def main():
              "update they can reach at most %.2f× one writer's throughput on this machine"
              % (busy.group(2), busy.group(3), float(thr[0]) * int(busy.group(3)) / float(busy.group(2)))) if busy else ""
     w("\nHTTP through nginx (`bench/load.sh 10`, wrk; ratios to hello-fcgi answering behind the same nginx, same run): `crdt/get` of a "
-      "1 KB text %s req/s (%s requests), %s of the ceiling (%s); update p99 ÷ get p99 %s with one writer (%s) and %s with four on four "
+      "1 KB text %s req/s (%s requests), %s of the ceiling%s (%s); update p99 ÷ get p99 %s with one writer (%s) and %s with four on four "
       "records (%s), four writers' throughput %s× one writer's (%s%s); an update on the automerge-paper full-history record ÷ the same on "
-      "a fresh record: p50 %s (%s), p99 %s (%s).\n" % (num(g[0]), num(g[1]), g[5], md(g[6]), one[0], one[1], four[0], four[1], thr[0], thr[1],
+      "a fresh record: p50 %s (%s), p99 %s (%s).\n" % (num(g[0]), num(g[1]), g[5], g_how, md(g[6]), one[0], one[1], four[0], four[1], thr[0], thr[1],
                                                         bound, h50[0], h50[1], h99[0], h99[1]))
 
     ab = s["bench/annotations_load.sh"]
@@ -224,13 +227,17 @@ def main():
       "lengthened, and a p99 from fewer is not printed): `add` of 100 annotations with 200 comments, one connection, p50 %s ms (%s "
       "requests) = %s× the bare SQLite transaction writing the same rows with the same pragmas (%s ms, p50 of %s); %s annotations/s "
       "on 4 connections (no target). v1 get on a document of 10,000 annotations, 8 connections, throughput against hello-fcgi "
-      "answering the very same bytes behind the same nginx:\n\n" % (a1.group(3), num(a1.group(2)), a1.group(6), a1.group(7), a1.group(8), num(a4.group(6))))
+      "answering the very same bytes behind the same nginx%s:\n\n" % (a1.group(3), num(a1.group(2)), a1.group(6), a1.group(7), a1.group(8), num(a4.group(6)),
+         # annotations_load.sh measures each filter and hello-fcgi by turns since 2026-11-28 (a range column)
+         "; the median of %s rounds that measured the two by turns, each after a warm-up, with the rounds' range"
+         % find(r"the median of (\d+) rounds that measured the two by turns", ab, "annotation rounds").group(1) if "rounds that measured" in ab else ""))
     w("| filter | results | response | req/s | requests | p50 | p99 | errors | folio-fcgi CPU / request (hello-fcgi's) | vs same bytes: target, verdict |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n")
     names = {"v1-all": "none", "v1-location": "`locationIds` (1)", "v1-user": "`userIds` (1)", "v1-location-user": "`locationIds` + `userIds`",
              "v1-ids": "`annotationIds` (100 + 5 missing)", "v1-location-ids": "`locationIds` + `annotationIds`", "v2-page-status": "v2, `statusIds`, page of 1,000"}
-    for m in re.finditer(r"^  (v[12]-\S+) +(\d+) +(\d+) +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +(.*)$", ab, re.M):
-        key, results, kb, rps, n, p50, p99, err, cpu, same_cpu, ratio, verdict = m.groups()
+    for m in re.finditer(r"^  (v[12]-\S+) +(\d+) +(\d+) +([0-9.]+) +(\d+) +([0-9.]+) +(\S+) +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+)(?: +([0-9.]+)-([0-9.]+))? +(.*)$", ab, re.M):
+        key, results, kb, rps, n, p50, p99, err, cpu, same_cpu, ratio, lo, hi, verdict = m.groups()
+        if lo: ratio += " (%s–%s)" % (lo, hi)
         size = "%.1f MB" % (int(kb) / 1024) if int(kb) >= 1024 else "%s KB" % kb
         w("| %s | %s | %s | %s | %s | %s ms | %s | %s | %s ms (%s ms) | %s: %s |\n" % (
             names.get(key, key), num(results), size, num(rps, 1 if float(rps) < 100 else 0), num(n), p50, p99 if p99 == "-" else p99 + " ms", err,
