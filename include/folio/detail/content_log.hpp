@@ -59,6 +59,7 @@ class content_log<char32_t> {
   /// Appends n values (a one-byte log takes them converted as they are copied: one growth check for
   /// the whole range, no zero-filled room first).
   void append(const char32_t* v, std::size_t n) {
+    if (n == 1 && shift_ == 0 && v[0] < 0x100) return bytes_.push_back(static_cast<std::uint8_t>(v[0]));  // a keystroke
     widen_for(widest(v, n));
     if (shift_ == 0) {
       bytes_.insert(bytes_.end(), v, v + n);  // each value < 0x100 (widen_for)
