@@ -8,7 +8,7 @@
 #   * v1 get with each filter of docs/API.md, "Comment annotations" (and a v2 page) on a document holding 10,000 annotations,
 #     against hello-fcgi answering the very same response bytes behind the same nginx — what moving
 #     that response costs without Folio; each filter judged against issue 23's target (>= 0.5) by the
-#     median of ROUNDS rounds (default 3) that measure the two by turns (http_stack.sh's
+#     median of FOLIO_BENCH_ROUNDS rounds (default 3) that measure the two by turns (http_stack.sh's
 #     against_ceiling), with each responder's CPU time per request (http_stack.sh's run), the figure
 #     to compare builds by.
 # Latency percentiles come with the number of requests that measured them (a p99 from fewer than 200 is
@@ -125,12 +125,12 @@ for g in $(cat "$work/gets"); do
   results=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['result']['data']))" "$work/$g.out")
   kb=$(awk "BEGIN{printf \"%.0f\", $(stat -c %s "$work/$g.out") / 1024}")
   read -r rps p50 p99v err n < "$work/$g.res"
-  read -r ratio lo hi rounds < "$work/$g.ratios"
+  read -r ratio lo hi _ < "$work/$g.ratios"
   printf '  %-36s %7s %6s %8s %8s %8s %8s %6s %10s %10s %7s %9s  %s\n' "$g" "$results" "$kb" "$rps" "$n" "$p50" "$(p99 "$p99v" "$n")" "$err" \
     "$(cat "$work/$g.cpu")" "$(cat "$work/$g-ceiling.cpu")" "$ratio" "$lo-$hi" "$(judge "$ratio" '>=' 0.5 'issue 23')"
 done
 printf '  (vs same: throughput against hello-fcgi answering the very same bytes behind the same nginx, same run: the baseline;\n'
-printf '   the median of %s rounds that measured the two by turns, each after a warm-up (http_stack.sh'"'"'s against_ceiling);\n' "$rounds"
+printf '   the median of %s rounds that measured the two by turns, each after a warm-up (http_stack.sh'"'"'s against_ceiling);\n' "${FOLIO_BENCH_ROUNDS:-3}"
 printf '   range: the rounds'"'"' lowest and highest ratio; the median round'"'"'s figures are shown;\n'
 printf '   cpu_ms/req: folio-fcgi'"'"'s CPU time per request, all threads, which moves less than throughput with other work on the cores: compare\n'
 printf '   builds by it; same: cpu: hello-fcgi'"'"'s for the same bytes)\n'

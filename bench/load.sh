@@ -4,8 +4,9 @@
 # throughput and p50/p99 per endpoint (with the number of requests measured) with its ratio to the
 # ceiling, and the update time of a record whose history is the whole automerge-paper trace against a
 # fresh record of the same text; each figure with a target is judged against it (issues 4 and 23).
-# crdt/get and the ceiling are measured by turns, ROUNDS rounds (default 3; http_stack.sh's
-# against_ceiling), and judged by the median ratio.
+# crdt/get and the ceiling are measured by turns, FOLIO_BENCH_ROUNDS rounds (default 3; http_stack.sh's
+# against_ceiling), and judged by the median ratio; the runs after it are a freshly started folio-fcgi's
+# (each update run's first update of a record reads it from storage: 4 of thousands).
 #   bench/load.sh [SECONDS_PER_RUN]      (default 10; everything lives in a temporary directory)
 set -euo pipefail
 secs=${1:-10}

@@ -17,14 +17,17 @@
 #                               (/proc/stat: wrk, nginx, the responder, the kernel).
 #   start_folio                 (re)start folio-fcgi as this file first starts it (4 workers, live push, client tokens)
 #   against_ceiling NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SAME_BYTES]
-#                               a figure and its baseline measured by turns: $ROUNDS rounds (default 3), each
+#                               a figure and its baseline measured by turns: $FOLIO_BENCH_ROUNDS rounds (default 3;
+#                               with an even count the lower of the middle two is taken), each
 #                               hello-fcgi (answering the file SAME_BYTES when given) on CEILING_TARGET, then
 #                               folio-fcgi on TARGET, each run after a 1 s warm-up of its own freshly started
 #                               responder, so that the two meet the machine in the same state (a figure and a
 #                               baseline measured a minute apart differed by up to 0.25 in their ratio on a
 #                               shared 2-core machine). Writes NAME's and NAME-ceiling's files, as run does,
 #                               from the round whose throughput ratio is the median, and "$work/NAME.ratios":
-#                               "median min max rounds" of the rounds' ratios. Ends with folio-fcgi running.
+#                               "median min max rounds" of the rounds' ratios. Stops the script when a round of
+#                               either side answered an error or nothing. Ends with a freshly started folio-fcgi
+#                               running (its cache empty but for the warm-up's).
 #   p99 MS REQUESTS             the p99 as printed in a table: "-" when fewer than 200 requests measured it
 #   judge VALUE OP BOUND ISSUE  "<= 5 (issue 4): met" or "... MISSED"; OP is <= or >=
 # and $bin, $work, $db, $key, $token, $tenant, $url, and h=(curl headers). Everything lives in $work,
@@ -52,7 +55,12 @@ cleanup() {
 }
 trap cleanup EXIT
 responder() {  # starts folio-fcgi or hello-fcgi on the socket nginx uses
-  [ -n "${resp_pid:-}" ] && kill "$resp_pid" && wait "$resp_pid" 2>/dev/null || true
+  local p kept=()
+  if [ -n "${resp_pid:-}" ]; then
+    kill "$resp_pid" && wait "$resp_pid" 2>/dev/null || true
+    for p in "${pids[@]}"; do [ "$p" = "$resp_pid" ] || kept+=("$p"); done
+    pids=("${kept[@]}")  # its pid is free for reuse: the cleanup must not signal it
+  fi
   mkdir -p "$work/run" "$work/log"
   "$@" 2>>"$work/log/responder.log" &
   resp_pid=$!
@@ -91,7 +99,8 @@ run() {
   echo "$ticks_before $(machine_ticks)" | awk -v cores="$(nproc)" '{ printf "%.2f\n", ($4 > $2 ? cores * ($3 - $1) / ($4 - $2) : 0) }' > "$work/$name.busy"
 }
 against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SAME_BYTES]
-  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 ctarget=$6 same=${7:-} rounds=${ROUNDS:-3} keep=$secs k f
+  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 ctarget=$6 same=${7:-} rounds=${FOLIO_BENCH_ROUNDS:-3} keep=$secs k f rps err
+  [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "against_ceiling: FOLIO_BENCH_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
   for k in $(seq 1 "$rounds"); do
     responder "$bin/bench/hello-fcgi" "$work/run/folio.sock" 4 ${same:+"$same"}
     secs=1; run "$name-warm" "$ctarget" "$threads" "$conns" "$bodies"; secs=$keep
@@ -100,9 +109,19 @@ against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SA
     secs=1; run "$name-warm" "$target" "$threads" "$conns" "$bodies"; secs=$keep
     run "$name.$k" "$target" "$threads" "$conns" "$bodies"
   done
-  for k in $(seq 1 "$rounds"); do  # "ratio round", by ratio
-    awk -v k="$k" 'NR == FNR { f = $1; next } { printf "%.4f %d\n", ($1 > 0 ? f / $1 : 0), k }' "$work/$name.$k.res" "$work/$name-ceiling.$k.res"
-  done | sort -n > "$work/$name.rounds"
+  for k in $(seq 1 "$rounds"); do  # a round with errors or no answers has no ratio to take
+    for f in "$name.$k" "$name-ceiling.$k"; do
+      read -r rps _ _ err _ < "$work/$f.res"
+      if [ "$err" != 0 ] || awk -v r="$rps" 'BEGIN { exit !(r <= 0) }'; then
+        echo "against_ceiling: round $k of $f: $rps req/s, $err errors; the responders' log ends:" >&2
+        tail -n 5 "$work/log/responder.log" >&2
+        exit 1
+      fi
+    done
+  done
+  for k in $(seq 1 "$rounds"); do  # "ratio round", by ratio (unrounded: the median printed is rps / ceiling's to 2 places)
+    awk -v k="$k" 'NR == FNR { f = $1; next } { printf "%.9g %d\n", f / $1, k }' "$work/$name.$k.res" "$work/$name-ceiling.$k.res"
+  done | sort -g > "$work/$name.rounds"
   k=$(awk -v m=$(( (rounds + 1) / 2 )) 'NR == m { print $2 }' "$work/$name.rounds")
   for f in res cpu busy; do
     cp "$work/$name.$k.$f" "$work/$name.$f"
