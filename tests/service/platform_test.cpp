@@ -620,10 +620,6 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
   }
 }
 
-// The query planner's statistics (database::tend_statistics): a query that two indexes fit, on a
-// table never analysed, goes through the one that leaves more rows to check (here: the user index,
-// 500 rows, where the location index gives 40); once the connection has tended its statistics 256
-// times, the table is analysed and the same query takes the location index.
 TEST(Store, OpensACurrentDatabaseAndRefusesANewerOneWhileAnotherProcessHoldsTheWriteLock) {
   // folio-fcgi's workers open their connections after the socket listens: one that waited for another
   // process's write lock (the schema check ran in a write transaction, with no deadline) stalled every
@@ -654,6 +650,10 @@ TEST(Store, OpensACurrentDatabaseAndRefusesANewerOneWhileAnotherProcessHoldsTheW
   ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
 }
 
+// The query planner's statistics (database::tend_statistics): a query that two indexes fit, on a
+// table never analysed, goes through the one that leaves more rows to check (here: the user index,
+// 500 rows, where the location index gives 40); once the connection has tended its statistics 256
+// times, the table is analysed and the same query takes the location index.
 TEST(Store, TendedStatisticsLetThePlannerPickTheNarrowerIndex) {
   temp_db tmp;
   FOLIO_SQLITE_ONLY();  // PostgreSQL: autovacuum analyses its tables
