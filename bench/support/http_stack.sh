@@ -109,8 +109,8 @@ against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SA
     secs=1; run "$name-warm" "$target" "$threads" "$conns" "$bodies"; secs=$keep
     run "$name.$k" "$target" "$threads" "$conns" "$bodies"
   done
-  for k in $(seq 1 "$rounds"); do  # a round with errors or no answers has no ratio to take
-    for f in "$name.$k" "$name-ceiling.$k"; do
+  for k in $(seq 1 "$rounds"); do  # "ratio round", by ratio (unrounded: the median printed is rps / ceiling's to 2 places)
+    for f in "$name.$k" "$name-ceiling.$k"; do  # a round with errors or no answers has no ratio to take
       read -r rps _ _ err _ < "$work/$f.res"
       if [ "$err" != 0 ] || awk -v r="$rps" 'BEGIN { exit !(r <= 0) }'; then
         echo "against_ceiling: round $k of $f: $rps req/s, $err errors; the responders' log ends:" >&2
@@ -118,8 +118,6 @@ against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SA
         exit 1
       fi
     done
-  done
-  for k in $(seq 1 "$rounds"); do  # "ratio round", by ratio (unrounded: the median printed is rps / ceiling's to 2 places)
     awk -v k="$k" 'NR == FNR { f = $1; next } { printf "%.9g %d\n", f / $1, k }' "$work/$name.$k.res" "$work/$name-ceiling.$k.res"
   done | sort -g > "$work/$name.rounds"
   k=$(awk -v m=$(( (rounds + 1) / 2 )) 'NR == m { print $2 }' "$work/$name.rounds")

@@ -94,7 +94,6 @@ bool read_content(byte_reader& r, std::vector<T>& values) {
     if (n > r.remaining()) return r.fail(decode_status::truncated, "text content");
     const std::size_t at = r.offset();
     const std::string_view bytes = r.bytes(n, "text content");
-    if (bytes.size() == 1 && static_cast<unsigned char>(bytes[0]) < 0x80) return values.push_back(char32_t(bytes[0])), true;  // a keystroke
     std::size_t bad = 0;
     if (!decode_utf8(bytes, values, &bad)) return r.fail_at(at + bad, decode_status::inconsistent, "text content is not valid UTF-8");
   } else {

@@ -85,11 +85,13 @@ inline bool next_code_point(std::string_view s, std::size_t& i, char32_t& out) n
 /// Appends the code points of `s` to `out`; on invalid UTF-8 returns false and sets `bad_at` to the
 /// byte offset of the first invalid sequence (out then holds the valid prefix). A container that can
 /// be resized (std::vector, std::u32string) is grown once by at most a code point per byte, written
-/// through a pointer and cut to what was written; others get push_back. O(bytes).
+/// through a pointer and cut to what was written (one ASCII byte, a keystroke's content, is pushed
+/// back: growing, filling and cutting cost more than it); others get push_back. O(bytes).
 template <class Out>
 bool decode_utf8(std::string_view s, Out& out, std::size_t* bad_at = nullptr) {
   std::size_t i = 0;
   if constexpr (requires { out.resize(std::size_t{}); out.data(); }) {
+    if (s.size() == 1 && static_cast<unsigned char>(s[0]) < 0x80) return out.push_back(static_cast<char32_t>(s[0])), true;
     const std::size_t at = out.size();
     out.resize(at + s.size());
     auto* const first = out.data() + at;
