@@ -11,20 +11,14 @@ cd "$(dirname "$0")/.."
 rev=${1:?usage: bench/ab.sh REV [ROUNDS] [FILTER]}
 rounds=${2:-5}
 filter=${3:-.}
-old_sha=$(git rev-parse --short=7 "$rev^{commit}")
-new_sha=$(git rev-parse --short=7 HEAD)
-git diff --quiet HEAD 2>/dev/null || new_sha+="+uncommitted"
 source scripts/deps.sh
 folio_install_deps
+source bench/support/ab_worktree.sh
 targets=(trace_bench record_bench json_bench)
-old_src=build-ab/src-$old_sha
-[ -d "$old_src" ] || git worktree add -q --detach "$old_src" "$old_sha" >/dev/null
-for side in "$old_src:build-ab/old-$old_sha" ".:build-ab/new"; do
-  src=${side%%:*} dir=${side#*:}
-  cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFOLIO_BUILD_TESTS=OFF -DFOLIO_BUILD_BENCH=ON \
-    -DFOLIO_TRACES_DIR="$PWD/bench/traces" >/dev/null
-  cmake --build "$dir" -j2 --target "${targets[@]}" >/dev/null
-done
+ab_worktree_build "$rev" old_dir "${targets[@]}"
+cmake -S . -B build-ab/new -DCMAKE_BUILD_TYPE=Release -DFOLIO_BUILD_TESTS=OFF -DFOLIO_BUILD_BENCH=ON \
+  -DFOLIO_TRACES_DIR="$PWD/bench/traces" >/dev/null
+cmake --build build-ab/new -j2 --target "${targets[@]}" >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "bench/ab.sh: old $old_sha, new $new_sha, $rounds rounds, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -32,7 +26,7 @@ for ((r = 1; r <= rounds; ++r)); do
   for t in "${targets[@]}"; do
     for side in old new; do
       dir=build-ab/new
-      [ $side = old ] && dir=build-ab/old-$old_sha
+      [ $side = old ] && dir=$old_dir
       "$dir/bench/$t" --benchmark_filter="$filter" --benchmark_out="$out/$t-$side-$r.json" \
         --benchmark_out_format=json >/dev/null 2>&1
     done

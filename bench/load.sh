@@ -5,7 +5,8 @@
 # ceiling, and the update time of a record whose history is the whole automerge-paper trace against a
 # fresh record of the same text; each figure with a target is judged against it (issues 4 and 23).
 # crdt/get and the ceiling are measured by turns, FOLIO_BENCH_ROUNDS rounds (default 3; http_stack.sh's
-# against_ceiling), and judged by the median ratio; the runs after it are a freshly started folio-fcgi's
+# against_ceiling), and judged by the median ratio; so is a get of a 100 KB record, against hello-fcgi answering
+# the very same bytes (no target: what moving that answer costs without Folio); the runs after them are a freshly started folio-fcgi's
 # (each update run's first update of a record reads it from storage: 4 of thousands).
 #   bench/load.sh [SECONDS_PER_RUN]      (default 10; everything lives in a temporary directory)
 set -euo pipefail
@@ -21,6 +22,7 @@ text = open(work + "/final.txt", encoding="utf-8").read()
 def body(d): return json.dumps({"data": d})
 base = {"organizationId": "org", "documentId": "load"}
 open(work + "/get1k.json", "w").write(body(dict(base, editorId="small")))
+open(work + "/get100k.json", "w").write(body(dict(base, editorId="big0")))
 open(work + "/add1k.json", "w").write(body(dict(base, editorId="small", type="text", data="x" * 1024)))
 for i in range(4):
     open(work + "/add100k-%d.json" % i, "w").write(body(dict(base, editorId="big%d" % i, type="text", data=text)))
@@ -44,6 +46,8 @@ for i in 0 1 2 3; do curl -sf "$url/v2/crdt/add" "${h[@]}" -d @"$work/add100k-$i
 big=""
 for i in 0 1 2 3; do big+="$work/upd-big$i-a.json,$work/upd-big$i-b.json;"; done
 against_ceiling get1k /v2/crdt/get 2 16 "$work/get1k.json" /v2/crdt/get  # ends with folio-fcgi running
+curl -sf "$url/v2/crdt/get" "${h[@]}" -d @"$work/get100k.json" > "$work/get100k.out"
+against_ceiling get100k /v2/crdt/get 2 16 "$work/get100k.json" /same-bytes "$work/get100k.out"
 run update100k /v2/crdt/update 4 4 "$big"
 run annotations /v1/commentannotations/get 2 16 "$work/ann.json"
 run history /v2/crdt/update 1 1 "$work/upd-history-a.json,$work/upd-history-b.json"
@@ -65,6 +69,9 @@ for r in get1k:"crdt/get, 1 KB text, 16 conns" update100k:"crdt/update, 100 KB, 
   printf '  %-40s %9s %8s %8s %8s %6s %10s %7s     %s\n' "$label" "$rps" "$n" "$p50" "$(p99 "$p99v" "$n")" "$err" "$(cat "$work/$name.cpu")" "$ratio" "$target"
 done
 printf '  %-40s %9s %8s %8s %8s %6s %10s %7s     (baseline)\n' "ceiling: hello-fcgi, 16 conns" "$c_rps" "$c_n" "$c_p50" "$(p99 "$c_p99" "$c_n")" "$c_err" "$(cat "$work/get1k-ceiling.cpu")" 1.00
+read -r rps p50 p99v err n < "$work/get100k.res"; read -r ratio lo hi rounds < "$work/get100k.ratios"
+printf '  %-40s %9s %8s %8s %8s %6s %10s %7s     %s\n' "crdt/get, 100 KB text, 16 conns" "$rps" "$n" "$p50" "$(p99 "$p99v" "$n")" "$err" "$(cat "$work/get100k.cpu")" "$ratio" \
+  "(vs hello-fcgi answering the same $(( $(stat -c %s "$work/get100k.out") / 1024 )) KB: median of $rounds rounds by turns, $lo-$hi; no target)"
 read -r g_rps _ g99 _ g_n < "$work/get1k.res"; read -r u_rps _ u99 _ u_n < "$work/update100k.res"
 read -r _ h50 h99 _ h_n < "$work/history.res"; read -r f_rps f50 f99 _ f_n < "$work/fresh.res"
 ratio_line() {  # LABEL NUMERATOR DENOMINATOR ENOUGH_SAMPLES OP BOUND ISSUE

@@ -112,10 +112,7 @@ std::string sync_body(const options& o, const folio::sync_request& q) {
 // ---- the replica --------------------------------------------------------------------------------
 
 void print_value(const folio::document& d) {
-  rapidjson::StringBuffer sb;
-  svc::json_writer w(sb);
-  svc::write_value(w, d);
-  std::printf("%s\n", sb.GetString());
+  std::printf("%s\n", svc::value_json(d).c_str());
   std::fflush(stdout);
 }
 

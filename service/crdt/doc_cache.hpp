@@ -2,7 +2,9 @@
 // record costs the diff, not a reload. Bounded by the documents' memory_usage(), least recently used
 // first out. Each entry carries the record revision it reflects; users compare it with the revision
 // read in their transaction and rebuild on a mismatch (another process, a failed write), so a stale
-// entry is never used. An entry's mutex serialises the requests of one record in this process.
+// entry is never used. An entry's mutex serialises the requests of one record in this process that
+// read or change its document; its rendered value (the document as a get answers it, at one revision)
+// is read without the mutex (record_session::open_rendered).
 // Thread-safety: all members are safe to call concurrently.
 #pragma once
 
@@ -19,11 +21,22 @@
 
 namespace folio::service {
 
+/// A record's value as crdt/get writes it (JSON), at one revision of one incarnation: immutable, so
+/// whoever holds it may read it without any lock.
+struct rendered_value {
+  std::int64_t revision = -1;
+  std::uint64_t incarnation = 0;
+  std::string json;
+};
+
 struct cached_doc {
   std::timed_mutex lock;             ///< held while the record is read or written through this entry
   std::optional<folio::document> doc;
   std::int64_t revision = -1;        ///< record revision `doc` reflects (-1: none)
   std::size_t bytes = 0;             ///< memory_usage() when last stored
+  /// The value rendered by a get, stored under `lock`, loaded by gets without it; null or of an older
+  /// revision once the record moved (gets compare it with the revision they read).
+  std::atomic<std::shared_ptr<const rendered_value>> rendered;
 };
 
 class doc_cache {

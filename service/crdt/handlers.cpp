@@ -1,7 +1,7 @@
 // /v2/crdt/add|update|get|delete|sync (docs/API.md). Values go through folio::document: `add`
 // builds a record by replace-by-value from empty, `update` diffs the new value into ops on the stored
 // state and persists only those ops; `get` folds the log into the snapshot (or uses the cached
-// document); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
+// document, or the value a get rendered at the stored revision); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
 // Each goes through a record_session (record_session.hpp): everything that depends only on the request
 // and the record — parsing the value, decoding a batch, the diff, encoding — happens before the
 // process-wide writer section, which holds only the statements and the commit.
@@ -59,10 +59,10 @@ folio::local_change replace_value(folio::document& d, const new_value& v) {
   }
 }
 
-void write_record(json_writer& w, const record_row& row, const folio::document& d) {
+void write_record(json_writer& w, const record_row& row, const rendered_value& value) {
   w.StartObject();
   w.Key("data");
-  write_value(w, d);
+  w.RawValue(value.json.data(), value.json.size(), rapidjson::kStringType);
   write_member(w, "id", row.editor);
   write_member(w, "lastUpdate", row.last_update);
   write_member(w, "lastUpdatedBy", row.last_updated_by);
@@ -175,9 +175,11 @@ std::string crdt_get(context& c, crdt_family& f) {
     for (const std::string& id : editors) {
       record_key rk = k;
       rk.editor = id;
-      // Each record as its latest committed state; one at a time, under its own lock.
+      // Each record as its latest committed state, one at a time: its value as rendered for that
+      // revision (record_session::open_rendered).
       record_session s(f, c.db, std::move(rk));
-      if (const std::optional<record_row>& row = s.open()) write_record(w, *row, s.doc());
+      std::shared_ptr<const rendered_value> value;
+      if (const std::optional<record_row>& row = s.open_rendered(value_json, value)) write_record(w, *row, *value);
       c.out.flush_if_full();
     }
     w.EndArray();

@@ -83,6 +83,30 @@ const std::optional<record_row>& record_session::open(bool with_document) {
   return row_;
 }
 
+const std::optional<record_row>& record_session::open_rendered(renderer render, std::shared_ptr<const rendered_value>& value) {
+  auto current = [&](const std::shared_ptr<const rendered_value>& v) {
+    return v && v->revision == row_->revision && v->incarnation == row_->incarnation;
+  };
+  if (const std::shared_ptr<cached_doc> entry = family_.cache().find(cache_key_); entry && !exclusive_) {
+    std::shared_ptr<const rendered_value> held = entry->rendered.load();  // immutable: any revision's is safe to hold
+    row_ = load_record(db_, key_, false);
+    if (!row_) return row_;
+    if (current(held)) {
+      family_.cache().note(true);
+      value = std::move(held);
+      return row_;
+    }
+  }
+  if (!open()) return row_;
+  value = entry_->rendered.load();  // rendered by a get that held the entry before this one
+  if (!current(value)) {
+    value = std::make_shared<const rendered_value>(rendered_value{row_->revision, row_->incarnation, render(*entry_->doc)});
+    entry_->rendered.store(value);
+    account();
+  }
+  return row_;
+}
+
 const record_row& record_session::open_existing(bool with_document) {
   const std::optional<record_row>& row = open(with_document);
   if (!row) throw api_error(status::not_found, "No CRDT data found for this editor ID.");
@@ -112,6 +136,7 @@ void record_session::committed(std::int64_t revision) {
   hold_.reset();  // other nodes' writers go on now; the entry's lock still orders this node's publish
   if (!entry_) return;  // a record added: hold() puts it in the cache
   entry_->revision = revision;
+  entry_->rendered.store(nullptr);  // the revision before's
   account();
 }
 
@@ -134,10 +159,14 @@ void record_session::forget() {
   if (entry_) {
     entry_->doc.reset();
     entry_->revision = -1;
+    entry_->rendered.store(nullptr);
   }
   family_.cache().erase(cache_key_);
 }
 
-void record_session::account() { family_.cache().account(cache_key_, entry_ && entry_->doc ? entry_->doc->memory_usage() : 0); }
+void record_session::account() {
+  const std::shared_ptr<const rendered_value> r = entry_ ? entry_->rendered.load() : nullptr;
+  family_.cache().account(cache_key_, (entry_ && entry_->doc ? entry_->doc->memory_usage() : 0) + (r ? r->json.size() : 0));
+}
 
 }  // namespace folio::service

@@ -18,6 +18,14 @@
 //      (records.hpp, wants_compaction) is then scheduled for compaction, which happens off the request path (compactor.hpp) and moves
 //      neither the revision nor the cached document.
 //
+//   A read of the value alone (crdt/get) takes open_rendered() instead of open(): it reads the row
+//   (one statement) and, when the entry holds the value rendered at that row's revision and
+//   incarnation, answers with it without the entry's lock and without the document — gets of a record
+//   neither queue behind each other nor serialise the document again, and a get while an update of the
+//   record is being prepared answers the committed revision at once. Otherwise it opens as above and
+//   renders the value once, storing it in the entry (counted in its bytes) for the gets after it. A
+//   commit drops the entry's rendered value: it is of the revision before.
+//
 // A handler starts again at most twice (with_retries). The first attempt is optimistic: nothing
 // outside this process waits while it prepares. A record moved under it is one that writers on
 // several nodes contend for, so the next attempts are exclusive: open() takes the record's write lock
@@ -74,6 +82,12 @@ class record_session {
   /// `with_document` is false), or nullopt when there is no record. Locks the record's entry first;
   /// throws deadline_exceeded when the deadline of `db` passes while waiting for it.
   const std::optional<record_row>& open(bool with_document = true);
+  /// For a read of the value alone: the record's row (without its snapshot) with `value` set to the
+  /// document as `render` writes it at that row's revision, or nullopt when there is no record. Takes
+  /// neither the entry's lock nor the document when the entry holds that revision's value already
+  /// (above); else as open(), then renders and keeps it. Throws as open().
+  using renderer = std::string (*)(const folio::document&);
+  const std::optional<record_row>& open_rendered(renderer render, std::shared_ptr<const rendered_value>& value);
   /// open(), for a record that must exist: 404 NOT_FOUND when it does not.
   const record_row& open_existing(bool with_document = true);
   /// The document at the opened row's revision.

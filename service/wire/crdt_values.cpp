@@ -65,7 +65,9 @@ folio::local_change replace(folio::document& d, const new_value& v) {
   return d.replace_xml(v.xml);
 }
 
-void write_value(json_writer& w, const folio::document& d) {
+std::string value_json(const folio::document& d) {
+  rapidjson::StringBuffer sb;
+  json_writer w(sb);
   switch (d.type()) {
     case folio::record_type::text:
       write_string(w, d.text());
@@ -87,6 +89,7 @@ void write_value(json_writer& w, const folio::document& d) {
       write_string(w, d.xml());
       break;
   }
+  return std::string(sb.GetString(), sb.GetSize());
 }
 
 }  // namespace folio::service

@@ -33,7 +33,7 @@ new_value parse_value(folio::record_type type, const rapidjson::Value& v);
 std::string json_value_rule(folio::record_type type, std::string_view value);
 /// Replaces the document's value by `v` through CRDT operations (the local change made).
 folio::local_change replace(folio::document& d, const new_value& v);
-/// The document's value as the API returns it (`data` of a record).
-void write_value(json_writer& w, const folio::document& d);
+/// The document's value as the API returns it (`data` of a record), as JSON. O(size of the value).
+std::string value_json(const folio::document& d);
 
 }  // namespace folio::service

@@ -76,12 +76,15 @@ TEST_F(fixture, ARefusedPushKeepsTheCachedDocumentUnlessItChangedIt) {
   EXPECT_EQ(push(std::string("Fo\x01" "B\x03\x00\x00", 7)).http, 400);
   EXPECT_NE(get().body.find(R"("data":"Hello")"), std::string::npos);
   EXPECT_EQ(service.crdt().cache().misses(), misses);
-  // Ops held back for missing dependencies did change the document: it is rebuilt from storage.
+  // Ops held back for missing dependencies did change the document: the next request that reads it
+  // rebuilds it from storage. A get meanwhile answers the value rendered at the committed revision.
   const std::string missing_deps("Fo\x01" "B\x01\x01\x05\x01>\x00\x03\x02\x02\x00\x02hi", 17);
   const svc::response held = push(missing_deps);
   EXPECT_NE(held.body.find("FAILED_PRECONDITION"), std::string::npos) << held.body;
   const svc::response after = get();
   EXPECT_NE(after.body.find(R"("data":"Hello")"), std::string::npos) << after.body;
+  EXPECT_EQ(service.crdt().cache().misses(), misses);
+  ASSERT_EQ(call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})").http, 200);
   EXPECT_EQ(service.crdt().cache().misses(), misses + 1);
 }
 
@@ -266,6 +269,35 @@ TEST_F(fixture, AnAddIsAnsweredAsCommittedWhenAnotherRequestHoldsTheNewRecordsEn
   }
   EXPECT_EQ(res.http, 200) << res.body;
   EXPECT_NE(call("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"held"}})").body.find(R"("data":"stored")"), std::string::npos);
+}
+
+TEST_F(fixture, AGetOfARenderedRevisionNeverWaitsForTheRecordsEntry) {
+  // The first get of a revision renders the value and keeps it in the entry; the gets after it answer
+  // from it without the entry's lock: while another request holds the entry (an update preparing its
+  // change, a get rendering a large record), a get of the committed revision is answered at once —
+  // before, it waited for the entry until its deadline and answered 503. Once an update commits, gets
+  // answer its value, and the entry counts the rendered bytes.
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"hot")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"one \"quoted\""}})").http, 200);
+  const svc::record_key k{key.substr(3, 16), "o", "d", "hot"};
+  const std::size_t before = service.crdt().cache().bytes();
+  const svc::response first = call("/v2/crdt/get", ids + "}}");
+  ASSERT_EQ(first.http, 200) << first.body;
+  EXPECT_NE(first.body.find(R"("data":"one \"quoted\"","id":"hot")"), std::string::npos) << first.body;
+  EXPECT_EQ(service.crdt().cache().bytes(), before + std::string(R"("one \"quoted\"")").size());
+  const std::shared_ptr<svc::cached_doc> entry = service.crdt().cache().get(k.cache_key());
+  {
+    std::unique_lock<std::timed_mutex> held(entry->lock);
+    const std::string body = ids + "}}";
+    svc::request r{"POST", "/v2/crdt/get", "application/json", key, token, body, body.size(), {}, {}, {}};
+    r.deadline = svc::deadline_clock::now() + std::chrono::seconds(2);
+    const svc::response again = service.handle(db, r);
+    EXPECT_EQ(again.http, 200) << again.body;
+    EXPECT_EQ(again.body, first.body);
+  }
+  ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":"two"}})").http, 200);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"two","id":"hot")"), std::string::npos);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"two","id":"hot")"), std::string::npos);  // rendered
 }
 
 TEST_F(fixture, AClientOfARecordAddedAgainIsRefusedAndTheCacheNeverServesTheOldOne) {
