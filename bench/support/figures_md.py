@@ -204,6 +204,11 @@ def main():
     # crdt/get's ratio: the median of rounds that measured it and the ceiling by turns (load.sh prints it since 2026-11-28).
     gr = re.search(r"crdt/get's is the median of (\d+) rounds that measured\s+the two by turns, each after a warm-up, of ratios ([0-9.]+)-([0-9.]+)", lb)
     g_how = "; the median of %s rounds measured by turns with the ceiling, each after a warm-up: %s–%s" % gr.groups() if gr else ""
+    # A get of a 100 KB text against hello-fcgi answering the very same bytes (load.sh prints it since 2026-11-28).
+    g100 = re.search(r"^  crdt/get, 100 KB text, 16 conns +([0-9.]+) +(\d+) +\S+ +\S+ +\d+ +[0-9.]+ +([0-9.]+) +\(vs hello-fcgi answering the same "
+                     r"(\d+) KB: median of (\d+) rounds by turns, ([0-9.]+)-([0-9.]+); no target\)$", lb, re.M)
+    g100_text = ("; of a 100 KB text %s req/s (%s requests), %s of hello-fcgi answering the same %s KB (the median of %s rounds by turns: %s–%s; "
+                 "no target)" % (num(g100.group(1)), num(g100.group(2)), *g100.groups()[2:])) if g100 else ""
     one, four = load_ratio("update p99 / get p99, one writer (the fresh 100 KB record)"), load_ratio("update p99 / get p99, 4 writers on 4 records")
     thr = load_ratio("update throughput, 4 writers / one writer")
     h50, h99 = load_ratio("history / fresh update, p50"), load_ratio("history / fresh update, p99")
@@ -215,9 +220,9 @@ def main():
              "update they can reach at most %.2f× one writer's throughput on this machine"
              % (busy.group(2), busy.group(3), float(thr[0]) * int(busy.group(3)) / float(busy.group(2)))) if busy else ""
     w("\nHTTP through nginx (`bench/load.sh 10`, wrk; ratios to hello-fcgi answering behind the same nginx, same run): `crdt/get` of a "
-      "1 KB text %s req/s (%s requests), %s of the ceiling (%s%s); update p99 ÷ get p99 %s with one writer (%s) and %s with four on four "
+      "1 KB text %s req/s (%s requests), %s of the ceiling (%s%s)%s; update p99 ÷ get p99 %s with one writer (%s) and %s with four on four "
       "records (%s), four writers' throughput %s× one writer's (%s%s); an update on the automerge-paper full-history record ÷ the same on "
-      "a fresh record: p50 %s (%s), p99 %s (%s).\n" % (num(g[0]), num(g[1]), g[5], md(g[6]), g_how, one[0], one[1], four[0], four[1], thr[0], thr[1],
+      "a fresh record: p50 %s (%s), p99 %s (%s).\n" % (num(g[0]), num(g[1]), g[5], md(g[6]), g_how, g100_text, one[0], one[1], four[0], four[1], thr[0], thr[1],
                                                         bound, h50[0], h50[1], h99[0], h99[1]))
 
     ab = s["bench/annotations_load.sh"]
