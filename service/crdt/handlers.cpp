@@ -59,10 +59,11 @@ folio::local_change replace_value(folio::document& d, const new_value& v) {
   }
 }
 
-void write_record(json_writer& w, const record_row& row, const rendered_value& value) {
+void write_record(json_writer& w, body_output& out, const record_row& row, const rendered_value& value) {
   w.StartObject();
   w.Key("data");
-  w.RawValue(value.json.data(), value.json.size(), rapidjson::kStringType);
+  w.RawValue(value.json.data(), 0, rapidjson::kStringType);  // the writer's separator and count of the value; then its
+  out.append_or_send(value.json);                             // bytes, a large value's sent as they are
   write_member(w, "id", row.editor);
   write_member(w, "lastUpdate", row.last_update);
   write_member(w, "lastUpdatedBy", row.last_updated_by);
@@ -179,7 +180,7 @@ std::string crdt_get(context& c, crdt_family& f) {
       // revision (record_session::open_rendered).
       record_session s(f, c.db, std::move(rk));
       std::shared_ptr<const rendered_value> value;
-      if (const std::optional<record_row>& row = s.open_rendered(value_json, value)) write_record(w, *row, *value);
+      if (const std::optional<record_row>& row = s.open_rendered(value_json, value)) write_record(w, c.out, *row, *value);
       c.out.flush_if_full();
     }
     w.EndArray();

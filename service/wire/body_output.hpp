@@ -35,11 +35,16 @@ class body_output {
   }
   /// Sends what is buffered once it holds a chunk. Call it only where the bytes so far may be sent.
   void flush_if_full() {
-    if (sink_ && buffer_.GetSize() >= chunk_) {
-      started_ = true;
-      sink_({buffer_.GetString(), buffer_.GetSize()});
-      buffer_.Clear();
-    }
+    if (sink_ && buffer_.GetSize() >= chunk_) send_buffer();
+  }
+  /// append(), except that bytes of a chunk or more go to the sink as they are, after what is buffered,
+  /// rather than copied through the buffer (a large stored value). Call it only where the bytes so far
+  /// and `raw` may be sent, as flush_if_full().
+  void append_or_send(std::string_view raw) {
+    if (!sink_ || raw.size() < chunk_) return append(raw);
+    if (buffer_.GetSize() != 0) send_buffer();
+    started_ = true;
+    sink_(raw);
   }
   /// Some of the body has been sent: the answer can no longer be an error.
   bool started() const noexcept { return started_; }
@@ -51,6 +56,12 @@ class body_output {
   }
 
  private:
+  void send_buffer() {
+    started_ = true;
+    sink_({buffer_.GetString(), buffer_.GetSize()});
+    buffer_.Clear();
+  }
+
   sink sink_;
   std::size_t chunk_;
   rapidjson::StringBuffer buffer_;

@@ -136,6 +136,9 @@ class Crdt(unittest.TestCase):
             ok(self, call("/v2/crdt/add", rec(editor, "text", text, doc="large-records")), "CRDT data added successfully.")
         records = ok(self, get(doc="large-records"), "CRDT data retrieved successfully.")
         self.assertEqual([(r["id"], r["data"]) for r in records], sorted(values.items()))
+        # Again: each value as the first get rendered it, sent as it is (not through the responder's buffer).
+        again = ok(self, get(doc="large-records"), "CRDT data retrieved successfully.")
+        self.assertEqual(again, records)
 
     def test_many_updates_compact_and_stay_correct(self):
         ok(self, call("/v2/crdt/add", rec("c", "text", "", doc="compact")), "CRDT data added successfully.")

@@ -1,5 +1,5 @@
 // The wire library (service/wire/): the JSON rules (depth, duplicates, NUL bytes, numbers as JavaScript
-// reads them, Unicode, canonical values) and base64 in both alphabets.
+// reads them, Unicode, canonical values), base64 in both alphabets, and a streamed body's output.
 #include <gtest/gtest.h>
 
 #include <charconv>
@@ -7,8 +7,10 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "wire/base64.hpp"
+#include "wire/body_output.hpp"
 #include "wire/json.hpp"
 
 namespace {
@@ -198,6 +200,31 @@ TEST(Json, EveryStringMustBeUnicodeAndARefusalNamesTheField) {
   }
   // A surrogate pair is one character, and stays one.
   EXPECT_EQ(svc::canonical_json(svc::parse_json(R"(["\ud83d\ude00"])")), "[\"\xF0\x9F\x98\x80\"]");
+}
+
+TEST(BodyOutput, ALargeValueIsSentAsItIsAfterWhatIsBuffered) {
+  std::vector<std::string> sent;
+  std::vector<const char*> from;  // where the sink read each piece
+  svc::body_output out([&](std::string_view b) { sent.emplace_back(b), from.push_back(b.data()); }, 8);
+  out.append("{\"a\":");
+  out.append_or_send("1234567");  // under a chunk: buffered
+  EXPECT_TRUE(sent.empty());
+  EXPECT_FALSE(out.started());
+  const std::string large(20, 'x');
+  out.append(",\"b\":");
+  out.append_or_send(large);  // the buffer first, then the value itself
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0], "{\"a\":1234567,\"b\":");
+  EXPECT_EQ(sent[1], large);
+  EXPECT_EQ(from[1], large.data());  // not a copy
+  EXPECT_TRUE(out.started());
+  out.append("}");
+  EXPECT_EQ(out.take(), "}");
+  // Without a sink everything stays in the buffer.
+  svc::body_output whole({}, 8);
+  whole.append_or_send(large);
+  EXPECT_EQ(whole.take(), large);
+  EXPECT_FALSE(whole.started());
 }
 
 TEST(Base64Url, RoundTripsAndRefusesOtherAlphabets) {
