@@ -1,7 +1,8 @@
 // /v2/crdt/add|update|get|delete|sync (docs/API.md). Values go through folio::document: `add`
 // builds a record by replace-by-value from empty, `update` diffs the new value into ops on the stored
 // state and persists only those ops; `get` folds the log into the snapshot (or uses the cached
-// document, or the value a get rendered at the stored revision); `sync` integrates a client's ops whole or not at all and answers what the client lacks.
+// document, or the value a get rendered at the stored revision); `sync` integrates a client's ops
+// whole or not at all and answers what the client lacks.
 // Each goes through a record_session (record_session.hpp): everything that depends only on the request
 // and the record — parsing the value, decoding a batch, the diff, encoding — happens before the
 // process-wide writer section, which holds only the statements and the commit.
