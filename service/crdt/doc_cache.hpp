@@ -1,5 +1,5 @@
 // service/crdt/doc_cache.hpp — decoded CRDT documents kept in memory (the README's "Running it for real", storage), so that an update of a hot
-// record costs the diff, not a reload. Bounded by the documents' memory_usage(), least recently used
+// record costs the diff, not a reload. Bounded by the documents' memory_usage() and their rendered values' bytes, least recently used
 // first out. Each entry carries the record revision it reflects; users compare it with the revision
 // read in their transaction and rebuild on a mismatch (another process, a failed write), so a stale
 // entry is never used. An entry's mutex serialises the requests of one record in this process that

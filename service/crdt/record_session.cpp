@@ -87,8 +87,8 @@ const std::optional<record_row>& record_session::open_rendered(renderer render, 
   auto current = [&](const std::shared_ptr<const rendered_value>& v) {
     return v && v->revision == row_->revision && v->incarnation == row_->incarnation;
   };
-  if (const std::shared_ptr<cached_doc> entry = family_.cache().find(cache_key_); entry && !exclusive_) {
-    std::shared_ptr<const rendered_value> held = entry->rendered.load();  // immutable: any revision's is safe to hold
+  const std::shared_ptr<cached_doc> entry = exclusive_ ? nullptr : family_.cache().find(cache_key_);
+  if (std::shared_ptr<const rendered_value> held = entry ? entry->rendered.load() : nullptr) {  // immutable: any revision's is safe to hold
     row_ = load_record(db_, key_, false);
     if (!row_) return row_;
     if (current(held)) {

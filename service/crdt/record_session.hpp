@@ -22,7 +22,8 @@
 //   (one statement) and, when the entry holds the value rendered at that row's revision and
 //   incarnation, answers with it without the entry's lock and without the document — gets of a record
 //   neither queue behind each other nor serialise the document again, and a get while an update of the
-//   record is being prepared answers the committed revision at once. Otherwise it opens as above and
+//   record is being prepared answers the committed revision at once, when that revision was rendered
+//   already. Otherwise (the first get after each commit) it opens as above and
 //   renders the value once, storing it in the entry (counted in its bytes) for the gets after it. A
 //   commit drops the entry's rendered value: it is of the revision before.
 //

@@ -73,9 +73,9 @@ std::string metrics::render(const gauges& g) const {
     std::uint64_t value;
   };
   const single singles[] = {
-      {"folio_doc_cache_hits_total", "counter", "CRDT reads and writes served by a decoded document already in memory.", g.cache_hits},
+      {"folio_doc_cache_hits_total", "counter", "CRDT reads and writes served by a decoded document (or a get by its rendered value) already in memory.", g.cache_hits},
       {"folio_doc_cache_misses_total", "counter", "CRDT reads and writes that decoded the record from the database.", g.cache_misses},
-      {"folio_doc_cache_bytes", "gauge", "Memory held by cached documents (their memory_usage()).", g.cache_bytes},
+      {"folio_doc_cache_bytes", "gauge", "Memory held by cached documents (their memory_usage()) and the values gets rendered from them.", g.cache_bytes},
       {"folio_doc_cache_entries", "gauge", "Cache entries (records seen recently).", g.cache_entries},
       {"folio_oplog_compactions_total", "counter", "Op logs folded into a new snapshot (off the request path).", g.compactions},
       {"folio_oplog_compaction_failures_total", "counter", "Compactions that failed (logged as compaction_failed; the log stays).", g.compaction_failures},
