@@ -16,9 +16,7 @@ folio_install_deps
 source bench/support/ab_worktree.sh
 targets=(trace_bench record_bench json_bench)
 ab_worktree_build "$rev" old_dir "${targets[@]}"
-cmake -S . -B build-ab/new -DCMAKE_BUILD_TYPE=Release -DFOLIO_BUILD_TESTS=OFF -DFOLIO_BUILD_BENCH=ON \
-  -DFOLIO_TRACES_DIR="$PWD/bench/traces" >/dev/null
-cmake --build build-ab/new -j2 --target "${targets[@]}" >/dev/null
+ab_build . build-ab/new "${targets[@]}"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "bench/ab.sh: old $old_sha, new $new_sha, $rounds rounds, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"

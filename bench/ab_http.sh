@@ -2,7 +2,8 @@
 # Old and new folio-fcgi side by side over HTTP (the HTTP rows of bench/ab.sh's comparison): crdt/get of a
 # 1 KB and of a 100 KB text record through the same nginx, measured by turns in each round — hello-fcgi
 # answering the very same bytes (the ceiling), the other commit's folio-fcgi, this checkout's — each
-# freshly started and warmed up for a second (http_stack.sh's run and responder), ROUNDS times. Prints
+# freshly started and warmed up for a second (http_stack.sh's warm_run), ROUNDS times, old and new in
+# turn first (so that neither is always measured last). Prints
 # per figure each side's median throughput and CPU time per request over the rounds, and the medians of
 # the rounds' ratios: old and new against the ceiling, new against old. Both binaries serve one database
 # (made by this checkout), so REV must be of the same schema version; a side answering errors stops the
@@ -40,20 +41,13 @@ side_start() {  # SIDE FIGURE: the side's responder, freshly started
 echo "bench/ab_http.sh: old $old_sha, new $new_sha, $rounds rounds of ${secs}s runs, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= rounds; ++r)); do
   for g in 1k 100k; do
-    for side in ceiling old new; do
+    sides="ceiling old new"
+    (( r % 2 )) || sides="ceiling new old"
+    for side in $sides; do
       target=/v2/crdt/get
       [ $side = ceiling ] && target=/same-bytes
       side_start "$side" "$g"
-      keep=$secs secs=1
-      run warm "$target" 2 16 "$work/get$g.json"
-      secs=$keep
-      run "$g-$side-$r" "$target" 2 16 "$work/get$g.json"
-      read -r rps _ _ err n < "$work/$g-$side-$r.res"
-      if [ "$err" != 0 ] || [ "$n" = 0 ]; then
-        echo "ab_http.sh: $side answered $err errors of $n requests (get $g, round $r); the responders' log ends:" >&2
-        tail -n 5 "$work/log/responder.log" >&2
-        exit 1
-      fi
+      warm_run "$g-$side-$r" "$target" 2 16 "$work/get$g.json"
     done
   done
 done

@@ -5,9 +5,10 @@
 # ceiling, and the update time of a record whose history is the whole automerge-paper trace against a
 # fresh record of the same text; each figure with a target is judged against it (issues 4 and 23).
 # crdt/get and the ceiling are measured by turns, FOLIO_BENCH_ROUNDS rounds (default 3; http_stack.sh's
-# against_ceiling), and judged by the median ratio; so is a get of a 100 KB record, against hello-fcgi answering
-# the very same bytes (no target: what moving that answer costs without Folio); the runs after them are a freshly started folio-fcgi's
-# (each update run's first update of a record reads it from storage: a few of thousands).
+# against_ceiling), and judged by the median ratio; so is a get of a 100 KB record, against hello-fcgi
+# answering the very same bytes (no target: what moving that answer costs without Folio). The runs after
+# them are a freshly started folio-fcgi's (each update run's first update of a record reads it from
+# storage: a few of thousands).
 #   bench/load.sh [SECONDS_PER_RUN]      (default 10; everything lives in a temporary directory)
 set -euo pipefail
 secs=${1:-10}

@@ -16,6 +16,9 @@
 #                               and "$work/NAME.busy": the cores the whole machine kept busy meanwhile
 #                               (/proc/stat: wrk, nginx, the responder, the kernel).
 #   start_folio                 (re)start folio-fcgi as this file first starts it (4 workers, live push, client tokens)
+#   warm_run NAME TARGET THREADS CONNECTIONS BODIES
+#                               run, after a 1 s warm-up of the responder just started; stops the script (with
+#                               the responders' log's end) when the responder answered errors or nothing
 #   against_ceiling NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SAME_BYTES]
 #                               a figure and its baseline measured by turns: $FOLIO_BENCH_ROUNDS rounds (default 3;
 #                               with an even count the lower of the middle two is taken), each
@@ -98,26 +101,27 @@ run() {
   awk -v a="$(responder_cpu_ms)" -v b="$cpu_before" -v n="$n" 'BEGIN { printf "%.4f\n", (n > 0 ? (a - b) / n : 0) }' > "$work/$name.cpu"
   echo "$ticks_before $(machine_ticks)" | awk -v cores="$(nproc)" '{ printf "%.2f\n", ($4 > $2 ? cores * ($3 - $1) / ($4 - $2) : 0) }' > "$work/$name.busy"
 }
+warm_run() {  # NAME TARGET THREADS CONNECTIONS BODIES
+  local keep=$secs rps err
+  secs=1; run "$1-warm" "$2" "$3" "$4" "$5"; secs=$keep
+  run "$@"
+  read -r rps _ _ err _ < "$work/$1.res"
+  if [ "$err" != 0 ] || awk -v r="$rps" 'BEGIN { exit !(r <= 0) }'; then  # a run with errors or no answers has no figure
+    echo "$1: $rps req/s, $err errors; the responders' log ends:" >&2
+    tail -n 5 "$work/log/responder.log" >&2
+    exit 1
+  fi
+}
 against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SAME_BYTES]
-  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 ctarget=$6 same=${7:-} rounds=${FOLIO_BENCH_ROUNDS:-3} keep=$secs k f rps err
+  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 ctarget=$6 same=${7:-} rounds=${FOLIO_BENCH_ROUNDS:-3} k f
   [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "against_ceiling: FOLIO_BENCH_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
   for k in $(seq 1 "$rounds"); do
     responder "$bin/bench/hello-fcgi" "$work/run/folio.sock" 4 ${same:+"$same"}
-    secs=1; run "$name-warm" "$ctarget" "$threads" "$conns" "$bodies"; secs=$keep
-    run "$name-ceiling.$k" "$ctarget" "$threads" "$conns" "$bodies"
+    warm_run "$name-ceiling.$k" "$ctarget" "$threads" "$conns" "$bodies"
     start_folio
-    secs=1; run "$name-warm" "$target" "$threads" "$conns" "$bodies"; secs=$keep
-    run "$name.$k" "$target" "$threads" "$conns" "$bodies"
+    warm_run "$name.$k" "$target" "$threads" "$conns" "$bodies"
   done
   for k in $(seq 1 "$rounds"); do  # "ratio round", by ratio (unrounded: the median printed is rps / ceiling's to 2 places)
-    for f in "$name.$k" "$name-ceiling.$k"; do  # a round with errors or no answers has no ratio to take
-      read -r rps _ _ err _ < "$work/$f.res"
-      if [ "$err" != 0 ] || awk -v r="$rps" 'BEGIN { exit !(r <= 0) }'; then
-        echo "against_ceiling: round $k of $f: $rps req/s, $err errors; the responders' log ends:" >&2
-        tail -n 5 "$work/log/responder.log" >&2
-        exit 1
-      fi
-    done
     awk -v k="$k" 'NR == FNR { f = $1; next } { printf "%.9g %d\n", f / $1, k }' "$work/$name.$k.res" "$work/$name-ceiling.$k.res"
   done | sort -g > "$work/$name.rounds"
   k=$(awk -v m=$(( (rounds + 1) / 2 )) 'NR == m { print $2 }' "$work/$name.rounds")
