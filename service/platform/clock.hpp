@@ -4,8 +4,11 @@
 // Thread-safety: free functions.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace folio::service {
 
@@ -13,6 +16,13 @@ namespace folio::service {
 std::string now_iso();
 /// `unix_ms` (milliseconds since the epoch) in that form.
 std::string iso_time(std::int64_t unix_ms);
+/// The same text without an allocation (the log writes one per line). O(1), no lock.
+struct iso_chars {
+  std::array<char, 32> text;
+  std::size_t size = 0;
+  std::string_view view() const noexcept { return {text.data(), size}; }
+};
+iso_chars iso_time_chars(std::int64_t unix_ms);
 /// Milliseconds since the epoch now.
 std::int64_t now_unix_ms();
 

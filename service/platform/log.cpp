@@ -23,10 +23,19 @@ void str(writer& w, const char* key, std::string_view v) {
 
 void head(writer& w, std::string_view level, std::string_view event) {
   w.StartObject();
-  str(w, "time", now_iso());
+  str(w, "time", iso_time_chars(now_unix_ms()).view());
   str(w, "level", level);
   str(w, "event", event);
   if (!current_id.empty()) str(w, "requestId", current_id);
+}
+
+/// The thread's line buffer, emptied: its room is kept from line to line (a line allocated twice
+/// before: the buffer and rapidjson's allocator), unless a long message grew it past 16 KiB.
+rapidjson::StringBuffer& line_buffer() {
+  thread_local rapidjson::StringBuffer sb;
+  if (sb.stack_.GetCapacity() > 16 * 1024) sb = rapidjson::StringBuffer();
+  sb.Clear();
+  return sb;
 }
 
 void emit(rapidjson::StringBuffer& sb) {  // one write(2) per line: stderr is unbuffered
@@ -56,7 +65,7 @@ void end_request() {
 
 void access(const access_entry& e) {
   if (!access_on.load()) return;
-  rapidjson::StringBuffer sb;
+  rapidjson::StringBuffer& sb = line_buffer();
   writer w(sb);
   head(w, "info", "request");
   str(w, "method", e.method);
@@ -72,7 +81,7 @@ void access(const access_entry& e) {
 }
 
 void write(std::string_view level, std::string_view event, std::string_view message) {
-  rapidjson::StringBuffer sb;
+  rapidjson::StringBuffer& sb = line_buffer();
   writer w(sb);
   head(w, level, event);
   if (!current_endpoint.empty()) str(w, "endpoint", current_endpoint);

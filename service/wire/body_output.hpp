@@ -9,6 +9,8 @@
 // failure can only cut it short: folio-fcgi then drops the connection without ending the response, so
 // the client sees an incomplete answer (a transfer error), never a complete-looking wrong one.
 // Without a sink (handlers called directly, as in tests) everything stays in the buffer.
+// The buffer is the thread's spare one when it has one: its room is kept from answer to answer (up to
+// two chunks), where a new buffer grew from 256 bytes by a reallocation and a copy every half again.
 // Thread-safety: one request's, used by one thread.
 #pragma once
 
@@ -17,6 +19,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -27,22 +30,28 @@ class body_output {
   /// Receives the body's bytes in order; the first call commits the answer as 200.
   using sink = std::function<void(std::string_view)>;
 
-  explicit body_output(sink s = {}, std::size_t chunk_bytes = 64 * 1024) : sink_(std::move(s)), chunk_(chunk_bytes) {}
+  explicit body_output(sink s = {}, std::size_t chunk_bytes = 64 * 1024) : sink_(std::move(s)), chunk_(chunk_bytes), buffer_(take_spare()) {}
+  body_output(const body_output&) = delete;
+  body_output& operator=(const body_output&) = delete;
+  ~body_output() {
+    buffer_->Clear();
+    if (std::unique_ptr<rapidjson::StringBuffer>& s = spare(); !s && buffer_->stack_.GetCapacity() <= 2 * chunk_) s = std::move(buffer_);
+  }
 
-  rapidjson::StringBuffer& buffer() noexcept { return buffer_; }
+  rapidjson::StringBuffer& buffer() noexcept { return *buffer_; }
   void append(std::string_view raw) {
-    if (!raw.empty()) std::memcpy(buffer_.Push(raw.size()), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(buffer_->Push(raw.size()), raw.data(), raw.size());
   }
   /// Sends what is buffered once it holds a chunk. Call it only where the bytes so far may be sent.
   void flush_if_full() {
-    if (sink_ && buffer_.GetSize() >= chunk_) send_buffer();
+    if (sink_ && buffer_->GetSize() >= chunk_) send_buffer();
   }
   /// append(), except that bytes of a chunk or more go to the sink as they are, after what is buffered,
   /// rather than copied through the buffer (a large stored value). Call it only where the bytes so far
   /// and `raw` may be sent, as flush_if_full().
   void append_or_send(std::string_view raw) {
     if (!sink_ || raw.size() < chunk_) return append(raw);
-    if (buffer_.GetSize() != 0) send_buffer();
+    if (buffer_->GetSize() != 0) send_buffer();
     started_ = true;
     sink_(raw);
   }
@@ -50,21 +59,30 @@ class body_output {
   bool started() const noexcept { return started_; }
   /// What is buffered and not sent (the whole body when nothing was), emptying the buffer.
   std::string take() {
-    std::string rest(buffer_.GetString(), buffer_.GetSize());
-    buffer_.Clear();
+    std::string rest(buffer_->GetString(), buffer_->GetSize());
+    buffer_->Clear();
     return rest;
   }
 
  private:
   void send_buffer() {
     started_ = true;
-    sink_({buffer_.GetString(), buffer_.GetSize()});
-    buffer_.Clear();
+    sink_({buffer_->GetString(), buffer_->GetSize()});
+    buffer_->Clear();
+  }
+  /// The thread's spare buffer: none while a body_output of the thread holds it.
+  static std::unique_ptr<rapidjson::StringBuffer>& spare() {
+    thread_local std::unique_ptr<rapidjson::StringBuffer> s;
+    return s;
+  }
+  static std::unique_ptr<rapidjson::StringBuffer> take_spare() {
+    if (std::unique_ptr<rapidjson::StringBuffer>& s = spare()) return std::move(s);
+    return std::make_unique<rapidjson::StringBuffer>();
   }
 
   sink sink_;
   std::size_t chunk_;
-  rapidjson::StringBuffer buffer_;
+  std::unique_ptr<rapidjson::StringBuffer> buffer_;  ///< never null
   bool started_ = false;
 };
 

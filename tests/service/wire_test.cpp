@@ -227,6 +227,27 @@ TEST(BodyOutput, ALargeValueIsSentAsItIsAfterWhatIsBuffered) {
   EXPECT_FALSE(whole.started());
 }
 
+TEST(BodyOutput, AnAnswerStartsEmptyOnTheBufferTheAnswerBeforeLeftAndANestedOneHasItsOwn) {
+  const char* first_room = nullptr;
+  {
+    svc::body_output a;
+    a.append(std::string(3000, 'a'));  // left unsent and untaken
+    first_room = a.buffer().GetString();
+  }
+  svc::body_output b;
+  EXPECT_EQ(b.buffer().GetSize(), 0u);
+  EXPECT_EQ(b.buffer().GetString(), first_room);  // the same room, kept: no growth from 256 bytes again
+  b.append("{\"b\":");
+  {
+    svc::body_output nested;  // an answer built while another is (an error body, a publish)
+    nested.append("{\"n\":1}");
+    EXPECT_NE(nested.buffer().GetString(), b.buffer().GetString());
+    EXPECT_EQ(nested.take(), "{\"n\":1}");
+  }
+  b.append("2}");
+  EXPECT_EQ(b.take(), "{\"b\":2}");
+}
+
 TEST(Base64Url, RoundTripsAndRefusesOtherAlphabets) {
   std::string all;
   for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
