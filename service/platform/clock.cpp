@@ -30,7 +30,8 @@ iso_chars iso_time_chars(std::int64_t ms) {
     return out;
   }
   // The civil date by the calendar arithmetic of <chrono> (no time zone database, no lock: gmtime_r
-  // takes glibc's time zone lock, which the workers' log lines queued on), then the digits by hand.
+  // takes glibc's process-wide time zone lock, which every worker's log line took), then the digits
+  // by hand.
   using namespace std::chrono;
   const sys_days day = floor<days>(sys_time<milliseconds>(milliseconds(ms)));
   const year_month_day ymd(day);
