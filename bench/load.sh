@@ -3,7 +3,8 @@
 # same nginx in front of a minimal FastCGI responder (hello-fcgi) — the stack's ceiling. Prints
 # throughput and p50/p99 per endpoint (with the number of requests measured) with its ratio to the
 # ceiling, and the update time of a record whose history is the whole automerge-paper trace against a
-# fresh record of the same text; each figure with a target is judged against it (issues 4 and 23).
+# fresh record of the same text (the two measured by turns, FOLIO_BENCH_ROUNDS rounds, and judged by the
+# median ratio: http_stack.sh's by_turns); each figure with a target is judged against it (issues 4 and 23).
 # crdt/get and the ceiling are measured by turns, FOLIO_BENCH_ROUNDS rounds (default 3; http_stack.sh's
 # against_ceiling), and judged by the median ratio; so is a get of a 100 KB record, against hello-fcgi
 # answering the very same bytes (no target: what moving that answer costs without Folio). The runs after
@@ -51,8 +52,7 @@ curl -sf "$url/v2/crdt/get" "${h[@]}" -d @"$work/get100k.json" > "$work/get100k.
 against_ceiling get100k /v2/crdt/get 2 16 "$work/get100k.json" /same-bytes "$work/get100k.out"
 run update100k /v2/crdt/update 4 4 "$big"
 run annotations /v1/commentannotations/get 2 16 "$work/ann.json"
-run history /v2/crdt/update 1 1 "$work/upd-history-a.json,$work/upd-history-b.json"
-run fresh /v2/crdt/update 1 1 "$work/upd-fresh-a.json,$work/upd-fresh-b.json"
+by_turns history "$work/upd-history-a.json,$work/upd-history-b.json" fresh "$work/upd-fresh-a.json,$work/upd-fresh-b.json" /v2/crdt/update 1 1
 
 read -r c_rps c_p50 c_p99 c_err c_n < "$work/get1k-ceiling.res"
 read -r _ g_min g_max g_rounds < "$work/get1k.ratios"  # the median round's ratio is its rps / c_rps
@@ -74,14 +74,16 @@ read -r rps p50 p99v err n < "$work/get100k.res"; read -r ratio lo hi rounds < "
 printf '  %-40s %9s %8s %8s %8s %6s %10s %7s     %s\n' "crdt/get, 100 KB text, 16 conns" "$rps" "$n" "$p50" "$(p99 "$p99v" "$n")" "$err" "$(cat "$work/get100k.cpu")" "$ratio" \
   "(vs hello-fcgi answering the same $(( $(stat -c %s "$work/get100k.out") / 1024 )) KB: median of $rounds rounds by turns, $lo-$hi; no target)"
 read -r g_rps _ g99 _ g_n < "$work/get1k.res"; read -r u_rps _ u99 _ u_n < "$work/update100k.res"
-read -r _ h50 h99 _ h_n < "$work/history.res"; read -r f_rps f50 f99 _ f_n < "$work/fresh.res"
-ratio_line() {  # LABEL NUMERATOR DENOMINATOR ENOUGH_SAMPLES OP BOUND ISSUE
-  if [ "$4" = yes ]; then
-    local v; v=$(awk "BEGIN{printf \"%.2f\", $2 / $3}")
-    printf '  %-62s %6s   %s\n' "$1" "$v" "$(judge "$v" "$5" "$6" "$7")"
+read -r f_rps _ f99 _ f_n < "$work/fresh.res"
+value_line() {  # LABEL VALUE ENOUGH_SAMPLES OP BOUND ISSUE [HOW]
+  if [ "$3" = yes ]; then
+    printf '  %-62s %6s   %s%s\n' "$1" "$2" "$(judge "$2" "$4" "$5" "$6")" "${7:+; $7}"
   else
     printf '  %-62s %6s   (fewer than 200 requests for a p99)\n' "$1" -
   fi
+}
+ratio_line() {  # LABEL NUMERATOR DENOMINATOR ENOUGH_SAMPLES OP BOUND ISSUE
+  value_line "$1" "$(awk "BEGIN{printf \"%.2f\", $2 / $3}")" "${@:4}"
 }
 enough() { local n; for n in "$@"; do [ "$n" -ge 200 ] || { echo no; return; }; done; echo yes; }
 ratio_line "update p99 / get p99, one writer (the fresh 100 KB record)" "$f99" "$g99" "$(enough "$f_n" "$g_n")" '<=' 5 'issue 4'
@@ -95,5 +97,6 @@ ratio_line "update throughput, 4 writers / one writer" "$u_rps" "$f_rps" yes '>=
 read -r f_busy < "$work/fresh.busy"; read -r u_busy < "$work/update100k.busy"
 awk -v f="$f_busy" -v u="$u_busy" -v c="$(nproc)" -v ur="$u_rps" -v fr="$f_rps" 'BEGIN {
   printf "    cores busy: one writer %.2f, 4 writers %.2f, of %d: with every core busy at the 4 writers'"'"' CPU per update, 4 writers / one writer <= %.2f here\n", f, u, c, (u > 0 && fr > 0 ? ur / fr * c / u : 0) }'
-ratio_line "history / fresh update, p50" "$h50" "$f50" yes '<=' 1.5 'issue 4'
-ratio_line "history / fresh update, p99" "$h99" "$f99" "$(enough "$h_n" "$f_n")" '<=' 1.5 'issue 4'
+read -r hf50 hf50_lo hf50_hi hf99 hf99_lo hf99_hi hf_rounds hf_n < "$work/history-fresh.ratios"
+value_line "history / fresh update, p50" "$hf50" yes '<=' 1.5 'issue 4' "median of $hf_rounds rounds by turns, $hf50_lo-$hf50_hi"
+value_line "history / fresh update, p99" "$hf99" "$(enough "$hf_n")" '<=' 1.5 'issue 4' "median of $hf_rounds rounds by turns, $hf99_lo-$hf99_hi"

@@ -112,9 +112,14 @@ warm_run() {  # NAME TARGET THREADS CONNECTIONS BODIES
     exit 1
   fi
 }
+bench_rounds() {  # CALLER -> FOLIO_BENCH_ROUNDS (default 3), checked
+  local rounds=${FOLIO_BENCH_ROUNDS:-3}
+  [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "$1: FOLIO_BENCH_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
+  echo "$rounds"
+}
 against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SAME_BYTES]
-  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 ctarget=$6 same=${7:-} rounds=${FOLIO_BENCH_ROUNDS:-3} k f
-  [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "against_ceiling: FOLIO_BENCH_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
+  local name=$1 target=$2 threads=$3 conns=$4 bodies=$5 ctarget=$6 same=${7:-} rounds k f
+  rounds=$(bench_rounds against_ceiling)
   for k in $(seq 1 "$rounds"); do
     responder "$bin/bench/hello-fcgi" "$work/run/folio.sock" 4 ${same:+"$same"}
     warm_run "$name-ceiling.$k" "$ctarget" "$threads" "$conns" "$bodies"
@@ -130,6 +135,36 @@ against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SA
     cp "$work/$name-ceiling.$k.$f" "$work/$name-ceiling.$f"
   done
   awk -v m=$(( (rounds + 1) / 2 )) 'NR == 1 { lo = $1 } NR == m { med = $1 } { hi = $1 } END { printf "%.2f %.2f %.2f %d\n", med, lo, hi, NR }' "$work/$name.rounds" > "$work/$name.ratios"
+}
+# by_turns A BODIES_A B BODIES_B TARGET THREADS CONNECTIONS: two runs of the running folio-fcgi compared by
+# their latency (A's p50 and p99 / B's), measured by turns for FOLIO_BENCH_ROUNDS rounds (default 3; A first
+# in odd rounds, B first in even ones), so that a slow spell of the machine or its disk (an fsync's tail)
+# falls on both sides rather than on one run's p99. Writes A-B.ratios: "p50_median p50_lo p50_hi
+# p99_median p99_lo p99_hi rounds fewest_requests", and keeps as A.* and B.* the files of the round whose
+# p99 ratio is the median.
+by_turns() {
+  local a=$1 abodies=$2 b=$3 bbodies=$4 target=$5 threads=$6 conns=$7 rounds k f m
+  rounds=$(bench_rounds by_turns)
+  for k in $(seq 1 "$rounds"); do
+    if (( k % 2 )); then
+      run "$a.$k" "$target" "$threads" "$conns" "$abodies"; run "$b.$k" "$target" "$threads" "$conns" "$bbodies"
+    else
+      run "$b.$k" "$target" "$threads" "$conns" "$bbodies"; run "$a.$k" "$target" "$threads" "$conns" "$abodies"
+    fi
+  done
+  for k in $(seq 1 "$rounds"); do  # "p50_ratio p99_ratio round fewer_requests"
+    awk -v k="$k" 'NR == FNR { p50 = $2; p99 = $3; n = $5; next } { printf "%.9g %.9g %d %d\n", p50 / $2, p99 / $3, k, (n < $5 ? n : $5) }' \
+      "$work/$a.$k.res" "$work/$b.$k.res"
+  done > "$work/$a-$b.rounds"
+  m=$(( (rounds + 1) / 2 ))
+  k=$(sort -g -k2,2 "$work/$a-$b.rounds" | awk -v m="$m" 'NR == m { print $3 }')
+  for f in res cpu busy; do
+    cp "$work/$a.$k.$f" "$work/$a.$f"
+    cp "$work/$b.$k.$f" "$work/$b.$f"
+  done
+  { sort -g -k1,1 "$work/$a-$b.rounds" | awk -v m="$m" 'NR == 1 { lo = $1 } NR == m { med = $1 } { hi = $1 } END { printf "%.2f %.2f %.2f ", med, lo, hi }'
+    sort -g -k2,2 "$work/$a-$b.rounds" | awk -v m="$m" 'NR == 1 { lo = $2; n = $4 } NR == m { med = $2 } { hi = $2; if ($4 < n) n = $4 }
+      END { printf "%.2f %.2f %.2f %d %d\n", med, lo, hi, NR, n }'; } > "$work/$a-$b.ratios"
 }
 p99() { if [ "$2" -ge 200 ]; then echo "$1"; else echo "-"; fi; }
 judge() {  # VALUE OP BOUND ISSUE
