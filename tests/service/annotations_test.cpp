@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <tuple>
@@ -182,6 +184,64 @@ TEST_F(fixture, ListedThreadsComeInRequestOrderEachWithItsOwnComments) {
   seen.clear();
   svc::scan_listed_threads(db, {s.tenant, "o", "other"}, {"a"}, {}, v, [&] { seen += " null"; });  // another document's "a"
   EXPECT_EQ(seen, " null");
+}
+
+// A get by ids of large threads (40 threads of 40-60 KB, their comments held in the row or in their
+// table) listed in reverse key order and in a shuffled order with missing ids: each thread whole, in
+// its place; a visitor that stops is not called again.
+TEST_F(fixture, LargeListedThreadsComeWholeInRequestOrderInAnyOrderOfTheirKeys) {
+  const svc::annotation_scope s{key.substr(3, 16), "o", "d"};
+  const std::string at = "2025-01-01T00:00:00.000Z";
+  std::map<std::string, std::string> comments_of;  // id -> its comments, comma-separated
+  std::vector<std::string> ids;
+  db.write([&] {
+    for (int i = 0; i < 40; ++i) {
+      const std::string id = "t" + std::to_string(10 + i);  // inserted in key order
+      ids.push_back(id);
+      std::vector<svc::comment_row> held;
+      std::string& all = comments_of[id];
+      for (int n = 1; n <= (i % 2 ? 3 : 2); ++n) {
+        const std::string body = "\"" + id + "/" + std::to_string(n) + std::string(20000, char('a' + n)) + "\"";
+        if (i % 2 == 0) held.push_back({n, body});  // even: the row holds its 40 KB of comments
+        all += (all.empty() ? "" : ",") + body;
+      }
+      ASSERT_TRUE(svc::insert_annotation(db, s, {id, "L1", "u", "OPEN", at, at, "{}", 4}, held));
+      if (i % 2) {  // odd: 60 KB of comments in their table (written after the row: not held)
+        for (int n = 1; n <= 3; ++n)
+          ASSERT_TRUE(svc::insert_comment(db, s, id, n, "\"" + id + "/" + std::to_string(n) + std::string(20000, char('a' + n)) + "\""));
+      }
+    }
+  });
+  std::string seen;
+  std::size_t begun = 0, stop_at = SIZE_MAX;
+  const svc::thread_visitor v{[&](const svc::annotation_head& h) { return ++begun <= stop_at && (seen += " [" + h.id + "]", true); },
+                              [&](std::string_view c) { seen += std::string(c) + ";"; }};
+  auto expected = [&](const std::vector<std::string>& order) {
+    std::string e;
+    for (const std::string& id : order) e += comments_of.count(id) ? " [" + id + "]" + comments_of[id] + ";" : " null";
+    return e;
+  };
+  // Row-held comments come in one call, a table's one per call: compare with the calls joined.
+  auto joined = [](std::string x) {
+    for (std::size_t p; (p = x.find("\";\"")) != std::string::npos;) x.replace(p, 3, "\",\"");
+    return x;
+  };
+  const std::vector<std::string> reversed(ids.rbegin(), ids.rend());
+  db.read([&] { svc::scan_listed_threads(db, s, reversed, {}, v, [&] { seen += " null"; }); });
+  EXPECT_EQ(joined(seen), expected(reversed));
+  std::vector<std::string> shuffled = ids;
+  std::mt19937 rng(23);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  shuffled.insert(shuffled.begin() + 7, "gone");
+  shuffled.push_back("gone too");
+  seen.clear();
+  db.read([&] { svc::scan_listed_threads(db, s, shuffled, {}, v, [&] { seen += " null"; }); });
+  EXPECT_EQ(joined(seen), expected(shuffled));
+  // A visitor that stops at the fifth thread: four threads whole, nothing after.
+  seen.clear(), begun = 0, stop_at = 4;
+  db.read([&] { svc::scan_listed_threads(db, s, reversed, {}, v, [&] { seen += " null"; }); });
+  EXPECT_EQ(joined(seen), expected({reversed.begin(), reversed.begin() + 4}));
+  EXPECT_EQ(begun, 5u);
 }
 
 // Pages (scan_threads with a limit): the page's last annotation bounds the join, so a page holds
