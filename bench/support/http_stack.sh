@@ -112,6 +112,11 @@ warm_run() {  # NAME TARGET THREADS CONNECTIONS BODIES
     exit 1
   fi
 }
+# spread FILE COLUMN: of the numbers in COLUMN of FILE's rows, "median lowest highest rows" (2 places),
+# then the last field of the median row (its round). With an even count the lower middle is the median.
+spread() {
+  sort -g -k"$2,$2" "$1" | awk -v c="$2" '{ v[NR] = $c; r[NR] = $NF } END { m = int((NR + 1) / 2); printf "%.2f %.2f %.2f %d %s\n", v[m], v[1], v[NR], NR, r[m] }'
+}
 bench_rounds() {  # CALLER -> FOLIO_BENCH_ROUNDS (default 3), checked
   local rounds=${FOLIO_BENCH_ROUNDS:-3}
   [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "$1: FOLIO_BENCH_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
@@ -126,15 +131,16 @@ against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SA
     start_folio
     warm_run "$name.$k" "$target" "$threads" "$conns" "$bodies"
   done
-  for k in $(seq 1 "$rounds"); do  # "ratio round", by ratio (unrounded: the median printed is rps / ceiling's to 2 places)
+  for k in $(seq 1 "$rounds"); do  # "ratio round" (unrounded: the median printed is rps / ceiling's to 2 places)
     awk -v k="$k" 'NR == FNR { f = $1; next } { printf "%.9g %d\n", f / $1, k }' "$work/$name.$k.res" "$work/$name-ceiling.$k.res"
-  done | sort -g > "$work/$name.rounds"
-  k=$(awk -v m=$(( (rounds + 1) / 2 )) 'NR == m { print $2 }' "$work/$name.rounds")
+  done > "$work/$name.rounds"
+  local med lo hi n
+  read -r med lo hi n k < <(spread "$work/$name.rounds" 1)
   for f in res cpu busy; do
     cp "$work/$name.$k.$f" "$work/$name.$f"
     cp "$work/$name-ceiling.$k.$f" "$work/$name-ceiling.$f"
   done
-  awk -v m=$(( (rounds + 1) / 2 )) 'NR == 1 { lo = $1 } NR == m { med = $1 } { hi = $1 } END { printf "%.2f %.2f %.2f %d\n", med, lo, hi, NR }' "$work/$name.rounds" > "$work/$name.ratios"
+  echo "$med $lo $hi $n" > "$work/$name.ratios"
 }
 # by_turns A BODIES_A B BODIES_B TARGET THREADS CONNECTIONS: two runs of the running folio-fcgi compared by
 # their latency (A's p50 and p99 / B's), measured by turns for FOLIO_BENCH_ROUNDS rounds (default 3; A first
@@ -143,7 +149,7 @@ against_ceiling() {  # NAME TARGET THREADS CONNECTIONS BODIES CEILING_TARGET [SA
 # p99_median p99_lo p99_hi rounds fewest_requests", and keeps as A.* and B.* the files of the round whose
 # p99 ratio is the median.
 by_turns() {
-  local a=$1 abodies=$2 b=$3 bbodies=$4 target=$5 threads=$6 conns=$7 rounds k f m
+  local a=$1 abodies=$2 b=$3 bbodies=$4 target=$5 threads=$6 conns=$7 rounds k f
   rounds=$(bench_rounds by_turns)
   for k in $(seq 1 "$rounds"); do
     if (( k % 2 )); then
@@ -152,19 +158,19 @@ by_turns() {
       run "$b.$k" "$target" "$threads" "$conns" "$bbodies"; run "$a.$k" "$target" "$threads" "$conns" "$abodies"
     fi
   done
-  for k in $(seq 1 "$rounds"); do  # "p50_ratio p99_ratio round fewer_requests"
-    awk -v k="$k" 'NR == FNR { p50 = $2; p99 = $3; n = $5; next } { printf "%.9g %.9g %d %d\n", p50 / $2, p99 / $3, k, (n < $5 ? n : $5) }' \
+  for k in $(seq 1 "$rounds"); do  # "p50_ratio p99_ratio fewer_requests round"
+    awk -v k="$k" 'NR == FNR { p50 = $2; p99 = $3; n = $5; next } { printf "%.9g %.9g %d %d\n", p50 / $2, p99 / $3, (n < $5 ? n : $5), k }' \
       "$work/$a.$k.res" "$work/$b.$k.res"
   done > "$work/$a-$b.rounds"
-  m=$(( (rounds + 1) / 2 ))
-  k=$(sort -g -k2,2 "$work/$a-$b.rounds" | awk -v m="$m" 'NR == m { print $3 }')
+  local p50 p50_lo p50_hi p99 p99_lo p99_hi n fewest
+  read -r p50 p50_lo p50_hi _ _ < <(spread "$work/$a-$b.rounds" 1)
+  read -r p99 p99_lo p99_hi n k < <(spread "$work/$a-$b.rounds" 2)
+  fewest=$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$work/$a-$b.rounds")
   for f in res cpu busy; do
     cp "$work/$a.$k.$f" "$work/$a.$f"
     cp "$work/$b.$k.$f" "$work/$b.$f"
   done
-  { sort -g -k1,1 "$work/$a-$b.rounds" | awk -v m="$m" 'NR == 1 { lo = $1 } NR == m { med = $1 } { hi = $1 } END { printf "%.2f %.2f %.2f ", med, lo, hi }'
-    sort -g -k2,2 "$work/$a-$b.rounds" | awk -v m="$m" 'NR == 1 { lo = $2; n = $4 } NR == m { med = $2 } { hi = $2; if ($4 < n) n = $4 }
-      END { printf "%.2f %.2f %.2f %d %d\n", med, lo, hi, NR, n }'; } > "$work/$a-$b.ratios"
+  echo "$p50 $p50_lo $p50_hi $p99 $p99_lo $p99_hi $n $fewest" > "$work/$a-$b.ratios"
 }
 p99() { if [ "$2" -ge 200 ]; then echo "$1"; else echo "-"; fi; }
 judge() {  # VALUE OP BOUND ISSUE
