@@ -165,7 +165,7 @@ TEST(Document, TextAndArrayReplaceAndSync) {
 TEST(Document, MapReplaceEmitsOnlyTheDifference) {
   document m(record_type::map, 1);
   std::map<std::string, std::string> v;
-  for (int i = 0; i < 100; ++i) v["k" + std::to_string(i)] = std::to_string(i);
+  for (int i = 0; i < 100; ++i) v[std::string("k").append(std::to_string(i))] = std::to_string(i);
   EXPECT_EQ(m.replace_map(v).count, 100u);
   EXPECT_EQ(m.replace_map(v).count, 0u);  // unchanged: no op
   v["k5"] = "\"five\"";

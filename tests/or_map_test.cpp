@@ -183,7 +183,7 @@ TEST(OrMap, ThousandsOfConcurrentSetsOfOneKeyKeepTheModelsEntries) {
   for (std::uint32_t i = 0; i < 1500; ++i) {
     const item_key seen = concurrent[rng() % concurrent.size()];  // some are observed twice
     const item_key id{1000 + i, 100, i};
-    later.push_back({"k", id, "v" + std::to_string(i), {seen, {9, 9, 9}}});
+    later.push_back({"k", id, std::string("v").append(std::to_string(i)), {seen, {9, 9, 9}}});
     live.erase(seen), live.insert(id);
   }
   std::vector<item_key> half;

@@ -302,7 +302,7 @@ TEST_F(fixture, AnAnnotationsRowHoldsItsCommentsThroughEveryWrite) {
   };
   auto in_table = [&](const char* id) {  // the thread's comments as their table has them, joined as a row holds them
     std::string joined;
-    for (const std::int64_t c : svc::comment_ids(db, s, id)) joined += (joined.empty() ? "" : ",") + *svc::load_comment(db, s, id, c);
+    for (const std::int64_t c : svc::comment_ids(db, s, id)) joined.append(joined.empty() ? "" : ",").append(*svc::load_comment(db, s, id, c));
     return joined;
   };
   auto ok = [](const svc::response& r) { return r.http == 200 && r.body.find(R"("success":false)") == std::string::npos; };

@@ -150,11 +150,11 @@ TEST(Publisher, QueuedMessagesGoInOrderPerChannelAndChannelsInParallel) {
   std::vector<std::string> order;
   for (const auto& [path, body] : nginx.posts()) by_channel[path.substr(path.rfind('/') + 1)].push_back(body), order.push_back(body);
   std::vector<std::string> want_a, want_b;
-  for (int i = 0; i < n; ++i) want_a.push_back("a" + std::to_string(i)), want_b.push_back("b" + std::to_string(i));
+  for (int i = 0; i < n; ++i) want_a.push_back(std::string("a").append(std::to_string(i))), want_b.push_back(std::string("b").append(std::to_string(i)));
   EXPECT_EQ(by_channel[ch], want_a);
   EXPECT_EQ(by_channel[other], want_b);
   // In parallel: the second channel's first message did not wait for the first channel's last.
-  EXPECT_LT(std::find(order.begin(), order.end(), "b0") - order.begin(), std::find(order.begin(), order.end(), "a" + std::to_string(n - 1)) - order.begin());
+  EXPECT_LT(std::find(order.begin(), order.end(), "b0") - order.begin(), std::find(order.begin(), order.end(), want_a.back()) - order.begin());
 }
 
 // A message queued while its thread holds an answer_first (folio-fcgi: until the request's answer
