@@ -229,19 +229,23 @@ constexpr const char* thread_order = " ORDER BY a.created_at, a.annotation_id, a
 /// The aid of the annotation `?N` in the document `?1, ?2, ?3` (a scalar subquery: NULL if none).
 #define FOLIO_AID_OF(N) "(SELECT aid FROM annotations WHERE tenant=?1 AND org=?2 AND doc=?3 AND annotation_id=?" #N ")"
 
+/// Hands on the annotation of the row `q` is at (thread_columns' first four): begin, then the comments
+/// its row holds. False when the visitor stopped.
+bool begin_thread(query& q, annotation_head& h, const thread_visitor& v) {
+  h.id.assign(q.text_view(0)), h.created_at.assign(q.text_view(1)), h.body.assign(q.text_view(2));  // into the capacity h has
+  if (!v.begin(h)) return false;
+  if (const std::string_view held = q.text_view(3); !held.empty()) v.comment(held);  // NULL or '' reads empty
+  return true;
+}
+
 /// Walks a thread scan's rows (grouped by annotation, comments in order): begin at each new annotation.
 /// Returns false when the visitor stopped it (begin answered false), true at the end of the rows.
 bool visit_threads(query& q, const thread_visitor& v) {
   annotation_head h;
   bool any = false;
   while (q.step()) {
-    const std::string_view id = q.text_view(0);
-    if (!any || id != h.id) {
-      any = true;
-      h.id.assign(id), h.created_at.assign(q.text_view(1)), h.body.assign(q.text_view(2));  // into the capacity h has
-      if (!v.begin(h)) return false;
-      if (const std::string_view held = q.text_view(3); !held.empty()) v.comment(held);  // NULL or '' reads empty
-    }
+    if ((!any || q.text_view(0) != h.id) && !begin_thread(q, h, v)) return false;
+    any = true;
     if (!q.is_null(4)) v.comment(q.text_view(4));
   }
   return true;
@@ -288,30 +292,50 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
                          const thread_visitor& v, const std::function<void()>& missing) {
   if (ids.empty()) return;
   const where_clause w = conditions(f, "a", false);
-  // First, in one statement, what each requested id is: the requested ids as rows (their place, their
-  // id), each joined to its annotation (by annotations_by_id): 1 when there is none, 0 with its key
-  // when it passes the other filters, 2 when it fails them. VALUES names its columns column1, column2
-  // in both dialects. Each row is put at its place (no ORDER BY: SQLite sorted the rows for it). Rows
-  // of two integers: held whole (at most 1,000).
-  std::string text = "SELECT r.column1, CASE WHEN a.aid IS NULL THEN 1 WHEN 1=1" + w.text + " THEN 0 ELSE 2 END, a.aid FROM (VALUES ";
+  // One statement tells what each requested id is: the requested ids as rows (their place, their id),
+  // each joined to its annotation (by annotations_by_id): 1 when there is none, 0 with its key when it
+  // passes the other filters, 2 when it fails them; and the annotation's head and the comments its row
+  // holds (thread_columns' first four: NULL where there is none). VALUES names its columns column1,
+  // column2 in both dialects. No ORDER BY (SQLite sorted the rows for it): each row names its place.
+  // Where the rows come in request order (SQLite's plan walks the VALUES rows in order, the join's
+  // left side outermost), each passing thread whose row holds its comments is handed on from its row
+  // as it comes. From the first row that comes out of order, or a passing thread whose row does not
+  // hold its comments (more than held_comments_max bytes; reading them here would need a second
+  // statement while this one runs, which PostgreSQL's row-at-a-time mode does not allow), only
+  // (state, key) is kept for each place not handed on yet (two integers per id: at most 1,000), and
+  // those threads are then read one by one by key. One row in memory at a time either way.
+  std::string text = "SELECT a.annotation_id, a.created_at, a.body, a.comments, r.column1, CASE WHEN a.aid IS NULL THEN 1 WHEN 1=1" + w.text +
+                     " THEN 0 ELSE 2 END, a.aid FROM (VALUES ";
   for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? ",(" : "(") + std::to_string(i) + ",?)";
   text += ") r LEFT JOIN annotations a ON a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id = r.column2";
-  std::vector<std::pair<std::int64_t, std::int64_t>> found(ids.size(), {1, 0});  // (state, aid) per requested id
+  std::size_t next = 0;  // the first place not handed on
+  std::vector<std::pair<std::int64_t, std::int64_t>> rest;  // (state, aid) from place `next` on, once the rows leave request order
   {
     query q = db.prepare(text);
+    q.one_row_at_a_time();  // PostgreSQL: the heads and held comments are never held whole
     int i = 1;  // w, ids and s outlive q: bound without copies
     for (const std::string& value : w.values) q.bind_view(i++, value);
     for (const std::string& id : ids) q.bind_view(i++, id);
     bind_scope(q, s, i);
+    annotation_head h;
     while (q.step()) {
-      const std::int64_t at = q.integer(0);
-      if (at < 0 || static_cast<std::size_t>(at) >= found.size()) throw store_error(failure::other, "scan_listed_threads: a place out of range");
-      found[static_cast<std::size_t>(at)] = {q.integer(1), q.integer(2)};
+      const std::int64_t at = q.integer(4), state = q.integer(5);
+      if (at < std::int64_t(next) || static_cast<std::size_t>(at) >= ids.size())
+        throw store_error(failure::other, "scan_listed_threads: a place out of range or given twice");
+      if (rest.empty() && static_cast<std::size_t>(at) == next && (state != 0 || !q.is_null(3))) {
+        ++next;
+        if (state == 1) missing();
+        if (state == 0 && !begin_thread(q, h, v)) return;
+        continue;
+      }
+      if (rest.empty()) rest.assign(ids.size() - next, {1, 0});
+      rest[static_cast<std::size_t>(at) - next] = {state, q.integer(6)};
     }
   }
-  // Then each passing thread by its key: the row, then its comments in order (no sort), streamed.
+  // Then each place not handed on, in order: a passing thread by its key (the row, then its comments
+  // in order, no sort), streamed.
   static const std::string thread_by_key = std::string(thread_columns) + "annotations a" + thread_join + " WHERE a.aid = ? ORDER BY c.position";
-  for (const auto& [state, aid] : found) {
+  for (const auto& [state, aid] : rest) {
     if (state == 1) missing();
     if (state != 0) continue;
     query q = db.sql(thread_by_key.c_str());

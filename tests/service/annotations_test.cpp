@@ -160,7 +160,7 @@ TEST(Annotations, StoredBodiesReadBackThroughTheSameChecks) {
   EXPECT_EQ(svc::comment_body(svc::stored_comment(svc::comment_body(c))), svc::comment_body(c));
 }
 
-// A get by ids reads every listed thread in one statement (store.hpp, scan_listed_threads): in request
+// A get by ids reads the listed threads (store.hpp, scan_listed_threads): in request
 // order, a missing id in its place, an annotation that fails another filter left out with its
 // comments, each thread with its own comments in the order they were added.
 TEST_F(fixture, ListedThreadsComeInRequestOrderEachWithItsOwnComments) {
@@ -242,6 +242,17 @@ TEST_F(fixture, LargeListedThreadsComeWholeInRequestOrderInAnyOrderOfTheirKeys) 
   db.read([&] { svc::scan_listed_threads(db, s, reversed, {}, v, [&] { seen += " null"; }); });
   EXPECT_EQ(joined(seen), expected({reversed.begin(), reversed.begin() + 4}));
   EXPECT_EQ(begun, 5u);
+  // Threads handed on from the first statement's rows (held in the row), then from a thread that is not
+  // held on, the rest read by key: missing ids in their places on both sides of the switch.
+  const std::vector<std::string> mixed = {"t10", "gone", "t12", "t11", "t14", "gone too", "t13", "t16"};
+  seen.clear(), begun = 0, stop_at = SIZE_MAX;
+  db.read([&] { svc::scan_listed_threads(db, s, mixed, {}, v, [&] { seen += " null"; }); });
+  EXPECT_EQ(joined(seen), expected(mixed));
+  // A visitor that stops among the threads handed on from the first statement.
+  seen.clear(), begun = 0, stop_at = 2;
+  db.read([&] { svc::scan_listed_threads(db, s, mixed, {}, v, [&] { seen += " null"; }); });
+  EXPECT_EQ(joined(seen), expected({"t10", "gone", "t12"}));
+  EXPECT_EQ(begun, 3u);
 }
 
 // Pages (scan_threads with a limit): the page's last annotation bounds the join, so a page holds
