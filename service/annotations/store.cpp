@@ -298,12 +298,15 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
   // holds (thread_columns' first four: NULL where there is none). VALUES names its columns column1,
   // column2 in both dialects. No ORDER BY (SQLite sorted the rows for it): each row names its place.
   // Where the rows come in request order (SQLite's plan walks the VALUES rows in order, the join's
-  // left side outermost), each passing thread whose row holds its comments is handed on from its row
-  // as it comes. From the first row that comes out of order, or a passing thread whose row does not
-  // hold its comments (more than held_comments_max bytes; reading them here would need a second
-  // statement while this one runs, which PostgreSQL's row-at-a-time mode does not allow), only
-  // (state, key) is kept for each place not handed on yet (two integers per id: at most 1,000), and
-  // those threads are then read one by one by key. One row in memory at a time either way.
+  // left side outermost; SQL promises no order, and the answer does not rely on one), each passing
+  // thread whose row holds its comments is handed on from its row as it comes. From the first row that
+  // comes out of order, or a passing thread whose row does not hold its comments (`comments` NULL:
+  // more than held_comments_max bytes, or changed since they were last held; reading them here would
+  // need a second statement while this one runs, which PostgreSQL's row-at-a-time mode does not
+  // allow), only (state, key) is kept for each place not handed on yet (two integers per id: at most
+  // 1,000), and those threads are then read one by one by key. One row of threads in memory at a time
+  // either way. (A plan that gives the rows out of order from the first one still sends each head and
+  // held comments, unread: PostgreSQL's hash joins could; SQLite's plan does not.)
   std::string text = "SELECT a.annotation_id, a.created_at, a.body, a.comments, r.column1, CASE WHEN a.aid IS NULL THEN 1 WHEN 1=1" + w.text +
                      " THEN 0 ELSE 2 END, a.aid FROM (VALUES ";
   for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? ",(" : "(") + std::to_string(i) + ",?)";
@@ -321,7 +324,7 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
     while (q.step()) {
       const std::int64_t at = q.integer(4), state = q.integer(5);
       if (at < std::int64_t(next) || static_cast<std::size_t>(at) >= ids.size())
-        throw store_error(failure::other, "scan_listed_threads: a place out of range or given twice");
+        throw store_error(failure::other, "scan_listed_threads: a place out of range or after one handed on");
       if (rest.empty() && static_cast<std::size_t>(at) == next && (state != 0 || !q.is_null(3))) {
         ++next;
         if (state == 1) missing();
@@ -331,6 +334,7 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
       if (rest.empty()) rest.assign(ids.size() - next, {1, 0});
       rest[static_cast<std::size_t>(at) - next] = {state, q.integer(6)};
     }
+    if (rest.empty()) rest.assign(ids.size() - next, {1, 0});  // places with no row (a LEFT JOIN gives each one): missing
   }
   // Then each place not handed on, in order: a passing thread by its key (the row, then its comments
   // in order, no sort), streamed.

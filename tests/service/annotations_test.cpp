@@ -248,11 +248,28 @@ TEST_F(fixture, LargeListedThreadsComeWholeInRequestOrderInAnyOrderOfTheirKeys) 
   seen.clear(), begun = 0, stop_at = SIZE_MAX;
   db.read([&] { svc::scan_listed_threads(db, s, mixed, {}, v, [&] { seen += " null"; }); });
   EXPECT_EQ(joined(seen), expected(mixed));
-  // A visitor that stops among the threads handed on from the first statement.
+  // A visitor that stops at the first thread read by key, after the switch.
   seen.clear(), begun = 0, stop_at = 2;
   db.read([&] { svc::scan_listed_threads(db, s, mixed, {}, v, [&] { seen += " null"; }); });
   EXPECT_EQ(joined(seen), expected({"t10", "gone", "t12"}));
   EXPECT_EQ(begun, 3u);
+  // Threads whose rows hold them, so each is handed on from the first statement: one that fails the
+  // location filter left out, one held with no comments (''), a missing id; then a visitor that stops
+  // at the second thread, among those handed on.
+  db.write([&] {
+    ASSERT_TRUE(svc::insert_annotation(db, s, {"elsewhere", "L2", "u", "OPEN", at, at, "{}", 2}, {{1, "\"e/1\""}}));
+    ASSERT_TRUE(svc::insert_annotation(db, s, {"quiet", "L1", "u", "OPEN", at, at, "{}", 1}));
+  });
+  svc::annotation_filter in_l1;
+  in_l1.locations = {"L1"};
+  const std::vector<std::string> held_only = {"t10", "elsewhere", "quiet", "gone", "t12"};
+  seen.clear(), begun = 0, stop_at = SIZE_MAX;
+  db.read([&] { svc::scan_listed_threads(db, s, held_only, in_l1, v, [&] { seen += " null"; }); });
+  EXPECT_EQ(joined(seen), " [t10]" + comments_of["t10"] + "; [quiet] null [t12]" + comments_of["t12"] + ";");
+  seen.clear(), begun = 0, stop_at = 1;
+  db.read([&] { svc::scan_listed_threads(db, s, held_only, in_l1, v, [&] { seen += " null"; }); });
+  EXPECT_EQ(joined(seen), " [t10]" + comments_of["t10"] + ";");
+  EXPECT_EQ(begun, 2u);
 }
 
 // Pages (scan_threads with a limit): the page's last annotation bounds the join, so a page holds
