@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "platform/fastcgi_params.hpp"
 #include "platform/log.hpp"
 #include "responder.hpp"
 
@@ -93,11 +94,6 @@ options parse(int argc, char** argv) {
     else usage(("unknown argument " + a).c_str());
   }
   return o;
-}
-
-std::string param(FCGX_Request& r, const char* name) {
-  const char* v = FCGX_GetParam(name, r.envp);
-  return v ? v : "";
 }
 
 const char* reason(int code) {
@@ -160,22 +156,13 @@ folio::service::deadline_clock::time_point deadline_of(const std::string& start,
 
 void serve(FCGX_Request& req, folio::service::responder& svc, folio::service::database& db) {
   folio::service::request r;
-  r.deadline = deadline_of(param(req, "FOLIO_REQUEST_START"), svc.settings().request_timeout);
-  r.method = param(req, "REQUEST_METHOD");
-  r.path = param(req, "DOCUMENT_URI");
-  if (r.path.empty()) r.path = param(req, "SCRIPT_NAME");
-  r.content_type = param(req, "CONTENT_TYPE");
-  r.api_key = param(req, "HTTP_X_FOLIO_API_KEY");
-  r.auth_token = param(req, "HTTP_X_FOLIO_AUTH_TOKEN");
-  r.authorization = param(req, "HTTP_AUTHORIZATION");
-  r.content_length = std::strtoull(param(req, "CONTENT_LENGTH").c_str(), nullptr, 10);
-  r.query = param(req, "QUERY_STRING");
-  r.request_id = param(req, "FOLIO_REQUEST_ID");
+  const folio::service::request_params p = folio::service::read_params(req.envp, r);
+  r.deadline = deadline_of(p.start, svc.settings().request_timeout);
+  r.content_length = std::strtoull(p.content_length.c_str(), nullptr, 10);
   r.stream = stream_to(req);
-  if (r.path == "/_folio/authorize") {  // nginx's nchan_authorize_request for /v2/crdt/subscribe
-    r.channel = param(req, "FOLIO_CHANNEL");
+  if (r.path == "/_folio/authorize")  // nginx's nchan_authorize_request for /v2/crdt/subscribe
     return respond(req, svc.authorize_subscriber(db, r));
-  }
+  r.channel.clear();  // FOLIO_CHANNEL: the authorization hop's only (the channel id nginx computed)
   // Read at most the limit + 1 bytes: enough to know a body is too large without holding it.
   const std::size_t cap = svc.settings().max_body + 1;
   if (r.content_length <= svc.settings().max_body) {

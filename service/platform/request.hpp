@@ -1,5 +1,5 @@
 // service/platform/request.hpp — a request as folio-fcgi hands it to the service (main.cpp reads the
-// FastCGI parameters into it) and the answer it gets back. Nothing FastCGI here: tests build requests
+// FastCGI parameters into it with fastcgi_params.hpp) and the answer it gets back. Nothing FastCGI here: tests build requests
 // by hand.
 #pragma once
 
