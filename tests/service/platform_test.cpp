@@ -788,9 +788,10 @@ TEST(FastcgiParams, ReadsEachWantedNameOnceTheFirstEntryWinning) {
                               "http_x_folio_auth_token=wrong case",
                               "HTTP_X_FOLIO_AUTH_TOKEN=ft_1",
                               "HTTP_X_FOLIO_API_KEY=fk_second",  // repeated: the first one counts
-                              "NO_EQUALS_SIGN",
+                              "HTTP_AUTHORIZATION",  // no '=': not an entry (taking it as empty would hide the next)
                               "HTTP_AUTHORIZATION=Bearer ct",
-                              "QUERY_STRING=",
+                              "QUERY_STRING=live",
+                              "QUERY_STRING=ignored",
                               "FOLIO_REQUEST_ID=abc123",
                               "FOLIO_REQUEST_START=1764370000.123",
                               "FOLIO_CHANNEL=ch",
@@ -804,17 +805,18 @@ TEST(FastcgiParams, ReadsEachWantedNameOnceTheFirstEntryWinning) {
   EXPECT_EQ(r.api_key, "fk_1=with=equals");
   EXPECT_EQ(r.auth_token, "ft_1");
   EXPECT_EQ(r.authorization, "Bearer ct");
-  EXPECT_EQ(r.query, "");
+  EXPECT_EQ(r.query, "live");
   EXPECT_EQ(r.request_id, "abc123");
   EXPECT_EQ(p.start, "1764370000.123");
   EXPECT_EQ(r.channel, "ch");
 }
 
 TEST(FastcgiParams, AbsentNamesReadAsEmptyAndThePathFallsBackToScriptName) {
-  const char* const envp[] = {"SCRIPT_NAME=/healthz", "DOCUMENT_URI=", nullptr};
+  const char* const envp[] = {"SCRIPT_NAME=/healthz", "DOCUMENT_URI=", "QUERY_STRING=", nullptr};
   svc::request r;
   const svc::request_params p = svc::read_params(envp, r);
   EXPECT_EQ(r.path, "/healthz");
+  EXPECT_EQ(r.query, "");  // present and empty
   EXPECT_EQ(r.method, "");
   EXPECT_EQ(r.api_key, "");
   EXPECT_EQ(p.start, "");
