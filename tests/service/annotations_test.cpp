@@ -253,9 +253,10 @@ TEST_F(fixture, LargeListedThreadsComeWholeInRequestOrderInAnyOrderOfTheirKeys) 
   db.read([&] { svc::scan_listed_threads(db, s, mixed, {}, v, [&] { seen += " null"; }); });
   EXPECT_EQ(joined(seen), expected({"t10", "gone", "t12"}));
   EXPECT_EQ(begun, 3u);
-  // Threads whose rows hold them, so each is handed on from the first statement: one that fails the
-  // location filter left out, one held with no comments (''), a missing id; then a visitor that stops
-  // at the second thread, among those handed on.
+  // Threads whose rows hold them: one that fails the location filter left out (the statement gives it
+  // no row, so the threads after it are read by key: a place with no row must read as failing, not
+  // missing), one held with no comments (''), a missing id; then a visitor that stops at the second
+  // thread, the first one handed on.
   db.write([&] {
     ASSERT_TRUE(svc::insert_annotation(db, s, {"elsewhere", "L2", "u", "OPEN", at, at, "{}", 2}, {{1, "\"e/1\""}}));
     ASSERT_TRUE(svc::insert_annotation(db, s, {"quiet", "L1", "u", "OPEN", at, at, "{}", 1}));
