@@ -95,6 +95,44 @@ TEST(Diff, AChangeAtEveryPositionIsFoundExactly) {
   }
 }
 
+// Long runs of ASCII, which ascii_run takes 32 and 8 bytes at a time, with one wider code point at
+// every place of a 100-byte text: its UTF-8 copy (to_string) and a one-letter change at every place
+// after it (the prefix's code points counted by code_point_count) come out exactly. Counting the
+// bytes of a word that holds the wide code point as ASCII, or skipping them, fails this.
+TEST(Diff, LongAsciiRunsAroundAWideCodePointAreCopiedAndCountedExactly) {
+  for (const std::string wide : {"\u00e9", "\u20ac", "\U0001F600"}) {
+    for (std::size_t at = 0; at <= 100; ++at) {
+      std::string base;
+      for (std::size_t i = 0; i < 100; ++i) base += i == at ? wide : std::string(1, char('a' + i % 26));
+      folio::text t(1);
+      folio::replace_text_utf8(t, base);
+      ASSERT_EQ(t.to_string(), base) << "at " << at;
+      ASSERT_EQ(folio::detail::code_point_count(base), 100u) << "at " << at;
+      for (std::size_t change = 0; change < base.size(); ++change) {
+        if ((static_cast<unsigned char>(base[change]) & 0x80) != 0) continue;  // a byte of the wide one
+        std::string changed = base;
+        changed[change] = 'Z';
+        folio::text u(1);
+        folio::replace_text_utf8(u, base);
+        const folio::local_change c = folio::replace_text_utf8(u, changed);
+        ASSERT_EQ(u.to_string(), changed) << "at " << at << ", change " << change;
+        ASSERT_EQ(u.to_u32string().size(), 100u) << "at " << at << ", change " << change;
+        ASSERT_EQ(c.count, 2u) << "at " << at << ", change " << change;
+      }
+    }
+  }
+  // ascii_run against a byte loop, on bytes whose high bits are set here and there.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::string bytes(rng() % 90, 'a');
+    for (char& b : bytes)
+      if (rng() % 23 == 0) b = char(0x80 | rng() % 0x40);
+    std::size_t expected = 0;
+    while (expected < bytes.size() && static_cast<unsigned char>(bytes[expected]) < 0x80) ++expected;
+    ASSERT_EQ(folio::detail::ascii_run(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()), expected) << "round " << round;
+  }
+}
+
 TEST(Diff, Utf8ReplaceRefusesInvalidUtf8AndChangesNothing) {
   folio::text t(1);
   t.insert_utf8(0, "abc");

@@ -83,8 +83,7 @@ inline local_change replace_text_utf8(text& doc, std::string_view utf8) {
   const std::u32string x = detail::code_points_or_throw(a.substr(pre, a.size() - pre - suf));
   std::u32string y;
   detail::decode_utf8_or_throw(b.substr(pre, b.size() - pre - suf), y, pre);
-  std::size_t offset = 0;  // code points in the prefix
-  for (std::size_t i = 0; i < pre; ++i) offset += !continuation(a[i]);
+  const std::size_t offset = detail::code_point_count(a.substr(0, pre));  // code points in the prefix
   std::uint64_t budget = detail::diff_budget(doc.size() + doc.size() - x.size() + y.size());  // as for the whole values
   std::vector<detail::hunk> hunks = detail::myers_diff(x.data(), x.size(), y.data(), y.size(), budget);
   for (detail::hunk& h : hunks) h.a_pos += offset;

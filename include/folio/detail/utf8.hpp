@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -25,6 +27,38 @@ inline void append_utf8(std::string& out, char32_t c) {
     out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
     out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
   }
+}
+
+/// The length of the run of ASCII bytes (< 0x80) that `p` starts, at most `n`: 32 bytes at a time
+/// (one test of their high bits), then 8, then byte by byte in the word that holds the first other
+/// byte. Under half an instruction a byte where a byte loop spent four: a 100 KB text's UTF-8 copy
+/// and the code point count of its common prefix are part of every update that replaces it by value.
+inline std::size_t ascii_run(const unsigned char* p, std::size_t n) noexcept {
+  constexpr std::uint64_t high = 0x8080808080808080u;
+  std::size_t i = 0;
+  for (std::uint64_t w[4]; i + 32 <= n; i += 32) {  // four words a test, then the word that stops it
+    std::memcpy(w, p + i, 32);
+    if ((w[0] | w[1] | w[2] | w[3]) & high) break;
+  }
+  for (std::uint64_t w; i + 8 <= n; i += 8) {
+    std::memcpy(&w, p + i, 8);
+    if (w & high) break;
+  }
+  while (i < n && p[i] < 0x80) ++i;
+  return i;
+}
+
+/// Code points in `s` (valid UTF-8): its bytes that do not continue a code point. O(bytes), runs of
+/// ASCII at ascii_run's pace.
+inline std::size_t code_point_count(std::string_view s) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t run = ascii_run(p + i, s.size() - i);
+    count += run, i += run;
+    for (; i < s.size() && p[i] >= 0x80; ++i) count += (p[i] & 0xC0) != 0x80;
+  }
+  return count;
 }
 
 /// The UTF-8 length of code points `s` (valid).
