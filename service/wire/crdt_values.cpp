@@ -15,7 +15,7 @@ new_value parse_value(folio::record_type type, const rapidjson::Value& v) {
   switch (type) {
     case folio::record_type::text:
       if (!v.IsString()) throw api_error(status::invalid_argument, "Data must be a string for type text.");
-      out.text.assign(v.GetString(), v.GetStringLength());
+      out.text = std::string_view(v.GetString(), v.GetStringLength());
       break;
     case folio::record_type::map:
       if (!v.IsObject()) throw api_error(status::invalid_argument, "Data must be an object for type map.");

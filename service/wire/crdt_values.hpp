@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "wire/json.hpp"
@@ -17,7 +18,7 @@ namespace folio::service {
 /// A new value, checked against its type's shape.
 struct new_value {
   folio::record_type type;
-  std::string text;                           // text
+  std::string_view text;                      // text: the request's own string (no copy), valid while its JSON lives
   std::vector<std::string> array;             // array: canonical JSON objects
   std::map<std::string, std::string> map;     // map: key -> canonical JSON
   folio::markup::flat_fragment xml;           // xml
@@ -25,7 +26,8 @@ struct new_value {
 
 /// `type`: one of "text", "map", "array", "xml"; else INVALID_ARGUMENT.
 folio::record_type parse_type(const rapidjson::Value& v);
-/// A value of `type` ("Data must be a string for type text.", ... as api_error(INVALID_ARGUMENT)).
+/// A value of `type` ("Data must be a string for type text.", ... as api_error(INVALID_ARGUMENT)); a
+/// text is a view of `v`'s string, so `v` must outlive the result.
 new_value parse_value(folio::record_type type, const rapidjson::Value& v);
 /// The rule for values a client's ops give an array item or a map entry (document::apply's check):
 /// one JSON value, an object for arrays, as parse_json takes a body (valid UTF-8, nesting, no
