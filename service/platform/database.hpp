@@ -282,14 +282,14 @@ class database {
 
   /// SQLite: keeps the query planner's statistics (sqlite_stat1) in step with the tables this
   /// connection reads, which is what lets it pick, of two indexes that both fit a query, the one that
-  /// leaves fewer rows to check (annotations filtered by location and by user). Every 256th call runs
-  /// PRAGMA optimize, holding this process's writer mutex: ANALYZE of each table this connection has
+  /// leaves fewer rows to check (annotations filtered by location and by user). Calls 1, 2, 4, ...,
+  /// 128 and then every 256th run PRAGMA optimize, holding this process's writer mutex: ANALYZE of each table this connection has
   /// queried whose indexes were never analysed or that has grown 25-fold since, reading about 1,000
   /// entries an index (analysis_limit), so it costs milliseconds on any size of table; otherwise it
   /// writes nothing (no transaction, no fsync). Each connection learns statistics by its own ANALYZE
   /// (SQLite loads them when it reads the schema). For between requests (folio-fcgi's workers call it
   /// after each answer has gone), never inside a transaction; it waits for the lock no more than 5 s,
-  /// then throws store_error (busy), leaving the next try 256 calls later. PostgreSQL: nothing
+  /// then throws store_error (busy), leaving the next try to the next of those calls. PostgreSQL: nothing
   /// (autovacuum analyses its tables).
   void tend_statistics();
 
@@ -379,7 +379,7 @@ class database {
   std::uint64_t pg_statements_ = 0;  ///< statements named so far
   int pg_changes_ = 0;
   int version_ = 0;
-  unsigned statistics_calls_ = 0;  ///< tend_statistics() calls since it last ran PRAGMA optimize
+  std::uint64_t statistics_calls_ = 0;  ///< tend_statistics() calls on this connection
   deadline_clock::time_point deadline_ = deadline_clock::time_point::max();
   bool busy_past_deadline_ = false;  ///< busy_wait stopped waiting because of the deadline
   struct wal_group;                  ///< the group commit of one SQLite file in this process
