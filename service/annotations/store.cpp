@@ -294,30 +294,29 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
   const where_clause w = conditions(f, "a", false);
   // One statement tells what each requested id is: the requested ids as rows (their place, their id),
   // each joined to its annotation (by annotations_by_id), and of those only the ones that pass the
-  // other filters or have no annotation (a.aid NULL: missing). With the annotation's head and the
+  // other filters or have no annotation (a.aid NULL: missing), with the annotation's head and the
   // comments its row holds (thread_columns' first four: NULL where there is none). VALUES names its
-  // columns column1, column2 in both dialects. No ORDER BY (SQLite sorted the rows for it): each row
-  // names its place, and a place with no row is an annotation that fails the filters. Leaving those
-  // out in the statement, rather than handing over a row per id to classify, took 14% off a request
-  // for a hundred ids of which two pass (callgrind, whole process). Where the rows come in request
-  // order with no place left out (SQLite's plan walks the VALUES rows in order, the join's left side
-  // outermost; SQL promises no order, and the answer does not rely on one), each passing thread whose row holds its
-  // comments is handed on from its row as it comes. From the first row that leaves a place out or
-  // comes out of order (a place left out may yet come, in another plan), or a passing thread whose row
-  // does not hold its comments (`comments` NULL: more than held_comments_max bytes, or changed since
-  // they were last held; reading them here would need a second statement while this one runs, which
-  // PostgreSQL's row-at-a-time mode does not allow), only (state, key) is kept for each place not
-  // handed on yet (two integers per id: at most 1,000), and those threads are then read one by one by
-  // key. One row of threads in memory at a time either way. (A plan that gives the rows out of order
-  // from the first one still sends each head and held comments, unread: PostgreSQL's hash joins could;
-  // SQLite's plan does not.)
+  // columns column1, column2 in both dialects. A place with no row is an annotation that fails the
+  // filters: leaving those out in the statement, rather than handing over a row per id to classify,
+  // took 14% off a request for a hundred ids of which two pass (callgrind, whole process).
+  // The rows come in request order: SQLite's plan walks the VALUES rows in order, the LEFT JOIN's left
+  // side outermost (an ORDER BY would make it sort every row, bodies included); PostgreSQL, whose hash
+  // joins give any order, is asked for it (ORDER BY r.column1). A row out of that order is refused
+  // (store_error) before anything of it is handed on. So each passing thread whose row holds its
+  // comments is handed on from its row as it comes. From the first passing thread whose row does not
+  // hold them (`comments` NULL: more than held_comments_max bytes, or changed since they were last
+  // held; reading them here would need a second statement while this one runs, which PostgreSQL's
+  // row-at-a-time mode does not allow), only (state, key) is kept for each place not handed on yet
+  // (two integers per id: at most 1,000), and those threads are then read one by one by key. One row
+  // of threads in memory at a time either way.
   std::string text = "SELECT a.annotation_id, a.created_at, a.body, a.comments, r.column1, a.aid FROM (VALUES ";
   for (std::size_t i = 0; i < ids.size(); ++i) text += (i ? ",(" : "(") + std::to_string(i) + ",?)";
   text += ") r LEFT JOIN annotations a ON a.tenant=? AND a.org=? AND a.doc=? AND a.annotation_id = r.column2";
   if (!w.text.empty()) text += " WHERE a.aid IS NULL OR (1=1" + w.text + ")";
+  if (db.kind() != dialect::sqlite) text += " ORDER BY r.column1";
   enum place_state : std::int64_t { passes, absent, fails };
-  std::size_t next = 0;  // the first place not handed on
-  std::vector<std::pair<std::int64_t, std::int64_t>> rest;  // (state, aid) from place `next` on, once the rows leave request order
+  std::size_t next = 0;  // the first place not handed on (those before it without a row failed)
+  std::vector<std::pair<std::int64_t, std::int64_t>> rest;  // (state, aid) from place `next` on, once a thread is not held
   {
     query q = db.prepare(text);
     q.one_row_at_a_time();  // PostgreSQL: the heads and held comments are never held whole
@@ -326,21 +325,22 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
     i = bind_scope(q, s, i);
     for (const std::string& value : w.values) q.bind_view(i++, value);
     annotation_head h;
+    std::int64_t last = -1;  // the place of the row before
     while (q.step()) {
       const std::int64_t at = q.integer(4);
       const bool exists = !q.is_null(5);
-      if (at < std::int64_t(next) || static_cast<std::size_t>(at) >= ids.size())
-        throw store_error(failure::other, "scan_listed_threads: a place out of range or after one handed on");
-      if (rest.empty() && static_cast<std::size_t>(at) == next && (!exists || !q.is_null(3))) {
-        ++next;
+      if (at <= last || static_cast<std::size_t>(at) >= ids.size())
+        throw store_error(failure::other, "scan_listed_threads: a place out of range or out of request order");
+      last = at;
+      if (rest.empty() && (!exists || !q.is_null(3))) {
+        next = static_cast<std::size_t>(at) + 1;
         if (!exists) missing();
         else if (!begin_thread(q, h, v)) return;
         continue;
       }
-      if (rest.empty()) rest.assign(ids.size() - next, {fails, 0});  // places with no row fail the filters
+      if (rest.empty()) rest.assign(ids.size() - static_cast<std::size_t>(at), {fails, 0}), next = static_cast<std::size_t>(at);
       rest[static_cast<std::size_t>(at) - next] = {exists ? passes : absent, exists ? q.integer(5) : 0};
     }
-    if (rest.empty()) rest.assign(ids.size() - next, {fails, 0});
   }
   // Then each place not handed on, in order: a passing thread by its key (the row, then its comments
   // in order, no sort), streamed.

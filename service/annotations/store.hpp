@@ -104,12 +104,11 @@ void scan_threads(database& db, const annotation_scope& s, const annotation_filt
 /// The annotations `ids` (distinct, at most 1,000) in that order, with their comments as scan_threads
 /// gives them: `missing()` in the place of an id the document does not have; an annotation that fails
 /// the rest of `f` (its ids aside) is left out. One statement finds the ids that are missing or pass
-/// (a failing one gives no row), with the annotation's head and the comments its row holds, and hands
-/// each thread on from its row while the rows come in request order with no place left out (as
-/// SQLite's plan gives them until an id fails; the answer does not rely on it) and the row holds the
-/// thread; for the places after one that does not, it keeps an integer pair per id and reads each
-/// passing thread by its key afterwards (one statement each, streamed with no sort). For one
-/// snapshot, call it inside a read transaction.
+/// (a failing one gives no row), in request order (SQLite's plan; PostgreSQL: ORDER BY; a row out of
+/// order throws store_error), with the annotation's head and the comments its row holds, and hands
+/// each thread on from its row while the row holds the thread; for the places after one that does
+/// not, it keeps an integer pair per id and reads each passing thread by its key afterwards (one
+/// statement each, streamed with no sort). For one snapshot, call it inside a read transaction.
 void scan_listed_threads(database& db, const annotation_scope& s, const std::vector<std::string>& ids, const annotation_filter& f,
                          const thread_visitor& v, const std::function<void()>& missing);
 /// Which of `ids` exist in the document, each with whether it passes the rest of `f` (its ids aside),

@@ -179,6 +179,9 @@ TEST_F(fixture, ListedThreadsComeInRequestOrderEachWithItsOwnComments) {
   svc::scan_listed_threads(db, s, {"c", "b", "gone", "a"}, f, v, [&] { seen += " null"; });
   EXPECT_EQ(seen, " [c c3 c1 c2 null [a a3 a1 a2");
   seen.clear();
+  svc::scan_listed_threads(db, s, {"a", "gone", "b"}, f, v, [&] { seen += " null"; });  // the last id fails: no row, nothing
+  EXPECT_EQ(seen, " [a a3 a1 a2 null");
+  seen.clear();
   svc::scan_listed_threads(db, s, {"b", "gone"}, {}, v, [&] { seen += " null"; });
   EXPECT_EQ(seen, " [b b3 b1 b2 null");
   seen.clear();
@@ -253,10 +256,10 @@ TEST_F(fixture, LargeListedThreadsComeWholeInRequestOrderInAnyOrderOfTheirKeys) 
   db.read([&] { svc::scan_listed_threads(db, s, mixed, {}, v, [&] { seen += " null"; }); });
   EXPECT_EQ(joined(seen), expected({"t10", "gone", "t12"}));
   EXPECT_EQ(begun, 3u);
-  // Threads whose rows hold them: one that fails the location filter left out (the statement gives it
-  // no row, so the threads after it are read by key: a place with no row must read as failing, not
+  // Threads whose rows hold them, so each is handed on from the first statement: one that fails the
+  // location filter left out (the statement gives it no row: a place with no row reads as failing, not
   // missing), one held with no comments (''), a missing id; then a visitor that stops at the second
-  // thread, the first one handed on.
+  // thread, among those handed on.
   db.write([&] {
     ASSERT_TRUE(svc::insert_annotation(db, s, {"elsewhere", "L2", "u", "OPEN", at, at, "{}", 2}, {{1, "\"e/1\""}}));
     ASSERT_TRUE(svc::insert_annotation(db, s, {"quiet", "L1", "u", "OPEN", at, at, "{}", 1}));
