@@ -283,14 +283,14 @@ class database {
   /// SQLite: keeps the query planner's statistics (sqlite_stat1) in step with the tables this
   /// connection reads, which is what lets it pick, of two indexes that both fit a query, the one that
   /// leaves fewer rows to check (annotations filtered by location and by user). Calls 1, 2, 4, ...,
-  /// 128 and then every 256th run PRAGMA optimize, holding this process's writer mutex: ANALYZE of each table this connection has
-  /// queried whose indexes were never analysed or that has grown 25-fold since, reading about 1,000
-  /// entries an index (analysis_limit), so it costs milliseconds on any size of table; otherwise it
-  /// writes nothing (no transaction, no fsync). Each connection learns statistics by its own ANALYZE
-  /// (SQLite loads them when it reads the schema). For between requests (folio-fcgi's workers call it
-  /// after each answer has gone), never inside a transaction; it waits for the lock no more than 5 s,
-  /// then throws store_error (busy), leaving the next try to the next of those calls. PostgreSQL: nothing
-  /// (autovacuum analyses its tables).
+  /// 128 and then every 256th run PRAGMA optimize, holding this process's writer mutex: ANALYZE of
+  /// each table this connection has queried whose indexes were never analysed or that has grown
+  /// 25-fold since, reading about 1,000 entries an index (analysis_limit), so it costs milliseconds
+  /// on any size of table; otherwise it writes nothing (no transaction, no fsync). Each connection
+  /// learns statistics by its own ANALYZE (SQLite loads them when it reads the schema). For between
+  /// requests (folio-fcgi's workers call it after each answer has gone), never inside a transaction;
+  /// it waits for the lock no more than 5 s, then throws store_error (busy), leaving the next try to
+  /// the next of those calls. PostgreSQL: nothing (autovacuum analyses its tables).
   void tend_statistics();
 
   int version() const { return version_; }

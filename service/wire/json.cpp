@@ -238,9 +238,10 @@ rapidjson::Document parse(Stream ms, std::string_view body, std::string_view wha
   if (const std::size_t nul = body.find('\0'); nul != std::string_view::npos)
     throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: NUL byte (at byte " + std::to_string(nul) + ").");
   rapidjson::Document doc;
-  // The reader's stack holds a string while it is parsed: room for the longest one a body can hold
-  // from the start (allocated at the first string, not before) instead of growing by half from 256
-  // bytes, a copy of everything so far each time (a 100 KB text: 18 reallocations).
+  // The reader's stack holds a string while it is parsed (and, iterative, 8 bytes a nesting level):
+  // room for the longest string a body can hold from the start (allocated at the first push, the
+  // opening brace) instead of growing by half from 256 bytes, a copy of all so far each time (a 100 KB
+  // text: 15 reallocations). Pages of it never touched cost nothing.
   rapidjson::Reader reader(nullptr, std::max<std::size_t>(body.size() + 1, 256));
   rapidjson::ParseResult pr;
   std::string failure, unicode;
