@@ -1,8 +1,8 @@
 // service/platform/fastcgi_params.hpp — the parameters nginx hands folio-fcgi with each request, read
 // from the FastCGI request's "NAME=value" list into a `request`. nginx/folio.conf's API location sends
 // only those the API reads; its /healthz location and the authorization hop (authorize.conf) send
-// nginx's stock set and every header, QUERY_STRING and FOLIO_CHANNEL among them (docs/SERVICE.md). main.cpp passes libfcgi's list; tests pass their own. Nothing
-// else of FastCGI here.
+// nginx's stock set and every header, QUERY_STRING and FOLIO_CHANNEL among them (docs/SERVICE.md).
+// main.cpp passes libfcgi's list; tests pass their own. Nothing else of FastCGI here.
 // Complexity: one pass over the list, each entry's name compared with the dozen wanted ones:
 // O(entries x wanted), no allocation beyond the values' copies. libfcgi's FCGX_GetParam walked the
 // whole list once per name instead (strncmp each), a tenth of a small crdt/get's instructions with

@@ -1,10 +1,10 @@
 #include "wire/json.hpp"
 
+#include <folio/detail/utf8.hpp>
 #include <rapidjson/error/en.h>
 #include <rapidjson/reader.h>
 
 #include <algorithm>
-#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -190,19 +190,9 @@ unsigned unicode_problem(std::string_view text) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const auto* const end = p + text.size();
   while (p < end) {
-    if (end - p >= 8) {  // eight bytes at a time: past the ASCII ones, to the first that is not
-      std::uint64_t w;
-      std::memcpy(&w, p, sizeof w);
-      const std::uint64_t high = w & 0x8080808080808080ull;
-      if (high == 0) {
-        p += 8;
-        continue;
-      }
-      if constexpr (std::endian::native == std::endian::little) p += std::countr_zero(high) / 8;
-    }
     const unsigned c = *p;
-    if (c < 0x80) {
-      ++p;
+    if (c < 0x80) {  // past this run of ASCII, many bytes a test
+      p += folio::detail::ascii_run(p, static_cast<std::size_t>(end - p));
       continue;
     }
     int len;

@@ -85,11 +85,13 @@ class content_log<char32_t> {
     const std::uint8_t* p = bytes_.data() + at;
     const std::uint8_t* const end = p + n;
     while (p != end) {
-      const std::uint8_t* ascii = p + ascii_run(p, static_cast<std::size_t>(end - p));
-      out.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(ascii - p));
-      if (ascii == end) break;
-      append_utf8(out, *ascii);
-      p = ascii + 1;
+      if (*p >= 0x80) {
+        append_utf8(out, *p++);
+        continue;
+      }
+      const std::size_t run = ascii_run(p, static_cast<std::size_t>(end - p));
+      out.append(reinterpret_cast<const char*>(p), run);
+      p += run;
     }
   }
   std::size_t memory_usage() const noexcept { return bytes_.capacity(); }
