@@ -363,11 +363,7 @@ void database::set_up(const std::string& target, const schema& tables, std::int6
 }
 
 void database::tend_statistics() {
-  // Calls 1, 2, 4, ..., 128, then every 256th: a database never analysed is planned blind for a
-  // request or two rather than 255, and a connection that is done learning pays for the check rarely.
-  if (pg_) return;
-  const std::uint64_t n = ++statistics_calls_;
-  if (n < 256 ? (n & (n - 1)) != 0 : n % 256 != 0) return;
+  if (pg_ || !statistics_due(++statistics_calls_)) return;
   struct deadline_scope {
     database& db;
     deadline_clock::time_point before = db.deadline_;

@@ -292,6 +292,10 @@ class database {
   /// it waits for the lock no more than 5 s, then throws store_error (busy), leaving the next try to
   /// the next of those calls. PostgreSQL: nothing (autovacuum analyses its tables).
   void tend_statistics();
+  /// Whether tend_statistics' call number `call` (from 1) runs PRAGMA optimize: 1, 2, 4, ..., 128,
+  /// then every 256th. A database never analysed is planned blind for a request or two rather than
+  /// 255, and a connection that is done learning pays for the check rarely.
+  static constexpr bool statistics_due(std::uint64_t call) noexcept { return call < 256 ? (call & (call - 1)) == 0 : call % 256 == 0; }
 
   int version() const { return version_; }
   /// The --db value (a file path, or a PostgreSQL URI/conninfo).
