@@ -2,9 +2,11 @@
 
 #include <folio/detail/utf8.hpp>
 #include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +14,98 @@
 #include <set>
 #include <string>
 #include <vector>
+
+namespace folio::service {
+
+/// What the body reader reads from: a byte range (RapidJSON's MemoryStream), as a type of its own so
+/// that the string scan below applies to it and to nothing else. The range holds no NUL (parse refuses
+/// one first), so the '\0' Peek gives at its end is the end of the text.
+struct json_source : rapidjson::MemoryStream {
+  using MemoryStream::MemoryStream;
+};
+
+}  // namespace folio::service
+
+/// Copied into each ParseString's locals, as RapidJSON copies its own string streams (four pointers).
+template <>
+struct rapidjson::StreamTraits<folio::service::json_source> {
+  enum { copyOptimization = 1 };
+};
+
+namespace folio::service {
+using json_reader = rapidjson::GenericReader<rapidjson::UTF8<>, rapidjson::UTF8<>, rapidjson::CrtAllocator>;
+}  // namespace folio::service
+
+namespace folio::service::detail_json {
+
+/// What each byte after a backslash stands for in JSON's two-byte escapes (\" \\ \/ \b \f \n \r
+/// \t); 0 for every other byte (\u, or not an escape: RapidJSON's own loop reads those).
+constexpr std::array<char, 256> short_escapes = [] {
+  std::array<char, 256> t{};
+  t['"'] = '"', t['\\'] = '\\', t['/'] = '/', t['b'] = '\b', t['f'] = '\f', t['n'] = '\n', t['r'] = '\r', t['t'] = '\t';
+  return t;
+}();
+
+/// `n` bytes from `from` to `to` with fixed-size moves (two, overlapping, for n under 16): the runs
+/// between escapes are a few bytes long, and a call to memcpy would cost more than the copy.
+inline void copy_run(char* to, const char* from, std::size_t n) noexcept {
+  if (n >= 16) std::memcpy(to, from, n);
+  else if (n >= 8) std::memcpy(to, from, 8), std::memcpy(to + n - 8, from + n - 8, 8);
+  else if (n >= 4) std::memcpy(to, from, 4), std::memcpy(to + n - 4, from + n - 4, 4);
+  else if (n > 0) to[0] = from[0], to[n / 2] = from[n / 2], to[n - 1] = from[n - 1];
+}
+
+}  // namespace folio::service::detail_json
+
+/// The body reader's scan of a string (RapidJSON 1.1.0 calls it before each character it would read
+/// one at a time): copies plain bytes and two-byte escapes (\n, \\, \" ...) onto the reader's stack,
+/// and stops at the closing quote, a \u escape, a byte after a backslash that makes no escape, a
+/// control character (0x00-0x1F) or the body's end, which RapidJSON's own loop then reads: the string's
+/// end, the escape (surrogate pairs included), or a refusal naming the byte, as without this scan.
+/// The next byte that is '"', '\\' or a control character is found sixteen bytes a test with SSE2
+/// (every x86-64), unaligned loads that never reach past the body's end; each run before it is pushed
+/// with one copy. RapidJSON's own SSE2 scan (for a NUL-terminated StringStream) returned at every
+/// escape, then made a byte loop up to the next 16-byte boundary before its aligned loads, and pushed
+/// its blocks one at a time: LaTeX (a 104 KB text with a backslash or a newline every 26 bytes) cost it
+/// 8.8 instructions a byte; and it took 0x1A-0x1F for plain bytes. Without SSE2 it finds nothing:
+/// every byte goes through RapidJSON's loop. O(bytes scanned).
+template <>
+template <>
+inline void folio::service::json_reader::ScanCopyUnescapedString<folio::service::json_source, folio::service::json_reader::StackStream<char>>(
+    folio::service::json_source& is, StackStream<char>& os) {
+#ifdef __SSE2__
+  using folio::service::detail_json::copy_run;
+  using folio::service::detail_json::short_escapes;
+  const char* p = is.src_;
+  const char* const end = is.end_;
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1F);
+  for (;;) {
+    const char* const run = p;
+    for (;; p += 16) {  // p to the next '"', '\\' or control character, or to the end
+      if (end - p < 16) {
+        while (p < end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) > 0x1F) ++p;
+        break;
+      }
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(s, quote), _mm_cmpeq_epi8(s, backslash)),
+                                        _mm_cmpeq_epi8(_mm_max_epu8(s, control), control));  // s <= 0x1F
+      if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop)); mask != 0) {
+        p += __builtin_ctz(mask);
+        break;
+      }
+    }
+    if (const auto n = static_cast<rapidjson::SizeType>(p - run); n != 0) copy_run(static_cast<char*>(os.Push(n)), run, n);
+    if (end - p < 2 || *p != '\\') break;
+    const char e = short_escapes[static_cast<unsigned char>(p[1])];
+    if (e == 0) break;
+    os.Put(e);
+    p += 2;
+  }
+  is.src_ = p;
+#else
+  (void)is, (void)os;
+#endif
+}
 
 namespace folio::service {
 
@@ -219,10 +313,7 @@ unsigned unicode_problem(std::string_view text) noexcept {
 
 namespace {
 
-/// `Stream`: a MemoryStream over `body`, or a StringStream when `body` is followed by a NUL (RapidJSON's
-/// SIMD scan of strings reads that kind only); the same parse either way, as `body` holds no NUL.
-template <class Stream>
-rapidjson::Document parse(Stream ms, std::string_view body, std::string_view what, bool surrogates_allowed) {
+rapidjson::Document parse(std::string_view body, std::string_view what, bool surrogates_allowed) {
   // RapidJSON's streams read a NUL as the end of the text, so "1\0anything" would parse as 1. JSON
   // never holds a raw NUL (in a string it is escaped, elsewhere it is not whitespace).
   if (const std::size_t nul = body.find('\0'); nul != std::string_view::npos)
@@ -237,7 +328,8 @@ rapidjson::Document parse(Stream ms, std::string_view body, std::string_view wha
   std::string failure, unicode;
   auto generate = [&](rapidjson::Document& d) {
     checked_builder b{d, surrogates_allowed, {}, {}, what};
-    pr = reader.Parse<parse_flags>(ms, b);
+    json_source in(body.data(), body.size());
+    pr = reader.Parse<parse_flags>(in, b);
     failure = std::move(b.failure);
     if (pr.Code() == rapidjson::kParseErrorStringUnicodeSurrogateInvalid) unicode = b.surrogate_pair_error();
     return !pr.IsError();
@@ -264,41 +356,9 @@ rapidjson::Document parse(Stream ms, std::string_view body, std::string_view wha
 
 }  // namespace
 
-rapidjson::Document parse_json(std::string_view body, std::string_view what) {
-  return parse(rapidjson::MemoryStream(body.data(), body.size()), body, what, false);
-}
+rapidjson::Document parse_json(std::string_view body, std::string_view what) { return parse(body, what, false); }
 
-#ifdef RAPIDJSON_SSE2
-namespace {
-
-/// Whether `text` holds a byte from 0x1A to 0x1F, which RapidJSON 1.1.0's SSE2 string scan takes for
-/// an ordinary one (json.hpp, parse_json). Sixteen bytes a step. O(n).
-bool holds_late_control(std::string_view text) noexcept {
-  const char* p = text.data();
-  const char* const end = p + text.size();
-  const __m128i low = _mm_set1_epi8(0x1A), span = _mm_set1_epi8(5);
-  for (; end - p >= 16; p += 16) {
-    const __m128i s = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), low);  // 0x1A-0x1F become 0-5
-    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(s, span), s)) != 0) return true;
-  }
-  for (; p < end; ++p)
-    if (*p >= 0x1A && *p <= 0x1F) return true;
-  return false;
-}
-
-}  // namespace
-#endif
-
-rapidjson::Document parse_json(const std::string& body, std::string_view what) {
-#ifdef RAPIDJSON_SSE2
-  if (holds_late_control(body)) return parse_json(std::string_view(body), what);
-#endif
-  return parse(rapidjson::StringStream(body.c_str()), body, what, false);
-}
-
-rapidjson::Document parse_stored_json(std::string_view body) {
-  return parse(rapidjson::MemoryStream(body.data(), body.size()), body, "Stored JSON", true);
-}
+rapidjson::Document parse_stored_json(std::string_view body) { return parse(body, "Stored JSON", true); }
 
 std::string canonical_json(const rapidjson::Value& root) {
   rapidjson::StringBuffer sb;
