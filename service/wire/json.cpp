@@ -11,11 +11,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace folio::service {
+namespace {
 
 /// What the body reader reads from: a byte range (RapidJSON's MemoryStream), as a type of its own so
 /// that the string scan below applies to it and to nothing else. The range holds no NUL (parse refuses
@@ -24,9 +26,11 @@ struct json_source : rapidjson::MemoryStream {
   using MemoryStream::MemoryStream;
 };
 
+}  // namespace
 }  // namespace folio::service
 
-/// Copied into each ParseString's locals, as RapidJSON copies its own string streams (four pointers).
+/// Copied into the locals of the reader's functions that read it (strings, numbers, whitespace), as
+/// RapidJSON copies its own string streams: three pointers and a size.
 template <>
 struct rapidjson::StreamTraits<folio::service::json_source> {
   enum { copyOptimization = 1 };
@@ -36,7 +40,8 @@ namespace folio::service {
 using json_reader = rapidjson::GenericReader<rapidjson::UTF8<>, rapidjson::UTF8<>, rapidjson::CrtAllocator>;
 }  // namespace folio::service
 
-namespace folio::service::detail_json {
+namespace folio::service {
+namespace {
 
 /// What each byte after a backslash stands for in JSON's two-byte escapes (\" \\ \/ \b \f \n \r
 /// \t); 0 for every other byte (\u, or not an escape: RapidJSON's own loop reads those).
@@ -55,7 +60,8 @@ inline void copy_run(char* to, const char* from, std::size_t n) noexcept {
   else if (n > 0) to[0] = from[0], to[n / 2] = from[n / 2], to[n - 1] = from[n - 1];
 }
 
-}  // namespace folio::service::detail_json
+}  // namespace
+}  // namespace folio::service
 
 /// The body reader's scan of a string (RapidJSON 1.1.0 calls it before each character it would read
 /// one at a time): copies plain bytes and two-byte escapes (\n, \\, \" ...) onto the reader's stack,
@@ -74,8 +80,8 @@ template <>
 inline void folio::service::json_reader::ScanCopyUnescapedString<folio::service::json_source, folio::service::json_reader::StackStream<char>>(
     folio::service::json_source& is, StackStream<char>& os) {
 #ifdef __SSE2__
-  using folio::service::detail_json::copy_run;
-  using folio::service::detail_json::short_escapes;
+  using folio::service::copy_run;
+  using folio::service::short_escapes;
   const char* p = is.src_;
   const char* const end = is.end_;
   const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1F);
@@ -318,6 +324,10 @@ rapidjson::Document parse(std::string_view body, std::string_view what, bool sur
   // never holds a raw NUL (in a string it is escaped, elsewhere it is not whitespace).
   if (const std::size_t nul = body.find('\0'); nul != std::string_view::npos)
     throw api_error(status::invalid_argument, std::string(what) + " is not valid JSON: NUL byte (at byte " + std::to_string(nul) + ").");
+  // RapidJSON counts a string's length in 32 bits (SizeType), and so does the string scan above; the
+  // service's bodies are far below (--max-body), the command-line tools' input is not bounded.
+  if (body.size() >= std::numeric_limits<rapidjson::SizeType>::max())
+    throw api_error(status::invalid_argument, std::string(what) + " is larger than the JSON reader's limit of 4 GiB.");
   rapidjson::Document doc;
   // The reader's stack holds a string while it is parsed (and, iterative, 8 bytes a nesting level):
   // room for the longest string a body can hold from the start (allocated at the first push, the

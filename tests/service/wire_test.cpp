@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,7 +54,8 @@ TEST(Json, RefusesANulByteWhereverItIs) {
 TEST(Json, ARawControlCharacterIsRefusedWhereverItIs) {
   // RapidJSON 1.1.0's own sixteen-byte scan took 0x1A-0x1F for ordinary bytes: a body with a raw ESC
   // in a key was taken, and the refusal that named the key was not JSON. parse_json's scan (json.cpp)
-  // stops at each of 0x00-0x1F, before, inside and after a sixteen-byte block.
+  // stops at each of 0x01-0x1F (a NUL is refused before it runs), before, inside and after a
+  // sixteen-byte block.
   for (int c = 0x01; c < 0x20; ++c) {
     for (const std::size_t pad : {std::size_t(0), std::size_t(5), std::size_t(20), std::size_t(40)}) {
       const std::string inner = std::string(pad, 'a') + static_cast<char>(c) + std::string(pad, 'b');
@@ -73,53 +75,71 @@ TEST(Json, ARawControlCharacterIsRefusedWhereverItIs) {
 
 TEST(Json, StringsReadAsRapidJsonsOwnByteLoopReadsThem) {
   // parse_json's string scan (json.cpp) copies runs and two-byte escapes itself, sixteen bytes a test:
-  // it must give the very value, or the very refusal at the very byte, that RapidJSON's own byte loop
-  // gives (a MemoryStream, which no SIMD scan reads). Runs of every length around 16, escapes of
-  // every kind, the faults a scan could misplace (raw control characters, 0x1A-0x1F included, a
+  // it must give the very key and value, or the very refusal at the very byte, that RapidJSON's own
+  // byte loop gives (a MemoryStream, which no SIMD scan reads). Runs of every length around 16, escapes
+  // of every kind, the faults a scan could misplace (raw control characters, 0x1A-0x1F included, a
   // backslash making no escape, a body cut in a string or an escape) at every alignment, and the end
-  // of the body within sixteen bytes of all of them, with plain bytes after its end.
-  const std::vector<std::string> tokens = {"a",     "bcdefgh", "\xc3\xa9", " ",      "/",      "\\n",  "\\\\", "\\\"",
-                                           "\\/",   "\\t",     "\\b",      "\\f",    "\\r",    "\\u00e9", "\\u0041",
-                                           "\x01",  "\x1a",    "\x1f",     "\n",     "\\x",    "\\"};
-  constexpr std::size_t faults = 6;  // the last six tokens make the string invalid
-  std::mt19937 rng(23);
-  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  // of the body within sixteen bytes of all of them. Each body is read twice: as a view followed by
+  // plain bytes a scan must not take, and from a buffer of its exact size (AddressSanitizer sees a
+  // load past it).
   int refused = 0, read = 0;
-  for (int round = 0; round < 20000; ++round) {
-    std::vector<std::string> chosen;
-    for (std::size_t k = pick(24); k > 0; --k) chosen.push_back(tokens[pick(tokens.size() - faults)]);
-    if (round % 4 == 0) chosen.insert(chosen.begin() + static_cast<std::ptrdiff_t>(pick(chosen.size() + 1)), tokens[tokens.size() - 1 - pick(faults)]);
-    std::string text;
-    for (const std::string& t : chosen) text += t;
-    std::string body = "{\"" + std::string(pick(17), 'k') + "\":\"" + text + "\"}";
-    if (round % 7 == 0) body.resize(body.size() - 1 - pick(std::min<std::size_t>(body.size() - 1, 20)));  // cut
+  auto check = [&](const std::string& body) {
     rapidjson::Document ref;
     rapidjson::MemoryStream ms(body.data(), body.size());
     ref.ParseStream<rapidjson::kParseIterativeFlag>(ms);
-    std::string message;
-    rapidjson::Document got;
-    const std::string padded = body + std::string(16, 'z');  // a view ends before bytes a scan must not take
-    try {
-      got = svc::parse_json(std::string_view(padded).substr(0, body.size()));
-    } catch (const svc::api_error& e) {
-      message = e.message;
-    }
-    if (ref.HasParseError()) {
-      ++refused;
-      std::string why = rapidjson::GetParseError_En(ref.GetParseError());
-      why.pop_back();  // its period
-      why[0] = static_cast<char>(why[0] - 'A' + 'a');
-      EXPECT_EQ(message, "Body is not valid JSON: " + why + " (at byte " + std::to_string(ref.GetErrorOffset()) + ").") << body;
-    } else {
-      ++read;
+    const std::string padded = body + std::string(16, 'z');
+    const auto exact = std::make_unique<char[]>(body.size() + 1);  // + 1: a zero-length body still has a buffer
+    std::memcpy(exact.get(), body.data(), body.size());
+    for (const std::string_view in : {std::string_view(padded).substr(0, body.size()), std::string_view(exact.get(), body.size())}) {
+      std::string message;
+      rapidjson::Document got;
+      try {
+        got = svc::parse_json(in);
+      } catch (const svc::api_error& e) {
+        message = e.message;
+      }
+      if (ref.HasParseError()) {
+        std::string why = rapidjson::GetParseError_En(ref.GetParseError());
+        why.pop_back();  // its period
+        why[0] = static_cast<char>(why[0] - 'A' + 'a');
+        EXPECT_EQ(message, "Body is not valid JSON: " + why + " (at byte " + std::to_string(ref.GetErrorOffset()) + ").") << body;
+        continue;
+      }
       ASSERT_EQ(message, "") << body;
-      const rapidjson::Value& want = ref.MemberBegin()->value;
-      const rapidjson::Value& have = got.MemberBegin()->value;
-      EXPECT_EQ(std::string(have.GetString(), have.GetStringLength()), std::string(want.GetString(), want.GetStringLength())) << body;
+      const auto text = [](const rapidjson::Value& v) { return std::string(v.GetString(), v.GetStringLength()); };
+      EXPECT_EQ(text(got.MemberBegin()->name), text(ref.MemberBegin()->name)) << body;
+      EXPECT_EQ(text(got.MemberBegin()->value), text(ref.MemberBegin()->value)) << body;
     }
+    ++(ref.HasParseError() ? refused : read);
+  };
+  const std::vector<std::string> tokens = {"a",     "bcdefgh", "\xc3\xa9", " ",      "/",      "\\n",  "\\\\", "\\\"",
+                                           "\\/",   "\\t",     "\\b",      "\\f",    "\\r",    "\\u00e9", "\\u0041",
+                                           "\x01",  "\x1a",    "\x1f",     "\n",     "\\x",    "\\"};
+  constexpr std::size_t faults = 6;  // the last six tokens: mostly refused (a lone "\\" can begin an escape)
+  std::mt19937 rng(23);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  for (int round = 0; round < 20000; ++round) {
+    std::string key, text;
+    for (std::size_t k = pick(4); k > 0; --k) key += tokens[pick(tokens.size() - faults)];
+    std::vector<std::string> chosen;
+    for (std::size_t k = pick(24); k > 0; --k) chosen.push_back(tokens[pick(tokens.size() - faults)]);
+    if (round % 4 == 0) chosen.insert(chosen.begin() + static_cast<std::ptrdiff_t>(pick(chosen.size() + 1)), tokens[tokens.size() - 1 - pick(faults)]);
+    for (const std::string& t : chosen) text += t;
+    std::string body = "{\"" + key + "\":\"" + text + "\"}";
+    if (round % 7 == 0) body.resize(body.size() - 1 - pick(std::min<std::size_t>(body.size() - 1, 20)));  // cut
+    check(body);
   }
   EXPECT_GT(refused, 4000);  // both kinds of body are made often
   EXPECT_GT(read, 10000);
+  // And every place near a block's edge and the body's end: one special token at every position of a
+  // 0-48 byte string, in the key and in the value, the body whole and without its last 1-3 bytes.
+  for (const std::string special : {"\\n", "\\\\", "\\\"", "\\u0041", "\x1a", "\\x", "\\"})
+    for (std::size_t length = 0; length <= 48; ++length)
+      for (std::size_t at = 0; at <= length; ++at) {
+        const std::string s = std::string(at, 'a') + special + std::string(length - at, 'b');
+        for (const std::string& body : {"{\"" + s + "\":\"v\"}", "{\"k\":\"" + s + "\"}"})
+          for (std::size_t cut = 0; cut <= 3; ++cut) check(body.substr(0, body.size() - cut));
+      }
 }
 
 TEST(Json, EveryControlCharacterIsWrittenEscaped) {
