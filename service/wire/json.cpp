@@ -26,6 +26,16 @@ struct json_source : rapidjson::MemoryStream {
   using MemoryStream::MemoryStream;
 };
 
+using json_reader = rapidjson::GenericReader<rapidjson::UTF8<>, rapidjson::UTF8<>, rapidjson::CrtAllocator>;
+
+/// What each byte after a backslash stands for in JSON's two-byte escapes (\" \\ \/ \b \f \n \r
+/// \t); 0 for every other byte (\u, or not an escape: RapidJSON's own loop reads those).
+constexpr std::array<char, 256> short_escapes = [] {
+  std::array<char, 256> t{};
+  t['"'] = '"', t['\\'] = '\\', t['/'] = '/', t['b'] = '\b', t['f'] = '\f', t['n'] = '\n', t['r'] = '\r', t['t'] = '\t';
+  return t;
+}();
+
 }  // namespace
 }  // namespace folio::service
 
@@ -36,81 +46,33 @@ struct rapidjson::StreamTraits<folio::service::json_source> {
   enum { copyOptimization = 1 };
 };
 
-namespace folio::service {
-using json_reader = rapidjson::GenericReader<rapidjson::UTF8<>, rapidjson::UTF8<>, rapidjson::CrtAllocator>;
-}  // namespace folio::service
-
-namespace folio::service {
-namespace {
-
-/// What each byte after a backslash stands for in JSON's two-byte escapes (\" \\ \/ \b \f \n \r
-/// \t); 0 for every other byte (\u, or not an escape: RapidJSON's own loop reads those).
-constexpr std::array<char, 256> short_escapes = [] {
-  std::array<char, 256> t{};
-  t['"'] = '"', t['\\'] = '\\', t['/'] = '/', t['b'] = '\b', t['f'] = '\f', t['n'] = '\n', t['r'] = '\r', t['t'] = '\t';
-  return t;
-}();
-
-/// `n` bytes from `from` to `to` with fixed-size moves (two, overlapping, for n under 16): the runs
-/// between escapes are a few bytes long, and a call to memcpy would cost more than the copy.
-inline void copy_run(char* to, const char* from, std::size_t n) noexcept {
-  if (n >= 16) std::memcpy(to, from, n);
-  else if (n >= 8) std::memcpy(to, from, 8), std::memcpy(to + n - 8, from + n - 8, 8);
-  else if (n >= 4) std::memcpy(to, from, 4), std::memcpy(to + n - 4, from + n - 4, 4);
-  else if (n > 0) to[0] = from[0], to[n / 2] = from[n / 2], to[n - 1] = from[n - 1];
-}
-
-}  // namespace
-}  // namespace folio::service
-
 /// The body reader's scan of a string (RapidJSON 1.1.0 calls it before each character it would read
 /// one at a time): copies plain bytes and two-byte escapes (\n, \\, \" ...) onto the reader's stack,
 /// and stops at the closing quote, a \u escape, a byte after a backslash that makes no escape, a
 /// control character (0x00-0x1F) or the body's end, which RapidJSON's own loop then reads: the string's
 /// end, the escape (surrogate pairs included), or a refusal naming the byte, as without this scan.
-/// The next byte that is '"', '\\' or a control character is found sixteen bytes a test with SSE2
-/// (every x86-64), unaligned loads that never reach past the body's end; each run before it is pushed
-/// with one copy. RapidJSON's own SSE2 scan (for a NUL-terminated StringStream) returned at every
-/// escape, then made a byte loop up to the next 16-byte boundary before its aligned loads, and pushed
-/// its blocks one at a time: LaTeX (a 104 KB text with a backslash or a newline every 26 bytes) cost it
-/// 8.8 instructions a byte; and it took 0x1A-0x1F for plain bytes. Without SSE2 it finds nothing:
-/// every byte goes through RapidJSON's loop. O(bytes scanned).
+/// Each run of plain bytes is found by plain_json_run (json.hpp: sixteen bytes a test where SSE2 is)
+/// and pushed with one copy. RapidJSON's own SSE2 scan (for a NUL-terminated StringStream) returned at
+/// every escape, then made a byte loop up to the next 16-byte boundary before its aligned loads, and
+/// pushed its blocks one at a time: LaTeX (a 104 KB text with a backslash or a newline every 26 bytes)
+/// cost it 8.8 instructions a byte; and it took 0x1A-0x1F for plain bytes. O(bytes scanned).
 template <>
 template <>
 inline void folio::service::json_reader::ScanCopyUnescapedString<folio::service::json_source, folio::service::json_reader::StackStream<char>>(
     folio::service::json_source& is, StackStream<char>& os) {
-#ifdef __SSE2__
-  using folio::service::copy_run;
-  using folio::service::short_escapes;
   const char* p = is.src_;
   const char* const end = is.end_;
-  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1F);
   for (;;) {
-    const char* const run = p;
-    for (;; p += 16) {  // p to the next '"', '\\' or control character, or to the end
-      if (end - p < 16) {
-        while (p < end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) > 0x1F) ++p;
-        break;
-      }
-      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      const __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(s, quote), _mm_cmpeq_epi8(s, backslash)),
-                                        _mm_cmpeq_epi8(_mm_max_epu8(s, control), control));  // s <= 0x1F
-      if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop)); mask != 0) {
-        p += __builtin_ctz(mask);
-        break;
-      }
-    }
-    if (const auto n = static_cast<rapidjson::SizeType>(p - run); n != 0) copy_run(static_cast<char*>(os.Push(n)), run, n);
+    const std::size_t n = folio::service::plain_json_run(p, end);  // < 4 GiB: parse refuses larger bodies
+    if (n != 0) folio::service::copy_json_run(static_cast<char*>(os.Push(static_cast<rapidjson::SizeType>(n))), p, n);
+    p += n;
     if (end - p < 2 || *p != '\\') break;
-    const char e = short_escapes[static_cast<unsigned char>(p[1])];
+    const char e = folio::service::short_escapes[static_cast<unsigned char>(p[1])];
     if (e == 0) break;
     os.Put(e);
     p += 2;
   }
   is.src_ = p;
-#else
-  (void)is, (void)os;
-#endif
 }
 
 namespace folio::service {

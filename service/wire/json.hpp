@@ -40,32 +40,49 @@ using json_writer = rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>
 
 }  // namespace folio::service
 
-/// json_writer's scan of a string for the next byte to escape (a control character, '"' or '\\'):
-/// the bytes before it are copied sixteen at a time where SSE2 is (every x86-64), with unaligned loads
-/// that never reach past the string; the byte itself, and everything elsewhere, goes through
-/// RapidJSON's own loop, which escapes as it always has (short forms, else \u00XX). WriteString
-/// reserved room for the whole string before it scans. O(n).
-template <>
-inline bool rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>, folio::service::json_writer_allocator>::ScanWriteUnescapedString(
-    rapidjson::StringStream& is, std::size_t length) {
+namespace folio::service {
+
+/// The number of bytes from `p` before the first that a JSON string cannot hold as it is ('"', '\\'
+/// or a control character, 0x00-0x1F), at most `end - p`: sixteen bytes a test where SSE2 is (every
+/// x86-64), with unaligned loads that never reach past `end`, then a byte at a time. The body reader's
+/// scan (json.cpp) and json_writer's (below) both find their runs with it. O(run).
+inline std::size_t plain_json_run(const char* p, const char* end) noexcept {
+  const char* const begin = p;
 #ifdef __SSE2__
-  const char* p = is.src_;
-  const char* const end = is.head_ + length;
   const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1F);
   for (; end - p >= 16; p += 16) {
     const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(s, quote), _mm_cmpeq_epi8(s, backslash)),
                                       _mm_cmpeq_epi8(_mm_max_epu8(s, control), control));  // s <= 0x1F
-    if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop)); mask != 0) {
-      const auto run = static_cast<std::size_t>(__builtin_ctz(mask));
-      std::memcpy(os_->PushUnsafe(run), p, run);
-      p += run;
-      break;
-    }
-    std::memcpy(os_->PushUnsafe(16), p, 16);
+    if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(stop)); mask != 0)
+      return static_cast<std::size_t>(p - begin) + static_cast<std::size_t>(__builtin_ctz(mask));
   }
-  is.src_ = p;
 #endif
+  while (p < end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) > 0x1F) ++p;
+  return static_cast<std::size_t>(p - begin);
+}
+
+/// `n` bytes from `from` to `to` with fixed-size moves (two, overlapping, for n up to 32): the runs
+/// between escapes are often a few bytes long, where a call to memcpy would cost more than the copy.
+inline void copy_json_run(char* to, const char* from, std::size_t n) noexcept {
+  if (n > 32) std::memcpy(to, from, n);
+  else if (n >= 16) std::memcpy(to, from, 16), std::memcpy(to + n - 16, from + n - 16, 16);
+  else if (n >= 8) std::memcpy(to, from, 8), std::memcpy(to + n - 8, from + n - 8, 8);
+  else if (n >= 4) std::memcpy(to, from, 4), std::memcpy(to + n - 4, from + n - 4, 4);
+  else if (n > 0) to[0] = from[0], to[n / 2] = from[n / 2], to[n - 1] = from[n - 1];
+}
+
+}  // namespace folio::service
+
+/// json_writer's scan of a string for the next byte to escape: the run before it is copied whole
+/// (plain_json_run); the byte itself goes through RapidJSON's own loop, which escapes as it always has
+/// (short forms, else \u00XX). WriteString reserved room for the whole string before it scans. O(n).
+template <>
+inline bool rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>, folio::service::json_writer_allocator>::ScanWriteUnescapedString(
+    rapidjson::StringStream& is, std::size_t length) {
+  const std::size_t run = folio::service::plain_json_run(is.src_, is.head_ + length);
+  folio::service::copy_json_run(os_->PushUnsafe(run), is.src_, run);
+  is.src_ += run;
   return is.Tell() < length;
 }
 
