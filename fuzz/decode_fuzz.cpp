@@ -4,6 +4,7 @@
 //   7 batch (map or xml record, by its header)   8 document (any record type, folio::document)
 //   9 LZ4 block (detail/lz4_block.hpp): a varint size, then a block read to that size, which liblz4
 //     must read to the same bytes; and the input itself compressed, which must read back to the input
+// Target 1 also holds the reader of one-op text batches to the op table's reading (single_op_reading).
 // Anything accepted must make sense afterwards: batches are applied to a small document and
 // check_invariants() must hold; documents must pass check_invariants() and re-encode to bytes that decode again.
 #include <cstddef>
@@ -18,8 +19,23 @@
 
 namespace {
 
+/// A text batch of one op by one replica is read by read_single_op_text, the rest by the op table
+/// (read_batch_table): the first takes exactly what the table reads as one op of a one-replica table,
+/// and reads the same.
+void single_op_reading(std::string_view bytes) {
+  folio::detail::byte_reader r(bytes);
+  if (!folio::detail::read_header(r, folio::detail::kind_batch, folio::record_type::text)) return;
+  folio::op_batch<char32_t> fast, table;
+  const bool took = folio::detail::read_single_op_text(r.rest(), fast);
+  const bool one_replica = r.remaining() > 0 && r.rest()[0] == 1;
+  const bool read = folio::detail::read_batch_table(r, table);
+  if (took != (read && table.ops.size() == 1 && one_replica)) __builtin_trap();
+  if (took ? fast != table : !fast.ops.empty() || !fast.content.empty()) __builtin_trap();
+}
+
 template <class Doc, class T>
 void batch(std::string_view bytes) {
+  if constexpr (std::is_same_v<T, char32_t>) single_op_reading(bytes);
   folio::op_batch<T> b;
   if (!folio::decode_batch(bytes, b)) return;
   Doc doc(1);

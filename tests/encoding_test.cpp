@@ -330,6 +330,15 @@ TEST(Encoding, VarintReaderAgreesWithTheReferenceOnEveryShortSpelling) {
           const std::uint64_t got = r.varint("v", max);
           const auto want = reference::varint(in, max);
           ++checked;
+          {  // take_varint (read_single_op_text's reader) takes exactly what the reference reads
+            const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+            std::uint64_t v = 0;
+            const bool took = folio::detail::take_varint(p, p + in.size(), max, v);
+            ASSERT_EQ(took, bool(want)) << hex(in) << " max " << max;
+            if (took) {
+              ASSERT_EQ(std::pair(v, std::size_t(p - reinterpret_cast<const unsigned char*>(in.data()))), *want) << hex(in);
+            }
+          }
           if (want) {
             ASSERT_TRUE(r.ok()) << hex(in) << " max " << max;
             ASSERT_EQ(got, want->first) << hex(in);
@@ -367,7 +376,94 @@ TEST(Encoding, VarintReaderAgreesWithTheReferenceOnRandomSpellings) {
     if (want) {
       ASSERT_EQ(std::pair(got, r.offset()), *want) << hex(in);
     }
+    const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+    std::uint64_t v = 0;
+    ASSERT_EQ(folio::detail::take_varint(p, p + in.size(), max, v), bool(want)) << hex(in);
+    if (want) {
+      ASSERT_EQ(std::pair(v, std::size_t(p - reinterpret_cast<const unsigned char*>(in.data()))), *want) << hex(in);
+    }
   }
+}
+
+// A text batch of one op by one replica (a remote keystroke) is read by read_single_op_text, every
+// other batch and every fault by the op table (read_batch_table). The first must take a batch exactly
+// when the table reads one op of one replica (count 1) from it, and read the same op and values:
+// for batches of every shape of op (insert and remove, forward and backward, by the op's own replica,
+// from the document start and naming another replica; lengths 1 and more; replica ids of 1 to 9
+// bytes; ASCII, two- and four-byte UTF-8), each with every byte replaced (by several values), every
+// byte dropped, a byte added, and cut at every length. decode_batch must answer as the table does.
+TEST(Encoding, OneOpTextBatchesReadAsTheOpTableReadsThem) {
+  using folio::op;
+  using folio::op_kind;
+  std::vector<std::string> seeds;
+  const folio::replica_id ids[] = {1, 127, 128, 300000, 0x7fff'ffff'ffff'fff0ull};
+  for (folio::replica_id id : ids)
+    for (std::uint32_t seq : {0u, 5u, 200u, 70000u}) {
+      const std::uint32_t lam = seq + 3;
+      auto add = [&](op_kind kind, std::uint32_t len, folio::op_id ref, bool backward, std::u32string values) {
+        const op o{kind, {id, seq}, lam, len, ref, backward};
+        seeds.push_back(folio::encode_batch(folio::op_batch<char32_t>{{o}, {values.begin(), values.end()}}));
+      };
+      add(op_kind::insert, 1, seq ? folio::op_id{id, seq - 1} : folio::document_start, false, U"x");
+      add(op_kind::insert, 3, folio::document_start, false, U"aé😀");
+      add(op_kind::insert, 1, {id, seq / 2}, false, U"€");
+      add(op_kind::insert, 1, {id == 1 ? 2u : 1u, 9}, false, U"y");  // another replica: two in the table
+      if (seq > 3) {
+        add(op_kind::remove, 1, {id, seq - 1}, false, U"");
+        add(op_kind::remove, 3, {id, seq - 1}, true, U"");
+        add(op_kind::remove, 2, {id, seq - 4}, false, U"");
+      }
+      add(op_kind::remove, 2, {id == 1 ? 2u : 1u, 4}, false, U"");
+    }
+  {  // and two ops: never read_single_op_text's
+    folio::text t(4);
+    t.insert_utf8(0, "ab");
+    t.erase(0, 1);
+    seeds.push_back(folio::encode_batch(t.ops_since({})));
+  }
+  std::size_t taken = 0, tried = 0;
+  auto check = [&](const std::string& bytes) {
+    folio::detail::byte_reader r(bytes);
+    if (!folio::detail::read_header(r, folio::detail::kind_batch, folio::record_type::text)) return;
+    ++tried;
+    folio::op_batch<char32_t> fast{{op{}}, {U'z'}}, table;  // what a failed read must leave empty
+    const bool took = folio::detail::read_single_op_text(r.rest(), fast);
+    folio::detail::byte_reader t = r;
+    const bool read = folio::detail::read_batch_table(t, table);
+    const bool one = read && table.ops.size() == 1 && static_cast<unsigned char>(r.rest()[0]) == 1;
+    ASSERT_EQ(took, one) << hex(bytes);
+    if (took) {
+      ++taken;
+      ASSERT_EQ(fast, table) << hex(bytes);
+    } else {
+      ASSERT_TRUE(fast.ops.empty() && fast.content.empty()) << hex(bytes);
+    }
+    folio::op_batch<char32_t> decoded;
+    const folio::decode_result d = folio::decode_batch(bytes, decoded);
+    ASSERT_EQ(std::tie(d.status, d.offset), std::tie(t.result().status, t.result().offset)) << hex(bytes);
+    ASSERT_EQ(std::string_view(d.detail), std::string_view(t.result().detail)) << hex(bytes);
+    if (d) {
+      ASSERT_EQ(decoded, table);
+    }
+  };
+  std::mt19937_64 rng(1129);
+  for (const std::string& seed : seeds) {
+    check(seed);
+    for (std::size_t i = 5; i < seed.size(); ++i) {
+      for (int v : {0x00, 0x01, 0x02, 0x7f, 0x80, 0xff, seed[i] ^ 0x01, seed[i] ^ 0x40, seed[i] ^ 0x80, int(rng() & 0xff)}) {
+        std::string m = seed;
+        m[i] = static_cast<char>(v);
+        check(m);
+      }
+      check(seed.substr(0, i) + seed.substr(i + 1));
+      check(seed.substr(0, i) + static_cast<char>(rng()) + seed.substr(i));
+      check(seed.substr(0, i));
+    }
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(taken, seeds.size());  // the seeds of one replica and many of their spellings
+  RecordProperty("taken", int(taken));
+  RecordProperty("tried", int(tried));
 }
 
 TEST(Encoding, VarintsHaveOneSpellingOnly) {

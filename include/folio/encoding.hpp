@@ -271,10 +271,10 @@ std::string encode_batch(const op_batch<T>& b) {
 }
 
 namespace detail {
-/// A batch's ops and content, `r` past its header, into `out` (whose vectors keep their capacity: a
-/// caller decoding batch after batch into one op_batch allocates nothing once they are large enough).
+/// A batch's ops and content read through the op table (read_ops, read_content): the general
+/// reading, of every batch read_single_op_text does not take, which names every fault.
 template <class T>
-bool read_batch_body(byte_reader& r, op_batch<T>& out) {
+bool read_batch_table(byte_reader& r, op_batch<T>& out) {
   if (read_ops(r, out.ops) && read_content(r, out.content)) {
     std::uint64_t need = 0;
     for (const op& o : out.ops)
@@ -285,6 +285,66 @@ bool read_batch_body(byte_reader& r, op_batch<T>& out) {
       r.fail(decode_status::trailing_bytes, "after batch");
   }
   return r.ok();
+}
+
+/// A text batch of one op by one replica, `bytes` after its header: the batch a remote keystroke
+/// makes, and so the commonest a service receives. Reads into `out` what read_ops and read_content
+/// would read from the same bytes; for every other shape and every fault answers false, with `out`
+/// emptied, and the general reading then reads the bytes (and names the fault). It applies the op
+/// table's rules (those of read_replica_table, read_op_table, check_flags, check_op_counters and
+/// set_sequence_reference), restated over a pointer: what it leaves out is the table's machinery for
+/// many replicas and ops and the byte_reader's failure latch per field, which cost a keystroke's
+/// batch 605 instructions to decode (350 this way; bench/instructions.sh). The restated rules are
+/// held to the table's by Encoding.OneOpTextBatchesReadAsTheOpTableReadsThem and the text_batch fuzz
+/// target. O(its bytes).
+inline bool read_single_op_text(std::string_view bytes, op_batch<char32_t>& out) {
+  using f = sequence_op_format;
+  constexpr std::uint8_t first_record = f::bits.replica | f::bits.seq | f::bits.lamport;  // what a table's first record must give
+  constexpr std::uint64_t limit = std::uint64_t(max_counter) + 1, svarint_max = std::uint64_t(2) << 32;  // byte_reader::svarint's bound
+  out.ops.clear(), out.content.clear();
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto* const end = p + bytes.size();
+  std::uint64_t id = 0, seq = 0, lam = 0, len = 1, ref_rep = 1, ref = 0, n = 0;
+  // Replica count 1, the replica, op count 1, the flags, replica index 0.
+  if (end - p < 5 || *p++ != 1 || !take_varint(p, end, UINT64_MAX, id) || id == 0 || end - p < 3 || *p++ != 1) return false;
+  const std::uint8_t flags = *p++;
+  if ((flags & first_record) != first_record || (flags & f::f_reserved) || ((flags & f::f_backward) && !(flags & f::f_remove)) || *p++ != 0) return false;
+  if (!take_varint(p, end, max_counter, seq) || !take_varint(p, end, svarint_max, lam)) return false;
+  if ((flags & f::bits.len) && !take_varint(p, end, max_counter, len)) return false;
+  const std::int64_t lamport = unzigzag(lam);
+  if (len == 0 || lamport < 1 || std::uint64_t(lamport) + len > limit || seq + len > limit) return false;
+  if ((flags & f::f_ref_replica) && !take_varint(p, end, 1, ref_rep)) return false;
+  op o;
+  o.kind = (flags & f::f_remove) ? op_kind::remove : op_kind::insert;
+  o.backward = (flags & f::f_backward) != 0;
+  o.id = {id, static_cast<std::uint32_t>(seq)}, o.lamport = static_cast<std::uint32_t>(lamport), o.len = static_cast<std::uint32_t>(len);
+  if (ref_rep == 0) {  // the document start
+    if (o.kind == op_kind::remove) return false;
+    o.ref = document_start;
+  } else {
+    if (!take_varint(p, end, svarint_max, ref)) return false;
+    const std::int64_t ref_seq = std::int64_t(seq) - 1 + unzigzag(ref);
+    if (ref_seq < 0 || ref_seq > std::int64_t(max_counter)) return false;
+    if (o.kind == op_kind::remove && (o.backward ? ref_seq + 1 < std::int64_t(len) : std::uint64_t(ref_seq) + len > limit)) return false;
+    o.ref = {id, static_cast<std::uint32_t>(ref_seq)};
+  }
+  // The content: its byte length, then UTF-8 for the insert's `len` code points (none for a remove).
+  if (!take_varint(p, end, UINT64_MAX, n) || n != std::uint64_t(end - p)) return false;
+  out.ops.push_back(o);
+  if ((n != 0 && !decode_utf8(std::string_view(reinterpret_cast<const char*>(p), n), out.content)) ||
+      out.content.size() != (o.kind == op_kind::insert ? len : 0))
+    return out.ops.clear(), out.content.clear(), false;
+  return true;
+}
+
+/// A batch's ops and content, `r` past its header, into `out` (whose vectors keep their capacity: a
+/// caller decoding batch after batch into one op_batch allocates nothing once they are large enough):
+/// a text batch of one op by read_single_op_text, the rest (and any fault) by read_batch_table.
+template <class T>
+bool read_batch_body(byte_reader& r, op_batch<T>& out) {
+  if constexpr (std::is_same_v<T, char32_t>)
+    if (r.ok() && read_single_op_text(r.rest(), out)) return r.bytes(r.remaining(), "batch"), true;
+  return read_batch_table(r, out);
 }
 }  // namespace detail
 

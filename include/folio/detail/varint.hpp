@@ -36,6 +36,24 @@ inline void put_string(std::string& out, std::u32string_view s) {
 inline std::uint64_t zigzag(std::int64_t v) { return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63); }
 inline std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1); }
 
+/// Reads at `p` (before `end`) a varint that byte_reader::varint(what, max) would read without a
+/// fault into `v`, moving `p` past it; false otherwise (cut short, an overlong spelling, above `max`),
+/// where the caller hands the bytes to a byte_reader to name the fault. For readers of one small
+/// record (read_single_insert) that fall back to the byte_reader's reading on anything unusual.
+[[gnu::always_inline]] inline bool take_varint(const unsigned char*& p, const unsigned char* end, std::uint64_t max, std::uint64_t& v) noexcept {
+  if (p != end && *p < 0x80) return v = *p++, v <= max;  // one byte, as most fields are
+  std::uint64_t x = 0;
+  for (int shift = 0; shift < 64 && p != end; shift += 7) {
+    const unsigned b = *p++;
+    x |= std::uint64_t(b & 0x7fu) << shift;
+    if (b < 0x80) {
+      if ((b == 0 && shift != 0) || (shift == 63 && b > 1) || x > max) return false;
+      return v = x, true;
+    }
+  }
+  return false;
+}
+
 class byte_reader {
  public:
   explicit byte_reader(std::string_view bytes) : p_(bytes.data()), begin_(bytes.data()), end_(bytes.data() + bytes.size()) {}
@@ -75,6 +93,9 @@ class byte_reader {
   /// Zigzag-encoded signed varint of magnitude at most `max_abs` (so adding it to a counter cannot
   /// overflow).
   std::int64_t svarint(const char* what, std::uint64_t max_abs = std::uint64_t(1) << 32) { return unzigzag(varint(what, 2 * max_abs)); }
+
+  /// The bytes not read yet, without reading them.
+  std::string_view rest() const noexcept { return {p_, remaining()}; }
 
   /// `n` raw bytes; an empty view (and a latched failure) if fewer remain. `n` is 64 bits wide so
   /// that a length read as a varint is compared whole where size_t has 32 bits (WebAssembly): cut to
