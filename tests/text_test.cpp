@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <folio/text.hpp>
+#include <random>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -377,6 +380,107 @@ TEST(Text, RemoveTargetsAreCheckedInTheirOwnOrder) {
   EXPECT_EQ(r.pending, 0u);
   EXPECT_EQ(b.to_string(), "xae");
   b.check_invariants();
+}
+
+// A batch of one op that is the next of its replica (a remote keystroke) is integrated by
+// rga::integrate_next, every other batch by integrate_batch. Two replicas receive the same stream, one
+// through `apply` and one through integrate_batch, and must answer alike (status, counts, message) and
+// stay alike (ops, text, version) after each batch. The stream is every op, one batch each, of two
+// writers who edit concurrently and sync now and then, delivered with duplicates, swaps (ops parked
+// and released), and one field of an op or its values spoilt: each fault integrate_next must leave
+// to integrate_batch.
+TEST(Text, OneOpBatchesIntegrateAsTheGeneralApplyDoes) {
+  using rga = folio::detail::rga<char32_t>;
+  std::mt19937_64 rng(20261129);
+  folio::text w1(7), w2(900000000000ull);
+  std::vector<op_batch<char32_t>> stream;
+  auto emit = [&](const op_batch<char32_t>& b) {  // each op its own batch
+    std::size_t at = 0;
+    for (const op& o : b.ops) {
+      op_batch<char32_t> one{{o}, {}};
+      if (o.kind == op_kind::insert) one.content.assign(b.content.begin() + long(at), b.content.begin() + long(at + o.len)), at += o.len;
+      stream.push_back(std::move(one));
+    }
+  };
+  auto edit = [&](folio::text& w) {
+    const std::u32string chars = U"abc é😀\n";
+    if (w.size() > 0 && rng() % 3 == 0) {
+      const std::size_t pos = rng() % w.size();
+      return emit(w.ops(w.erase(pos, std::min<std::size_t>(1 + rng() % 3, w.size() - pos))));
+    }
+    std::u32string s(1 + (rng() % 5 == 0 ? rng() % 4 : 0), U'x');
+    for (char32_t& c : s) c = chars[rng() % chars.size()];
+    emit(w.ops(w.insert(rng() % (w.size() + 1), s)));
+  };
+  for (int i = 0; i < 3000; ++i) {
+    edit(rng() % 2 ? w1 : w2);
+    if (rng() % 40 == 0) w1.apply(w2.ops_since(w1.version())), w2.apply(w1.ops_since(w2.version()));
+  }
+  rga fast(1), general(1);
+  std::size_t taken = 0;
+  auto deliver = [&](const op_batch<char32_t>& b) {
+    folio::apply_result a;  // as rga::apply dispatches, counting the batches integrate_next takes
+    if (b.ops.size() == 1 && fast.integrate_next(b.ops[0], b.content, a))
+      ++taken;
+    else
+      fast.integrate_batch(b, rga::content_mode::from_batch, a);
+    folio::apply_result g;
+    general.integrate_batch(b, rga::content_mode::from_batch, g);
+    ASSERT_EQ(a.status, g.status) << g.message;
+    ASSERT_EQ(a.message, g.message);
+    ASSERT_EQ(std::tie(a.applied, a.duplicate, a.pending, a.op_index), std::tie(g.applied, g.duplicate, g.pending, g.op_index));
+  };
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    op_batch<char32_t> b = stream[i];
+    switch (rng() % 16) {
+      case 0:  // again, later
+        deliver(stream[rng() % (i + 1)]);
+        break;
+      case 1:  // after the next one
+        if (i + 1 < stream.size()) std::swap(stream[i], stream[i + 1]), b = stream[i];
+        break;
+      case 2: {  // one field spoilt, so that the op is refused (an op that integrated instead would take
+                 // the id of the writer's op, which both then refuse: the rest of its ops would wait)
+        op& o = b.ops[0];
+        const bool insert = o.kind == op_kind::insert;
+        switch (rng() % 8) {
+          case 0: insert ? void(o.lamport = 0) : void(o.ref = o.id); break;  // not above its origin; a remove of itself
+          case 1: o.ref = o.id; break;                                          // itself
+          case 2: o.lamport = UINT32_MAX; break;                                // counters past 2^31
+          case 3: insert ? void(o.len += 1) : b.content.push_back(U'x'); break;  // values and length differ
+          case 4: insert ? void(o.backward = true) : void(o.ref = {0, 5}); break;
+          case 5: o.ref = {0, 5}; break;                                        // replica 0
+          case 6: b.content.push_back(0xD800); break;
+          default: if (insert) b.content[0] = 0x110000; else o.id = {12345, 0}; break;  // a new replica: integrates
+        }
+        deliver(b);
+        b = stream[i];
+        break;
+      }
+      default:
+        break;
+    }
+    deliver(b);
+    if (HasFatalFailure()) return;
+    if (i % 97 == 0 || i + 1 == stream.size()) {
+      ASSERT_EQ(fast.ops_since({}), general.ops_since({})) << "after batch " << i;
+      ASSERT_EQ(fast.version(), general.version());
+      std::u32string ft, gt;
+      fast.for_each([&](char32_t c) { ft += c; });
+      general.for_each([&](char32_t c) { gt += c; });
+      ASSERT_EQ(ft, gt);
+      fast.check_invariants();
+    }
+  }
+  EXPECT_GT(taken, stream.size() / 2);  // most of the stream is next ops
+  // The stream as it was sent, through `apply` (which dispatches), ends where the writers do.
+  rga clean(1);
+  for (const op_batch<char32_t>& b : stream) ASSERT_TRUE(clean.apply(b));
+  std::u32string got;
+  clean.for_each([&](char32_t c) { got += c; });
+  w1.apply(w2.ops_since(w1.version()));
+  EXPECT_EQ(got, w1.to_u32string());
+  EXPECT_EQ(clean.pending(), 0u);
 }
 
 }  // namespace

@@ -111,15 +111,21 @@ struct replica_base {
 
 /// The checks of an op's own id and counters, the first of the integrate preamble: not of replica 0,
 /// not empty, seqs and Lamport values within 2^31 (and, with `lamport_from_1`, Lamport values from 1).
-/// `range_message` names a counter fault (each engine keeps its own wording).
+/// The fault, or nullptr; `range_message` names a counter fault (each engine keeps its own wording).
 template <class Op>
-bool valid_counters(const Op& in, bool lamport_from_1, const char* range_message, std::string& why) {
-  if (in.id.replica == 0) return why = "operation from replica 0", false;
-  if (in.len == 0) return why = "operation of length 0", false;
+const char* counter_fault(const Op& in, bool lamport_from_1, const char* range_message) noexcept {
+  if (in.id.replica == 0) return "operation from replica 0";
+  if (in.len == 0) return "operation of length 0";
   if (std::uint64_t(in.id.seq) + in.len > std::uint64_t(max_counter) + 1 || (lamport_from_1 && in.lamport == 0) ||
       std::uint64_t(in.lamport) + in.len > std::uint64_t(max_counter) + 1)
-    return why = range_message, false;
-  return true;
+    return range_message;
+  return nullptr;
+}
+/// counter_fault, with the fault in `why`.
+template <class Op>
+bool valid_counters(const Op& in, bool lamport_from_1, const char* range_message, std::string& why) {
+  const char* fault = counter_fault(in, lamport_from_1, range_message);
+  return !fault || (why = fault, false);
 }
 
 /// The replica table, version, clock and parked ops of an engine (see the top of this file). `State`
