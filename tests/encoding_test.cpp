@@ -358,17 +358,22 @@ TEST(Encoding, VarintReaderAgreesWithTheReferenceOnEveryShortSpelling) {
   EXPECT_GT(checked, 4u << 20);
 }
 
-// Longer spellings, random, against the reference, with and without room after them.
+// Longer spellings, random, against the reference, with and without room after them; and the
+// ten-byte edge (a last byte of 1, 2, 0 or with its high bit set, and eleven bytes).
 TEST(Encoding, VarintReaderAgreesWithTheReferenceOnRandomSpellings) {
   std::mt19937_64 rng(23);
-  for (int i = 0; i < 200000; ++i) {
+  const std::string nine_high(9, '\x80'), nine_ff(9, '\xff');
+  const std::string edges[] = {nine_high + '\x01', nine_ff + '\x01', nine_high + '\x02', nine_high + '\x00', nine_high + '\x81',
+                               nine_high + '\x80' + '\x01', nine_ff + '\x01' + '\x05'};
+  for (int i = 0; i < 200000 + int(std::size(edges)) * 2; ++i) {
     std::string in;
     const int n = 1 + int(rng() % 12);
     for (int k = 0; k < n; ++k) {
       const auto b = static_cast<std::uint8_t>(rng());
       in.push_back(static_cast<char>(k + 1 < n && rng() % 4 ? (b | 0x80) : b));
     }
-    const std::uint64_t max = rng() % 2 ? UINT64_MAX : rng() >> (rng() % 64);
+    if (i >= 200000) in = edges[(i - 200000) / 2];
+    const std::uint64_t max = i >= 200000 ? ((i % 2) ? UINT64_MAX : (std::uint64_t(1) << 63)) : rng() % 2 ? UINT64_MAX : rng() >> (rng() % 64);
     folio::detail::byte_reader r(in);
     const std::uint64_t got = r.varint("v", max);
     const auto want = reference::varint(in, max);
@@ -415,6 +420,23 @@ TEST(Encoding, OneOpTextBatchesReadAsTheOpTableReadsThem) {
       }
       add(op_kind::remove, 2, {id == 1 ? 2u : 1u, 4}, false, U"");
     }
+  auto put = [&](folio::replica_id id, std::uint32_t seq, std::uint32_t lam, op_kind kind, std::uint32_t len, folio::op_id ref, bool backward,
+                 std::u32string values) {
+    seeds.push_back(folio::encode_batch(folio::op_batch<char32_t>{{op{kind, {id, seq}, lam, len, ref, backward}}, {values.begin(), values.end()}}));
+  };
+  // At the bounds: seq + len and Lamport + len of exactly 2^31, a reference to seq 0, a backward remove
+  // down to seq 0, a forward remove up to 2^31 - 1, a 10-byte replica id, a length of two bytes.
+  put(3, folio::max_counter, folio::max_counter, op_kind::insert, 1, {3, folio::max_counter - 1}, false, U"m");
+  put(3, 5, 9, op_kind::insert, 1, {3, 0}, false, U"0");
+  put(3, 5, 9, op_kind::remove, 3, {3, 2}, true, U"");
+  put(3, 10, 12, op_kind::remove, 2, {3, folio::max_counter - 1}, false, U"");
+  put(0x8000'0000'0000'0001ull, 1, 2, op_kind::insert, 1, {0x8000'0000'0000'0001ull, 0}, false, U"t");
+  put(3, 1, 2, op_kind::insert, 130, folio::document_start, false, std::u32string(130, U'a'));
+  {  // one op, whose replica is the second of a table of two: never read_single_op_text's
+    const std::string one = folio::encode_batch(folio::op_batch<char32_t>{{op{op_kind::insert, {3, 4}, 6, 1, {3, 3}, false}}, {U'q'}});
+    ASSERT_EQ(one.substr(5, 4), std::string("\x01\x03\x01\x0e", 4));  // replicas (3), one op, flags
+    seeds.push_back(one.substr(0, 5) + std::string("\x02\x09\x03\x01\x0e\x01", 6) + one.substr(10));
+  }
   {  // and two ops: never read_single_op_text's
     folio::text t(4);
     t.insert_utf8(0, "ab");

@@ -383,12 +383,13 @@ TEST(Text, RemoveTargetsAreCheckedInTheirOwnOrder) {
 }
 
 // A batch of one op that is the next of its replica (a remote keystroke) is integrated by
-// rga::integrate_next, every other batch by integrate_batch. Two replicas receive the same stream, one
-// through `apply` and one through integrate_batch, and must answer alike (status, counts, message) and
-// stay alike (ops, text, version) after each batch. The stream is every op, one batch each, of two
-// writers who edit concurrently and sync now and then, delivered with duplicates, swaps (ops parked
-// and released), and one field of an op or its values spoilt: each fault integrate_next must leave
-// to integrate_batch.
+// rga::try_integrate_next, every other batch by integrate_batch. Two replicas receive the same
+// stream, one as rga::apply dispatches and one through integrate_batch alone, and must answer alike
+// (status, counts, message) and stay alike (clock, rejected ops, a value read by position after each
+// batch; ops, text and version now and then). The stream is every op, one batch each, of two writers
+// who type, delete and backspace concurrently and sync now and then, delivered with duplicates, swaps
+// (ops parked and released), and one field of an op or its values spoilt: each fault
+// try_integrate_next must leave to integrate_batch.
 TEST(Text, OneOpBatchesIntegrateAsTheGeneralApplyDoes) {
   using rga = folio::detail::rga<char32_t>;
   std::mt19937_64 rng(20261129);
@@ -404,6 +405,12 @@ TEST(Text, OneOpBatchesIntegrateAsTheGeneralApplyDoes) {
   };
   auto edit = [&](folio::text& w) {
     const std::u32string chars = U"abc é😀\n";
+    if (w.size() > 3 && rng() % 8 == 0) {  // backspacing: the log merges it into one backward remove
+      const folio::version_vector before = w.version();
+      const std::size_t end = 3 + rng() % (w.size() - 3), n = 2 + rng() % 2;
+      for (std::size_t k = 1; k <= n; ++k) w.erase(end - k, 1);
+      return emit(w.ops_since(before));
+    }
     if (w.size() > 0 && rng() % 3 == 0) {
       const std::size_t pos = rng() % w.size();
       return emit(w.ops(w.erase(pos, std::min<std::size_t>(1 + rng() % 3, w.size() - pos))));
@@ -417,11 +424,11 @@ TEST(Text, OneOpBatchesIntegrateAsTheGeneralApplyDoes) {
     if (rng() % 40 == 0) w1.apply(w2.ops_since(w1.version())), w2.apply(w1.ops_since(w2.version()));
   }
   rga fast(1), general(1);
-  std::size_t taken = 0;
+  std::size_t taken = 0, backward_taken = 0;
   auto deliver = [&](const op_batch<char32_t>& b) {
-    folio::apply_result a;  // as rga::apply dispatches, counting the batches integrate_next takes
-    if (b.ops.size() == 1 && fast.integrate_next(b.ops[0], b.content, a))
-      ++taken;
+    folio::apply_result a;  // as rga::apply dispatches, counting the batches try_integrate_next takes
+    if (b.ops.size() == 1 && fast.try_integrate_next(b.ops[0], b.content, a))
+      ++taken, backward_taken += b.ops[0].backward;
     else
       fast.integrate_batch(b, rga::content_mode::from_batch, a);
     folio::apply_result g;
@@ -429,6 +436,11 @@ TEST(Text, OneOpBatchesIntegrateAsTheGeneralApplyDoes) {
     ASSERT_EQ(a.status, g.status) << g.message;
     ASSERT_EQ(a.message, g.message);
     ASSERT_EQ(std::tie(a.applied, a.duplicate, a.pending, a.op_index), std::tie(g.applied, g.duplicate, g.pending, g.op_index));
+    ASSERT_EQ(std::pair(fast.clock(), fast.rejected()), std::pair(general.clock(), general.rejected()));
+    if (fast.size() > 0) {  // a read by position fills the position cache, which the next insert must forget
+      const std::size_t at = rng() % fast.size();
+      ASSERT_EQ(fast.at(at), general.at(at));
+    }
   };
   for (std::size_t i = 0; i < stream.size(); ++i) {
     op_batch<char32_t> b = stream[i];
@@ -450,7 +462,7 @@ TEST(Text, OneOpBatchesIntegrateAsTheGeneralApplyDoes) {
           case 3: insert ? void(o.len += 1) : b.content.push_back(U'x'); break;  // values and length differ
           case 4: insert ? void(o.backward = true) : void(o.ref = {0, 5}); break;
           case 5: o.ref = {0, 5}; break;                                        // replica 0
-          case 6: b.content.push_back(0xD800); break;
+          case 6: insert ? void(b.content[0] = 0xD800) : b.content.push_back(0xD800); break;  // a surrogate
           default: if (insert) b.content[0] = 0x110000; else o.id = {12345, 0}; break;  // a new replica: integrates
         }
         deliver(b);
@@ -473,6 +485,7 @@ TEST(Text, OneOpBatchesIntegrateAsTheGeneralApplyDoes) {
     }
   }
   EXPECT_GT(taken, stream.size() / 2);  // most of the stream is next ops
+  EXPECT_GT(backward_taken, 10u);
   // The stream as it was sent, through `apply` (which dispatches), ends where the writers do.
   rga clean(1);
   for (const op_batch<char32_t>& b : stream) ASSERT_TRUE(clean.apply(b));

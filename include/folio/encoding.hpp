@@ -290,9 +290,10 @@ bool read_batch_table(byte_reader& r, op_batch<T>& out) {
 /// A text batch of one op by one replica, `bytes` after its header: the batch a remote keystroke
 /// makes, and so the commonest a service receives. Reads into `out` what read_ops and read_content
 /// would read from the same bytes; for every other shape and every fault answers false, with `out`
-/// emptied, and the general reading then reads the bytes (and names the fault). It applies the op
-/// table's rules (those of read_replica_table, read_op_table, check_flags, check_op_counters and
-/// set_sequence_reference), restated over a pointer: what it leaves out is the table's machinery for
+/// emptied, and the general reading then reads the bytes (and names the fault). It applies the
+/// general reading's rules (those of read_replica_table, read_op_table, check_flags,
+/// check_op_counters, set_sequence_reference, read_content and read_batch_table's count of values and
+/// trailing bytes), restated over a pointer: what it leaves out is the table's machinery for
 /// many replicas and ops and the byte_reader's failure latch per field, which cost a keystroke's
 /// batch 605 instructions to decode (350 this way; bench/instructions.sh). The restated rules are
 /// held to the table's by Encoding.OneOpTextBatchesReadAsTheOpTableReadsThem and the text_batch fuzz
@@ -300,7 +301,7 @@ bool read_batch_table(byte_reader& r, op_batch<T>& out) {
 inline bool read_single_op_text(std::string_view bytes, op_batch<char32_t>& out) {
   using f = sequence_op_format;
   constexpr std::uint8_t first_record = f::bits.replica | f::bits.seq | f::bits.lamport;  // what a table's first record must give
-  constexpr std::uint64_t limit = std::uint64_t(max_counter) + 1, svarint_max = std::uint64_t(2) << 32;  // byte_reader::svarint's bound
+  constexpr std::uint64_t limit = std::uint64_t(max_counter) + 1, svarint_max = 2 * svarint_max_abs;  // as byte_reader::svarint reads
   out.ops.clear(), out.content.clear();
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const auto* const end = p + bytes.size();
@@ -331,7 +332,7 @@ inline bool read_single_op_text(std::string_view bytes, op_batch<char32_t>& out)
   // The content: its byte length, then UTF-8 for the insert's `len` code points (none for a remove).
   if (!take_varint(p, end, UINT64_MAX, n) || n != std::uint64_t(end - p)) return false;
   out.ops.push_back(o);
-  if ((n != 0 && !decode_utf8(std::string_view(reinterpret_cast<const char*>(p), n), out.content)) ||
+  if ((n != 0 && !decode_utf8(std::string_view(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n)), out.content)) ||
       out.content.size() != (o.kind == op_kind::insert ? len : 0))
     return out.ops.clear(), out.content.clear(), false;
   return true;

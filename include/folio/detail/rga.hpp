@@ -186,10 +186,10 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// (a reference to something that is not an item, a Lamport value not above its origin's, a counter
   /// overflow, content of the wrong size) it stops and reports it. Callers needing all-or-nothing
   /// apply to a fresh copy or reload on `invalid`. A batch of one op that is the next of its replica
-  /// (a remote keystroke) is integrated by integrate_next, the rest by integrate_batch.
+  /// (a remote keystroke) is integrated by try_integrate_next, the rest by integrate_batch.
   apply_result apply(const op_batch<T>& b, content_mode mode = content_mode::from_batch) {
     apply_result res;
-    if (mode != content_mode::from_batch || b.ops.size() != 1 || !integrate_next(b.ops[0], b.content, res)) integrate_batch(b, mode, res);
+    if (mode != content_mode::from_batch || b.ops.size() != 1 || !try_integrate_next(b.ops[0], b.content, res)) integrate_batch(b, mode, res);
     return res;
   }
   /// `apply` the general way, which takes every batch, into `res` (a fresh apply_result).
@@ -204,13 +204,11 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
         res.message = "batch content has " + std::to_string(b.content.size()) + " values, inserts need " + std::to_string(need);
         return;
       }
-      if constexpr (std::is_same_v<T, char32_t>)
-        for (char32_t c : b.content)
-          if (!valid_code_point(c)) {
-            res.status = apply_status::invalid, res.op_index = b.ops.size(),
-            res.message = "batch content holds a value that is not a Unicode scalar value";
-            return;
-          }
+      if (!valid_values(b.content)) {
+        res.status = apply_status::invalid, res.op_index = b.ops.size(),
+        res.message = "batch content holds a value that is not a Unicode scalar value";
+        return;
+      }
     }
     std::size_t coff = 0;
     batch_order order;
@@ -233,16 +231,14 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// keystroke): as integrate_batch would, by the same steps (counter_fault, check_refs,
   /// integrate_insert or integrate_remove, advance), without the batch's scaffolding that such an op
   /// cannot need (the order check, the batch's removes, the preamble for duplicates and parking, the
-  /// release of parked ops), a sixth of what integrating a keystroke cost. False, with nothing
-  /// changed, for anything else (a fault included), which integrate_batch then takes (and names).
-  /// Public, as integrate_batch is, so that tests hold the two to the same results.
-  bool integrate_next(const op& o, const std::vector<T>& content, apply_result& res) {
+  /// release of parked ops): a quarter of what integrating a keystroke cost. False, with nothing
+  /// changed but the lookup caches (id_hint_, the last replica found), for anything else (a fault
+  /// included), which integrate_batch then takes (and names). While an op is parked every batch goes
+  /// to integrate_batch. Public, as integrate_batch is, so that tests hold the two to the same results.
+  bool try_integrate_next(const op& o, const std::vector<T>& content, apply_result& res) {
     const bool insert = o.kind == op_kind::insert;
-    if (!parked_.empty() || content.size() != (insert ? o.len : 0) || (insert && o.backward)) return false;
-    if constexpr (std::is_same_v<T, char32_t>)
-      for (char32_t c : content)
-        if (!valid_code_point(c)) return false;
-    if (counter_fault(o, false, "")) return false;
+    if (!parked_.empty() || content.size() != (insert ? o.len : 0) || (insert && o.backward) || !valid_values(content)) return false;
+    if (counter_fault(o, false, counter_range_fault)) return false;
     const std::uint32_t rep = find_replica(o.id.replica);
     if (rep == no_replica || reps_[rep].next_seq != o.id.seq) return false;
     std::uint32_t origin_lamport = 0;
@@ -501,10 +497,20 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
     return dep::ready;
   }
 
+  /// How a counter fault of a sequence op reads (valid_counters).
+  static constexpr const char* counter_range_fault = "operation counter beyond 2^31";
+  /// False if a value of text content is not a Unicode scalar value (array values are opaque here).
+  static bool valid_values(const std::vector<T>& content) noexcept {
+    if constexpr (std::is_same_v<T, char32_t>)
+      for (char32_t c : content)
+        if (!valid_code_point(c)) return false;
+    return true;
+  }
+
   /// Integrates one op of a batch whose removes are `removes` (for a pending op, the part of them
   /// that concerns it).
   outcome integrate(const op& in, const T* vals, const batch_removes& removes, bool placeholders, apply_result& res, std::string& why) {
-    if (!valid_counters(in, false, "operation counter beyond 2^31", why)) return outcome::invalid;
+    if (!valid_counters(in, false, counter_range_fault, why)) return outcome::invalid;
     if (in.kind == op_kind::insert && in.backward) return why = "insert marked backward", outcome::invalid;
     const std::uint32_t rep = replica_index(in.id.replica);
     return core::admit(

@@ -33,13 +33,16 @@ inline void put_string(std::string& out, std::u32string_view s) {
   append_utf8(out, s);
 }
 
+/// The largest magnitude byte_reader::svarint reads by default: a zigzag varint of at most twice it.
+inline constexpr std::uint64_t svarint_max_abs = std::uint64_t(1) << 32;
+
 inline std::uint64_t zigzag(std::int64_t v) { return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63); }
 inline std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1); }
 
 /// Reads at `p` (before `end`) a varint that byte_reader::varint(what, max) would read without a
 /// fault into `v`, moving `p` past it; false otherwise (cut short, an overlong spelling, above `max`),
 /// where the caller hands the bytes to a byte_reader to name the fault. For readers of one small
-/// record (read_single_insert) that fall back to the byte_reader's reading on anything unusual.
+/// record (read_single_op_text) that fall back to the byte_reader's reading on anything unusual.
 [[gnu::always_inline]] inline bool take_varint(const unsigned char*& p, const unsigned char* end, std::uint64_t max, std::uint64_t& v) noexcept {
   if (p != end && *p < 0x80) return v = *p++, v <= max;  // one byte, as most fields are
   std::uint64_t x = 0;
@@ -92,7 +95,7 @@ class byte_reader {
 
   /// Zigzag-encoded signed varint of magnitude at most `max_abs` (so adding it to a counter cannot
   /// overflow).
-  std::int64_t svarint(const char* what, std::uint64_t max_abs = std::uint64_t(1) << 32) { return unzigzag(varint(what, 2 * max_abs)); }
+  std::int64_t svarint(const char* what, std::uint64_t max_abs = svarint_max_abs) { return unzigzag(varint(what, 2 * max_abs)); }
 
   /// The bytes not read yet, without reading them.
   std::string_view rest() const noexcept { return {p_, remaining()}; }
