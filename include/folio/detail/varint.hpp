@@ -41,10 +41,18 @@ inline std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>
 
 /// Reads at `p` (before `end`) a varint that byte_reader::varint(what, max) would read without a
 /// fault into `v`, moving `p` past it; false otherwise (cut short, an overlong spelling, above `max`),
-/// where the caller hands the bytes to a byte_reader to name the fault. For readers of one small
-/// record (read_single_op_text) that fall back to the byte_reader's reading on anything unusual.
+/// where the caller reads the bytes again to name the fault: byte_reader::varint past its one-byte
+/// case (varint_checked) and read_single_op_text (the op table's reading). Two and three bytes, the length of most seqs and Lamport values, are read without a bound check
+/// per byte when three bytes are left; longer ones byte by byte.
 [[gnu::always_inline]] inline bool take_varint(const unsigned char*& p, const unsigned char* end, std::uint64_t max, std::uint64_t& v) noexcept {
   if (p != end && *p < 0x80) return v = *p++, v <= max;  // one byte, as most fields are
+  if (end - p >= 3 && p[1] != 0 && (p[1] < 0x80 || (p[2] != 0 && p[2] < 0x80))) {  // a zero last group: overlong
+    std::uint64_t x = (p[0] & 0x7fu) | std::uint64_t(p[1] & 0x7fu) << 7;
+    const int n = p[1] < 0x80 ? 2 : 3;
+    if (n == 3) x |= std::uint64_t(p[2]) << 14;
+    if (x > max) return false;
+    return p += n, v = x, true;
+  }
   std::uint64_t x = 0;
   for (int shift = 0; shift < 64 && p != end; shift += 7) {
     const unsigned b = *p++;
@@ -111,21 +119,13 @@ class byte_reader {
   }
 
  private:
-  /// varint() past its one-byte case (and every failure). Two and three bytes, the length of most
-  /// seqs and Lamport values, are read without a bound check per byte when three bytes are left; the
-  /// rest, and every failure, byte by byte (varint_checked).
+  /// varint() past its one-byte case (and every failure): take_varint reads it; a spelling it does
+  /// not take, varint_checked reads again byte by byte and names.
   [[gnu::noinline]] std::uint64_t varint_longer(const char* what, std::uint64_t max) {
-    if (end_ - p_ >= 3) {
-      const auto* b = reinterpret_cast<const std::uint8_t*>(p_);
-      if ((b[0] & 0x80) && b[1] != 0) {  // a zero last group is an overlong spelling: varint_checked names it
-        std::uint64_t v = (b[0] & 0x7fu) | std::uint64_t(b[1] & 0x7fu) << 7;
-        int n = 2;
-        if (b[1] & 0x80) v |= std::uint64_t(b[2]) << 14, n = 3;  // b[2] < 0x80 and non-zero, checked below
-        if ((n == 2 || (b[2] != 0 && b[2] < 0x80)) && v <= max) {
-          p_ += n;
-          return v;
-        }
-      }
+    const auto* q = reinterpret_cast<const unsigned char*>(p_);
+    if (std::uint64_t v = 0; take_varint(q, reinterpret_cast<const unsigned char*>(end_), max, v)) {
+      p_ = reinterpret_cast<const char*>(q);
+      return v;
     }
     return varint_checked(what, max);
   }
