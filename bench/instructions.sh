@@ -45,5 +45,6 @@ for m in local:"local edits of folio::text, every patch" remote_keys:"remote key
   row "${m#*:}" "$units" "$n"
 done
 echo "  (units: patches for the first two rows, batches for the rest: a patch that deletes and inserts is two."
-echo "   Decoding and integrating are counted apart, each in a loop of its own; the rest of remote keys is"
-echo "   document::apply's own part: the document header, the type check, the dispatch)"
+echo "   Decoding and integrating are counted apart, each in a loop of its own, through decode_batch and"
+echo "   text::apply; document::apply reads a keystroke's op from its bytes and integrates it without an"
+echo "   op_batch, so remote keys is not their sum plus a remainder: the two rows show the shares)"

@@ -26,7 +26,9 @@ void single_op_reading(std::string_view bytes) {
   folio::detail::byte_reader r(bytes);
   if (!folio::detail::read_header(r, folio::detail::kind_batch, folio::record_type::text)) return;
   folio::op_batch<char32_t> fast, table;
-  const bool took = folio::detail::read_single_op_text(r.rest(), fast);
+  folio::op o;
+  const bool took = folio::detail::read_single_op_text(r.rest(), o, fast.content);
+  if (took) fast.ops.push_back(o);
   const bool one_replica = r.remaining() > 0 && r.rest()[0] == 1;
   const bool read = folio::detail::read_batch_table(r, table);
   if (took != (read && table.ops.size() == 1 && one_replica)) __builtin_trap();

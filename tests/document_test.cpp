@@ -983,4 +983,103 @@ TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
   EXPECT_EQ(peer.xml(), x.xml());
 }
 
+
+// document::apply reads a text batch of one op straight from its bytes and hands the op to
+// rga::try_integrate_next; whatever that declines goes the general way with the op it read. A
+// document must answer each encoded batch as decode_batch, the Lamport headroom rule and text::apply
+// answer it together (status, counts, op index, message) and hold the same text, version and clock.
+// The stream: every op of two writers who type, delete and backspace concurrently and sync now and
+// then, one batch each, delivered with duplicates, ops sent once early too (parked, after which every
+// batch goes the general way until they are released), Lamport values raised to the headroom bound and one above it,
+// and cut bytes; with the rule on (as the service applies batches) and off.
+TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
+  using folio::op;
+  using folio::op_batch;
+  for (const bool bounded : {true, false}) {
+    SCOPED_TRACE(bounded ? "bounded" : "unbounded");
+    std::mt19937_64 rng(20261130);
+    folio::text w1(7), w2(900000000000ull);
+    std::vector<op_batch<char32_t>> stream;
+    auto emit = [&](const op_batch<char32_t>& b) {
+      std::size_t at = 0;
+      for (const op& o : b.ops) {
+        op_batch<char32_t> one{{o}, {}};
+        if (o.kind == folio::op_kind::insert) one.content.assign(b.content.begin() + long(at), b.content.begin() + long(at + o.len)), at += o.len;
+        stream.push_back(std::move(one));
+      }
+    };
+    for (int i = 0; i < 1500; ++i) {
+      folio::text& w = rng() % 2 ? w1 : w2;
+      if (w.size() > 3 && rng() % 8 == 0) {  // backspaces: one backward remove
+        const folio::version_vector before = w.version();
+        const std::size_t end = 3 + rng() % (w.size() - 3);
+        for (std::size_t k = 1; k <= 2; ++k) w.erase(end - k, 1);
+        emit(w.ops_since(before));
+      } else if (w.size() > 0 && rng() % 3 == 0) {
+        const std::size_t pos = rng() % w.size();
+        emit(w.ops(w.erase(pos, std::min<std::size_t>(1 + rng() % 3, w.size() - pos))));
+      } else {
+        emit(w.ops(w.insert(rng() % (w.size() + 1), std::u32string(1 + (rng() % 5 == 0 ? 2 : 0), U"ab é😀"[rng() % 5]))));
+      }
+      if (rng() % 40 == 0) w1.apply(w2.ops_since(w1.version())), w2.apply(w1.ops_since(w2.version()));
+    }
+    document doc(record_type::text, 1);
+    folio::text ref(1);
+    const folio::apply_options options{.bounded_lamport = bounded};
+    std::size_t refused_by_rule = 0, integrated = 0;
+    auto deliver = [&](const std::string& bytes) {
+      const folio::apply_result a = doc.apply(bytes, options);
+      folio::apply_result e;
+      op_batch<char32_t> b;
+      if (const folio::decode_result d = folio::decode_batch(bytes, b); !d) {
+        e.status = folio::apply_status::invalid, e.message = "batch: " + d.description();
+      } else if (const std::uint64_t last = std::uint64_t(b.ops[0].lamport) + b.ops[0].len - 1; bounded && last > std::uint64_t(ref.clock()) + b.ops[0].len) {
+        e.status = folio::apply_status::invalid, e.op_index = 0, e.message = "the Lamport headroom rule";
+        ++refused_by_rule;
+      } else {
+        e = ref.apply(b);
+        integrated += e.applied;
+      }
+      ASSERT_EQ(a.status, e.status) << a.message << " / " << e.message;
+      if (e.message == "the Lamport headroom rule")
+        ASSERT_NE(a.message.find(e.message), std::string::npos) << a.message;
+      else
+        ASSERT_EQ(a.message, e.message);
+      ASSERT_EQ(std::tie(a.applied, a.duplicate, a.pending, a.op_index), std::tie(e.applied, e.duplicate, e.pending, e.op_index));
+      ASSERT_EQ(doc.clock(), ref.clock());
+      ASSERT_EQ(doc.version(), ref.version());
+    };
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      op_batch<char32_t> b = stream[i];
+      switch (rng() % 12) {
+        case 0:  // again, later
+          deliver(folio::encode_batch(stream[rng() % (i + 1)]));
+          break;
+        case 1:  // the next one first, once early (it waits, or the rule refuses it) and again in its turn
+          if (i + 1 < stream.size()) deliver(folio::encode_batch(stream[i + 1]));
+          break;
+        case 2: {  // its Lamport value at the headroom bound, or one above it
+          op_batch<char32_t> raised = b;
+          raised.ops[0].lamport = ref.clock() + 1 + static_cast<std::uint32_t>(rng() % 2);
+          deliver(folio::encode_batch(raised));
+          break;
+        }
+        case 3: {  // cut short
+          const std::string bytes = folio::encode_batch(b);
+          deliver(bytes.substr(0, bytes.size() - 1 - rng() % (bytes.size() - 1)));
+          break;
+        }
+      }
+      deliver(folio::encode_batch(b));
+    }
+    EXPECT_EQ(doc.as_text().to_u32string(), ref.to_u32string());
+    EXPECT_GT(integrated, stream.size() / 2);
+    if (bounded) {
+      EXPECT_GT(refused_by_rule, 10u);
+    } else {
+      EXPECT_EQ(refused_by_rule, 0u);
+    }
+  }
+}
+
 }  // namespace

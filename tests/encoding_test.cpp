@@ -448,8 +448,10 @@ TEST(Encoding, OneOpTextBatchesReadAsTheOpTableReadsThem) {
     folio::detail::byte_reader r(bytes);
     if (!folio::detail::read_header(r, folio::detail::kind_batch, folio::record_type::text)) return;
     ++tried;
-    folio::op_batch<char32_t> fast{{op{}}, {U'z'}}, table;  // what a failed read must leave empty
-    const bool took = folio::detail::read_single_op_text(r.rest(), fast);
+    folio::op_batch<char32_t> fast{{}, {U'z'}}, table;  // a failed read must leave the content empty
+    op o;
+    const bool took = folio::detail::read_single_op_text(r.rest(), o, fast.content);
+    if (took) fast.ops.push_back(o);
     folio::detail::byte_reader t = r;
     const bool read = folio::detail::read_batch_table(t, table);
     const bool one = read && table.ops.size() == 1 && static_cast<unsigned char>(r.rest()[0]) == 1;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -174,12 +175,13 @@ class document {
                     std::string(to_string(type_));
       return res;
     }
-    const auto refused = [&](std::size_t op_index, std::string why) {
+    // Every way out fills `res` and returns it, so that it is built in the caller's place (moving an
+    // apply_result out of the visitor and std::visit cost a keystroke's batch about 60 instructions).
+    const auto refuse = [&](std::size_t op_index, std::string why) {
       res.status = apply_status::invalid, res.op_index = op_index, res.message = std::move(why);
-      return res;
     };
-    return std::visit(
-        [&](auto& d) -> apply_result {
+    std::visit(
+        [&](auto& d) {
           using D = std::decay_t<decltype(d)>;
           decode_result dr;
           if constexpr (std::is_same_v<D, detail::tree_doc>) {
@@ -190,32 +192,48 @@ class document {
               if (d.shape() == detail::tree_shape::map)
                 for (std::size_t i = 0; i < b.ops.size(); ++i)
                   if (b.ops[i].kind == detail::tree_op_kind::set)
-                    if (std::string why = check(std::string_view(b.ops[i].value)); !why.empty()) return refused(i, std::move(why));
+                    if (std::string why = check(std::string_view(b.ops[i].value)); !why.empty()) return refuse(i, std::move(why));
               if (options.bounded_lamport)
-                if (const std::optional<std::size_t> i = beyond_lamport_headroom(b.ops, d.clock(), res.message)) return refused(*i, std::move(res.message));
-              return d.apply(b);
+                if (const std::optional<std::size_t> i = beyond_lamport_headroom(std::span<const detail::tree_op>(b.ops), d.clock(), &res.message))
+                  return refuse(*i, std::move(res.message));
+              res = d.apply(b);
+              return;
             }
           } else {
             op_batch<typename D::value_type>& b = scratch<typename D::value_type>();
             const scratch_release<typename D::value_type> release{b};
-            if (r.ok()) detail::read_batch_body(r, b);
+            bool read = false;
+            if constexpr (std::is_same_v<D, folio::text>) {
+              // A remote keystroke: one op read straight from the bytes and, when it is the next op of
+              // a known replica, integrated without a batch; what try_integrate_next declines (it
+              // changes nothing then) goes the general way below, with the op it read.
+              if (op o; r.ok() && detail::read_single_op_text(r.rest(), o, b.content)) {
+                if (!(options.bounded_lamport && beyond_lamport_headroom(std::span<const op>(&o, 1), d.clock())) &&
+                    d.impl_.try_integrate_next(o, b.content, res))
+                  return;
+                b.ops.push_back(o), read = true;  // b.ops is empty: scratch_release leaves it so
+              }
+            }
+            if (!read && r.ok()) detail::read_batch_table(r, b);  // (read_batch_body, but for the one-op reading tried above)
             dr = r.result();
             if (dr) {
               if constexpr (std::is_same_v<typename D::value_type, std::string>) {
                 std::string why;
                 std::size_t at = 0;
                 d.for_each_showable_value(b, [&](std::size_t i, const std::string& v) { return at = i, (why = check(std::string_view(v))).empty(); });
-                if (!why.empty()) return refused(at, std::move(why));
+                if (!why.empty()) return refuse(at, std::move(why));
               }
               if (options.bounded_lamport)
-                if (const std::optional<std::size_t> i = beyond_lamport_headroom(b.ops, d.clock(), res.message)) return refused(*i, std::move(res.message));
-              return d.apply(b);
+                if (const std::optional<std::size_t> i = beyond_lamport_headroom(std::span<const op>(b.ops), d.clock(), &res.message))
+                  return refuse(*i, std::move(res.message));
+              res = d.apply(b);
+              return;
             }
           }
           res.status = apply_status::invalid, res.message = "batch: " + dr.description();
-          return res;
         },
         impl_);
+    return res;
   }
 
   // ---- the whole document -----------------------------------------------------------------------
@@ -297,16 +315,17 @@ class document {
   }
 
   /// The first op of `ops` (op or tree_op) that breaks the Lamport headroom rule (apply_options) on a
-  /// record whose clock is `clock`, with `why` naming the rule; nullopt if none does. O(ops).
+  /// record whose clock is `clock`, with `*why` (when given) naming the rule; nullopt if none does. O(ops).
   template <class Op>
-  static std::optional<std::size_t> beyond_lamport_headroom(const std::vector<Op>& ops, std::uint32_t clock, std::string& why) {
+  static std::optional<std::size_t> beyond_lamport_headroom(std::span<const Op> ops, std::uint32_t clock, std::string* why = nullptr) {
     std::uint64_t units = 0;
     for (const Op& o : ops) units += o.len;
     const std::uint64_t bound = std::uint64_t(clock) + units;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const std::uint64_t last = std::uint64_t(ops[i].lamport) + ops[i].len - 1;
       if (last <= bound) continue;
-      why = "Lamport value " + std::to_string(last) + " is above the record's clock (" + std::to_string(clock) + ") plus the " + std::to_string(units) +
+      if (!why) return i;
+      *why = "Lamport value " + std::to_string(last) + " is above the record's clock (" + std::to_string(clock) + ") plus the " + std::to_string(units) +
             " unit operations of the batch: a replica's operation takes one more than the largest Lamport value it has seen, so a batch "
             "that comes with what its author saw cannot go higher (the Lamport headroom rule)";
       return i;
@@ -366,8 +385,9 @@ class document {
     op_batch<T>& b;
     ~scratch_release() {
       b.ops.clear(), b.content.clear();  // an array batch's values go now; the vectors keep their room
-      if (b.ops.capacity() * sizeof(op) + b.content.capacity() * sizeof(T) > 4096) b = op_batch<T>{};
+      if (b.ops.capacity() * sizeof(op) + b.content.capacity() * sizeof(T) > 4096) give_back(b);
     }
+    [[gnu::noinline]] static void give_back(op_batch<T>& b) { b = op_batch<T>{}; }  // rare: out of the keystroke's way
   };
 
   record_type type_;

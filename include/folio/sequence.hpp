@@ -27,8 +27,12 @@
 
 namespace folio {
 
+class document;
+
 template <class T>
 class sequence {
+  friend class document;  // whose apply hands a decoded keystroke to impl_.try_integrate_next
+
  public:
   using value_type = T;
 
