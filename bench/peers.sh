@@ -3,8 +3,14 @@
 # buffer measured in the same run: bench/trace_bench (Folio + the gap buffer), then
 # bench/peers/replay.mjs once per library and trace (Yjs and diamond-types through Node, each in its own
 # process, used the fastest way its documentation shows; see replay.mjs), then one table per trace with
-# Folio's targets judged. Needs Node.js; the packages are pinned by bench/peers/package-lock.json and
-# installed with `npm ci` when missing (the registry or npm's cache is needed once, never during a run).
+# Folio's targets judged. Each table has a line of remote keystrokes: trace_bench's remote_keys workload
+# (each patch of the trace as a remote update of its own, a patch's delete and insert as two, applied in
+# turn by a fresh receiver; making the updates is untimed) in each library: Folio's "remote keys" row of
+# trace_bench (folio::document::apply per batch); diamond-types OpLog.addFromBytes of each patch's
+# OpLog.getPatchSince bytes, then one checkout() (also reported: Doc.mergeBytes per update, which keeps
+# the text current); Yjs Y.applyUpdate of each transaction's v1 update as doc.on('update') gives it.
+# Needs Node.js; the packages are pinned by bench/peers/package-lock.json and installed with `npm ci`
+# when missing (the registry or npm's cache is needed once, never during a run).
 #   bench/peers.sh [--trace-bench-output FILE] [trace ...]     traces: automerge-paper seph-blog1 (default both)
 # --trace-bench-output takes Folio's figures from a trace_bench run already made (scripts/bench passes its
 # own, so that every figure it prints comes from one run) instead of running trace_bench again.
@@ -25,7 +31,7 @@ if [ -z "$folio_out" ]; then
   folio_out=$(mktemp)
   made=$folio_out
   pattern=$(IFS='|'; echo "$*")
-  build-release/bench/trace_bench --benchmark_filter="^($pattern)/(gap_buffer|local_replay|remote_merge|encode|encode_zstd)\$" \
+  build-release/bench/trace_bench --benchmark_filter="^($pattern)/(gap_buffer|local_replay|remote_merge|remote_keys|encode|encode_zstd)\$" \
     --benchmark_repetitions=5 >"$folio_out" 2>/dev/null
 fi
 for trace in "$@"; do
@@ -64,6 +70,16 @@ for trace in traces:
     print("  also: yjs with the whole trace in one transaction %.1f ms (%.1fx); diamond-types through Doc.ins/del %.1f ms (%.1fx)" % (
         p("yjs", "local_replay_one_transaction"), p("yjs", "local_replay_one_transaction") / gap,
         p("diamond-types", "local_replay_doc"), p("diamond-types", "local_replay_doc") / gap))
+    keys = {lib: p(lib, "remote_keys_updates") for lib in ("diamond-types", "yjs")}
+    if keys["diamond-types"] != keys["yjs"]:
+        sys.exit("bench/peers.sh: the peers applied different numbers of keystroke updates: %r" % keys)
+    fk = folio(trace, "remote keys")
+    print("  remote keystrokes, %d updates applied one by one: folio %.1f ms (%.1fx); diamond-types %.1f ms (%.1fx), "
+          "through Doc.mergeBytes %.1f ms (%.1fx); yjs %.1f ms (%.1fx)" % (
+        keys["yjs"], fk, fk / gap, p("diamond-types", "remote_keys"), p("diamond-types", "remote_keys") / gap,
+        p("diamond-types", "remote_keys_doc"), p("diamond-types", "remote_keys_doc") / gap, p("yjs", "remote_keys"), p("yjs", "remote_keys") / gap))
+    print("    (the updates, made untimed: diamond-types OpLog.getPatchSince %.1f MB in all, yjs v1 updates %.1f MB in all; "
+          "folio: trace_bench's remote keys)" % (p("diamond-types", "remote_keys_bytes") / 1e6, p("yjs", "remote_keys_bytes") / 1e6))
     print("  (folio: fastest of 5 repetitions; peers: fastest of %d runs after %d warm-up runs; peers are reference figures, no target)" % (
         reps["reps"], reps["warmup"]))
     if trace == "automerge-paper":

@@ -1,17 +1,32 @@
 // Replays one editing trace in one peer CRDT library, the way bench/trace_bench.cpp replays it in
 // Folio: the trace's patches as local ops, then encode, then merge the encoding into an empty
-// document. Each library is used the fastest way its own documentation and benchmarks use it:
+// document, then remote keystrokes (trace_bench's remote_keys: each patch as its own remote update,
+// applied one by one by a receiver). Each library is used the fastest way its own documentation and
+// benchmarks use it:
 //
 //   yjs            the ES module (`import * as Y from 'yjs'`; its CommonJS build measured 4-5x slower
 //                  in Node 20), a fixed clientID (a random 32-bit one costs up to 5 bytes per struct
 //                  in the encoding: 311 KB instead of 223 KB on automerge-paper), one transaction per
 //                  trace transaction, as an editor binding makes them (dmonad/crdt-benchmarks' B4
 //                  replays automerge-paper the same way: it has one patch per transaction). Also
-//                  reported: the whole trace in one transaction.
+//                  reported: the whole trace in one transaction. Remote keystrokes: a sender doc
+//                  (clientID 1) makes one transaction per keystroke and keeps the v1 update that
+//                  doc.on('update') hands it (what Yjs's docs and y-websocket send); timed: a fresh
+//                  receiver (clientID 2) applying each in turn with Y.applyUpdate (v1: on these
+//                  one-keystroke updates, updateV2 + Y.applyUpdateV2 measured 10-25% slower).
 //   diamond-types  OpLog.ins / OpLog.del (the API of its npm README and of crdt-benchmarks), with
 //                  checkout() of the text timed too, so both sides end with a document to read; merge
 //                  is OpLog.addFromBytes + checkout(). Also reported: Doc.ins / Doc.del, which keeps
-//                  the text current after every op.
+//                  the text current after every op. Remote keystrokes: after each op of a sender
+//                  OpLog, OpLog.getPatchSince(the version before the op) (how its README sends a peer
+//                  what it lacks); timed: a fresh OpLog adding each with OpLog.addFromBytes, then one
+//                  checkout() of the text, as merge does. Also reported: Doc.mergeBytes per update,
+//                  which keeps the text current after every update (as an open editor needs it).
+//
+// Remote keystrokes' updates are made as trace_bench makes Folio's batches (support/replay.hpp's
+// keystroke_batches): a patch's delete, then its insert, each an update of its own (a patch that deletes
+// and inserts gives two), so the receiver applies as many updates as Folio's receiver applies batches
+// (reported as remote_keys_updates, with their total size). Making them is untimed, applying them timed.
 //
 // A run times warm-up untimed repetitions first (V8 compiles WebAssembly with its baseline compiler
 // and optimises it later; JavaScript is optimised as it runs: the first repetitions of diamond-types
@@ -25,7 +40,10 @@
 // Prints one JSON object per figure: {trace, lib, figure, value, unit, reps, warmup}.
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import { diamondDocReplay, diamondOpLogReplay, freeOpLogReplay, patchesOf, yjsReplay, yjsText } from './replays.js';
+import {
+  diamondDocApply, diamondDocReplay, diamondKeystrokePatches, diamondOpLogApply, diamondOpLogReplay, freeOpLogReplay, patchesOf,
+  yjsApplyUpdates, yjsKeystrokeUpdates, yjsReplay, yjsText,
+} from './replays.js';
 
 const [lib, file, repsArg, warmArg] = process.argv.slice(2);
 const reps = Number(repsArg || 5);
@@ -68,6 +86,10 @@ if (lib === 'yjs') {
     return d;
   };
   report('remote_merge', fastest(merge, (d) => check('merge')(yjsText(d)), destroy), 'ms');
+  const updates = yjsKeystrokeUpdates(Y, patchesOf(trace));
+  report('remote_keys_updates', updates.length, 'updates');
+  report('remote_keys_bytes', updates.reduce((n, u) => n + u.length, 0), 'B');
+  report('remote_keys', fastest(() => yjsApplyUpdates(Y, updates), (d) => check('remote keys')(yjsText(d)), destroy), 'ms');
 } else if (lib === 'diamond-types') {
   const dt = await import('diamond-types-node');
   const patches = patchesOf(trace);
@@ -83,6 +105,11 @@ if (lib === 'yjs') {
     return { oplog, branch: oplog.checkout() };
   };
   report('remote_merge', fastest(merge, (r) => check('merge')(r.branch.get()), freeOpLogReplay), 'ms');
+  const updates = diamondKeystrokePatches(dt, patches);
+  report('remote_keys_updates', updates.length, 'updates');
+  report('remote_keys_bytes', updates.reduce((n, u) => n + u.length, 0), 'B');
+  report('remote_keys', fastest(() => diamondOpLogApply(dt, updates), (r) => check('remote keys')(r.branch.get()), freeOpLogReplay), 'ms');
+  report('remote_keys_doc', fastest(() => diamondDocApply(dt, updates), (d) => check('remote keys, Doc')(d.get()), (d) => d.free()), 'ms');
 } else {
   throw new Error(`unknown library ${lib}: yjs or diamond-types`);
 }

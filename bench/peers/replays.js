@@ -43,3 +43,63 @@ export function diamondDocReplay(dt, patches) {
   return d;
 }
 export const freeOpLogReplay = (r) => { r.branch.free(); r.oplog.free(); };
+
+// ---- remote keystrokes: one writer's edits as remote updates, applied one by one by a receiver ----
+// The same workload as trace_bench's remote_keys: each patch's delete, then its insert, becomes an update
+// of its own (a patch that deletes and inserts gives two, as support/replay.hpp's keystroke_batches makes
+// Folio's batches), in the trace's order. Making the updates is untimed; applying them is the figure.
+
+/** Yjs: the v1 update of each transaction of a sender (clientID 1), as doc.on('update') hands it to a provider. */
+export function yjsKeystrokeUpdates(Y, patches) {
+  const d = new Y.Doc();
+  d.clientID = 1;
+  const t = d.getText('t');
+  const updates = [];
+  d.on('update', (u) => updates.push(u));
+  for (const [pos, del, ins] of patches) {
+    if (del) d.transact(() => t.delete(pos, del));
+    if (ins) d.transact(() => t.insert(pos, ins));
+  }
+  d.destroy();
+  return updates;
+}
+
+/** Yjs: a fresh receiver (clientID 2, its text type defined, as a bound editor has it) applying each update with Y.applyUpdate. */
+export function yjsApplyUpdates(Y, updates) {
+  const d = new Y.Doc();
+  d.clientID = 2;
+  d.getText('t');
+  for (const u of updates) Y.applyUpdate(d, u);
+  return d;
+}
+
+/** diamond-types: after each op of a sender OpLog, OpLog.getPatchSince(the version before it), as its README sends a peer what it lacks. */
+export function diamondKeystrokePatches(dt, patches) {
+  const oplog = new dt.OpLog('a');
+  const out = [];
+  let v = oplog.getLocalVersion();
+  const take = () => {
+    out.push(oplog.getPatchSince(v));
+    v = oplog.getLocalVersion();
+  };
+  for (const [pos, del, ins] of patches) {
+    if (del) { oplog.del(pos, del); take(); }
+    if (ins) { oplog.ins(pos, ins); take(); }
+  }
+  oplog.free();
+  return out;
+}
+
+/** diamond-types: a fresh OpLog adding each patch with OpLog.addFromBytes, the text checked out once at the end: { oplog, branch }. */
+export function diamondOpLogApply(dt, updates) {
+  const oplog = new dt.OpLog('b');
+  for (const u of updates) oplog.addFromBytes(u);
+  return { oplog, branch: oplog.checkout() };
+}
+
+/** diamond-types: a fresh Doc merging each patch with Doc.mergeBytes, which keeps its text current after every update. */
+export function diamondDocApply(dt, updates) {
+  const d = new dt.Doc('b');
+  for (const u of updates) d.mergeBytes(u);
+  return d;
+}

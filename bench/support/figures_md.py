@@ -105,10 +105,6 @@ def main():
                           sr["zstd size"][0], sr["heap held"][0]))
 
     pe = s["bench/peers.sh"]
-    w("\nAgainst peer libraries on the same traces (`bench/peers.sh` on the trace_bench run above: Yjs as an ES module with a fixed "
-      "clientID and one transaction per trace transaction, diamond-types through `OpLog` with the text checked out, each in its own "
-      "Node process, fastest of 5 runs after 2 warm-up runs; ratios to the same gap buffer; reference figures, no target):\n\n")
-    w("| automerge-paper | local replay | merge whole log | encoded (compressed) |\n|---|---|---|---|\n")
     peers = {}
     for trace in ("automerge-paper", "seph-blog1"):
         block = find(r"^%s: ratios to the C\+\+ gap buffer.*?(?=\n\n|\Z)" % re.escape(trace), pe, "peers " + trace, re.M | re.S).group(0)
@@ -116,17 +112,33 @@ def main():
         for m in re.finditer(r"^  (folio|diamond-types \S+|yjs \S+) +([0-9.]+) ms +([0-9.]+)x +([0-9.]+) ms +([0-9.]+)x +([0-9.]+) KB +(.*)$", block, re.M):
             rows[m.group(1).split(" ")[0]] = (m.group(1), m.group(3), m.group(5), m.group(6), m.group(7).strip())
         also = find(r"one transaction ([0-9.]+) ms \(([0-9.]+)x\); diamond-types through Doc.ins/del ([0-9.]+) ms \(([0-9.]+)x\)", block, "peers' also line")
-        peers[trace] = (rows, also)
-    rows, also = peers["automerge-paper"]
+        # Remote keystrokes (bench/peers.sh prints them since 2026-11-29; older results files lack the line, and the column is left out).
+        keys = re.search(r"^  remote keystrokes, (\d+) updates applied one by one: folio ([0-9.]+) ms \(([0-9.]+)x\); diamond-types ([0-9.]+) ms "
+                         r"\(([0-9.]+)x\), through Doc.mergeBytes ([0-9.]+) ms \(([0-9.]+)x\); yjs ([0-9.]+) ms \(([0-9.]+)x\)$", block, re.M)
+        peers[trace] = (rows, also, keys and {"updates": keys.group(1), "folio": keys.group(3), "diamond-types": keys.group(5),
+                                              "diamond-types doc": keys.group(7), "yjs": keys.group(9)})
+    keys = peers["automerge-paper"][2]
+    w("\nAgainst peer libraries on the same traces (`bench/peers.sh` on the trace_bench run above: Yjs as an ES module with a fixed "
+      "clientID and one transaction per trace transaction, diamond-types through `OpLog` with the text checked out, each in its own "
+      "Node process, fastest of 5 runs after 2 warm-up runs; ratios to the same gap buffer; reference figures, no target)%s:\n\n" % (
+          "" if not keys else ". Remote keystrokes is trace_bench's remote keys in each library: every patch as a remote update of its own "
+          "(%s on automerge-paper), applied in turn by a fresh receiver — Folio `document::apply` per batch, diamond-types "
+          "`OpLog.addFromBytes` per `getPatchSince` patch with one checkout at the end (also `Doc.mergeBytes` per patch, which keeps the "
+          "text current), Yjs `Y.applyUpdate` per transaction's v1 update as `doc.on('update')` gives it" % num(keys["updates"])))
+    w("| automerge-paper | local replay | merge whole log |%s encoded (compressed) |\n|---|---|---|%s---|\n" % (
+        " remote keystrokes |" if keys else "", "---|" if keys else ""))
+    rows, also, keys = peers["automerge-paper"]
     for lib in ("folio", "diamond-types", "yjs"):
         label, local, merge, enc, comp = rows[lib]
         label = {"folio": "Folio", "yjs": label.replace("yjs", "Yjs")}.get(lib, label)
         local = "%s× (%s× in one transaction)" % (local, also.group(2)) if lib == "yjs" else local + "×"
-        w("| %s | %s | %s× | %s KB%s |\n" % (label, local, merge, enc, "" if comp == "-" else " (%s)" % comp))
-    rows, _ = peers["seph-blog1"]
-    w("\nOn seph-blog1: Folio %s× / %s× / %s KB, diamond-types %s× / %s× / %s KB, Yjs %s× / %s× / %s KB (%s).\n" % (
-        rows["folio"][1], rows["folio"][2], rows["folio"][3], rows["diamond-types"][1], rows["diamond-types"][2], rows["diamond-types"][3],
-        rows["yjs"][1], rows["yjs"][2], rows["yjs"][3], rows["yjs"][4]))
+        key = "" if not keys else " %s× |" % keys[lib] if lib != "diamond-types" else " %s× (%s× with `Doc.mergeBytes`) |" % (keys[lib], keys["diamond-types doc"])
+        w("| %s | %s | %s× |%s %s KB%s |\n" % (label, local, merge, key, enc, "" if comp == "-" else " (%s)" % comp))
+    rows, _, keys = peers["seph-blog1"]
+    k = (lambda lib: "") if not keys else (lambda lib: "%s× / " % keys[lib])
+    w("\nOn seph-blog1: Folio %s× / %s× / %s%s KB, diamond-types %s× / %s× / %s%s KB, Yjs %s× / %s× / %s%s KB (%s).\n" % (
+        rows["folio"][1], rows["folio"][2], k("folio"), rows["folio"][3], rows["diamond-types"][1], rows["diamond-types"][2], k("diamond-types"),
+        rows["diamond-types"][3], rows["yjs"][1], rows["yjs"][2], k("yjs"), rows["yjs"][3], rows["yjs"][4]))
 
     br = s["bench/browser.sh"]
     head = find(r"^automerge-paper in (.+?) \(headless, puppeteer-core\): (\d+) patches.*?fastest and median of (\d+) runs after (\d+) warm-up runs.*?"
