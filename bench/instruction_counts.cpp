@@ -9,8 +9,9 @@
 //   gap          every patch replayed into the gap buffer (the baseline)
 //   local        every patch replayed as a local edit of folio::text
 //   remote_keys  every patch as its own encoded batch, applied in turn with folio::document::apply
-//   decode       the same batches decoded (folio::decode_batch), the first part of remote_keys
-//   integrate    the same batches, decoded beforehand, integrated with folio::text::apply: the second part
+//   decode       the same batches decoded (folio::decode_batch): remote_keys' reading, alone
+//   integrate    the same batches, decoded beforehand, integrated with folio::text::apply: its
+//                integrating, alone (document::apply does both without an op_batch between them)
 // Prints "<mode> <units>": the patches (gap, local) or batches (the rest) the measured part handled,
 // after checking that it gives the trace's final text (decode: that every batch decodes).
 #include <cstdio>

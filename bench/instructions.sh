@@ -39,7 +39,7 @@ row() {  # row LABEL UNITS INSTRUCTIONS
 }
 row "gap buffer, every patch (baseline)" "$gap_units" "$gap_n"
 for m in local:"local edits of folio::text, every patch" remote_keys:"remote keys: a batch a patch, document::apply" \
-         decode:"  of which decoding (decode_batch)" integrate:"  of which integrating (text::apply)"; do
+         decode:"  decoding alone (decode_batch)" integrate:"  integrating alone (text::apply)"; do
   count "${m%%:*}"
   read -r units n < "$work/${m%%:*}.res"
   row "${m#*:}" "$units" "$n"

@@ -987,11 +987,13 @@ TEST(Document, OpsListedBeforeWhatTheyNeedIntegrateWholeAndTheRestWaits) {
 // document::apply reads a text batch of one op straight from its bytes and hands the op to
 // rga::try_integrate_next; whatever that declines goes the general way with the op it read. A
 // document must answer each encoded batch as decode_batch, the Lamport headroom rule and text::apply
-// answer it together (status, counts, op index, message) and hold the same text, version and clock.
-// The stream: every op of two writers who type, delete and backspace concurrently and sync now and
-// then, one batch each, delivered with duplicates, ops sent once early too (parked, after which every
-// batch goes the general way until they are released), Lamport values raised to the headroom bound and one above it,
-// and cut bytes; with the rule on (as the service applies batches) and off.
+// answer it together (status, counts, op index, message) and hold the same text, version, clock,
+// pending and rejected ops. The stream: every op of two writers who type, delete and backspace
+// concurrently and sync now and then, one batch each, delivered with duplicates, ops sent once early
+// too (parked, after which every batch goes the general way until they are released), Lamport values
+// raised one above the headroom bound, ops that read well but are refused (an insert not
+// above its origin, a remove of itself), and cut bytes; with the rule on (as the service applies
+// batches) and off, with and without a value check (which a text record never asks).
 TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
   using folio::op;
   using folio::op_batch;
@@ -1026,9 +1028,13 @@ TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
     document doc(record_type::text, 1);
     folio::text ref(1);
     const folio::apply_options options{.bounded_lamport = bounded};
-    std::size_t refused_by_rule = 0, integrated = 0;
+    std::size_t refused_by_rule = 0, integrated = 0, spoilt = 0, spoilt_refused = 0;
+    bool last_ok = false;  // the document's last answer
     auto deliver = [&](const std::string& bytes) {
-      const folio::apply_result a = doc.apply(bytes, options);
+      // A text record never asks the value check (its characters are the engine's to judge).
+      const folio::apply_result a = rng() % 2 ? doc.apply(bytes, options)
+                                              : doc.apply(bytes, [](std::string_view) { return std::string("refused: a value check ran"); }, options);
+      last_ok = bool(a);
       folio::apply_result e;
       op_batch<char32_t> b;
       if (const folio::decode_result d = folio::decode_batch(bytes, b); !d) {
@@ -1048,6 +1054,10 @@ TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
       ASSERT_EQ(std::tie(a.applied, a.duplicate, a.pending, a.op_index), std::tie(e.applied, e.duplicate, e.pending, e.op_index));
       ASSERT_EQ(doc.clock(), ref.clock());
       ASSERT_EQ(doc.version(), ref.version());
+      ASSERT_EQ(std::pair(doc.pending(), doc.rejected()), std::pair(ref.pending(), ref.rejected()));
+      if (rng() % 64 == 0) {
+        ASSERT_EQ(doc.as_text().to_u32string(), ref.to_u32string());
+      }
     };
     for (std::size_t i = 0; i < stream.size(); ++i) {
       op_batch<char32_t> b = stream[i];
@@ -1058,15 +1068,29 @@ TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
         case 1:  // the next one first, once early (it waits, or the rule refuses it) and again in its turn
           if (i + 1 < stream.size()) deliver(folio::encode_batch(stream[i + 1]));
           break;
-        case 2: {  // its Lamport value at the headroom bound, or one above it
-          op_batch<char32_t> raised = b;
-          raised.ops[0].lamport = ref.clock() + 1 + static_cast<std::uint32_t>(rng() % 2);
-          deliver(folio::encode_batch(raised));
+        case 2:  // its Lamport value one above the headroom bound, which the rule refuses (the new way
+                 // declines any op the rule refuses, so a stricter slip is answered alike; an op that
+                 // passes would take the writer's op id and derail the writer's later ops)
+          if (bounded) {
+            op_batch<char32_t> raised = b;
+            raised.ops[0].lamport = ref.clock() + 2;
+            deliver(folio::encode_batch(raised));
+          }
           break;
-        }
         case 3: {  // cut short
           const std::string bytes = folio::encode_batch(b);
           deliver(bytes.substr(0, bytes.size() - 1 - rng() % (bytes.size() - 1)));
+          break;
+        }
+        case 4: {  // read, then refused: an insert's Lamport value not above its origin's, a remove of itself
+          op_batch<char32_t> bad = b;
+          if (bad.ops[0].kind == folio::op_kind::insert && bad.ops[0].ref != folio::document_start)
+            bad.ops[0].lamport = 1;
+          else
+            bad.ops[0].kind = folio::op_kind::remove, bad.ops[0].backward = false, bad.ops[0].ref = bad.ops[0].id, bad.content.clear();
+          deliver(folio::encode_batch(bad));
+          spoilt_refused += !last_ok;
+          ++spoilt;
           break;
         }
       }
@@ -1074,6 +1098,7 @@ TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
     }
     EXPECT_EQ(doc.as_text().to_u32string(), ref.to_u32string());
     EXPECT_GT(integrated, stream.size() / 2);
+    EXPECT_GT(spoilt_refused, spoilt / 2);  // the spoilt ops were refused (the rest wait for what they need)
     if (bounded) {
       EXPECT_GT(refused_by_rule, 10u);
     } else {

@@ -226,6 +226,8 @@ class document {
               if (options.bounded_lamport)
                 if (const std::optional<std::size_t> i = beyond_lamport_headroom(std::span<const op>(b.ops), d.clock(), &res.message))
                   return refuse(*i, std::move(res.message));
+              if constexpr (std::is_same_v<D, folio::text>)
+                if (read) return d.impl_.integrate_batch(b, detail::rga<char32_t>::content_mode::from_batch, res);  // declined above: not tried again
               res = d.apply(b);
               return;
             }
