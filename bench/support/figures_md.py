@@ -117,7 +117,7 @@ def main():
                          r"\(([0-9.]+)x\), through Doc.mergeBytes ([0-9.]+) ms \(([0-9.]+)x\); yjs ([0-9.]+) ms \(([0-9.]+)x\)$", block, re.M)
         peers[trace] = (rows, also, keys and {"updates": keys.group(1), "folio": keys.group(3), "diamond-types": keys.group(5),
                                               "diamond-types doc": keys.group(7), "yjs": keys.group(9)})
-    keys = peers["automerge-paper"][2]
+    rows, also, keys = peers["automerge-paper"]
     w("\nAgainst peer libraries on the same traces (`bench/peers.sh` on the trace_bench run above: Yjs as an ES module with a fixed "
       "clientID and one transaction per trace transaction, diamond-types through `OpLog` with the text checked out, each in its own "
       "Node process, fastest of 5 runs after 2 warm-up runs; ratios to the same gap buffer; reference figures, no target)%s:\n\n" % (
@@ -127,7 +127,6 @@ def main():
           "text current), Yjs `Y.applyUpdate` per transaction's v1 update as `doc.on('update')` gives it" % num(keys["updates"])))
     w("| automerge-paper | local replay | merge whole log |%s encoded (compressed) |\n|---|---|---|%s---|\n" % (
         " remote keystrokes |" if keys else "", "---|" if keys else ""))
-    rows, also, keys = peers["automerge-paper"]
     for lib in ("folio", "diamond-types", "yjs"):
         label, local, merge, enc, comp = rows[lib]
         label = {"folio": "Folio", "yjs": label.replace("yjs", "Yjs")}.get(lib, label)
