@@ -8,11 +8,17 @@
 //  * Changes from elsewhere (remote ones, or the application's own record edits) become one
 //    transaction of the same changes, in UTF-16 positions, annotated `folioRemote` and kept out of the
 //    undo history; CodeMirror maps the selection through them.
+//  * While an input method composes (view.composing or view.compositionStarted), changes from
+//    elsewhere wait: a transaction changing the document mid-composition breaks it (the reading stays
+//    beside the composed text). They are kept as one ChangeSet `pending` on the editor's document,
+//    with the invariant record.value == pending applied to the document: a local change made
+//    meanwhile goes to the record mapped over them (changes.map(pending)) and they are mapped over it;
+//    once the composition ended they are dispatched as one remote transaction.
 // The editor must start with the record's value (doc: record.value); one that does not is set to it.
 // Cost: converting positions walks the text before them (O(n) a change); the record's change itself
 // is O(n) too (engine.js: tracked changes).
 
-import { Annotation, Transaction } from '@codemirror/state';
+import { Annotation, ChangeSet, Transaction } from '@codemirror/state';
 import { ViewPlugin } from '@codemirror/view';
 import { codePoints, utf16Index } from './positions.js';
 
@@ -29,33 +35,84 @@ export class FolioCodeMirrorSync {
     this.record = record;
     this.view = view;
     this.ours = false;
+    this.pending = null; // remote changes not shown yet (while composing), a ChangeSet on the document
+    this.flushQueued = false;
     this.onChange = (e) => {
-      if (!this.ours) this.fromRecord(e.changes);
+      if (this.ours) return;
+      if (this.pending || this.composing()) this.wait(e.changes);
+      else this.fromRecord(e.changes);
     };
     record.on('change', this.onChange);
     if (view.state.doc.toString() !== record.value) queueMicrotask(() => this.fromRecord(null));
   }
 
+  /** True while an input method composes in the view. */
+  composing() {
+    return !!(this.view.composing || this.view.compositionStarted);
+  }
+
   /** The view plugin's update: local document changes go to the record. */
   update(update) {
-    if (!update.docChanged) return;
-    for (const tr of update.transactions) {
-      if (!tr.docChanged || tr.annotation(folioRemote)) continue;
-      this.ours = true;
-      try {
-        const after = tr.newDoc.toString();
-        const before = tr.startState.doc.toString();
-        // Each change at its place in the document as the earlier ones left it: fromB in the new text.
-        tr.changes.iterChanges((fromA, toA, fromB, _toB, inserted) => {
-          const at = codePoints(after, fromB);
-          const removed = codePoints(before, toA) - codePoints(before, fromA);
-          if (removed > 0) this.record.delete(at, removed);
-          if (inserted.length > 0) this.record.insert(at, inserted.toString());
-        });
-      } finally {
-        this.ours = false;
+    if (update.docChanged) {
+      for (const tr of update.transactions) {
+        if (!tr.docChanged || tr.annotation(folioRemote)) continue;
+        let changes = tr.changes;
+        let before = tr.startState.doc;
+        if (this.pending) {
+          // The record holds the waiting changes: the local change goes over them, they over it.
+          before = this.pending.apply(before);
+          changes = tr.changes.map(this.pending);
+          this.pending = this.pending.map(tr.changes, true);
+        }
+        this.toRecord(changes, before);
       }
     }
+    if (this.pending && !this.composing()) this.queueFlush();
+  }
+
+  /** Makes `changes` (a ChangeSet on `before`, the record's value as a CodeMirror Text) on the record. */
+  toRecord(changes, before) {
+    this.ours = true;
+    try {
+      const after = changes.apply(before).toString();
+      const was = before.toString();
+      // Each change at its place in the document as the earlier ones left it: fromB in the new text.
+      changes.iterChanges((fromA, toA, fromB, _toB, inserted) => {
+        const at = codePoints(after, fromB);
+        const removed = codePoints(was, toA) - codePoints(was, fromA);
+        if (removed > 0) this.record.delete(at, removed);
+        if (inserted.length > 0) this.record.insert(at, inserted.toString());
+      });
+    } finally {
+      this.ours = false;
+    }
+  }
+
+  /** A change from elsewhere while composing: added to `pending` (`changes` in code points; null: the whole value). */
+  wait(changes) {
+    const doc = this.view.state.doc;
+    const shownBefore = this.pending ? this.pending.apply(doc) : doc; // the record's value before the change
+    const was = shownBefore.toString();
+    const spec = changes
+      ? changes.map((c) => ({ from: utf16Index(was, c.from), to: utf16Index(was, c.to), insert: c.insert }))
+      : [{ from: 0, to: was.length, insert: this.record.value }];
+    const set = ChangeSet.of(spec, was.length);
+    this.pending = this.pending ? this.pending.compose(set) : set;
+    if (!this.composing()) this.queueFlush();
+  }
+
+  /** Shows the waiting changes once no composition runs (a view cannot dispatch during its update). */
+  queueFlush() {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setTimeout(() => {
+      this.flushQueued = false;
+      if (!this.pending || this.composing()) return; // the next update after the composition flushes
+      const pending = this.pending;
+      this.pending = null;
+      this.view.dispatch({ changes: pending, annotations: [folioRemote.of(true), Transaction.addToHistory.of(false)] });
+      if (this.view.state.doc.toString() !== this.record.value) this.fromRecord(null);
+    }, 0);
   }
 
   /** Shows the record's change (`changes` in code points of the value shown; null: the whole value). */
@@ -72,6 +129,7 @@ export class FolioCodeMirrorSync {
   }
 
   destroy() {
+    this.pending = null;
     this.record.off('change', this.onChange);
   }
 }

@@ -8,9 +8,11 @@
 //    stays by the characters it was by: text inserted before it moves it along, text inserted exactly
 //    at a caret goes after it, a selection does not grow by text inserted at its edges, and a caret
 //    inside removed text goes to where the removal was.
-//  * While an input method composes (compositionstart .. compositionend) changes from elsewhere wait:
-//    replacing the value would end the composition; they are shown when it ends, or at the next input
-//    (the user's edit is carried through them first).
+//  * While an input method composes (compositionstart .. compositionend) the binding touches neither
+//    the element nor the record: the input events of the composition are left alone (their text is a
+//    reading the input method may still replace, and setting the value would break the composition,
+//    leaving the reading in the text), and changes from elsewhere wait. At compositionend the
+//    composed text becomes one edit, carried through the waiting changes, and they are shown.
 // The element needs value, selectionStart, selectionEnd, setSelectionRange and addEventListener /
 // removeEventListener: any HTMLTextAreaElement or HTMLInputElement.
 
@@ -25,7 +27,8 @@ export function bindTextarea(record, element) {
   let waiting = []; // the changes that arrived while composing, not shown yet: [changes, ...]
   element.value = shown;
 
-  const onInput = () => {
+  const onInput = (e) => {
+    if (composing || e?.isComposing) return; // compositionend takes the composed text
     const next = element.value;
     const c = singleChange(shown, next, element.selectionEnd ?? -1);
     if (!c) return;
