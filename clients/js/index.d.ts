@@ -53,12 +53,19 @@ export interface ConnectOptions {
   /** lastUpdatedBy / sessionId of the changes this client pushes (defaults: the token's). */
   userId?: string;
   sessionId?: string;
-  /** A state from record.save() (or `persist`) to resume from: works offline, keeps unsent edits. */
-  saved?: Uint8Array;
   /**
-   * Called with the replica's state before every request that pushes edits, and after edits made
-   * while offline; the push waits for it and does not go out if it throws. Store the bytes and pass
-   * them as `saved` on the next connect (the client contract: save before sending).
+   * A state from record.save() (or `persist`) to resume from: works offline, keeps unsent edits. It is
+   * resumed under a new replica id, so any number of pages may resume one state. Several states (as
+   * indexedDbPersistence gives them: every tab's, newest first): the first of a synced record is
+   * resumed and the others' edits merged into it.
+   */
+  saved?: Uint8Array | Uint8Array[];
+  /**
+   * Called with the replica's state after every local edit (once per task: the edits of one keystroke
+   * or paste together) and before every request that pushes edits. Calls never overlap: each is made
+   * when the previous one settled, with the state as it is then. A call that throws (or rejects) is an
+   * `error` event (FolioError, status PERSIST_FAILED, the exception as its cause); the push goes on.
+   * indexedDbPersistence makes one.
    */
   persist?: (state: Uint8Array) => void | Promise<void>;
   /** Extra request headers (e.g. x-folio-api-key and x-folio-auth-token for a server-side client). */
@@ -73,7 +80,10 @@ export interface ConnectOptions {
 /** Errors from the service, the network, or bytes that do not decode. */
 export class FolioError extends Error {
   name: 'FolioError';
-  /** The JSON error's status ("PERMISSION_DENIED", "ABORTED", ...; "UNAVAILABLE" for the network). */
+  /**
+   * The JSON error's status ("PERMISSION_DENIED", "ABORTED", ...; "UNAVAILABLE" for the network;
+   * "PERSIST_FAILED" for a `persist` call that threw, with its exception as `cause`).
+   */
   status: string;
   /** The HTTP status; 0 when no HTTP answer came. */
   httpStatus: number;
@@ -130,6 +140,28 @@ export class FolioRecord {
 /** Connects to one record; resolves once in step with the service (or at once, offline, with `saved`). */
 export function connect(options: ConnectOptions): Promise<FolioRecord>;
 
+/** What indexedDbPersistence resolves to: spread it into connect's options (`...store`). */
+export interface IndexedDbPersistence {
+  /** The states stored under the key (every tab's, newest first), or undefined when there are none. */
+  readonly saved: Uint8Array[] | undefined;
+  /** Stores this page's state; rejects with the store's error (a QuotaExceededError, ...). */
+  persist(state: Uint8Array): Promise<void>;
+  /** Deletes every state stored under the key. */
+  clear(): Promise<void>;
+  /** Closes the database connection. */
+  close(): void;
+}
+
+/**
+ * A store for one record's replica in IndexedDB: one entry per tab under `key` (so tabs of one
+ * profile never overwrite each other's unsent edits), read at once by the next page, whose first
+ * persist folds the entries it merged into its own. `database` defaults to "folio".
+ */
+export function indexedDbPersistence(
+  key: string,
+  options?: { database?: string; indexedDB?: IDBFactory; IDBKeyRange?: typeof IDBKeyRange },
+): Promise<IndexedDbPersistence>;
+
 /** Keeps a <textarea> or <input> and a text record in step; destroy() unbinds. */
 export function bindTextarea(
   record: FolioRecord,
@@ -173,6 +205,12 @@ export class Replica {
   static create(engine: Engine, type: RecordType, contentKey?: string): Replica;
   /** Throws a FolioError (INVALID_ARGUMENT) for bytes that are not a saved state. */
   static load(engine: Engine, saved: Uint8Array): Replica;
+  /**
+   * A saved state under a new replica id (connect's way to resume): the state's ops are kept as they
+   * are; the edits made from now on are the new replica's. A state saved before its first sync has its
+   * value made again as the new replica's edits.
+   */
+  static resume(engine: Engine, saved: Uint8Array): Replica;
   readonly type: RecordType;
   readonly contentKey: string;
   /** The replica id, decimal. */

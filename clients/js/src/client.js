@@ -18,12 +18,22 @@
 //  * offline: edits go on locally; failed syncs are retried with backoff (0.5 s doubling to 30 s) and
 //    on every reconnect of the subscription, and the replica merges when the service answers again.
 // One sync runs at a time; sync requests made while one runs are served by one more run after it.
-// The client contract's first rule (save before sending) is the `persist` option: it is awaited with
-// the replica's state before every request that pushes edits, and a failure stops the push.
+// Persistence (`persist`): every local edit is handed to it, in the microtask after the edit (one
+// call for the edits of one task: a keystroke, a paste), and it is awaited before a push too. Calls
+// never overlap: each takes the state as it is when the previous one settled, so a store that
+// completes in call order (indexedDbPersistence: IndexedDB runs read-write transactions in creation
+// order) keeps the newest. A failure is an `error` event and does not stop the push.
+// Replica ids: a saved state is resumed under a new replica id each time (Replica.resume), so two
+// tabs resuming one state, or a reload of a state older than what was sent, never make two ops with
+// one id: the ops in the state are the old replica's, sent again as they are (the service skips
+// those it has). So the client contract's "save before sending" holds without the push waiting on a
+// store that failed. `saved` may list several states (the tabs' own, from indexedDbPersistence):
+// the first of a synced record is resumed and the others' ops merged into it (persistence.js).
 
 import { fromBase64, toBase64 } from './base64.js';
 import { loadEngine, Replica } from './engine.js';
 import { FolioError } from './errors.js';
+import { mergeStates } from './persistence.js';
 import { FetchEventSource } from './fetch-event-source.js';
 
 const EMPTY_VERSION = new Uint8Array([0]); // the empty version vector ("AA==")
@@ -67,7 +77,7 @@ export class FolioRecord {
   constructor(engine, o) {
     this._engine = engine;
     this._o = o;
-    this._replica = o.saved ? Replica.load(engine, o.saved) : null;
+    this._replica = o.saved ? mergeStates(engine, o.saved) : null;
     this._listeners = new Map();
     this._closed = false;
     this._online = false;
@@ -83,6 +93,9 @@ export class FolioRecord {
     this._retryDelay = RETRY_MIN_MS;
     this._source = null;
     this._sourceDelay = RETRY_MIN_MS;
+    this._persistRunning = null; // the persist call in progress
+    this._persistNext = null; // the one after it, not started: it takes the state when it starts
+    this._finalState = null; // the state at close(), for a persist call queued then
   }
 
   // ---- the record --------------------------------------------------------------------------------
@@ -157,6 +170,7 @@ export class FolioRecord {
   close() {
     if (this._closed) return;
     this._closed = true;
+    if (this._persistNext && this._replica) this._finalState = this._replica.save(); // edits not handed over yet
     this._source?.close();
     this._source = null;
     for (const t of this._timers) clearTimeout(t);
@@ -207,24 +221,39 @@ export class FolioRecord {
   }
 
   _local(changes) {
+    this._persist(); // before anything else can lose the edit
     this._emit('change', { remote: false, changes });
-    if (this._retryTimer !== null || this._readOnly) this._persistOffline(); // the retry (or a new token) will push
-    else this._kick();
+    if (this._retryTimer === null && !this._readOnly) this._kick(); // else the retry (or a new token) pushes
   }
 
-  /** Persists the state of edits made while offline, once per burst of edits. */
-  _persistOffline() {
-    if (!this._o.persist || this._persistQueued) return;
-    this._persistQueued = true;
-    queueMicrotask(async () => {
-      this._persistQueued = false;
-      if (this._closed) return;
+  /**
+   * Hands the replica's state to `persist`. Resolves (never rejects) once a state holding every edit
+   * made before this call is stored: true, or false when `persist` failed (an `error` event, status
+   * PERSIST_FAILED, the store's exception as its cause). Calls run one after another; the calls
+   * asked for while one runs share the next one, which takes the state when it starts.
+   */
+  _persist() {
+    if (!this._o.persist) return Promise.resolve(true);
+    if (this._persistNext) return this._persistNext;
+    const before = this._persistRunning;
+    const next = (async () => {
+      await before; // the previous call (never rejects); for the first, a microtask: the task's edits together
+      this._persistNext = null;
+      this._persistRunning = next;
       try {
-        await this._o.persist(this._replica.save());
+        const bytes = this._replica && !this._closed ? this._replica.save() : this._finalState;
+        if (!bytes) return true;
+        await this._o.persist(bytes);
+        return true;
       } catch (e) {
-        this._emit('error', e);
+        this._emit('error', new FolioError(`persist failed: ${e?.message ?? e}; the edits are kept in this page and pushed, but a reload would not have them`, { status: 'PERSIST_FAILED', cause: e }));
+        return false;
+      } finally {
+        if (this._persistRunning === next) this._persistRunning = null;
       }
-    });
+    })();
+    this._persistNext = next;
+    return next;
   }
 
   // ---- start ---------------------------------------------------------------------------------------
@@ -278,6 +307,11 @@ export class FolioRecord {
     });
   }
 
+  _cancel(t) {
+    clearTimeout(t);
+    this._timers.delete(t);
+  }
+
   _after(ms, f) {
     const t = setTimeout(() => {
       this._timers.delete(t);
@@ -291,8 +325,7 @@ export class FolioRecord {
     if (online) {
       this._retryDelay = RETRY_MIN_MS;
       if (this._retryTimer !== null) {
-        clearTimeout(this._retryTimer);
-        this._timers.delete(this._retryTimer);
+        this._cancel(this._retryTimer);
         this._retryTimer = null;
       }
     }
@@ -308,7 +341,7 @@ export class FolioRecord {
       const q = r ? r.request() : { version: EMPTY_VERSION, update: new Uint8Array(0), incarnation: '' };
       // Read-only: a pull. The same request without its update, as the replica makes after a refused push.
       const push = q.update.length > 0 && !this._readOnly;
-      if (push && this._o.persist) await this._o.persist(r.save()); // save before sending
+      if (push) await this._persist(); // save before sending (a failure is reported; the push goes on)
       if (this._closed) return;
       const data = {
         organizationId: this._o.organizationId,

@@ -242,6 +242,38 @@ export class Replica {
     return new Replica(engine, h);
   }
 
+  /**
+   * A replica resuming a saved state under a replica id of its own, new on every call: the state's
+   * operations are the same ops of the same (earlier) replica, sent again as they are, and the edits
+   * made from now on can never take an id that another copy of the same state took (two tabs, a
+   * reload of a state older than what was sent). A state saved before its first sync answer (which
+   * never sent its ops: a client sends nothing before it knows the record's incarnation) holds only
+   * edits of its own: they are made again as the new replica's (its value, by the engine's diff).
+   * A FolioError (INVALID_ARGUMENT) if the bytes do not decode.
+   */
+  static resume(engine, bytes) {
+    const b = toBytes(bytes, 'saved state');
+    const { replicaEnd, incarnationLength } = clientStateHeader(b);
+    if (incarnationLength === 0) {
+      const own = Replica.load(engine, b);
+      try {
+        const fresh = Replica.create(engine, own.type, own.contentKey);
+        const v = own.value;
+        if (v.length > 0 || (own.type === 'map' && Object.keys(v).length > 0)) fresh.replace(v);
+        return fresh;
+      } finally {
+        own.free();
+      }
+    }
+    const [hi, lo] = engine.randomReplica();
+    const id = varint((BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0));
+    const renamed = new Uint8Array(4 + id.length + b.length - replicaEnd);
+    renamed.set(b.subarray(0, 4), 0);
+    renamed.set(id, 4);
+    renamed.set(b.subarray(replicaEnd), 4 + id.length);
+    return Replica.load(engine, renamed);
+  }
+
   /** A replica restored from save() bytes; a FolioError (INVALID_ARGUMENT) if they do not decode. */
   static load(engine, bytes) {
     const h = engine.with([toBytes(bytes, 'saved state')], (p, n) => engine.x.fw_load(p, n));
@@ -493,6 +525,40 @@ export class Replica {
     for (let i = 0, k = 0; i < nums.length; i += 3, ++k) out.push({ from: nums[i], to: nums[i] + nums[i + 1], insert: this.e.text(k) });
     return out;
   }
+}
+
+/**
+ * Where a client state's replica id ends and how long its incarnation is: "FoC" 2, varint replica,
+ * varint incarnation length (include/folio/sync.hpp, sync_client::save; docs/FORMAT.md).
+ */
+function clientStateHeader(b) {
+  const bad = (why) => new FolioError(`saved state: ${why}`, { status: 'INVALID_ARGUMENT' });
+  if (b.length < 4 || b[0] !== 0x46 || b[1] !== 0x6f || b[2] !== 0x43) throw bad('not a client state');
+  if (b[3] !== 2) throw bad(`client state of format ${b[3]}: start a new client`);
+  let at = 4;
+  const skip = (what) => {
+    let v = 0;
+    for (let shift = 0; ; shift += 7) {
+      if (at >= b.length || shift > 63) throw bad(`truncated ${what}`);
+      const byte = b[at++];
+      if (shift < 28) v += (byte & 0x7f) << shift;
+      else v += (byte & 0x7f) * 2 ** shift;
+      if (byte < 0x80) return v;
+    }
+  };
+  skip('client replica');
+  const replicaEnd = at;
+  return { replicaEnd, incarnationLength: skip('incarnation length') };
+}
+
+function varint(v) {
+  const out = [];
+  while (v >= 0x80n) {
+    out.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
+  }
+  out.push(Number(v));
+  return Uint8Array.from(out);
 }
 
 function checkIndex(n, what) {

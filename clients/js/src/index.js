@@ -5,4 +5,5 @@ export { FolioError } from './errors.js';
 export { FetchEventSource } from './fetch-event-source.js';
 export { createEngine, loadEngine, Replica } from './engine.js';
 export { bindTextarea } from './textarea.js';
+export { indexedDbPersistence } from './persistence.js';
 export { canonicalJson } from './json.js';

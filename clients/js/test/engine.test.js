@@ -264,3 +264,55 @@ test('the engine loads from a Response, also one without the application/wasm ty
     r.free();
   }
 });
+
+test('resume: a saved state under a new replica id each time; copies resumed from one state never share an op id', () => {
+  const r = Replica.create(engine, 'text');
+  r.replace('base');
+  // A synced state: the replica of a client that had an answer (onAnswer names the incarnation).
+  const server = Replica.create(engine, 'text');
+  const q = r.request(); // never synced: a pull from empty
+  assert.equal(q.update.length, 0);
+  assert.equal(r.onAnswer(server.encodeSince(server.version()), server.version(), '7').changed, false);
+  const state = r.save();
+  const a = Replica.resume(engine, state);
+  const b = Replica.resume(engine, state);
+  try {
+    assert.notEqual(a.replicaId, r.replicaId);
+    assert.notEqual(a.replicaId, b.replicaId);
+    assert.equal(a.value, 'base');
+    assert.equal(a.incarnation, '7');
+    // Both push the old replica's ops as they are, and their own edits under their own ids.
+    a.insert(4, ' A');
+    b.insert(4, ' B');
+    server.apply(a.request().update);
+    server.apply(b.request().update); // the same ops again (skipped) and b's: nothing is refused
+    a.apply(b.encodeSince(a.version()));
+    b.apply(a.encodeSince(b.version()));
+    assert.equal(server.value, a.value);
+    assert.equal(a.value, b.value);
+    assert.match(a.value, /^base( A B| B A)$/);
+    // Loading the same state twice (what connect did before) makes two ops with one id: refused.
+    const c = Replica.load(engine, state);
+    const d = Replica.load(engine, state);
+    c.insert(0, 'c');
+    d.insert(0, 'd');
+    assert.throws(() => c.apply(d.encodeSince(new Uint8Array([0]))), FolioError);
+    c.free();
+    d.free();
+  } finally {
+    for (const x of [r, server, a, b]) x.free();
+  }
+  // A state saved before any answer (its ops never sent): its value made again by the new replica.
+  for (const [type, value] of [['text', 'never synced'], ['array', [{ a: 1 }]], ['map', { k: [1] }], ['xml', '<p>x</p>'], ['text', '']]) {
+    const n = Replica.create(engine, type);
+    if (type !== 'text' || value) n.replace(value);
+    const m = Replica.resume(engine, n.save());
+    assert.notEqual(m.replicaId, n.replicaId);
+    assert.deepEqual(m.value, value, type);
+    assert.equal(m.incarnation, '');
+    n.free();
+    m.free();
+  }
+  assert.throws(() => Replica.resume(engine, new Uint8Array([0x46, 0x6f, 0x43, 2, 0x80])), (e) => e instanceof FolioError && e.status === 'INVALID_ARGUMENT');
+  assert.throws(() => Replica.resume(engine, new Uint8Array([1, 2, 3])), (e) => e instanceof FolioError && e.status === 'INVALID_ARGUMENT');
+});

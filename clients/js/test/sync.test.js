@@ -437,3 +437,107 @@ test('options are checked', async () => {
   await assert.rejects(connect({ ...ids, documentId: '' }), /documentId must be a non-empty string/);
   await assert.rejects(connect({ ...ids, fetch: () => {}, EventSource: 'no' }), /EventSource must be a constructor/);
 });
+
+test('every local edit is handed to persist, also while a push waits for its answer', async () => {
+  const service = new ModelService(engine, 'text');
+  const states = [];
+  const { record } = await open(service, { persist: (bytes) => { states.push(bytes); } });
+  const slow = service.fetch;
+  let release;
+  const held = new Promise((r) => { release = r; });
+  record._o.fetch = async (url, init) => {
+    await held; // a slow link: no answer until the test says
+    return slow(url, init);
+  };
+  try {
+    const value = () => (states.length ? Replica.load(engine, states.at(-1)).value : null);
+    record.insert(0, 'h'); // its push waits on the link
+    await until(() => service.requests.length > 0 && value() === 'h');
+    for (const c of 'ello world') record.insert(record.length, c);
+    await until(() => value() === 'hello world'); // stored while the push is still out
+    assert.equal(service.doc.value, '');
+    release();
+    await until(() => service.doc.value === 'hello world');
+  } finally {
+    release();
+    record.close();
+  }
+});
+
+test('a persist that throws is an error event (PERSIST_FAILED) and the push goes on', async () => {
+  const service = new ModelService(engine, 'text');
+  const cause = new RangeError('Maximum call stack size exceeded');
+  const { record } = await open(service, { persist: () => { throw cause; } });
+  try {
+    const errors = [];
+    record.on('error', (e) => errors.push(e));
+    record.insert(0, 'pushed');
+    await until(() => service.doc.value === 'pushed');
+    record.insert(6, ' again');
+    await until(() => service.doc.value === 'pushed again');
+    assert.ok(errors.length >= 2);
+    for (const e of errors) {
+      assert.ok(e instanceof FolioError);
+      assert.equal(e.status, 'PERSIST_FAILED');
+      assert.equal(e.cause, cause);
+      assert.match(e.message, /^persist failed: Maximum call stack size exceeded/);
+    }
+  } finally {
+    record.close();
+  }
+});
+
+test('persist calls never overlap, each with the state when it starts; close hands the last edits over', async () => {
+  const service = new ModelService(engine, 'text');
+  const seen = [];
+  let running = 0;
+  let overlapped = false;
+  const { record } = await open(service, {
+    persist: async (bytes) => {
+      overlapped ||= running > 0;
+      ++running;
+      await new Promise((r) => setImmediate(r));
+      seen.push(Replica.load(engine, bytes).value);
+      --running;
+    },
+  });
+  record.insert(0, 'a');
+  record.insert(1, 'b'); // the same task: one call
+  await until(() => seen.includes('ab'));
+  record.insert(2, 'c'); // while the push's call may run: queued after it
+  record.insert(3, 'd');
+  record.close(); // before the queued call started: it stores the state at close
+  await until(() => seen.at(-1) === 'abcd');
+  assert.equal(overlapped, false);
+  assert.ok(!seen.includes('a'), 'the edits of one task are one call');
+});
+
+test('several saved states (tabs): merged into one replica of a new id; none of their edits is lost', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('base');
+  const tab = async () => {
+    let state = null;
+    const { record } = await open(service, { persist: (b) => { state = b; } });
+    return { record, state: () => state };
+  };
+  const a = await tab();
+  const b = await tab();
+  service.offline = true;
+  a.record.insert(0, 'a ');
+  b.record.insert(4, ' b');
+  await until(() => a.state() && Replica.load(engine, a.state()).value === 'a base' && b.state() && Replica.load(engine, b.state()).value === 'base b');
+  a.record.close();
+  b.record.close();
+  const never = Replica.create(engine, 'text');
+  never.replace(' never synced');
+  service.offline = false;
+  const { record } = await open(service, { saved: [b.state(), never.save(), a.state()] });
+  never.free();
+  try {
+    await until(() => service.doc.value === 'a base b never synced');
+    assert.equal(record.value, 'a base b never synced');
+    assert.ok(![Replica.load(engine, a.state()).replicaId, Replica.load(engine, b.state()).replicaId].includes(record._replica.replicaId));
+  } finally {
+    record.close();
+  }
+});

@@ -515,3 +515,112 @@ test('a CodeMirror editor composing while a remote insert arrives: the composed 
     await page.browserContext().close();
   }
 });
+
+test('typing on a slow link and closing the tab 100 ms after the last key: the reopened page and the service have every key', async () => {
+  const ids = { organizationId: org, documentId: newDoc('slow close'), editorId: 'text' };
+  await add(ids, 'text', '');
+  const { token } = await mint(ids.documentId);
+  const ctx = await browser.createBrowserContext();
+  const store = 'slow-close';
+  try {
+    const page = await newPage(ctx);
+    await open(page, 'text', { token, ids, store });
+    await call(page, 'textarea', 'text');
+    const cdp = await page.createCDPSession();
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 1500, downloadThroughput: -1, uploadThroughput: -1 });
+    await select(page, 'text', 0);
+    await page.keyboard.type('hello world');   // the first key's push is on the slow link while the others are typed
+    await new Promise((r) => setTimeout(r, 100)); // the user closes the tab 100 ms after the last key (the case reported)
+    await page.close({ runBeforeUnload: false });
+
+    const again = await newPage(ctx);
+    const reopened = await open(again, 'text', { token, ids, store });
+    assert.equal(reopened.value, 'hello world', 'the reopened page holds every key');
+    await until(async () => (await stored(ids)) === 'hello world' || (await stored(ids)), 'the service gets every key');
+    assert.deepEqual((await pageState(again, 'text')).errors, []);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('two tabs of one profile resume the same stored state: both push, nothing is refused, they converge', async () => {
+  const ids = { organizationId: org, documentId: newDoc('two tabs'), editorId: 'text' };
+  await add(ids, 'text', 'base');
+  const { token } = await mint(ids.documentId);
+  const ctx = await browser.createBrowserContext();   // one profile: one IndexedDB
+  const store = 'two-tabs';
+  try {
+    // A first tab leaves a state with an edit the service has not seen.
+    const first = await newPage(ctx);
+    await open(first, 'text', { token, ids, store });
+    await offline(first, true);
+    await call(first, 'edit', 'text', 'insert', 0, '0 ');
+    await until(async () => (await pageState(first, 'text')).persisted > 0 || (await pageState(first, 'text')), 'the first tab persisted its edit');
+    await first.close();
+
+    // Two tabs open it at once: the same state, unsent edit included.
+    const a = await newPage(ctx);
+    const b = await newPage(ctx);
+    await open(a, 'text', { token, ids, store });
+    await open(b, 'text', { token, ids, store });
+    assert.equal((await pageState(a, 'text')).value, '0 base');
+    assert.equal((await pageState(b, 'text')).value, '0 base');
+    await call(a, 'edit', 'text', 'insert', 6, ' A');
+    await call(b, 'edit', 'text', 'insert', 6, ' B');
+    await until(async () => {
+      const seen = [(await pageState(a, 'text')).value, (await pageState(b, 'text')).value, await stored(ids)];
+      return (seen.every((v) => v === seen[0]) && /^0 base( A B| B A)$/.test(seen[0])) || seen;
+    }, 'both tabs and the service hold the first tab\'s edit and both tabs\' edits');
+    assert.deepEqual((await pageState(a, 'text')).errors, []);
+    assert.deepEqual((await pageState(b, 'text')).errors, []);
+
+    // Both tabs edit offline and close; a tab opened later has both tabs' edits and pushes them.
+    await offline(a, true);
+    await offline(b, true);
+    const before = [(await pageState(a, 'text')).persisted, (await pageState(b, 'text')).persisted];
+    await call(a, 'edit', 'text', 'insert', 0, 'a: ');
+    await call(b, 'edit', 'text', 'insert', 0, 'b: ');
+    await until(async () => ((await pageState(a, 'text')).persisted > before[0] && (await pageState(b, 'text')).persisted > before[1]) || 'not yet', 'both tabs persisted their offline edits');
+    await a.close();
+    await b.close();
+    const later = await newPage(ctx);
+    const reopened = await open(later, 'text', { token, ids, store });
+    assert.ok(/^(a: b: |b: a: )0 base( A B| B A)$/.test(reopened.value), `the later tab holds both tabs' offline edits: ${reopened.value}`);
+    await until(async () => (await stored(ids)) === reopened.value || (await stored(ids)), 'the service gets both tabs\' offline edits');
+    assert.deepEqual((await pageState(later, 'text')).errors, []);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('a 500 KB text is kept in IndexedDB across a reload; a persist that throws is reported and the push goes on', async () => {
+  const big = 'lorem ipsum '.repeat(500000 / 12);
+  const ids = { organizationId: org, documentId: newDoc('large'), editorId: 'text' };
+  await add(ids, 'text', big);
+  const { token } = await mint(ids.documentId);
+  const ctx = await browser.createBrowserContext();
+  try {
+    const page = await newPage(ctx);
+    await open(page, 'text', { token, ids, store: 'large' });
+    await offline(page, true);
+    await call(page, 'edit', 'text', 'insert', 0, 'offline ');
+    await until(async () => (await pageState(page, 'text')).persisted > 0 || 'not yet', 'the 500 KB state is persisted');
+    await call(page, 'close', 'text');
+    await offline(page, false);
+    await load(page);
+    const reopened = await open(page, 'text', { token, ids, store: 'large' });
+    assert.ok(reopened.value === `offline ${big}`, 'the reloaded page resumes with the offline edit');
+    await until(async () => (await stored(ids)) === `offline ${big}` || 'not yet', 'the edit reaches the service');
+    await call(page, 'close', 'text');
+
+    // A persist that throws (a store out of quota; the base64 snippet earlier READMEs showed, above
+    // about 125 KB): an error event, and the edits still reach the service.
+    await open(page, 'snippet', { token, ids, failingPersist: true });
+    await call(page, 'edit', 'snippet', 'insert', 0, 'pushed ');
+    await until(async () => (await stored(ids)) === `pushed offline ${big}` || 'not yet', 'the edit reaches the service although persist failed');
+    const { errors } = await pageState(page, 'snippet');
+    assert.ok(errors.length >= 1 && errors.every((e) => e.status === 'PERSIST_FAILED' && /^persist failed: /.test(e.message)), JSON.stringify(errors));
+  } finally {
+    await ctx.close();
+  }
+});

@@ -16,21 +16,40 @@ export function failure(e) {
 }
 
 /**
- * Connects record `name`: `ids` (organizationId, documentId, editorId) with `token`. With
- * `persistKey` the replica is kept in localStorage under that key (the client's persist option) and
- * resumed from it when present (saved).
+ * Connects record `name`: `ids` (organizationId, documentId, editorId) with `token`. With `store` the
+ * replica is kept in IndexedDB under that key (the client's indexedDbPersistence, as its README
+ * shows) and resumed from it. With `persistKey` it is kept in localStorage under that key by the
+ * snippet earlier READMEs showed (base64 through String.fromCharCode(...bytes), which throws for
+ * states above about 125 KB). With `failingPersist` every persist call throws (a store out of quota).
+ * `persisted` in state() counts the persist calls that completed.
  */
-export async function open(name, { token, ids, persistKey }) {
+export async function open(name, { token, ids, persistKey, store, failingPersist }) {
   const o = { baseUrl: folio, token, ...ids };
-  if (persistKey) {
+  let persisted = 0;
+  if (failingPersist) {
+    o.persist = () => {
+      throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+    };
+  } else if (store) {
+    const s = await F.indexedDbPersistence(store);
+    o.saved = s.saved;
+    o.persist = async (bytes) => {
+      await s.persist(bytes);
+      ++persisted;
+    };
+  } else if (persistKey) {
     const saved = localStorage.getItem(persistKey);
     if (saved) o.saved = decode(saved);
-    o.persist = (bytes) => localStorage.setItem(persistKey, encode(bytes));
+    o.persist = (bytes) => {
+      localStorage.setItem(persistKey, encode(bytes));
+      ++persisted;
+    };
   }
   try {
     const r = await F.connect(o);
     records[name] = r;
     r.errors = [];
+    Object.defineProperty(r, 'persisted', { get: () => persisted });
     r.on('error', (e) => r.errors.push(failure(e).error));
     return { type: r.type, value: r.value };
   } catch (e) {
@@ -40,7 +59,7 @@ export async function open(name, { token, ids, persistKey }) {
 
 export function state(name) {
   const r = records[name];
-  return { value: r.value, online: r.online, errors: r.errors };
+  return { value: r.value, online: r.online, errors: r.errors, persisted: r.persisted };
 }
 
 /** Calls a record method (insert, delete, set, replace) and returns the value after it. */

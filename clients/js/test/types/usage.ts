@@ -3,7 +3,7 @@
 import { EditorState } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { folioRemote, folioSync } from '@folio/client/codemirror';
-import { bindTextarea, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, loadEngine, Replica } from '@folio/client';
+import { bindTextarea, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, indexedDbPersistence, loadEngine, Replica } from '@folio/client';
 import type { ChangeEvent, JsonObject, TextChange } from '@folio/client';
 
 export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement): Promise<void> {
@@ -28,6 +28,14 @@ export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement):
   });
   record.on('status', ({ online }) => void online);
   const saved: Uint8Array = record.save();
+  const store = await indexedDbPersistence('acme/doc-1/body');
+  const stored: Uint8Array[] | undefined = store.saved;
+  await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', token: 't', ...store });
+  await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', saved: stored });
+  await store.persist(saved);
+  await store.clear();
+  store.close();
+  Replica.resume(await loadEngine(), saved).free();
   await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', saved, headers: { 'x-folio-api-key': 'k' }, EventSource: FetchEventSource });
   const { destroy } = bindTextarea(record, textarea);
   destroy();
