@@ -15,8 +15,10 @@
 //  * pushed messages: a change goes to the replica, which holds out-of-order ops as pending and says
 //    when something was missed (then sync); a notice means sync; another incarnation means the record
 //    was deleted and added again: the replica is dropped and a new one joins the new record.
-//  * offline: edits go on locally; failed syncs are retried with backoff (0.5 s doubling to 30 s) and
-//    on every reconnect of the subscription, and the replica merges when the service answers again.
+//  * offline: edits go on locally; failed syncs are retried with backoff (0.5 s doubling to 30 s), and
+//    at once (the backoff starting again) when the service shows it is reachable: the browser's
+//    `online` event, the subscription's (re)open, a message on it while a retry waits. The replica
+//    merges when the service answers again.
 // One sync runs at a time; sync requests made while one runs are served by one more run after it.
 // Persistence (`persist`): every local edit is handed to it, in the microtask after the edit (one
 // call for the edits of one task: a keystroke, a paste), and it is awaited before a push too. Calls
@@ -93,9 +95,12 @@ export class FolioRecord {
     this._retryDelay = RETRY_MIN_MS;
     this._source = null;
     this._sourceDelay = RETRY_MIN_MS;
+    this._resubscribeTimer = null;
     this._persistRunning = null; // the persist call in progress
     this._persistNext = null; // the one after it, not started: it takes the state when it starts
     this._finalState = null; // the state at close(), for a persist call queued then
+    this._onOnline = () => this._reachable();
+    globalThis.addEventListener?.('online', this._onOnline);
   }
 
   // ---- the record --------------------------------------------------------------------------------
@@ -170,6 +175,7 @@ export class FolioRecord {
   close() {
     if (this._closed) return;
     this._closed = true;
+    globalThis.removeEventListener?.('online', this._onOnline);
     if (this._persistNext && this._replica) this._finalState = this._replica.save(); // edits not handed over yet
     this._source?.close();
     this._source = null;
@@ -305,6 +311,29 @@ export class FolioRecord {
       this._tokenRenewed = false; // a 401 now may ask for a new token again
       this._kick();
     });
+  }
+
+  /**
+   * The service is reachable, or may be (the browser's `online` event, the subscription opened or
+   * brought a message): the backoffs start again from their least, and a retry that waits (a sync, or
+   * the subscription's) is made now.
+   */
+  _reachable() {
+    if (this._closed) return;
+    this._retryDelay = RETRY_MIN_MS;
+    this._sourceDelay = RETRY_MIN_MS;
+    if (this._retryTimer !== null) {
+      this._cancel(this._retryTimer);
+      this._retryTimer = null;
+      this._tokenRenewed = false;
+      this._kick();
+    }
+    if (this._resubscribeTimer !== null) {
+      this._cancel(this._resubscribeTimer);
+      this._resubscribeTimer = null;
+      this._tokenRenewed = false;
+      this._subscribe().catch((e) => this._failed(e));
+    }
   }
 
   _cancel(t) {
@@ -508,7 +537,7 @@ export class FolioRecord {
       else es = this._o.headers ? new this._o.EventSource(url, { headers }) : new this._o.EventSource(url);
       this._source = es;
       es.onopen = () => {
-        this._sourceDelay = RETRY_MIN_MS;
+        this._reachable(); // a sync retry waiting is made now
         if (!opened) {
           opened = true;
           resolve();
@@ -517,7 +546,10 @@ export class FolioRecord {
         }
         this._after(SETTLE_MS, () => this._kick());
       };
-      es.onmessage = (ev) => this._message(ev.data);
+      es.onmessage = (ev) => {
+        if (this._retryTimer !== null) this._reachable(); // the service answers: push what waits now
+        this._message(ev.data);
+      };
       es.onerror = () => {
         if (this._source !== es || this._closed) return;
         if (es.readyState !== 2) {
@@ -553,7 +585,8 @@ export class FolioRecord {
   _resubscribe() {
     const delay = this._sourceDelay;
     this._sourceDelay = Math.min(delay * 2, RETRY_MAX_MS);
-    this._after(delay, () => {
+    this._resubscribeTimer = this._after(delay, () => {
+      this._resubscribeTimer = null;
       if (this._closed) return;
       this._tokenRenewed = false; // a 401 now may ask for a new token again
       this._subscribe().catch((e) => this._failed(e));

@@ -541,3 +541,37 @@ test('several saved states (tabs): merged into one replica of a new id; none of 
     record.close();
   }
 });
+
+test('back: the online event and a message on the open subscription retry at once, the backoff starting again', async () => {
+  mock.timers.enable({ apis: ['setTimeout'] }); // the backoff never passes in this test
+  const target = new EventTarget(); // the browser's window
+  globalThis.addEventListener = target.addEventListener.bind(target);
+  globalThis.removeEventListener = target.removeEventListener.bind(target);
+  const service = new ModelService(engine, 'text');
+  const { record, es } = await open(service);
+  try {
+    // The responder is down (503) while Nchan still serves the subscription.
+    const down = () => { for (let i = 0; i < 20; ++i) service.refuseNext(503, 'UNAVAILABLE', 'The service is unavailable; retry later.'); };
+    down();
+    record.insert(0, 'x');
+    await until(() => record.online === false);
+    service.refusals.length = 0;
+    const other = service.edit((d) => d.insert(0, 'y')); // another client's change arrives on the subscription
+    es.send(other);
+    await until(() => service.doc.value.includes('x'));
+    assert.equal(record.online, true);
+
+    down();
+    record.insert(0, 'z');
+    await until(() => record.online === false);
+    service.refusals.length = 0;
+    target.dispatchEvent(new Event('online'));
+    await until(() => service.doc.value.includes('z'));
+    assert.equal(record.value, service.doc.value);
+  } finally {
+    record.close();
+    delete globalThis.addEventListener;
+    delete globalThis.removeEventListener;
+    mock.timers.reset();
+  }
+});

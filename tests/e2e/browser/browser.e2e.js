@@ -624,3 +624,29 @@ test('a 500 KB text is kept in IndexedDB across a reload; a persist that throws 
     await ctx.close();
   }
 });
+
+test('back online after a long outage: offline edits reach the service at once, not at the next backoff retry', async () => {
+  const ids = { organizationId: org, documentId: newDoc('back online'), editorId: 'text' };
+  await add(ids, 'text', 'start');
+  const { token } = await mint(ids.documentId);
+  const page = await newPage();
+  try {
+    await open(page, 'text', { token, ids });
+    let failedSyncs = 0;
+    page.on('requestfailed', (r) => { if (r.url().endsWith('/v2/crdt/sync')) ++failedSyncs; });
+    await offline(page, true);
+    await call(page, 'edit', 'text', 'insert', 0, 'offline ');
+    // Six failed syncs: the retry now waits 16 s (0.5 s doubling), the subscription's likewise.
+    await until(() => failedSyncs >= 6 || failedSyncs, 'the client backed off to 16 s');
+    await offline(page, false);
+    const back = Date.now();
+    await until(async () => (await stored(ids)) === 'offline start' || (await stored(ids)), 'the offline edit reaches the service');
+    const took = Date.now() - back;
+    console.log(`back online: the offline edit reached the service ${took} ms after the network came back`);
+    // The retries then wait 16 s, the subscription's 8 s or more (before the fix: 8 to 16 s); at once is well under 3 s.
+    assert.ok(took < 3000, `the edit arrived ${took} ms after the network came back: at the next retry, not when the browser said it was online`);
+    await until(async () => (await pageState(page, 'text')).online === true || 'offline', 'the page is online again');
+  } finally {
+    await page.browserContext().close();
+  }
+});
