@@ -101,18 +101,26 @@ export class FolioCodeMirrorSync {
     if (!this.composing()) this.queueFlush();
   }
 
-  /** Shows the waiting changes once no composition runs (a view cannot dispatch during its update). */
-  queueFlush() {
+  /**
+   * Shows the waiting changes once no composition runs (a view cannot dispatch during its update).
+   * After compositionend (`ended`), CodeMirror may clear its composing flags a moment later and with
+   * no update: the check is made again every 20 ms, at most 50 times, until they are clear.
+   */
+  queueFlush(ended = false, tries = 0) {
     if (this.flushQueued) return;
     this.flushQueued = true;
     setTimeout(() => {
       this.flushQueued = false;
-      if (!this.pending || this.composing()) return; // the next update after the composition flushes
+      if (!this.pending) return;
+      if (this.composing()) {
+        if (ended && tries < 50) this.queueFlush(true, tries + 1);
+        return; // else the next update after the composition flushes
+      }
       const pending = this.pending;
       this.pending = null;
       this.view.dispatch({ changes: pending, annotations: [folioRemote.of(true), Transaction.addToHistory.of(false)] });
       if (this.view.state.doc.toString() !== this.record.value) this.fromRecord(null);
-    }, 0);
+    }, ended ? 20 : 0);
   }
 
   /** Shows the record's change (`changes` in code points of the value shown; null: the whole value). */
@@ -136,5 +144,11 @@ export class FolioCodeMirrorSync {
 
 /** The CodeMirror extension binding an editor to a text record. */
 export function folioSync(record) {
-  return ViewPlugin.define((view) => new FolioCodeMirrorSync(record, view));
+  return ViewPlugin.define((view) => new FolioCodeMirrorSync(record, view), {
+    eventHandlers: {
+      compositionend() {
+        if (this.pending) this.queueFlush(true);
+      },
+    },
+  });
 }

@@ -155,6 +155,35 @@ test('textarea: remote changes wait while an input method composes', async () =>
   }
 });
 
+test('textarea: the composition\'s input events touch neither the record nor the value; the composed text replaces its reading', async () => {
+  const { record, remote } = await textRecord('abc');
+  try {
+    const ta = new FakeTextarea();
+    bindTextarea(record, ta);
+    let sets = 0;
+    const set = Object.getOwnPropertyDescriptor(FakeTextarea.prototype, 'value').set;
+    Object.defineProperty(ta, 'value', { get() { return this._value; }, set(v) { ++sets; set.call(this, v); } });
+    ta.setSelectionRange(3, 3);
+    ta.fire('compositionstart');
+    ta.type('に'); // the reading as the input method shows it, input events as a browser fires them
+    remote((d) => d.insert(0, 'X'));
+    ta.setSelectionRange(3, 4);
+    ta.type('にほ');
+    ta.setSelectionRange(3, 5);
+    ta.type('にほん');
+    assert.equal(record.value, 'Xabc', 'the reading is not an edit');
+    assert.equal(sets, 0, 'the value is not set while composing');
+    ta.setSelectionRange(3, 6);
+    ta.type('日本'); // the input method commits
+    ta.fire('compositionend');
+    assert.equal(record.value, 'Xabc日本');
+    assert.equal(ta.value, 'Xabc日本');
+    assert.deepEqual([ta.selectionStart, ta.selectionEnd], [6, 6]);
+  } finally {
+    record.close();
+  }
+});
+
 /** An EditorView's part the binding uses: the state and dispatch, feeding updates to the plugin. */
 function fakeView(doc) {
   const view = {
@@ -196,6 +225,32 @@ test('CodeMirror: local transactions become record edits, remote changes become 
     view.plugin.destroy();
     remote((d) => d.insert(0, 'x'));
     assert.equal(view.state.doc.toString(), '>> 1 2 🎉');
+  } finally {
+    record.close();
+  }
+});
+
+test('CodeMirror: remote changes wait while an input method composes; edits meanwhile reach the record at their places', async () => {
+  const { service, record, remote } = await textRecord('abc');
+  try {
+    const view = fakeView(record.value);
+    view.plugin = new FolioCodeMirrorSync(record, view);
+    view.compositionStarted = true;
+    view.dispatch({ changes: { from: 3, insert: 'に' } });
+    view.composing = true;
+    remote((d) => d.insert(0, 'X'));
+    remote((d) => d.delete(2, 1)); // "b": a second change waiting
+    assert.equal(view.state.doc.toString(), 'abcに', 'not dispatched while composing');
+    assert.equal(record.value, 'Xacに');
+    view.dispatch({ changes: { from: 3, to: 4, insert: 'にほ' } });
+    view.dispatch({ changes: { from: 3, to: 5, insert: '日本' } });
+    assert.equal(record.value, 'Xac日本');
+    view.composing = view.compositionStarted = false;
+    view.dispatch({ selection: EditorSelection.cursor(5) }); // an update after the composition
+    await until(() => view.state.doc.toString() === 'Xac日本');
+    assert.equal(view.transactions.at(-1).annotation(folioRemote), true);
+    await record.sync();
+    assert.equal(service.doc.value, 'Xac日本');
   } finally {
     record.close();
   }
