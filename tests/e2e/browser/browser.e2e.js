@@ -593,6 +593,39 @@ test('two tabs of one profile resume the same stored state: both push, nothing i
   }
 });
 
+test('a tab that writes its stored state after another tab merged it keeps it: no edit of an open tab is dropped', async () => {
+  const ids = { organizationId: org, documentId: newDoc('tab keeps'), editorId: 'text' };
+  await add(ids, 'text', 'base');
+  const { token } = await mint(ids.documentId);
+  const ctx = await browser.createBrowserContext();
+  const store = 'tab-keeps';
+  try {
+    const a = await newPage(ctx);
+    await open(a, 'text', { token, ids, store });
+    await offline(a, true);
+    await call(a, 'edit', 'text', 'insert', 0, 'a1 ');
+    await until(async () => (await pageState(a, 'text')).persisted > 0 || 'not yet', 'a stored its first edit');
+    const b = await newPage(ctx);
+    await call(b, 'loadEngine');
+    await offline(b, true);                          // b pushes nothing, so persists nothing, until it edits
+    await open(b, 'text', { token, ids, store });   // reads a's entry as it is now
+    const before = (await pageState(a, 'text')).persisted;
+    await call(a, 'edit', 'text', 'insert', 0, 'a2 ');   // a writes its entry again
+    await until(async () => (await pageState(a, 'text')).persisted > before || 'not yet', 'a stored its second edit');
+    await call(a, 'close', 'text');                       // a writes no more (its retries would write it again)
+    await call(b, 'edit', 'text', 'insert', 7, ' b');    // b's first persist: a's entry changed since b read it, so it stays
+    await until(async () => (await pageState(b, 'text')).persisted > 0 || 'not yet', 'b stored its edit');
+    await a.close();
+    await b.close();
+    const c = await newPage(ctx);
+    const reopened = await open(c, 'text', { token, ids, store });
+    assert.equal(reopened.value, 'a2 a1 base b', 'the later tab holds both of a\'s edits and b\'s');
+    await until(async () => (await stored(ids)) === 'a2 a1 base b' || (await stored(ids)), 'the service gets them');
+  } finally {
+    await ctx.close();
+  }
+});
+
 test('a 500 KB text is kept in IndexedDB across a reload; a persist that throws is reported and the push goes on', async () => {
   const big = 'lorem ipsum '.repeat(500000 / 12);
   const ids = { organizationId: org, documentId: newDoc('large'), editorId: 'text' };

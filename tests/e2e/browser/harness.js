@@ -57,6 +57,12 @@ export async function open(name, { token, ids, persistKey, store, failingPersist
   }
 }
 
+/** Loads the engine now (connect would fetch it: a page about to go offline needs it first). */
+export async function loadEngine() {
+  await F.loadEngine();
+  return true;
+}
+
 export function state(name) {
   const r = records[name];
   return { value: r.value, online: r.online, errors: r.errors, persisted: r.persisted };
