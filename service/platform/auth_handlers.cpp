@@ -1,7 +1,7 @@
 // POST /v2/auth/token (docs/API.md, "POST /v2/auth/token"): an application's backend, with its API key and
 // auth token, mints a client token for one document (and editor) of its tenant, one user and one
-// access level (client_token.hpp). Nothing is read from or written to the database: the token is
-// checked by its signature alone. A read-only auth token mints read tokens only, and no client token
+// access level (client_token.hpp). Nothing is written to the database: the token is checked by its
+// signature and the set of revoked API keys (server.hpp). A read-only auth token mints read tokens only, and no client token
 // outlives the auth token that minted it. `data` holds only the fields of the contract, none of them
 // null (check_token_fields). The token names its tenant, the minting API key: once that key is revoked
 // the token is refused (server::api_key_revoked).

@@ -46,24 +46,22 @@ std::optional<principal> server::check_credentials(database& db, const request& 
   return who;
 }
 
-std::vector<std::string> server::reread_revoked_keys(database& db) {
+std::shared_ptr<const server::revoked_set> server::reread_revoked_keys(database& db) {
   auto next = std::make_shared<revoked_set>();
   next->read_at = std::chrono::steady_clock::now();  // before the query, which sees what committed before it
   {
     query q = db.sql("SELECT key_id FROM api_keys WHERE revoked_at IS NOT NULL");
     while (q.step()) next->ids.insert(q.text(0));
   }
-  std::vector<std::string> added;
   std::lock_guard<std::mutex> g(revoked_mu_);
-  for (const std::string& id : next->ids)
-    if (!revoked_ || !revoked_->ids.count(id)) added.push_back(id);
-  revoked_ = std::move(next);
-  return added;
+  revoked_ = next;
+  return next;
 }
 
 std::vector<std::string> server::read_revoked_keys(database& db) {
   std::lock_guard<std::mutex> one(revoked_read_mu_);
-  return reread_revoked_keys(db);
+  const std::shared_ptr<const revoked_set> read = reread_revoked_keys(db);
+  return std::vector<std::string>(read->ids.begin(), read->ids.end());
 }
 
 bool server::api_key_revoked(std::string_view key_id) const {
@@ -86,9 +84,11 @@ bool server::api_key_revoked(database& db, std::string_view key_id) {
 void server::watch_revoked_keys(database& db, const std::function<void()>& revoked, const std::atomic<bool>& stop) {
   const auto tick = std::max(config_.revocation_refresh / 4, std::chrono::milliseconds(1));
   bool failing = false;
+  std::unordered_set<std::string> seen;  // revoked keys this watch has reported
   while (!stop.load()) {
     try {
-      const bool any = !read_revoked_keys(db).empty();
+      bool any = false;
+      for (std::string& id : read_revoked_keys(db)) any |= seen.insert(std::move(id)).second;
       if (failing) log::write("info", "revoked_keys_read", "the revoked API keys are read again");
       failing = false;
       if (any && revoked) revoked();

@@ -6,7 +6,8 @@
 // type, body size, envelope; server.cpp), the operators' endpoints (health.cpp) and the one mapping of
 // failures to HTTP codes and JSON error bodies (failure_response). It never throws; an unexpected
 // failure is a 500 INTERNAL with a log line. Who is calling is answered by identify() (credentials.cpp):
-// an API key + auth token, remembered for auth_ttl, or a client token checked against the key ring.
+// an API key + auth token, remembered for auth_ttl, or a client token checked against the key ring and
+// the set of revoked API keys (api_key_revoked).
 // Handlers are testable on a temporary database without a socket.
 // Thread-safety: `handle` may run on many threads at once, each with its own `database`.
 #pragma once
@@ -66,8 +67,8 @@ class server {
   /// revocation_refresh on, on every node. Cost: a check is one hash lookup under a mutex; a read is
   /// one query returning the revoked key ids (linear in them; keys are never un-revoked).
   ///
-  /// Reads the revoked keys now; returns the ids revoked since the previous read (all of them at the
-  /// first). A database failure throws (store_error), keeping the previous set and its age.
+  /// Reads the revoked keys now and returns them. A database failure throws (store_error), keeping the
+  /// previous set and its age.
   std::vector<std::string> read_revoked_keys(database& db);
   /// Whether `key_id` was revoked as of the last read (no database; for the publisher's sweeps).
   bool api_key_revoked(std::string_view key_id) const;
@@ -75,8 +76,8 @@ class server {
   /// (client tokens, and minting them: a key trusted from auth_cache_ mints no token once it is seen revoked).
   bool api_key_revoked(database& db, std::string_view key_id);
   /// Reads the revoked keys every revocation_refresh / 4 on `db` until `stop`, calling `revoked()`
-  /// after a read that found newly revoked keys (folio-fcgi: a publisher sweep, ending their client
-  /// tokens' open streams). A failed read is logged (once per run of failures) and retried at the next
+  /// after a read that found keys this watch had not seen revoked yet (folio-fcgi: a publisher sweep,
+  /// ending their client tokens' open streams; a request's own read does not count as the watch's). A failed read is logged (once per run of failures) and retried at the next
   /// tick. Runs on a thread of its own.
   void watch_revoked_keys(database& db, const std::function<void()>& revoked, const std::atomic<bool>& stop);
 
@@ -99,12 +100,12 @@ class server {
   /// that time. Failures are not remembered (they cost the same as a database check).
   std::optional<principal> check_credentials(database& db, const request& r);
   principal client_principal(database& db, std::string_view token);
-  std::vector<std::string> reread_revoked_keys(database& db);  ///< read_revoked_keys with revoked_read_mu_ held
-
   struct revoked_set {
     std::unordered_set<std::string> ids;
     std::chrono::steady_clock::time_point read_at;  ///< when the read that filled `ids` began
   };
+  std::shared_ptr<const revoked_set> reread_revoked_keys(database& db);  ///< read_revoked_keys with revoked_read_mu_ held
+
 
   struct remembered {
     principal who;
