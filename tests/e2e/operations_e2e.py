@@ -276,9 +276,11 @@ class DevSetup(unittest.TestCase):
         greeting = self.setup(work, 'folio_dev_credentials "$1"; folio_welcome "$FOLIO_URL" "a test"', STACK.port)
         path = os.path.join(work, "var", "dev-credentials")
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
-        creds = dict(line.split("=", 1) for line in open(path).read().splitlines())
+        with open(path) as f:
+            creds = dict(line.split("=", 1) for line in f.read().splitlines())
         self.assertEqual(creds["FOLIO_URL"], url)
-        self.assertNotIn("8080", greeting)
+        if STACK.port != 8080:
+            self.assertNotIn("127.0.0.1:8080", greeting)
         urls = re.findall(r"https?://[^\s'\"]*", greeting)
         self.assertGreaterEqual(len(urls), 5, greeting)
         for u in urls:
@@ -292,7 +294,8 @@ class DevSetup(unittest.TestCase):
         self.assertIn("Hello from Folio!", cli.stdout)
         # Another port on the next start: the key is kept, the URL follows.
         self.setup(work, 'folio_dev_credentials "$1"', STACK.port + 1)
-        again = dict(line.split("=", 1) for line in open(path).read().splitlines())
+        with open(path) as f:
+            again = dict(line.split("=", 1) for line in f.read().splitlines())
         self.assertEqual(again, dict(creds, FOLIO_URL="http://127.0.0.1:%d" % (STACK.port + 1)))
 
 
