@@ -77,8 +77,9 @@ class server {
   bool api_key_revoked(database& db, std::string_view key_id);
   /// Reads the revoked keys every revocation_refresh / 4 on `db` until `stop`, calling `revoked()`
   /// after a read that found keys this watch had not seen revoked yet (folio-fcgi: a publisher sweep,
-  /// ending their client tokens' open streams; a request's own read does not count as the watch's). A failed read is logged (once per run of failures) and retried at the next
-  /// tick. Runs on a thread of its own.
+  /// ending their client tokens' open streams; a request's own read does not count as the watch's). A
+  /// failed read is logged (once per run of failures) and retried at the next tick. Runs on a thread
+  /// of its own.
   void watch_revoked_keys(database& db, const std::function<void()>& revoked, const std::atomic<bool>& stop);
 
   /// Answers one request, counts it in the metrics and writes its access line. Never throws.
@@ -105,7 +106,6 @@ class server {
     std::chrono::steady_clock::time_point read_at;  ///< when the read that filled `ids` began
   };
   std::shared_ptr<const revoked_set> reread_revoked_keys(database& db);  ///< read_revoked_keys with revoked_read_mu_ held
-
 
   struct remembered {
     principal who;
