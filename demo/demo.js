@@ -56,6 +56,8 @@ function renderTasks(list) {
 async function main() {
   if (!token || !organizationId || !documentId) {
     show('error', 'no token');
+    // The link as scripts/run prints it, on this page's own origin (its FOLIO_PORT).
+    $('help-link').textContent = `${location.origin}${location.pathname}#token=…&org=…&doc=…`;
     $('help').hidden = false;
     return;
   }

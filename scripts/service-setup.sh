@@ -13,12 +13,14 @@ folio_build_release() {
   fi
 }
 
-# The development key and token, in var/dev-credentials (0600), for the database DB: kept while DB knows
-# the key (it is not revoked), else a new key and token are made there and the file is rewritten (so
-# after scripts/run and scripts/cluster, which keep different databases, the file always matches the
-# service that runs). Exports FOLIO_API_KEY and FOLIO_AUTH_TOKEN.
+# The development key and token, and the service's URL, in var/dev-credentials (0600), for the database DB
+# and the service at URL (default http://127.0.0.1:${FOLIO_PORT:-8080}): the key and token are kept while DB
+# knows the key (it is not revoked), else a new key and token are made there; the file is rewritten on
+# every start, so that after scripts/run and scripts/cluster, which keep different databases, and with
+# any FOLIO_PORT it always matches the service that runs. Exports FOLIO_API_KEY, FOLIO_AUTH_TOKEN and
+# FOLIO_URL (what folio-cli reads). FOLIO_ADMIN: the folio-admin to use (default build-release's).
 folio_dev_credentials() {
-  local db=$1 admin=build-release/tools/folio-admin file=var/dev-credentials key_id=""
+  local db=$1 url=${2:-http://127.0.0.1:${FOLIO_PORT:-8080}} admin=${FOLIO_ADMIN:-build-release/tools/folio-admin} file=var/dev-credentials key_id=""
   if [ -s "$file" ]; then
     source "$file"
     key_id=${FOLIO_API_KEY:3:16}
@@ -27,13 +29,12 @@ folio_dev_credentials() {
     case $line in "" | *REVOKED*) key_id="" ;; esac
   fi
   if [ -z "$key_id" ]; then
-    local key token
-    key=$("$admin" --db "$db" create-key dev)
-    token=$("$admin" --db "$db" create-token "${key:3:16}" dev-user)
-    (umask 077; printf 'FOLIO_API_KEY=%s\nFOLIO_AUTH_TOKEN=%s\n' "$key" "$token" > "$file")
+    FOLIO_API_KEY=$("$admin" --db "$db" create-key dev)
+    FOLIO_AUTH_TOKEN=$("$admin" --db "$db" create-token "${FOLIO_API_KEY:3:16}" dev-user)
   fi
-  source "$file"
-  export FOLIO_API_KEY FOLIO_AUTH_TOKEN
+  FOLIO_URL=$url
+  (umask 077; printf 'FOLIO_API_KEY=%s\nFOLIO_AUTH_TOKEN=%s\nFOLIO_URL=%s\n' "$FOLIO_API_KEY" "$FOLIO_AUTH_TOKEN" "$FOLIO_URL" > "$file")
+  export FOLIO_API_KEY FOLIO_AUTH_TOKEN FOLIO_URL
 }
 
 # The client-token signing keys (docs/OPERATIONS.md "Client tokens"), var/client-token.keys: one key made on
@@ -86,6 +87,10 @@ Folio is running at $url  ($what)
   curl -s $url/v2/auth/token -H 'Content-Type: application/json' \\
     -H "x-folio-api-key: $FOLIO_API_KEY" -H "x-folio-auth-token: $FOLIO_AUTH_TOKEN" \\
     -d '{"data":{"organizationId":"org","documentId":"doc","userId":"ana","access":"write"}}'
+
+  folio-cli reads FOLIO_URL, FOLIO_API_KEY and FOLIO_AUTH_TOKEN from the environment:
+  set -a; source var/dev-credentials; set +a     # FOLIO_URL=$url
+  build-release/tools/folio-cli --org demo --doc welcome --editor text watch
 
   The live demo (open it in two tabs; the link holds a client token valid for a day):
   $demo_link

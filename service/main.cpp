@@ -314,6 +314,17 @@ int main(int argc, char** argv) {
       folio::service::log::write("error", "compaction_stopped", std::string("no more compactions until a restart: ") + e.what());
     }
   });
+  // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
+  // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
+  // streams end at the read that sees the revocation (a publisher sweep).
+  std::thread revocations([&] {
+    try {
+      folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
+      svc.platform().watch_revoked_keys(db, [&] { svc.crdt().live().request_sweep(std::chrono::milliseconds(0)); }, stopping);
+    } catch (const std::exception& e) {
+      folio::service::log::write("error", "revocation_watch_stopped", std::string("revoked API keys are read by requests only until a restart: ") + e.what());
+    }
+  });
   folio::service::log::write("info", "started",
                              "listening on " + o.socket + " (" + std::to_string(o.workers) + " workers, database " + (folio::service::is_postgresql(o.db) ? std::string("PostgreSQL") : o.db) + ", live push " +
                                  (cfg.live.channel_secret.empty() ? "off" : cfg.live.publish_socket.empty() ? "subscribe only" : "via " + cfg.live.publish_socket) +
@@ -355,6 +366,7 @@ int main(int argc, char** argv) {
   for (std::thread& t : workers) t.join();
   svc.crdt().compactions().stop();
   compaction.join();
+  revocations.join();
   close(fd);
   unlink(o.socket.c_str());
   return 0;

@@ -12,8 +12,9 @@
 //   --state FILE keeps the replica between runs (edit, sync, show, apply need it; without one, a
 //   new replica starts from the server's copy). An edit is saved to FILE (written, fsynced, renamed)
 //   before it is sent, so an edit whose answer was lost is sent again by the next run, never made
-//   again under the same op ids (folio/sync.hpp: the client contract). Credentials: --key/--token or
-//   FOLIO_API_KEY and FOLIO_AUTH_TOKEN (scripts/run writes them to var/dev-credentials). Exit status 1
+//   again under the same op ids (folio/sync.hpp: the client contract). The service: --url, or FOLIO_URL,
+//   else http://127.0.0.1:8080. Credentials: --key/--token or FOLIO_API_KEY and FOLIO_AUTH_TOKEN
+//   (scripts/run writes all three to var/dev-credentials). Exit status 1
 //   with the server's JSON error on stderr when a call fails; the local edit stays in FILE.
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -454,6 +455,8 @@ void edit(const options& o, folio::document& d) {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: folio-cli [--url URL] [--key K --token T] --org ORG --doc DOC --editor ED [--state FILE] COMMAND\n"
+               "  --url: else $FOLIO_URL, else http://127.0.0.1:8080; --key, --token: else $FOLIO_API_KEY, $FOLIO_AUTH_TOKEN\n"
+               "  (scripts/run writes the three to var/dev-credentials)\n"
                "  watch [--transport eventsource|longpoll] [--count N]\n"
                "  sync | show | apply MESSAGE_JSON\n"
                "  edit (--replace VALUE | --insert POS TEXT | --delete POS LEN | --set KEY JSON | --remove KEY) [--offline]\n");

@@ -10,8 +10,9 @@ crdt_family::crdt_family(server& platform)
     : server_(platform),
       cache_(platform.settings().cache_bytes),
       publisher_(platform.settings().live, [&platform](std::string_view id) {
+        const std::size_t slash = id.find('/');  // stream_key_id's "<signing key id>/<tenant>"
         const std::shared_ptr<const key_ring> ring = platform.client_keys();
-        return ring && ring->find(id);
+        return ring && ring->find(id.substr(0, slash)) && (slash == std::string_view::npos || !platform.api_key_revoked(id.substr(slash + 1)));
       }),
       compactor_(platform.settings().request_timeout) {
   register_crdt_routes(platform.routes(), *this);
@@ -21,6 +22,8 @@ crdt_family::crdt_family(server& platform)
     compactor_.fill(g);
   });
 }
+
+std::string stream_key_id(const client_scope& s, const std::string& tenant) { return s.key_id + '/' + tenant; }
 
 record_key scoped_key(const principal& who, std::string org, std::string doc, const std::optional<std::string>& named) {
   check_scope(who, org, doc, named);

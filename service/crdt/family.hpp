@@ -60,4 +60,10 @@ class crdt_family {
 /// from a request.
 record_key scoped_key(const principal& who, std::string org, std::string doc, const std::optional<std::string>& named);
 
+/// The id a client token's open stream is remembered under (publisher::token_subscribed's key id):
+/// "<signing key id>/<tenant>" ('/' occurs in neither). The family's publisher finds such a stream due
+/// when its signing key has left the key ring or its tenant's API key is revoked
+/// (server::api_key_revoked, as of the last read).
+std::string stream_key_id(const client_scope& s, const std::string& tenant);
+
 }  // namespace folio::service

@@ -83,7 +83,8 @@ class publisher {
 
   static constexpr std::size_t max_token_channels = 100000;  ///< channels with client-token streams remembered, at most
 
-  /// `key_known(id)`: whether the client-token key ring in use holds the key `id` (absent: every key does).
+  /// `key_known(id)`: whether the key `id` a stream was let in with (token_subscribed) still holds
+  /// (crdt_family's: its signing key is in the ring and its API key is not revoked; absent: every key does).
   explicit publisher(live_config c, std::function<bool(std::string_view)> key_known = {})
       : config_(std::move(c)), key_known_(std::move(key_known)), budget_(static_cast<double>(full_bytes_per_window)) {}
   ~publisher();

@@ -22,8 +22,9 @@ response crdt_family::authorize_subscriber(database& db, const request& r) {
         log::write("error", "channel_mismatch", "nginx computed another channel id for a subscriber: nginx and folio-fcgi do not share the channel secret");
         throw api_error(status::internal, "Internal error.");
       }
-      // Nchan asks once per stream: the publisher ends it when the token expires or loses its key.
-      if (who.scope && !publisher_.token_subscribed(r.channel, who.scope->expires, who.scope->key_id))
+      // Nchan asks once per stream: the publisher ends it when the token expires, loses its signing key or
+      // its API key is revoked (stream_key_id).
+      if (who.scope && !publisher_.token_subscribed(r.channel, who.scope->expires, stream_key_id(*who.scope, who.tenant)))
         throw api_error(status::unavailable, "Too many live streams of client tokens on this server; try again later.");
       return {200, {}};
     } catch (...) {

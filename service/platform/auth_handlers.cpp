@@ -1,9 +1,13 @@
 // POST /v2/auth/token (docs/API.md, "POST /v2/auth/token"): an application's backend, with its API key and
 // auth token, mints a client token for one document (and editor) of its tenant, one user and one
-// access level (client_token.hpp). Nothing is read from or written to the database: the token is
-// checked by its signature alone. A read-only auth token mints read tokens only, and no client token
-// outlives the auth token that minted it.
+// access level (client_token.hpp). Nothing is written to the database: the token is checked by its
+// signature and the set of revoked API keys (server.hpp). A read-only auth token mints read tokens only, and no client token
+// outlives the auth token that minted it. `data` holds only the fields of the contract, none of them
+// null (check_token_fields). The token names its tenant, the minting API key: once that key is revoked
+// the token is refused (server::api_key_revoked).
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 
 #include "platform/auth_handlers.hpp"
 #include "platform/client_token.hpp"
@@ -16,7 +20,38 @@ namespace folio::service {
 
 namespace {
 
+/// The fields POST /v2/auth/token takes. Anything else in `data`, and null for any field, is refused: a
+/// misspelt or null editorId read as absent would mint a token for every editor of the document.
+constexpr std::string_view token_fields[] = {"organizationId", "documentId", "editorId", "userId", "access", "expiresInSeconds"};
+
+/// A member name for a message: at most 64 bytes (cut at a UTF-8 character's start), with control
+/// characters, '"' and '\\' shown as '?'.
+std::string shown_name(std::string_view name) {
+  std::size_t n = std::min<std::size_t>(name.size(), 64);
+  if (n < name.size())
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+  std::string out(name.substr(0, n));
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '"' || ch == '\\') ch = '?';
+  return out;
+}
+
+/// 400 INVALID_ARGUMENT for the first member of `data` that is not one of token_fields, or is null.
+/// Linear in the members.
+void check_token_fields(const rapidjson::Value& data) {
+  for (auto m = data.MemberBegin(); m != data.MemberEnd(); ++m) {
+    const std::string_view name(m->name.GetString(), m->name.GetStringLength());
+    if (std::find(std::begin(token_fields), std::end(token_fields), name) == std::end(token_fields))
+      throw api_error(status::invalid_argument, "Unknown field \"" + shown_name(name) +
+                                                    "\"; a client token takes organizationId, documentId, editorId, userId, access and expiresInSeconds.");
+    if (m->value.IsNull())
+      throw api_error(status::invalid_argument, name == "editorId" ? std::string("editorId must not be null; leave it out for a token of every editor of the document.")
+                                                                   : std::string(name) + " must not be null.");
+  }
+}
+
 std::string auth_token(context& c) {
+  check_token_fields(c.data);
   client_claims t;
   t.tenant = c.who.tenant;
   t.org = required_id(c.data, "organizationId", "Organization ID is required");
@@ -39,11 +74,12 @@ std::string auth_token(context& c) {
   if (!ring) throw api_error(status::unavailable, "Client tokens are not configured on this server.");
   // Whole seconds, never more than asked for (at most 1 s less), and never past the minter's expiry.
   // The responder trusts a checked credential for up to 2 s (server.hpp, auth_cache_), so the minter may have expired
-  // since: then it is refused as an expired auth token is, rather than minting a dead token.
+  // since, or its API key been revoked (which this responder sees within revocation_refresh): then it is
+  // refused as an expired auth token is, rather than minting a dead token.
   std::optional<std::int64_t> minter;
   if (c.who.expires_at) minter = timestamp_ms(*c.who.expires_at);
   const std::optional<std::int64_t> expiry = client_token_expiry(now_unix_ms(), seconds, minter);
-  if (!expiry) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
+  if (!expiry || c.svc.api_key_revoked(c.db, c.who.tenant)) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
   const std::int64_t expires = t.expires = *expiry;
   const std::string token = sign_client_token(t, ring->signer());
   return success_body("Client token created.", [&](json_writer& w) {

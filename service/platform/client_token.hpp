@@ -13,7 +13,8 @@
 // id rules, so they hold no control character and "\n" cannot occur inside one; editor is "" for every
 // editor of the document; access "r" or "w"; expires whole seconds since the epoch in decimal — and
 // <mac> base64url of HMAC-SHA256(key secret, everything before ".<mac>"). Every field and the version
-// are under the MAC. Checking needs no database: the key ring is in memory; the MAC is compared as
+// are under the MAC. Checking needs no database: the key ring is in memory (the server also refuses a
+// token whose tenant's API key is revoked: server::api_key_revoked); the MAC is compared as
 // text, in constant time (CRYPTO_memcmp), so a token has exactly one accepted spelling.
 //
 // Key ring: a file of lines "<id> <secret hex> [verify-only]" ('#' comments, blank lines ignored).

@@ -17,6 +17,10 @@ struct config {
   std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
   std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
   std::chrono::milliseconds auth_ttl{2000};  ///< how long a checked key + token pair is trusted without the database
+  /// How old the responder's list of revoked API keys may be when a client token is checked (server.hpp,
+  /// api_key_revoked): older, the check reads it again first. So a client token minted by a key is refused
+  /// from at most this long after the key's revocation committed.
+  std::chrono::milliseconds revocation_refresh{1000};
   /// A request's time budget from when nginx sent it; below nginx's fastcgi_read_timeout (60 s), so a
   /// request nginx gave up on never commits afterwards (folio-fcgi sets request::deadline with it).
   std::chrono::milliseconds request_timeout{50000};

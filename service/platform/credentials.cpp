@@ -1,7 +1,10 @@
 // Who is calling (server::identify): an API key + auth token checked against the database and
-// remembered for auth_ttl, or a client token (client_token.hpp) checked against the key ring alone.
+// remembered for auth_ttl, or a client token (client_token.hpp) checked against the key ring and the
+// responder's set of revoked API keys (server.hpp, api_key_revoked).
+#include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <thread>
 
 #include "platform/clock.hpp"
 #include "platform/nginx_query.hpp"
@@ -43,7 +46,61 @@ std::optional<principal> server::check_credentials(database& db, const request& 
   return who;
 }
 
-principal server::client_principal(std::string_view token) {
+std::shared_ptr<const server::revoked_set> server::reread_revoked_keys(database& db) {
+  auto next = std::make_shared<revoked_set>();
+  next->read_at = std::chrono::steady_clock::now();  // before the query, which sees what committed before it
+  {
+    query q = db.sql("SELECT key_id FROM api_keys WHERE revoked_at IS NOT NULL");
+    while (q.step()) next->ids.insert(q.text(0));
+  }
+  std::lock_guard<std::mutex> g(revoked_mu_);
+  revoked_ = next;
+  return next;
+}
+
+std::vector<std::string> server::read_revoked_keys(database& db) {
+  std::lock_guard<std::mutex> one(revoked_read_mu_);
+  const std::shared_ptr<const revoked_set> read = reread_revoked_keys(db);
+  return std::vector<std::string>(read->ids.begin(), read->ids.end());
+}
+
+bool server::api_key_revoked(std::string_view key_id) const {
+  std::lock_guard<std::mutex> g(revoked_mu_);
+  return revoked_ && revoked_->ids.count(std::string(key_id));
+}
+
+bool server::api_key_revoked(database& db, std::string_view key_id) {
+  auto fresh = [&] {
+    std::lock_guard<std::mutex> g(revoked_mu_);
+    return revoked_ && std::chrono::steady_clock::now() - revoked_->read_at < config_.revocation_refresh;
+  };
+  if (!fresh()) {
+    std::lock_guard<std::mutex> one(revoked_read_mu_);  // another thread's read may have just made it fresh
+    if (!fresh()) reread_revoked_keys(db);
+  }
+  return api_key_revoked(key_id);
+}
+
+void server::watch_revoked_keys(database& db, const std::function<void()>& revoked, const std::atomic<bool>& stop) {
+  const auto tick = std::max(config_.revocation_refresh / 4, std::chrono::milliseconds(1));
+  bool failing = false;
+  std::unordered_set<std::string> seen;  // revoked keys this watch has reported
+  while (!stop.load()) {
+    try {
+      bool any = false;
+      for (std::string& id : read_revoked_keys(db)) any |= seen.insert(std::move(id)).second;
+      if (failing) log::write("info", "revoked_keys_read", "the revoked API keys are read again");
+      failing = false;
+      if (any && revoked) revoked();
+    } catch (const std::exception& e) {
+      if (!failing) log::write("error", "revoked_keys_unread", std::string("cannot read the revoked API keys (client tokens check them on each request meanwhile): ") + e.what());
+      failing = true;
+    }
+    std::this_thread::sleep_for(tick);
+  }
+}
+
+principal server::client_principal(database& db, std::string_view token) {
   const std::shared_ptr<const key_ring> ring = client_keys();
   if (!ring) throw api_error(status::unavailable, "Client tokens are not configured on this server.");
   const token_check t = verify_client_token(token, *ring, now_unix_ms());
@@ -55,6 +112,7 @@ principal server::client_principal(std::string_view token) {
     case token_problem::expired: throw api_error(status::unauthenticated, "The client token expired at " + iso_time(t.claims.expires * 1000) + ".");
     case token_problem::none: break;
   }
+  if (api_key_revoked(db, t.claims.tenant)) throw api_error(status::unauthenticated, "Invalid client token: the API key that minted it is revoked.");
   principal p;
   p.tenant = t.claims.tenant, p.subject = t.claims.user, p.read_only = !t.claims.write;
   p.scope = client_scope{t.claims.org, t.claims.doc, t.claims.editor, t.claims.expires, t.key_id};
@@ -71,7 +129,7 @@ principal server::identify(database& db, const request& r, bool query_token) {
       throw api_error(status::unauthenticated, "Send either the x-folio-api-key and x-folio-auth-token headers or a client token, not both.");
     if (bearer && in_query)
       throw api_error(status::unauthenticated, "Send the client token once: in the Authorization header or in the token parameter, not both.");
-    return client_principal(bearer ? *bearer : std::string_view(*in_query));
+    return client_principal(db, bearer ? *bearer : std::string_view(*in_query));
   }
   if (r.api_key.empty() || r.auth_token.empty()) throw api_error(status::unauthenticated, "Missing or invalid API key or auth token.");
   const std::optional<principal> who = check_credentials(db, r);

@@ -6,11 +6,13 @@
 // type, body size, envelope; server.cpp), the operators' endpoints (health.cpp) and the one mapping of
 // failures to HTTP codes and JSON error bodies (failure_response). It never throws; an unexpected
 // failure is a 500 INTERNAL with a log line. Who is calling is answered by identify() (credentials.cpp):
-// an API key + auth token, remembered for auth_ttl, or a client token checked against the key ring.
+// an API key + auth token, remembered for auth_ttl, or a client token checked against the key ring and
+// the set of revoked API keys (api_key_revoked).
 // Handlers are testable on a temporary database without a socket.
 // Thread-safety: `handle` may run on many threads at once, each with its own `database`.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -21,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "platform/auth.hpp"
@@ -55,6 +58,30 @@ class server {
   void set_client_keys(std::shared_ptr<const key_ring> ring);
   std::shared_ptr<const key_ring> client_keys() const;
 
+  /// Revoked API keys (folio-admin revoke-key). A client token carries no database row but names its
+  /// tenant, the API key that minted it; a client token of a revoked key is refused (401). Each
+  /// responder keeps the set of revoked key ids, read from the database with the time the read began:
+  /// watch_revoked_keys re-reads it every revocation_refresh / 4, and a check that finds the set older
+  /// than revocation_refresh reads it first itself (so the bound holds without the watch, or while it
+  /// is late). A revocation committed at time R is therefore seen by every check from R +
+  /// revocation_refresh on, on every node. Cost: a check is one hash lookup under a mutex; a read is
+  /// one query returning the revoked key ids (linear in them; keys are never un-revoked).
+  ///
+  /// Reads the revoked keys now and returns them. A database failure throws (store_error), keeping the
+  /// previous set and its age.
+  std::vector<std::string> read_revoked_keys(database& db);
+  /// Whether `key_id` was revoked as of the last read (no database; for the publisher's sweeps).
+  bool api_key_revoked(std::string_view key_id) const;
+  /// The same, reading the revoked keys first when the last read began revocation_refresh ago or more
+  /// (client tokens, and minting them: a key trusted from auth_cache_ mints no token once it is seen revoked).
+  bool api_key_revoked(database& db, std::string_view key_id);
+  /// Reads the revoked keys every revocation_refresh / 4 on `db` until `stop`, calling `revoked()`
+  /// after a read that found keys this watch had not seen revoked yet (folio-fcgi: a publisher sweep,
+  /// ending their client tokens' open streams; a request's own read does not count as the watch's). A
+  /// failed read is logged (once per run of failures) and retried at the next tick. Runs on a thread
+  /// of its own.
+  void watch_revoked_keys(database& db, const std::function<void()>& revoked, const std::atomic<bool>& stop);
+
   /// Answers one request, counts it in the metrics and writes its access line. Never throws.
   response handle(database& db, const request& r);
 
@@ -73,7 +100,12 @@ class server {
   /// authenticate(), remembered for auth_ttl: a revoked or expired credential stops working within
   /// that time. Failures are not remembered (they cost the same as a database check).
   std::optional<principal> check_credentials(database& db, const request& r);
-  principal client_principal(std::string_view token);
+  principal client_principal(database& db, std::string_view token);
+  struct revoked_set {
+    std::unordered_set<std::string> ids;
+    std::chrono::steady_clock::time_point read_at;  ///< when the read that filled `ids` began
+  };
+  std::shared_ptr<const revoked_set> reread_revoked_keys(database& db);  ///< read_revoked_keys with revoked_read_mu_ held
 
   struct remembered {
     principal who;
@@ -88,6 +120,9 @@ class server {
   std::unordered_map<std::string, remembered> auth_cache_;
   mutable std::mutex keys_mu_;
   std::shared_ptr<const key_ring> client_keys_;
+  std::mutex revoked_read_mu_;  ///< one read of the revoked keys at a time (reads replace the set in order)
+  mutable std::mutex revoked_mu_;
+  std::shared_ptr<const revoked_set> revoked_;  ///< null before the first read (revoked_mu_)
 };
 
 /// The answer to a failure `e` (an exception caught while answering): an api_error as its code and

@@ -74,9 +74,11 @@ class StaticFiles(unittest.TestCase):
         status, h, body = get("/demo/")
         self.assertEqual((status, h["content-type"]), (200, "text/html; charset=utf-8"))
         self.assertIn(b"<script type=\"module\" src=\"demo.js\">", body)
+        self.assertNotIn(b"8080", body)  # the help text names no port: demo.js writes the page's own origin
         status, h, body = get("/demo/demo.js")
         self.assertEqual((status, h["content-type"]), (200, "text/javascript"))
         self.assertIn(b"from '/client/folio.js'", body)
+        self.assertIn(b"$('help-link').textContent = `${location.origin}", body)
         status, h, _ = get("/demo")
         self.assertEqual((status, h["location"].rpartition(":%d" % STACK.port)[2]), (301, "/demo/"))
 

@@ -8,11 +8,13 @@ Run by ctest (tests/CMakeLists.txt) as:  operations_e2e.py BUILD_DIR SOURCE_DIR
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -253,6 +255,48 @@ class Admin(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertIn("has passed; the token is created expired", r.stderr)
         self.assertTrue(r.stdout.startswith("ft_"))
+
+
+class DevSetup(unittest.TestCase):
+    """scripts/service-setup.sh as scripts/run and scripts/cluster use it, with FOLIO_PORT set (here the
+    stack's port): var/dev-credentials carries FOLIO_URL, which folio-cli reads, and every URL the
+    greeting prints is on that port."""
+
+    def setup(self, work, script, port):
+        env = dict(os.environ, FOLIO_ADMIN=os.path.abspath(stack.ADMIN), FOLIO_PORT=str(port))
+        r = subprocess.run(["bash", "-c", 'set -euo pipefail; source "$0/scripts/service-setup.sh"; ' + script, os.path.abspath(stack.SOURCE), STACK.db],
+                           cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_credentials_and_greeting_carry_the_port(self):
+        work = tempfile.mkdtemp(dir=STACK.dir)
+        os.makedirs(os.path.join(work, "var"))
+        url = "http://127.0.0.1:%d" % STACK.port
+        greeting = self.setup(work, 'folio_dev_credentials "$1"; folio_welcome "$FOLIO_URL" "a test"', STACK.port)
+        path = os.path.join(work, "var", "dev-credentials")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        with open(path) as f:
+            creds = dict(line.split("=", 1) for line in f.read().splitlines())
+        self.assertEqual(creds["FOLIO_URL"], url)
+        if STACK.port != 8080:
+            self.assertNotIn("127.0.0.1:8080", greeting)
+        urls = re.findall(r"https?://[^\s'\"]*", greeting)
+        self.assertGreaterEqual(len(urls), 5, greeting)
+        for u in urls:
+            self.assertTrue(u.startswith(url + "/") or u == url, u)
+        self.assertIn(url + "/demo/#token=fct1.", greeting)
+        # folio-cli with the file's variables and no --url reaches the service.
+        cli = subprocess.run([os.path.join(stack.BUILD, "tools", "folio-cli"), "--org", "demo", "--doc", "welcome", "--editor", "text",
+                              "--state", os.path.join(work, "cli.state"), "sync"],
+                             env=dict(os.environ, **creds), capture_output=True, text=True, timeout=60)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertIn("Hello from Folio!", cli.stdout)
+        # Another port on the next start: the key is kept, the URL follows.
+        self.setup(work, 'folio_dev_credentials "$1"', STACK.port + 1)
+        with open(path) as f:
+            again = dict(line.split("=", 1) for line in f.read().splitlines())
+        self.assertEqual(again, dict(creds, FOLIO_URL="http://127.0.0.1:%d" % (STACK.port + 1)))
 
 
 class Logs(unittest.TestCase):

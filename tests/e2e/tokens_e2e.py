@@ -177,6 +177,17 @@ class Mint(unittest.TestCase):
                     data[k] = v
             err(self, call("/v2/auth/token", data), 400, "INVALID_ARGUMENT", message)
 
+    def test_unknown_fields_and_nulls_are_refused_by_name(self):
+        # Read as absent, each of these minted a token for every editor of the document.
+        base = {"organizationId": ORG, "documentId": DOC, "userId": "ana", "access": "write"}
+        listing = "; a client token takes organizationId, documentId, editorId, userId, access and expiresInSeconds."
+        for extra, message in [({"editorID": "e1"}, 'Unknown field "editorID"' + listing),
+                               ({"editor_id": "e1"}, 'Unknown field "editor_id"' + listing),
+                               ({"editorId": None}, "editorId must not be null; leave it out for a token of every editor of the document."),
+                               ({"expiresInSeconds": None}, "expiresInSeconds must not be null."),
+                               ({"organizationId": None}, "organizationId must not be null.")]:
+            err(self, call("/v2/auth/token", dict(base, **extra)), 400, "INVALID_ARGUMENT", message)
+
     def test_needs_the_api_key(self):
         data = {"organizationId": ORG, "documentId": DOC, "userId": "ana", "access": "read"}
         for who in (None, "a_expired", "a_revoked", "a_wrong_secret", "a_key_b_token"):
@@ -422,6 +433,67 @@ class OpenStreams(unittest.TestCase):
                 stream.close()
         finally:
             reload_keys(original)
+
+
+REVOCATION_BOUND = 1.0  # seconds: docs/SECURITY.md "Revocation" (config.hpp revocation_refresh)
+
+
+class Revocation(unittest.TestCase):
+    """Revoking an API key (folio-admin revoke-key) ends the client tokens it minted on every node within
+    REVOCATION_BOUND of the revocation's commit, and closes their open streams (server.hpp, api_key_revoked)."""
+
+    def test_a_revoked_keys_tokens_are_refused_on_every_node_and_their_streams_end(self):
+        key = STACK.admin("create-key", "tenant-revoked")
+        kid = key[3:19]
+        CREDS["revoked_key"] = (key, STACK.admin("create-token", kid, "backend"))
+        rec = ids("revoked")
+        ok(self, call("/v2/crdt/add", dict(rec, type="text", data="x"), who="revoked_key"), "CRDT data added successfully.")
+        status, answer = call("/v2/auth/token", dict(rec, userId="ana", access="write"), who="revoked_key")
+        self.assertEqual(status, 200, answer)
+        token = answer["result"]["data"]["token"]
+        for node in STACK.nodes:
+            self.assertEqual(call("/v2/crdt/get", rec, who=None, headers=bearer(token), port=node.port)[0], 200)
+        stream = TokenStream(rec, token=token)
+        try:
+            for i in range(400):  # until the stream has had a message (see warm_up)
+                ok(self, call("/v2/crdt/update", dict(rec, data="warm %d" % i), who="revoked_key"), "CRDT data updated successfully.")
+                if has_event(stream, 0.05):
+                    stream.buf = b""
+                    break
+            else:
+                self.fail("the stream never had a message")
+            STACK.admin("revoke-key", kid)
+            revoked = time.monotonic()  # folio-admin has returned: the revocation is committed
+            # Each node, polled until it refuses: any request sent REVOCATION_BOUND or more after the commit is refused.
+            refused_after = {}
+            deadline = revoked + REVOCATION_BOUND + 20
+            while len(refused_after) < len(STACK.nodes):
+                self.assertLess(time.monotonic(), deadline, "nodes still serving the token: %s" % STACK.log_tails())
+                for n, node in enumerate(STACK.nodes):
+                    sent = time.monotonic()
+                    status, body = call("/v2/crdt/get", rec, who=None, headers=bearer(token), port=node.port)
+                    if status == 200:
+                        self.assertNotIn(n, refused_after, "node %d served the token again after refusing it" % n)
+                        self.assertLess(sent - revoked, REVOCATION_BOUND, "node %d served a revoked key's token" % n)
+                        continue
+                    err(self, (status, body), 401, "UNAUTHENTICATED", "Invalid client token: the API key that minted it is revoked.")
+                    refused_after.setdefault(n, time.monotonic() - revoked)
+                time.sleep(0.02)
+            for node in STACK.nodes:  # writes and pulls too, and the auth token
+                err(self, call("/v2/crdt/sync", dict(rec, version="AA==", update="AA=="), who=None, headers=bearer(token), port=node.port),
+                    401, "UNAUTHENTICATED")
+                err(self, call("/v2/auth/token", dict(rec, userId="ana", access="read"), who="revoked_key", port=node.port), 401, "UNAUTHENTICATED")
+            # The open stream is ended (Nchan's 410) by the node that let it in, at its next read of the revoked keys.
+            stream.sock.settimeout(REVOCATION_BOUND + 20)
+            self.assertFalse(received_before_end(stream, b"never sent"))
+            self.assertIn(b":410: 410 Gone", stream.buf)
+            status, headers, body = raw_request(subscribe_text(rec, token=token))
+            self.assertEqual(status, 401, body)
+            self.assertEqual(json.loads(body)["error"]["message"], "Invalid client token: the API key that minted it is revoked.")
+            print("refused %.0f ms after the revocation (per node: %s)" % (max(refused_after.values()) * 1000,
+                  ", ".join("%.0f" % (v * 1000) for _, v in sorted(refused_after.items()))), file=sys.stderr)
+        finally:
+            stream.close()
 
 
 class Rotation(unittest.TestCase):

@@ -1,6 +1,7 @@
 // Client tokens (service/platform/client_token.hpp): the format, the signature, expiry, the key ring and its
 // rotation, and hostile input — every byte of a token changed, every truncation, signed claims that
-// are not of the written form — refused without a crash.
+// are not of the written form — refused without a crash. Then through the server: POST /v2/auth/token's
+// fields, and a revoked API key's client tokens.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "wire/base64.hpp"
 #include "platform/client_token.hpp"
+#include "support.hpp"
 
 namespace {
 
@@ -221,6 +223,102 @@ TEST(ClientToken, RandomInputNeverVerifies) {
     EXPECT_NE(svc::verify_client_token(s, r, 0).problem, svc::token_problem::none) << s;
   }
   EXPECT_EQ(svc::verify_client_token(std::string(svc::max_client_token_bytes + 1, 'a'), r, 0).problem, svc::token_problem::malformed);
+}
+
+// Through the server (the wire in tests/e2e/tokens_e2e.py).
+struct minting : folio_service_test::fixture {
+  void SetUp() override {
+    fixture::SetUp();
+    service.platform().set_client_keys(std::make_shared<const svc::key_ring>(svc::key_ring::parse("k1 " + secret1)));
+    call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":"hi"}})");
+  }
+  svc::response mint(const std::string& data) { return call("/v2/auth/token", R"({"data":{"organizationId":"o","documentId":"d",)" + data + "}}"); }
+  svc::response bearer(const std::string& path, const std::string& body, const std::string& client) {
+    svc::request r{"POST", path, "application/json", {}, {}, body, body.size(), {}, {}, {}};
+    r.authorization = "Bearer " + client;
+    return service.handle(db, r);
+  }
+  static std::string error_of(const svc::response& r) { return svc::parse_json(r.body)["error"]["message"].GetString(); }
+  static std::string token_of(const svc::response& r) { return svc::parse_json(r.body)["result"]["data"]["token"].GetString(); }
+};
+
+// A misspelt or null editorId read as absent minted a token for every editor of the document.
+TEST_F(minting, UnknownFieldsAndNullsAreRefusedByName) {
+  const std::pair<std::string, std::string> refused[] = {
+      {R"("userId":"u","access":"read","editorID":"e")", R"(Unknown field "editorID"; a client token takes organizationId, documentId, editorId, userId, access and expiresInSeconds.)"},
+      {R"("userId":"u","access":"read","editor_id":"e")", R"(Unknown field "editor_id"; a client token takes organizationId, documentId, editorId, userId, access and expiresInSeconds.)"},
+      {R"("userId":"u","access":"read","editorId":null)", "editorId must not be null; leave it out for a token of every editor of the document."},
+      {R"("userId":"u","access":"read","expiresInSeconds":null)", "expiresInSeconds must not be null."},
+      {R"("userId":null,"access":"read")", "userId must not be null."},
+      {R"("userId":"u","access":"read","a\"\\\u0001b":1)", R"(Unknown field "a???b"; a client token takes organizationId, documentId, editorId, userId, access and expiresInSeconds.)"},
+  };
+  for (const auto& [data, message] : refused) {
+    const svc::response r = mint(data);
+    EXPECT_EQ(r.http, 400) << data;
+    EXPECT_EQ(error_of(r), message) << data;
+    EXPECT_EQ(std::string(svc::parse_json(r.body)["error"]["status"].GetString()), "INVALID_ARGUMENT") << data;
+  }
+  // A long name is cut at a character's start: the answer stays UTF-8 (the parser would refuse it otherwise).
+  const svc::response longer = mint(R"("userId":"u","access":"read",")" + std::string(63, 'x') + "\u00e9\":1");
+  EXPECT_EQ(longer.http, 400);
+  EXPECT_EQ(error_of(longer).substr(0, 16 + 63), "Unknown field \"" + std::string(63, 'x') + "\"");
+  const svc::response ok = mint(R"("editorId":"e","userId":"u","access":"read","expiresInSeconds":60)");
+  ASSERT_EQ(ok.http, 200) << ok.body;
+  EXPECT_EQ(bearer("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d"}})", token_of(ok)).http, 403);  // one editor only
+}
+
+// Client tokens carry no database row; the server refuses those of a revoked API key once its set of
+// revoked keys is at most revocation_refresh old, re-reading it when older.
+TEST_F(minting, ARevokedKeysClientTokensAreRefused) {
+  const svc::response minted = mint(R"("editorId":"e","userId":"u","access":"write")");
+  ASSERT_EQ(minted.http, 200) << minted.body;
+  const std::string client = token_of(minted);
+  const std::string get = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})";
+  ASSERT_EQ(bearer("/v2/crdt/get", get, client).http, 200);  // the set is read now: nothing is revoked
+  EXPECT_FALSE(service.platform().api_key_revoked(key.substr(3, 16)));
+  ASSERT_TRUE(svc::revoke_key(db, key.substr(3, 16), svc::now_iso()));
+  // Another node (its own responder and connection) with a revocation_refresh of 0 reads the set at each check.
+  svc::config now_cfg;
+  now_cfg.revocation_refresh = std::chrono::milliseconds(0);
+  svc::responder node{now_cfg};
+  node.platform().set_client_keys(service.platform().client_keys());
+  svc::database node_db{tmp.path(), svc::responder::tables()};
+  svc::request r{"POST", "/v2/crdt/get", "application/json", {}, {}, get, get.size(), {}, {}, {}};
+  r.authorization = "Bearer " + client;
+  const svc::response refused = node.handle(node_db, r);
+  EXPECT_EQ(refused.http, 401) << refused.body;
+  EXPECT_EQ(error_of(refused), "Invalid client token: the API key that minted it is revoked.");
+  EXPECT_EQ(std::string(svc::parse_json(refused.body)["error"]["status"].GetString()), "UNAUTHENTICATED");
+  // This node's set is re-read at the watch's tick (here by hand), or by a check once it is revocation_refresh old.
+  EXPECT_EQ(service.platform().read_revoked_keys(db), std::vector<std::string>{key.substr(3, 16)});
+  EXPECT_TRUE(service.platform().api_key_revoked(key.substr(3, 16)));
+  EXPECT_EQ(bearer("/v2/crdt/get", get, client).http, 401);
+  EXPECT_EQ(bearer("/v2/crdt/sync", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","version":"AA=="}})", client).http, 401);
+  EXPECT_EQ(service.platform().read_revoked_keys(db), std::vector<std::string>{key.substr(3, 16)});
+}
+
+// The watch re-reads the set every revocation_refresh / 4 and reports keys it has not seen revoked
+// (folio-fcgi's publisher sweep) — also when a request's own read saw the revocation first; it stops
+// when told.
+TEST_F(minting, TheWatchReportsRevocations) {
+  svc::config cfg;
+  cfg.revocation_refresh = std::chrono::milliseconds(40);
+  svc::responder node{cfg};
+  ASSERT_TRUE(svc::revoke_key(db, key.substr(3, 16), svc::now_iso()));
+  EXPECT_EQ(node.platform().read_revoked_keys(db), std::vector<std::string>{key.substr(3, 16)});  // a request's read, first
+  std::atomic<bool> stop{false};
+  std::promise<void> reported;
+  std::atomic<int> reports{0};
+  std::thread watch([&] {
+    svc::database watch_db{tmp.path(), svc::responder::tables()};
+    node.platform().watch_revoked_keys(watch_db, [&] { if (reports++ == 0) reported.set_value(); }, stop);
+  });
+  const std::future_status waited = reported.get_future().wait_for(std::chrono::seconds(30));
+  stop = true;
+  watch.join();
+  EXPECT_EQ(waited, std::future_status::ready);
+  EXPECT_EQ(reports.load(), 1);
+  EXPECT_TRUE(node.platform().api_key_revoked(key.substr(3, 16)));
 }
 
 }  // namespace
