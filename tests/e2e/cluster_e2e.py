@@ -216,6 +216,104 @@ class Failures(unittest.TestCase):
         STACK.start_nginx()
         self.assertEqual(value_on(2, records[0]), "after 11")  # the node is back, and current
 
+    def test_a_killed_responder_fails_no_request_through_the_front(self):
+        # kill -9 of one node's folio-fcgi under load: its nginx cannot hand it requests any more, and
+        # answers them "unhandled" (nginx/errors.conf); the front sends each to the next node. Only the
+        # requests the dead responder had received may fail (never retried: a write is not idempotent).
+        records = ["r%d" % i for i in range(6)]
+        for r in records:
+            ok(self, call("/v2/crdt/add", dict(ids(r), type="text", data="0")), "CRDT data added successfully.")
+        victim = STACK.nodes[2]
+        killed = threading.Event()
+        killed_at = [None]
+        answers = []  # (started after the responder was dead, status)
+        lock = threading.Lock()
+        after_kill = {r: 0 for r in records}
+
+        def client(r):
+            n = 0
+            while after_kill[r] < 60:
+                n += 1
+                late = killed.is_set()
+                path, body = (("/v2/crdt/update", dict(ids(r), data=str(n))) if n % 2 else ("/v2/crdt/get", ids(r)))
+                status, _ = call(path, body)
+                with lock:
+                    answers.append((late, status))
+                if late:
+                    after_kill[r] += 1
+                if n == 20 and r == records[0]:
+                    os.kill(victim.fcgi.pid, signal.SIGKILL)
+                    victim.fcgi.wait()
+                    killed_at[0] = time.time()
+                    killed.set()
+
+        try:
+            threads = [threading.Thread(target=client, args=(r,)) for r in records]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            late = [status for was_late, status in answers if was_late]
+            early_failures = [status for was_late, status in answers if not was_late and status != 200]
+            self.assertEqual([s for s in late if s != 200], [], "requests sent after the kill that failed")
+            self.assertGreaterEqual(len(late), 360)
+            self.assertLessEqual(len(early_failures), len(records))  # at most the ones in flight at the kill
+            with open(os.path.join(STACK.dir, "front", "log", "front-access.log")) as f:
+                retried = [json.loads(line)["node"] for line in f if " : " in json.loads(line)["node"]]
+            dead = "127.0.0.1:%d" % victim.port
+            self.assertTrue(retried and all(n.startswith(dead + " : ") for n in retried), retried[:5])
+        finally:
+            STACK.start_fcgi()
+
+    def test_a_request_the_responder_received_is_never_sent_to_another_node(self):
+        # A responder that takes the request and dies before answering (here: a socket that reads the
+        # request and closes). Its node answers 503 without X-Folio-Unhandled, and the front passes that
+        # on: the write may have been committed, so no other node gets it.
+        ok(self, call("/v2/crdt/add", dict(ids("once"), type="text", data="0")), "CRDT data added successfully.")
+        victim = STACK.nodes[2]
+        victim.fcgi.kill()
+        victim.fcgi.wait()
+        os.unlink(victim.socket)
+        received = []
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(victim.socket)
+        listener.listen(16)
+
+        def dying_responder():
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.settimeout(5)
+                    data = b""
+                    while b"once" not in data and b"healthz" not in data:  # the body has the record's id
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    received.append(data)
+
+        thread = threading.Thread(target=dying_responder, daemon=True)
+        thread.start()
+        try:
+            statuses = []
+            for i in range(1, 10):
+                status, body = call("/v2/crdt/update", dict(ids("once"), data="v%d" % i))
+                statuses.append(status)
+                if status != 200:
+                    err(self, (status, body), 503, "UNAVAILABLE", "The service is unavailable; retry later.")
+            self.assertEqual(statuses.count(503), 3, statuses)  # every third request reaches node 2
+            self.assertEqual(len(received), 3)
+            refused = {"v%d" % (i + 1) for i, s in enumerate(statuses) if s == 503}
+            self.assertEqual(revision("once"), 1 + 6)  # no other node committed the refused ones
+            self.assertNotIn(value_on(0, "once"), refused)
+        finally:
+            listener.close()
+            os.unlink(victim.socket)
+            STACK.start_fcgi()
+
     def test_postgresql_stopped_is_a_json_503_and_writes_resume_after_it_returns(self):
         ok(self, call("/v2/crdt/add", dict(ids("outage"), type="text", data="before")), "CRDT data added successfully.")
         STACK.pg("down")
