@@ -368,6 +368,105 @@ class Failures(unittest.TestCase):
         fresh = EventStream(ids("quiet"), port=port(2))  # and new subscribers are let in
         fresh.close()
 
+    def test_a_redis_stall_leaves_each_message_ordered_by_its_revision_and_clients_converge(self):
+        # Updates through the front (every node publishes some) while Redis is stopped (SIGSTOP) for a
+        # few seconds: each node's nginx holds what its responder published meanwhile and releases it
+        # when Redis resumes, the nodes' in any order (docs/API.md, "Live changes"). Every change message
+        # carries the revision it committed, which orders them; a folio-cli watching through it ends at
+        # the record's value, as does a sync.
+        ok(self, call("/v2/crdt/add", dict(ids("stall"), type="text", data="")), "CRDT data added successfully.")
+        state = os.path.join(STACK.dir, "stall.state")
+        self.assertEqual(cli(1, "sync", state=state, editor="stall"), "")
+        stream = EventStream(ids("stall"), port=port(1))
+        watcher, watch_out = self.watch("stall", port(0))
+        with open(os.path.join(STACK.redis_dir, "redis.pid")) as f:
+            redis_pid = int(f.read())
+        text, n = "", 0
+        try:
+            def update():
+                nonlocal text, n
+                n += 1
+                text += "%d," % n
+                ok(self, call("/v2/crdt/update", dict(ids("stall"), data=text, userId="u%d" % n)), "CRDT data updated successfully.")
+
+            for _ in range(6):
+                update()
+            failures = self.publish_failures()
+            os.kill(redis_pid, signal.SIGSTOP)
+            try:
+                deadline = time.time() + 20
+                while self.publish_failures() - failures < 6:  # every node's publishes wait past their timeout
+                    self.assertLess(time.time(), deadline, "publishes did not fail with Redis stopped")
+                    update()
+                for _ in range(6):
+                    update()
+            finally:
+                os.kill(redis_pid, signal.SIGCONT)
+            stream.sock.settimeout(30)
+            messages = [stream.next_data()]
+            while messages[-1].get("lastUpdatedBy") != "u%d" % n:
+                messages.append(stream.next_data())
+            # Update k (user uk) committed revision k + 1 (the add was revision 1): a message names its change.
+            self.assertEqual([m["revision"] for m in messages], [int(m["lastUpdatedBy"][1:]) + 1 for m in messages])
+            received = [m["revision"] for m in messages]
+            print("revisions as received: %s (%d out of order)" % (received, sum(1 for a, b in zip(received, received[1:]) if b < a)),
+                  file=sys.stderr)
+            wait_until(lambda: self.watched(watch_out) == text, what="folio-cli watch reaching the record's value")
+            self.assertIsNone(watcher.poll())
+            self.assertEqual(cli(1, "sync", state=state, editor="stall"), text)
+        finally:
+            stream.close()
+            watcher.terminate()
+            watcher.wait()
+            watch_out.close()
+
+    def test_a_deletion_of_an_incarnation_a_watcher_does_not_follow_does_not_end_it(self):
+        # Out of commit order (above), the deletion of a record's previous incarnation can arrive after
+        # the changes of the one added again: folio-cli watch goes on following the record it follows.
+        ok(self, call("/v2/crdt/add", dict(ids("again"), type="text", data="new")), "CRDT data added successfully.")
+        watcher, watch_out = self.watch("again", port(0))
+        try:
+            wait_until(lambda: self.watched(watch_out) == "new", what="folio-cli watch showing the record")
+            old = json.dumps({"editorId": "again", "incarnation": "1", "deleted": True, "lastUpdate": "2025-01-20T10:30:00.000Z"}).encode()
+            with socket.socket(socket.AF_UNIX) as s:  # as a node's responder publishes (service/crdt/publish.cpp)
+                s.connect(STACK.nodes[1].publish_socket)
+                s.sendall(b"POST /_folio/publish/%s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (channel_of(ids("again")).encode(), len(old), old))
+                self.assertRegex(read_all(s).split(b"\r\n", 1)[0], rb" 20[0-9] ")
+            ok(self, call("/v2/crdt/update", dict(ids("again"), data="still here")), "CRDT data updated successfully.")
+            wait_until(lambda: self.watched(watch_out) == "still here" or watcher.poll() is not None,
+                       what="folio-cli watch showing the change after the old deletion")
+            self.assertEqual(self.watched(watch_out), "still here")
+            self.assertIsNone(watcher.poll())
+        finally:
+            watcher.terminate()
+            watcher.wait()
+            watch_out.close()
+
+    @staticmethod
+    def watch(editor, node_port):
+        """A folio-cli watch of the record through the node at node_port, its output in a file."""
+        key, token = CREDS["a"]
+        env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % node_port)
+        out = open(os.path.join(STACK.dir, "%s.watch" % editor), "w+")
+        p = subprocess.Popen([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--state", os.path.join(STACK.dir, "%s.watch.state" % editor),
+                              "watch"], env=env, stdout=out, stderr=subprocess.DEVNULL)
+        return p, out
+
+    @staticmethod
+    def watched(out):
+        """The last value a folio-cli watch printed (None before the first; "deleted" once it ended so)."""
+        out.seek(0)
+        lines = [line for line in out.read().splitlines() if line.strip()]
+        if not lines:
+            return None
+        if lines[-1] == "deleted":
+            return "deleted"
+        try:
+            return json.loads(lines[-1])
+        except ValueError:  # a line being written
+            return None
+
     @staticmethod
     def publish_failures():
         return sum(counter(i, "folio_publish_failures_total") for i in range(3))
