@@ -7,6 +7,7 @@ front. The other end-to-end suites also run against this stack (ctest's e2e.clus
 Run as:  cluster_e2e.py BUILD_DIR SOURCE_DIR
 """
 import concurrent.futures
+import http.client
 import json
 import os
 import signal
@@ -262,6 +263,19 @@ class Failures(unittest.TestCase):
                 retried = [json.loads(line)["node"] for line in f if " : " in json.loads(line)["node"]]
             dead = "127.0.0.1:%d" % victim.port
             self.assertTrue(retried and all(n.startswith(dead + " : ") for n in retried), retried[:5])
+            # The dead node itself: the mark, and the redirect only to a retry location of the form asked for.
+            for asked, redirect in (("2", "@folio_retry2"), ("@admin", None), (None, None)):
+                conn = http.client.HTTPConnection("127.0.0.1", victim.port, timeout=30)
+                key, token = CREDS["a"]
+                headers = {"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token}
+                if asked:
+                    headers["X-Folio-Retry-Unhandled"] = asked
+                conn.request("POST", "/v2/crdt/get", body=json.dumps({"data": ids(records[0])}), headers=headers)
+                r = conn.getresponse()
+                body = json.loads(r.read())
+                conn.close()
+                self.assertEqual((r.status, body["error"]["status"], r.getheader("X-Folio-Unhandled"), r.getheader("X-Accel-Redirect")),
+                                 (503, "UNAVAILABLE", "1", redirect))
         finally:
             STACK.start_fcgi()
 
