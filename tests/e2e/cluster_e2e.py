@@ -393,6 +393,7 @@ class Failures(unittest.TestCase):
         self.assertEqual(cli(1, "sync", state=state, editor="stall"), "")
         stream = EventStream(ids("stall"), port=port(1))
         watcher, watch_out = self.watch("stall", port(0))
+        js, js_out = self.watch_js("stall", port(2))
         with open(os.path.join(STACK.redis_dir, "redis.pid")) as f:
             redis_pid = int(f.read())
         text, n = "", 0
@@ -427,12 +428,17 @@ class Failures(unittest.TestCase):
                   file=sys.stderr)
             wait_until(lambda: self.watched(watch_out) == text, what="folio-cli watch reaching the record's value")
             self.assertIsNone(watcher.poll())
+            if js:
+                wait_until(lambda: self.watched(js_out) == text, what="the JavaScript client reaching the record's value")
+                self.assertIsNone(js.poll())
             self.assertEqual(cli(1, "sync", state=state, editor="stall"), text)
         finally:
             stream.close()
-            watcher.terminate()
-            watcher.wait()
-            watch_out.close()
+            for p, out in ((watcher, watch_out), (js, js_out)):
+                if p:
+                    p.terminate()
+                    p.wait()
+                    out.close()
 
     def test_a_deletion_of_an_incarnation_a_watcher_does_not_follow_does_not_end_it(self):
         # Out of commit order (above), the deletion of a record's previous incarnation can arrive after
@@ -465,6 +471,29 @@ class Failures(unittest.TestCase):
         out = open(os.path.join(STACK.dir, "%s.watch" % editor), "w+")
         p = subprocess.Popen([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--state", os.path.join(STACK.dir, "%s.watch.state" % editor),
                               "watch"], env=env, stdout=out, stderr=subprocess.DEVNULL)
+        return p, out
+
+    @staticmethod
+    def watch_js(editor, node_port):
+        """The JavaScript client (clients/js) following the record through the node at node_port with the
+        API key headers, printing its value as JSON at the start and after each change, its output in a
+        file; (None, None) without the WebAssembly build (scripts/build-js), as js_client_e2e.py needs."""
+        client = os.path.join(stack.SOURCE, "clients", "js", "folio.js")
+        if not os.path.exists(os.path.join(stack.SOURCE, "clients", "js", "dist", "folio-engine.wasm")):
+            print("no clients/js/dist/folio-engine.wasm (scripts/build-js): the JavaScript client is not watched", file=sys.stderr)
+            return None, None
+        script = os.path.join(STACK.dir, "watch-%s.mjs" % editor)
+        with open(script, "w") as f:
+            f.write("import { connect } from %s;\n"
+                    "const [baseUrl, key, token, organizationId, documentId, editorId] = process.argv.slice(2);\n"
+                    "const r = await connect({ baseUrl, headers: { 'x-folio-api-key': key, 'x-folio-auth-token': token },"
+                    " organizationId, documentId, editorId });\n"
+                    "const show = () => process.stdout.write(JSON.stringify(r.value) + '\\n');\n"
+                    "r.on('change', show);\nshow();\n" % json.dumps("file://" + os.path.abspath(client)))
+        key, token = CREDS["a"]
+        out = open(os.path.join(STACK.dir, "%s.js.watch" % editor), "w+")
+        p = subprocess.Popen(["node", script, "http://127.0.0.1:%d" % node_port, key, token, ORG, DOC, editor], stdout=out,
+                             stderr=open(os.path.join(STACK.dir, "log", "%s.js.stderr" % editor), "w"))
         return p, out
 
     @staticmethod
