@@ -424,8 +424,8 @@ class Failures(unittest.TestCase):
             # Update k (user uk) committed revision k + 1 (the add was revision 1): a message names its change.
             self.assertEqual([m["revision"] for m in messages], [int(m["lastUpdatedBy"][1:]) + 1 for m in messages])
             received = [m["revision"] for m in messages]
-            print("revisions as received: %s (%d out of order)" % (received, sum(1 for a, b in zip(received, received[1:]) if b < a)),
-                  file=sys.stderr)
+            print("%d messages, %d after a larger revision; the first: %s" % (len(received), sum(1 for a, b in zip(received, received[1:]) if b < a),
+                                                                        received[:24]), file=sys.stderr)
             wait_until(lambda: self.watched(watch_out) == text, what="folio-cli watch reaching the record's value")
             self.assertIsNone(watcher.poll())
             if js:
