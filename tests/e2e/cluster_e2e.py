@@ -492,8 +492,8 @@ class Failures(unittest.TestCase):
                     "r.on('change', show);\nshow();\n" % json.dumps("file://" + os.path.abspath(client)))
         key, token = CREDS["a"]
         out = open(os.path.join(STACK.dir, "%s.js.watch" % editor), "w+")
-        p = subprocess.Popen(["node", script, "http://127.0.0.1:%d" % node_port, key, token, ORG, DOC, editor], stdout=out,
-                             stderr=open(os.path.join(STACK.dir, "log", "%s.js.stderr" % editor), "w"))
+        with open(os.path.join(STACK.dir, "log", "%s.js.stderr" % editor), "w") as err_file:
+            p = subprocess.Popen(["node", script, "http://127.0.0.1:%d" % node_port, key, token, ORG, DOC, editor], stdout=out, stderr=err_file)
         return p, out
 
     @staticmethod
