@@ -31,7 +31,7 @@ record_key scoped_key(const principal& who, std::string org, std::string doc, co
 }
 
 void crdt_family::publish_change(const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
-                                 const std::string& last_update, const std::string& by, const std::optional<std::string>& session) {
+                                 std::int64_t revision, const std::string& last_update, const std::string& by, const std::optional<std::string>& session) {
   const live_config& live = publisher_.settings();
   if (live.channel_secret.empty() || live.publish_socket.empty()) return;
   const auto message = [&](bool with_ops) {
@@ -44,6 +44,8 @@ void crdt_family::publish_change(const record_key& k, const std::string& incarna
       w.Key("deleted");
       w.Bool(true);
     } else {
+      w.Key("revision");
+      w.Int64(revision);
       if (with_ops) {
         write_member(w, "update", base64_encode(*ops));
         write_member(w, "version", base64_encode(version->encode()));

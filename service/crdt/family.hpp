@@ -43,10 +43,12 @@ class crdt_family {
   /// version after it and its metadata, all under the record's `incarnation`; and its notice, the
   /// same without `update` and `version` (subscribers sync), which the publisher sends instead when
   /// the whole message is over 64 KiB or the minute's budget is spent, and owes the channel when nginx
-  /// refuses a message (publish.hpp). `ops` null: the record was deleted (one small message,
-  /// `deleted: true`). Nothing when live push is off.
+  /// refuses a message (publish.hpp). Both carry `revision`, the record's revision the change
+  /// committed: nodes publish independently, so subscribers may get a record's messages out of commit
+  /// order, and the revision orders them (docs/API.md). `ops` null: the record was deleted (one small
+  /// message, `deleted: true`, no revision). Nothing when live push is off.
   void publish_change(const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
-                      const std::string& last_update, const std::string& by, const std::optional<std::string>& session);
+                      std::int64_t revision, const std::string& last_update, const std::string& by, const std::optional<std::string>& session);
 
  private:
   server& server_;

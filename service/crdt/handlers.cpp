@@ -155,8 +155,8 @@ std::string crdt_update(context& c, crdt_family& f) {
     folio::document& d = s.change();
     const folio::local_change change = replace_value(d, *value);
     const std::string batch = change.count ? d.encode_change(change) : std::string();
-    s.append(change.count ? &batch : nullptr, meta);
-    if (!batch.empty()) f.publish_change(k, incarnation, &batch, &d.version(), meta.when, meta.by, meta.session);
+    const std::int64_t revision = s.append(change.count ? &batch : nullptr, meta);
+    if (!batch.empty()) f.publish_change(k, incarnation, &batch, &d.version(), revision, meta.when, meta.by, meta.session);
   });
   return success_body("CRDT data updated successfully.", nullptr);
 }
@@ -198,7 +198,7 @@ std::string crdt_delete(context& c, crdt_family& f) {
       return std::int64_t(-1);
     });
     s.forget();
-    f.publish_change(k, incarnation_text(row), nullptr, nullptr, now_iso(), c.who.subject, std::nullopt);
+    f.publish_change(k, incarnation_text(row), nullptr, nullptr, 0, now_iso(), c.who.subject, std::nullopt);
   });
   return success_body("CRDT data deleted successfully.", nullptr);
 }
@@ -252,8 +252,8 @@ std::string crdt_sync(context& c, crdt_family& f) {
       } else {
         const std::string ops = d.encode_since(before);
         const change_meta meta{now_iso(), by, session};
-        s.append(&ops, meta);
-        f.publish_change(k, record_incarnation, &ops, &d.version(), meta.when, meta.by, meta.session);
+        const std::int64_t revision = s.append(&ops, meta);
+        f.publish_change(k, record_incarnation, &ops, &d.version(), revision, meta.when, meta.by, meta.session);
       }
     }
     return success_body("CRDT data synced successfully.", [&](json_writer& w) {

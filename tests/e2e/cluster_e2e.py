@@ -7,6 +7,7 @@ front. The other end-to-end suites also run against this stack (ctest's e2e.clus
 Run as:  cluster_e2e.py BUILD_DIR SOURCE_DIR
 """
 import concurrent.futures
+import http.client
 import json
 import os
 import signal
@@ -216,6 +217,117 @@ class Failures(unittest.TestCase):
         STACK.start_nginx()
         self.assertEqual(value_on(2, records[0]), "after 11")  # the node is back, and current
 
+    def test_a_killed_responder_fails_no_request_through_the_front(self):
+        # kill -9 of one node's folio-fcgi under load: its nginx cannot hand it requests any more, and
+        # answers them "unhandled" (nginx/errors.conf); the front sends each to the next node. Only the
+        # requests the dead responder had received may fail (never retried: a write is not idempotent).
+        records = ["r%d" % i for i in range(6)]
+        for r in records:
+            ok(self, call("/v2/crdt/add", dict(ids(r), type="text", data="0")), "CRDT data added successfully.")
+        victim = STACK.nodes[2]
+        killed = threading.Event()
+        killed_at = [None]
+        answers = []  # (started after the responder was dead, status)
+        lock = threading.Lock()
+        after_kill = {r: 0 for r in records}
+
+        def client(r):
+            n = 0
+            while after_kill[r] < 60:
+                n += 1
+                late = killed.is_set()
+                path, body = (("/v2/crdt/update", dict(ids(r), data=str(n))) if n % 2 else ("/v2/crdt/get", ids(r)))
+                status, _ = call(path, body)
+                with lock:
+                    answers.append((late, status))
+                if late:
+                    after_kill[r] += 1
+                if n == 20 and r == records[0]:
+                    os.kill(victim.fcgi.pid, signal.SIGKILL)
+                    victim.fcgi.wait()
+                    killed_at[0] = time.time()
+                    killed.set()
+
+        try:
+            threads = [threading.Thread(target=client, args=(r,)) for r in records]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            late = [status for was_late, status in answers if was_late]
+            early_failures = [status for was_late, status in answers if not was_late and status != 200]
+            self.assertEqual([s for s in late if s != 200], [], "requests sent after the kill that failed")
+            self.assertGreaterEqual(len(late), 360)
+            self.assertLessEqual(len(early_failures), len(records))  # at most the ones in flight at the kill
+            with open(os.path.join(STACK.dir, "front", "log", "front-access.log")) as f:
+                retried = [json.loads(line)["node"] for line in f if " : " in json.loads(line)["node"]]
+            dead = "127.0.0.1:%d" % victim.port
+            self.assertTrue(retried and all(n.startswith(dead + " : ") for n in retried), retried[:5])
+            # The dead node itself: the mark, and the redirect only to a retry location of the form asked for.
+            for asked, redirect in (("2", "@folio_retry2"), ("@admin", None), (None, None)):
+                conn = http.client.HTTPConnection("127.0.0.1", victim.port, timeout=30)
+                key, token = CREDS["a"]
+                headers = {"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token}
+                if asked:
+                    headers["X-Folio-Retry-Unhandled"] = asked
+                conn.request("POST", "/v2/crdt/get", body=json.dumps({"data": ids(records[0])}), headers=headers)
+                r = conn.getresponse()
+                body = json.loads(r.read())
+                conn.close()
+                self.assertEqual((r.status, body["error"]["status"], r.getheader("X-Folio-Unhandled"), r.getheader("X-Accel-Redirect")),
+                                 (503, "UNAVAILABLE", "1", redirect))
+        finally:
+            STACK.start_fcgi()
+
+    def test_a_request_the_responder_received_is_never_sent_to_another_node(self):
+        # A responder that takes the request and dies before answering (here: a socket that reads the
+        # request and closes). Its node answers 503 without X-Folio-Unhandled, and the front passes that
+        # on: the write may have been committed, so no other node gets it.
+        ok(self, call("/v2/crdt/add", dict(ids("once"), type="text", data="0")), "CRDT data added successfully.")
+        victim = STACK.nodes[2]
+        victim.fcgi.kill()
+        victim.fcgi.wait()
+        os.unlink(victim.socket)
+        received = []
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(victim.socket)
+        listener.listen(16)
+
+        def dying_responder():
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.settimeout(5)
+                    data = b""
+                    while b"once" not in data and b"healthz" not in data:  # the body has the record's id
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    received.append(data)
+
+        thread = threading.Thread(target=dying_responder, daemon=True)
+        thread.start()
+        try:
+            statuses = []
+            for i in range(1, 10):
+                status, body = call("/v2/crdt/update", dict(ids("once"), data="v%d" % i))
+                statuses.append(status)
+                if status != 200:
+                    err(self, (status, body), 503, "UNAVAILABLE", "The service is unavailable; retry later.")
+            self.assertEqual(statuses.count(503), 3, statuses)  # every third request reaches node 2
+            self.assertEqual(len(received), 3)
+            refused = {"v%d" % (i + 1) for i, s in enumerate(statuses) if s == 503}
+            self.assertEqual(revision("once"), 1 + 6)  # no other node committed the refused ones
+            self.assertNotIn(value_on(0, "once"), refused)
+        finally:
+            listener.close()
+            os.unlink(victim.socket)
+            STACK.start_fcgi()
+
     def test_postgresql_stopped_is_a_json_503_and_writes_resume_after_it_returns(self):
         ok(self, call("/v2/crdt/add", dict(ids("outage"), type="text", data="before")), "CRDT data added successfully.")
         STACK.pg("down")
@@ -269,6 +381,134 @@ class Failures(unittest.TestCase):
             stream.close()
         fresh = EventStream(ids("quiet"), port=port(2))  # and new subscribers are let in
         fresh.close()
+
+    def test_a_redis_stall_leaves_each_message_ordered_by_its_revision_and_clients_converge(self):
+        # Updates through the front (every node publishes some) while Redis is stopped (SIGSTOP) for a
+        # few seconds: each node's nginx holds what its responder published meanwhile and releases it
+        # when Redis resumes, the nodes' in any order (docs/API.md, "Live changes"). Every change message
+        # carries the revision it committed, which orders them; a folio-cli watching through it ends at
+        # the record's value, as does a sync.
+        ok(self, call("/v2/crdt/add", dict(ids("stall"), type="text", data="")), "CRDT data added successfully.")
+        state = os.path.join(STACK.dir, "stall.state")
+        self.assertEqual(cli(1, "sync", state=state, editor="stall"), "")
+        stream = EventStream(ids("stall"), port=port(1))
+        watcher, watch_out = self.watch("stall", port(0))
+        js, js_out = self.watch_js("stall", port(2))
+        with open(os.path.join(STACK.redis_dir, "redis.pid")) as f:
+            redis_pid = int(f.read())
+        text, n = "", 0
+        try:
+            def update():
+                nonlocal text, n
+                n += 1
+                text += "%d," % n
+                ok(self, call("/v2/crdt/update", dict(ids("stall"), data=text, userId="u%d" % n)), "CRDT data updated successfully.")
+
+            for _ in range(6):
+                update()
+            failures = self.publish_failures()
+            os.kill(redis_pid, signal.SIGSTOP)
+            try:
+                deadline = time.time() + 20
+                while self.publish_failures() - failures < 6:  # every node's publishes wait past their timeout
+                    self.assertLess(time.time(), deadline, "publishes did not fail with Redis stopped")
+                    update()
+                for _ in range(6):
+                    update()
+            finally:
+                os.kill(redis_pid, signal.SIGCONT)
+            stream.sock.settimeout(30)
+            messages = [stream.next_data()]
+            while messages[-1].get("lastUpdatedBy") != "u%d" % n:
+                messages.append(stream.next_data())
+            # Update k (user uk) committed revision k + 1 (the add was revision 1): a message names its change.
+            self.assertEqual([m["revision"] for m in messages], [int(m["lastUpdatedBy"][1:]) + 1 for m in messages])
+            received = [m["revision"] for m in messages]
+            print("%d messages, %d after a larger revision; the first: %s" % (len(received), sum(1 for a, b in zip(received, received[1:]) if b < a),
+                                                                        received[:24]), file=sys.stderr)
+            wait_until(lambda: self.watched(watch_out) == text, what="folio-cli watch reaching the record's value")
+            self.assertIsNone(watcher.poll())
+            if js:
+                wait_until(lambda: self.watched(js_out) == text, what="the JavaScript client reaching the record's value")
+                self.assertIsNone(js.poll())
+            self.assertEqual(cli(1, "sync", state=state, editor="stall"), text)
+        finally:
+            stream.close()
+            for p, out in ((watcher, watch_out), (js, js_out)):
+                if p:
+                    p.terminate()
+                    p.wait()
+                    out.close()
+
+    def test_a_deletion_of_an_incarnation_a_watcher_does_not_follow_does_not_end_it(self):
+        # Out of commit order (above), the deletion of a record's previous incarnation can arrive after
+        # the changes of the one added again: folio-cli watch goes on following the record it follows.
+        ok(self, call("/v2/crdt/add", dict(ids("again"), type="text", data="new")), "CRDT data added successfully.")
+        watcher, watch_out = self.watch("again", port(0))
+        try:
+            wait_until(lambda: self.watched(watch_out) == "new", what="folio-cli watch showing the record")
+            old = json.dumps({"editorId": "again", "incarnation": "1", "deleted": True, "lastUpdate": "2025-01-20T10:30:00.000Z"}).encode()
+            with socket.socket(socket.AF_UNIX) as s:  # as a node's responder publishes (service/crdt/publish.cpp)
+                s.connect(STACK.nodes[1].publish_socket)
+                s.sendall(b"POST /_folio/publish/%s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (channel_of(ids("again")).encode(), len(old), old))
+                self.assertRegex(read_all(s).split(b"\r\n", 1)[0], rb" 20[0-9] ")
+            ok(self, call("/v2/crdt/update", dict(ids("again"), data="still here")), "CRDT data updated successfully.")
+            wait_until(lambda: self.watched(watch_out) == "still here" or watcher.poll() is not None,
+                       what="folio-cli watch showing the change after the old deletion")
+            self.assertEqual(self.watched(watch_out), "still here")
+            self.assertIsNone(watcher.poll())
+        finally:
+            watcher.terminate()
+            watcher.wait()
+            watch_out.close()
+
+    @staticmethod
+    def watch(editor, node_port):
+        """A folio-cli watch of the record through the node at node_port, its output in a file."""
+        key, token = CREDS["a"]
+        env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % node_port)
+        out = open(os.path.join(STACK.dir, "%s.watch" % editor), "w+")
+        p = subprocess.Popen([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--state", os.path.join(STACK.dir, "%s.watch.state" % editor),
+                              "watch"], env=env, stdout=out, stderr=subprocess.DEVNULL)
+        return p, out
+
+    @staticmethod
+    def watch_js(editor, node_port):
+        """The JavaScript client (clients/js) following the record through the node at node_port with the
+        API key headers, printing its value as JSON at the start and after each change, its output in a
+        file; (None, None) without the WebAssembly build (scripts/build-js), as js_client_e2e.py needs."""
+        client = os.path.join(stack.SOURCE, "clients", "js", "folio.js")
+        if not os.path.exists(os.path.join(stack.SOURCE, "clients", "js", "dist", "folio-engine.wasm")):
+            print("no clients/js/dist/folio-engine.wasm (scripts/build-js): the JavaScript client is not watched", file=sys.stderr)
+            return None, None
+        script = os.path.join(STACK.dir, "watch-%s.mjs" % editor)
+        with open(script, "w") as f:
+            f.write("import { connect } from %s;\n"
+                    "const [baseUrl, key, token, organizationId, documentId, editorId] = process.argv.slice(2);\n"
+                    "const r = await connect({ baseUrl, headers: { 'x-folio-api-key': key, 'x-folio-auth-token': token },"
+                    " organizationId, documentId, editorId });\n"
+                    "const show = () => process.stdout.write(JSON.stringify(r.value) + '\\n');\n"
+                    "r.on('change', show);\nshow();\n" % json.dumps("file://" + os.path.abspath(client)))
+        key, token = CREDS["a"]
+        out = open(os.path.join(STACK.dir, "%s.js.watch" % editor), "w+")
+        with open(os.path.join(STACK.dir, "log", "%s.js.stderr" % editor), "w") as err_file:
+            p = subprocess.Popen(["node", script, "http://127.0.0.1:%d" % node_port, key, token, ORG, DOC, editor], stdout=out, stderr=err_file)
+        return p, out
+
+    @staticmethod
+    def watched(out):
+        """The last value a folio-cli watch printed (None before the first; "deleted" once it ended so)."""
+        out.seek(0)
+        lines = [line for line in out.read().splitlines() if line.strip()]
+        if not lines:
+            return None
+        if lines[-1] == "deleted":
+            return "deleted"
+        try:
+            return json.loads(lines[-1])
+        except ValueError:  # a line being written
+            return None
 
     @staticmethod
     def publish_failures():

@@ -402,12 +402,14 @@ class NginxMemory(unittest.TestCase):
         try:
             update("big", "still small")
             _, m = es.next()
-            self.assertEqual(sorted(m), ["editorId", "incarnation", "lastUpdate", "lastUpdatedBy", "sessionId", "update", "version"])
+            self.assertEqual(sorted(m), ["editorId", "incarnation", "lastUpdate", "lastUpdatedBy", "revision", "sessionId", "update", "version"])
+            small_revision = m["revision"]
             big = "L" * (80 * 1024)  # its message would be over 64 KiB
             update("big", big, userId="ula")
             _, m = es.next()
-            self.assertEqual(sorted(m), ["editorId", "incarnation", "lastUpdate", "lastUpdatedBy", "sessionId"])
+            self.assertEqual(sorted(m), ["editorId", "incarnation", "lastUpdate", "lastUpdatedBy", "revision", "sessionId"])
             self.assertEqual((m["editorId"], m["lastUpdatedBy"], m["incarnation"]), ("big", "ula", incarnation_of("big")))
+            self.assertEqual(m["revision"], small_revision + 1)
         finally:
             es.close()
         st = state_path("big")
