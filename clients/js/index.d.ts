@@ -90,12 +90,30 @@ export class FolioError extends Error {
   constructor(message: string, options?: { status?: string; httpStatus?: number; cause?: unknown });
 }
 
+/**
+ * What is not CRDT state, of the change with the largest revision the subscription brought for the
+ * record's incarnation (messages may arrive out of commit order; docs/API.md, live changes).
+ */
+export interface RecordMetadata {
+  /** The record's revision the change committed. */
+  revision: number;
+  lastUpdatedBy: string | null;
+  sessionId: string | null;
+  lastUpdate: string | null;
+}
+
 export interface RecordEvents {
   change: ChangeEvent;
   error: Error;
   status: { online: boolean };
   recreated: undefined;
+  /**
+   * The incarnation the replica follows was deleted (once). A deletion of an incarnation it does not
+   * follow — one deleted before the record was added again, arriving late — is not reported.
+   */
   deleted: { editorId: string; incarnation: string; deleted: true; lastUpdate: string };
+  /** A change with a larger revision than any seen for this incarnation came: `metadata` is now it. */
+  metadata: RecordMetadata;
 }
 
 /**
@@ -113,6 +131,11 @@ export class FolioRecord {
   readonly length: number;
   /** True while the last exchange with the service succeeded. */
   readonly online: boolean;
+  /**
+   * The metadata of the largest revision the subscription brought for this incarnation (a copy); null
+   * before the first (sync answers carry none) and after the record was added again.
+   */
+  readonly metadata: RecordMetadata | null;
 
   /** Makes the record equal to `value` through the engine's diff. Throws TypeError for a wrong shape. */
   replace(value: string | JsonObject[] | JsonObject): this;

@@ -15,6 +15,12 @@
 //  * pushed messages: a change goes to the replica, which holds out-of-order ops as pending and says
 //    when something was missed (then sync); a notice means sync; another incarnation means the record
 //    was deleted and added again: the replica is dropped and a new one joins the new record.
+//    Messages may come out of commit order (several nodes publish; docs/API.md, live changes), so
+//    nothing here depends on their order: the record's metadata (lastUpdatedBy, sessionId,
+//    lastUpdate) is that of the largest `revision` seen in the incarnation followed, not of the last
+//    message; a message of an incarnation the client has left (dropped for a newer one) is late and
+//    ignored, a deletion included; a deletion is `deleted` only for the incarnation followed (one
+//    that comes before the replica knows its incarnation waits for the answer that names it).
 //  * offline: edits go on locally; failed syncs are retried with backoff (0.5 s doubling to 30 s), and
 //    at once (the backoff starting again) when the service shows it is reachable: the browser's
 //    `online` event, the subscription's (re)open, a message on it while a retry waits. The replica
@@ -43,6 +49,8 @@ const ROUNDS = 8; // sync rounds in one run before yielding (each makes progress
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30000;
 const SETTLE_MS = 1000;
+const LEFT_KEPT = 16; // incarnations left behind that are remembered (their late messages are ignored)
+const UNNAMED_KEPT = 16; // incarnations remembered from messages that come before the replica knows its own
 
 /**
  * Connects to one record. Resolves once the replica is in step with the service (or, given `saved`
@@ -99,6 +107,15 @@ export class FolioRecord {
     this._persistRunning = null; // the persist call in progress
     this._persistNext = null; // the one after it, not started: it takes the state when it starts
     this._finalState = null; // the state at close(), for a persist call queued then
+    // Out-of-order messages (docs/API.md, live changes). Incarnation -> the metadata of its largest
+    // revision seen, and the incarnations whose deletion was seen: the followed one's, and while the
+    // replica does not know its incarnation yet, those of the messages that came meanwhile (at most
+    // UNNAMED_KEPT; the answer naming the incarnation keeps its own and drops the others).
+    this._metadata = new Map();
+    this._deletions = new Set();
+    this._deletionTimes = new Map(); // incarnation in _deletions -> its deletion's lastUpdate
+    this._left = []; // incarnations this client dropped for a newer one, newest last (at most LEFT_KEPT)
+    this._followed = ''; // the incarnation _follow last saw the replica hold
     this._onOnline = () => this._reachable();
     globalThis.addEventListener?.('online', this._onOnline);
   }
@@ -116,6 +133,15 @@ export class FolioRecord {
   get length() { return this._live().length; }
   /** True while the last exchange with the service succeeded. */
   get online() { return this._online; }
+  /**
+   * { revision, lastUpdatedBy, sessionId, lastUpdate } of the change with the largest revision the
+   * subscription brought for this incarnation (messages may come out of commit order), or null before
+   * one came (sync answers carry no metadata).
+   */
+  get metadata() {
+    const m = this._metadata.get(this._live().incarnation);
+    return m ? { ...m } : null;
+  }
 
   /** Makes the record equal to `value` through the engine's diff (like REST update, but local). */
   replace(value) {
@@ -190,7 +216,8 @@ export class FolioRecord {
   //  error    FolioError: a failure in the background (a sync or the subscription)
   //  status   { online }: the service became reachable or unreachable
   //  recreated   the record was deleted and added again; the replica now follows the new one
-  //  deleted  the record was deleted
+  //  deleted  the record (the incarnation followed) was deleted
+  //  metadata { revision, lastUpdatedBy, sessionId, lastUpdate }: a change with a larger revision came
 
   on(event, fn) {
     if (!this._listeners.has(event)) this._listeners.set(event, new Set());
@@ -432,6 +459,22 @@ export class FolioRecord {
       throw e instanceof FolioError ? e : new FolioError(`the sync answer is malformed: ${e.message}`, { status: 'INTERNAL', httpStatus: 200 });
     }
     if (res.changed) this._emit('change', { remote: true, changes: res.changes });
+    this._follow();
+  }
+
+  /**
+   * The replica may have learned its incarnation (an answer named it): what came for it before is its
+   * own (its metadata, its deletion), what came for other incarnations is not about its record.
+   */
+  _follow() {
+    const incarnation = this._replica?.incarnation ?? '';
+    if (!incarnation || incarnation === this._followed) return;
+    this._followed = incarnation;
+    for (const k of [...this._metadata.keys()]) if (k !== incarnation) this._metadata.delete(k);
+    for (const k of [...this._deletions]) if (k !== incarnation) this._deletions.delete(k);
+    const m = this._metadata.get(incarnation);
+    if (m) this._emit('metadata', { ...m });
+    if (this._deletions.has(incarnation)) this._emit('deleted', { editorId: this._o.editorId, incarnation, deleted: true, lastUpdate: this._deletionTimes.get(incarnation) ?? '' });
   }
 
   /**
@@ -440,6 +483,14 @@ export class FolioRecord {
    */
   _recreated() {
     const old = this._replica;
+    if (old.incarnation) {
+      this._left.push(old.incarnation);
+      if (this._left.length > LEFT_KEPT) this._left.shift();
+      this._metadata.delete(old.incarnation);
+      this._deletions.delete(old.incarnation);
+      this._deletionTimes.delete(old.incarnation);
+    }
+    this._followed = '';
     const length = old.type === 'text' ? old.length : 0;
     this._replica = this._fresh(old.type, old.contentKey);
     old.free();
@@ -616,12 +667,24 @@ export class FolioRecord {
       return; // not a message of ours
     }
     if (!m || typeof m !== 'object') return;
+    const incarnation = String(m.incarnation ?? '');
+    if (this._left.includes(incarnation)) return; // late: of a record this client has left for a newer one
+    this._follow();
+    const held = this._replica?.incarnation ?? '';
     if (m.deleted === true) {
-      this._emit('deleted', m);
+      // It ends its incarnation. Of the one followed: the record is gone. Of another while the replica
+      // knows its own: not about this record (deleted before it was added again, arriving late).
+      // While it does not know it yet, the answer that names it decides (_follow).
+      if (incarnation === '' || (held && incarnation !== held) || this._deletions.has(incarnation)) return;
+      if (!held && !this._room(this._deletions, incarnation)) return;
+      this._deletions.add(incarnation);
+      this._deletionTimes.set(incarnation, typeof m.lastUpdate === 'string' ? m.lastUpdate : '');
+      if (held) this._emit('deleted', m);
       return;
     }
     const r = this._replica;
     if (!r || typeof m.update !== 'string' || typeof m.version !== 'string') {
+      this._noteMetadata(m, incarnation);
       this._kick(); // a notice (a change too large to push, or a failed publish)
       return;
     }
@@ -639,6 +702,34 @@ export class FolioRecord {
     } else if (res.status !== 'applied') {
       this._kick(); // something was missed (a gap) or the message was unusable
     }
+    this._noteMetadata(m, incarnation);
+  }
+
+  /**
+   * Keeps a change's or notice's metadata when its revision is the largest seen for its incarnation;
+   * a `metadata` event when that incarnation is the replica's. A message without a revision (a
+   * service from before revisions) gives none.
+   */
+  _noteMetadata(m, incarnation) {
+    const revision = m.revision;
+    if (!Number.isSafeInteger(revision) || incarnation === '') return;
+    const held = this._replica?.incarnation ?? '';
+    const best = this._metadata.get(incarnation);
+    if (best && best.revision >= revision) return;
+    if (!best && incarnation !== held && !this._room(this._metadata, incarnation)) return;
+    const meta = {
+      revision,
+      lastUpdatedBy: typeof m.lastUpdatedBy === 'string' ? m.lastUpdatedBy : null,
+      sessionId: typeof m.sessionId === 'string' ? m.sessionId : null,
+      lastUpdate: typeof m.lastUpdate === 'string' ? m.lastUpdate : null,
+    };
+    this._metadata.set(incarnation, meta);
+    if (incarnation === held) this._emit('metadata', { ...meta });
+  }
+
+  /** Room in `kept` (a Map or Set keyed by incarnation) for one more incarnation not followed. */
+  _room(kept, incarnation) {
+    return kept.has(incarnation) || kept.size < UNNAMED_KEPT;
   }
 }
 

@@ -43,6 +43,7 @@ export class ModelService {
     this.contentKey = contentKey;
     this.doc = Replica.create(engine, type, contentKey);
     this.incarnation = incarnation;
+    this.revision = 1; // the record's revision: each edit commits the next one
     this.requests = [];
     this.offline = false;
     this.readOnly = false; // the token's access: syncs with an update are refused (403)
@@ -51,15 +52,21 @@ export class ModelService {
     this.fetch = (url, init) => this.handle(url, init);
   }
 
-  /** The service's own edit (a REST update): returns the live message it publishes. */
-  edit(f) {
+  /** The service's own edit (a REST update) by `by`: returns the live message it publishes. */
+  edit(f, by = 'ana') {
     const before = this.doc.version();
     f(this.doc);
-    return this.message(this.doc.encodeSince(before));
+    ++this.revision;
+    return this.message(this.doc.encodeSince(before), by);
   }
 
-  message(update) {
-    return { editorId: 'e', incarnation: this.incarnation, update: toBase64(update), version: toBase64(this.doc.version()), lastUpdatedBy: 'ana', sessionId: null, lastUpdate: '2025-01-20T10:30:00.000Z' };
+  message(update, by = 'ana') {
+    return { editorId: 'e', incarnation: this.incarnation, revision: this.revision, update: toBase64(update), version: toBase64(this.doc.version()), lastUpdatedBy: by, sessionId: null, lastUpdate: '2025-01-20T10:30:00.000Z' };
+  }
+
+  /** The live message of the record's deletion (no revision: it ends its incarnation). */
+  deletion() {
+    return { editorId: 'e', incarnation: this.incarnation, deleted: true, lastUpdate: '2025-01-20T10:31:00.000Z' };
   }
 
   /** The record deleted and added again: a new incarnation with `value`. */
@@ -67,6 +74,7 @@ export class ModelService {
     this.doc.free();
     this.doc = Replica.create(this.engine, this.type, this.contentKey);
     this.incarnation = incarnation;
+    this.revision = 1;
     if (value !== undefined) this.doc.replace(value);
   }
 

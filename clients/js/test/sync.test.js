@@ -147,6 +147,91 @@ test('a record deleted and added again: the replica is dropped and joins the new
   }
 });
 
+// Messages of one record may arrive out of commit order across nodes (docs/API.md, live changes).
+test('out of order: a late deletion or change of an incarnation the client left is ignored; its own deletion is `deleted`', async () => {
+  const service = new ModelService(engine, 'text', { incarnation: '12' });
+  service.doc.replace('old');
+  const { record, es } = await open(service);
+  try {
+    const seen = [];
+    record.on('deleted', (m) => seen.push(`deleted ${m.incarnation}`));
+    record.on('recreated', () => seen.push('recreated'));
+    const lateChange = service.edit((d) => d.insert(3, '!')); // of 12, held back by a stalled node
+    const lateDeletion = service.deletion();
+    service.recreate('13', 'new');
+    es.send(service.message(service.doc.encodeSince(new Uint8Array([0])))); // 13's change first
+    await until(() => record.incarnation === '13' && record.value === 'new');
+    record.insert(0, 'kept '); // pushed in the background
+    es.send(lateDeletion); // 12 ended before 13 began: not about this record
+    es.send(lateChange);
+    await until(() => service.doc.value === 'kept new');
+    await record.sync();
+    assert.equal(record.value, 'kept new');
+    assert.equal(record.incarnation, '13');
+    assert.deepEqual(seen, ['recreated']);
+    es.send(service.deletion());
+    es.send(service.deletion()); // twice (a node resent it): said once
+    assert.deepEqual(seen, ['recreated', 'deleted 13']);
+  } finally {
+    record.close();
+  }
+});
+
+test('out of order: a deletion that comes before the replica knows its incarnation waits for the answer that names it', async () => {
+  const service = new ModelService(engine, 'text', { incarnation: '12' });
+  service.doc.replace('old');
+  const { record, es } = await open(service);
+  try {
+    const seen = [];
+    record.on('deleted', (m) => seen.push(m.incarnation));
+    const oldDeletion = service.deletion();
+    service.recreate('13', 'new');
+    es.send(service.message(service.doc.encodeSince(new Uint8Array([0])))); // the replica is dropped; a sync goes out
+    assert.equal(record.incarnation, '');
+    es.send({ ...oldDeletion, incarnation: '11' }); // an older one still, never followed
+    es.send(service.deletion()); // 13's, before the answer naming 13
+    assert.deepEqual(seen, []);
+    await until(() => record.incarnation === '13');
+    assert.deepEqual(seen, ['13']);
+  } finally {
+    record.close();
+  }
+});
+
+test('out of order: the metadata is the largest revision\'s, not the last message\'s', async () => {
+  const service = new ModelService(engine, 'text', { incarnation: '12' });
+  service.doc.replace('abc');
+  const { record, es } = await open(service);
+  try {
+    const events = [];
+    record.on('metadata', (m) => events.push(m));
+    assert.equal(record.metadata, null); // sync answers carry none
+    const m2 = service.edit((d) => d.insert(3, 'd'), 'bo');
+    const m3 = service.edit((d) => d.insert(4, 'e'), 'cy');
+    const m4 = service.edit((d) => d.insert(5, 'f'), 'di');
+    es.send(m2);
+    es.send(m4); // before m3: held as pending, the gap syncs
+    es.send(m3); // late
+    await until(() => record.value === 'abcdef');
+    assert.deepEqual(record.metadata, { revision: 4, lastUpdatedBy: 'di', sessionId: null, lastUpdate: '2025-01-20T10:30:00.000Z' });
+    assert.deepEqual(events.map((m) => [m.revision, m.lastUpdatedBy]), [[2, 'bo'], [4, 'di']]);
+    // A notice (no update) carries the metadata of its revision too; an older one changes nothing.
+    service.doc.insert(6, 'g');
+    es.send({ editorId: 'e', incarnation: '12', revision: 6, lastUpdatedBy: 'ed', sessionId: 's1', lastUpdate: '2025-01-20T10:32:00.000Z' });
+    es.send({ ...m3, revision: 5, lastUpdatedBy: 'fay' });
+    await until(() => record.value === 'abcdefg');
+    assert.deepEqual(record.metadata, { revision: 6, lastUpdatedBy: 'ed', sessionId: 's1', lastUpdate: '2025-01-20T10:32:00.000Z' });
+    // A new incarnation starts afresh: its first message's metadata, whatever the old revisions were.
+    service.recreate('13', 'new');
+    es.send(service.edit((d) => d.insert(0, '>'), 'gus'));
+    await until(() => record.incarnation === '13' && record.value === '>new');
+    assert.deepEqual(record.metadata, { revision: 2, lastUpdatedBy: 'gus', sessionId: null, lastUpdate: '2025-01-20T10:30:00.000Z' });
+    assert.deepEqual(events.at(-1).lastUpdatedBy, 'gus');
+  } finally {
+    record.close();
+  }
+});
+
 test('offline: edits go on locally and are persisted; the client merges when back', async () => {
   const service = new ModelService(engine, 'text');
   service.doc.replace('shared');

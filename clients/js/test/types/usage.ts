@@ -4,7 +4,7 @@ import { EditorState } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { folioRemote, folioSync } from '@folio/client/codemirror';
 import { bindTextarea, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, indexedDbPersistence, loadEngine, Replica } from '@folio/client';
-import type { ChangeEvent, JsonObject, TextChange } from '@folio/client';
+import type { ChangeEvent, JsonObject, RecordMetadata, TextChange } from '@folio/client';
 
 export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement): Promise<void> {
   const record: FolioRecord = await connect({
@@ -27,6 +27,10 @@ export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement):
     if (e instanceof FolioError) void [e.status, e.httpStatus, e.message];
   });
   record.on('status', ({ online }) => void online);
+  record.on('metadata', (m: RecordMetadata) => void [m.revision, m.lastUpdatedBy, m.sessionId, m.lastUpdate]);
+  record.on('deleted', (m) => void m.incarnation);
+  const metadata: RecordMetadata | null = record.metadata;
+  void metadata?.lastUpdatedBy;
   const saved: Uint8Array = record.save();
   const store = await indexedDbPersistence('acme/doc-1/body');
   const stored: Uint8Array[] | undefined = store.saved;
