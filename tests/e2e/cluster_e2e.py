@@ -387,13 +387,13 @@ class Failures(unittest.TestCase):
         # few seconds: each node's nginx holds what its responder published meanwhile and releases it
         # when Redis resumes, the nodes' in any order (docs/API.md, "Live changes"). Every change message
         # carries the revision it committed, which orders them; a folio-cli watching through it ends at
-        # the record's value, as does a sync.
+        # the record's value, as does a sync. (The JavaScript client's half is js_client_e2e.py's
+        # RedisStall, which runs where its WebAssembly build is: after scripts/build-js.)
         ok(self, call("/v2/crdt/add", dict(ids("stall"), type="text", data="")), "CRDT data added successfully.")
         state = os.path.join(STACK.dir, "stall.state")
         self.assertEqual(cli(1, "sync", state=state, editor="stall"), "")
         stream = EventStream(ids("stall"), port=port(1))
         watcher, watch_out = self.watch("stall", port(0))
-        js, js_out = self.watch_js("stall", port(2))
         with open(os.path.join(STACK.redis_dir, "redis.pid")) as f:
             redis_pid = int(f.read())
         text, n = "", 0
@@ -428,17 +428,12 @@ class Failures(unittest.TestCase):
                                                                         received[:24]), file=sys.stderr)
             wait_until(lambda: self.watched(watch_out) == text, what="folio-cli watch reaching the record's value")
             self.assertIsNone(watcher.poll())
-            if js:
-                wait_until(lambda: self.watched(js_out) == text, what="the JavaScript client reaching the record's value")
-                self.assertIsNone(js.poll())
             self.assertEqual(cli(1, "sync", state=state, editor="stall"), text)
         finally:
             stream.close()
-            for p, out in ((watcher, watch_out), (js, js_out)):
-                if p:
-                    p.terminate()
-                    p.wait()
-                    out.close()
+            watcher.terminate()
+            watcher.wait()
+            watch_out.close()
 
     def test_a_deletion_of_an_incarnation_a_watcher_does_not_follow_does_not_end_it(self):
         # Out of commit order (above), the deletion of a record's previous incarnation can arrive after
@@ -471,29 +466,6 @@ class Failures(unittest.TestCase):
         out = open(os.path.join(STACK.dir, "%s.watch" % editor), "w+")
         p = subprocess.Popen([CLI, "--org", ORG, "--doc", DOC, "--editor", editor, "--state", os.path.join(STACK.dir, "%s.watch.state" % editor),
                               "watch"], env=env, stdout=out, stderr=subprocess.DEVNULL)
-        return p, out
-
-    @staticmethod
-    def watch_js(editor, node_port):
-        """The JavaScript client (clients/js) following the record through the node at node_port with the
-        API key headers, printing its value as JSON at the start and after each change, its output in a
-        file; (None, None) without the WebAssembly build (scripts/build-js), as js_client_e2e.py needs."""
-        client = os.path.join(stack.SOURCE, "clients", "js", "folio.js")
-        if not os.path.exists(os.path.join(stack.SOURCE, "clients", "js", "dist", "folio-engine.wasm")):
-            print("no clients/js/dist/folio-engine.wasm (scripts/build-js): the JavaScript client is not watched", file=sys.stderr)
-            return None, None
-        script = os.path.join(STACK.dir, "watch-%s.mjs" % editor)
-        with open(script, "w") as f:
-            f.write("import { connect } from %s;\n"
-                    "const [baseUrl, key, token, organizationId, documentId, editorId] = process.argv.slice(2);\n"
-                    "const r = await connect({ baseUrl, headers: { 'x-folio-api-key': key, 'x-folio-auth-token': token },"
-                    " organizationId, documentId, editorId });\n"
-                    "const show = () => process.stdout.write(JSON.stringify(r.value) + '\\n');\n"
-                    "r.on('change', show);\nshow();\n" % json.dumps("file://" + os.path.abspath(client)))
-        key, token = CREDS["a"]
-        out = open(os.path.join(STACK.dir, "%s.js.watch" % editor), "w+")
-        with open(os.path.join(STACK.dir, "log", "%s.js.stderr" % editor), "w") as err_file:
-            p = subprocess.Popen(["node", script, "http://127.0.0.1:%d" % node_port, key, token, ORG, DOC, editor], stdout=out, stderr=err_file)
         return p, out
 
     @staticmethod
