@@ -13,14 +13,16 @@
 //  * tokens (a `token` function): asked for once and shared by all requests; asked again after a 401,
 //    and when the new token is refused too, the failure waits for the retry (backoff) before the next;
 //  * pushed messages: a change goes to the replica, which holds out-of-order ops as pending and says
-//    when something was missed (then sync); a notice means sync; another incarnation means the record
-//    was deleted and added again: the replica is dropped and a new one joins the new record.
+//    when something was missed (then sync); a notice means sync.
 //    Messages may come out of commit order (several nodes publish; docs/API.md, live changes), so
 //    nothing here depends on their order: the record's metadata (lastUpdatedBy, sessionId,
 //    lastUpdate) is that of the largest `revision` seen in the incarnation followed, not of the last
-//    message; a message of an incarnation the client has left (dropped for a newer one) is late and
-//    ignored, a deletion included; a deletion is `deleted` only for the incarnation followed (one
-//    that comes before the replica knows its incarnation waits for the answer that names it).
+//    message; a change of another incarnation makes the client sync, and only when the service
+//    refuses that sync (ABORTED: the record was deleted and added again) is the replica dropped and a
+//    new one joins the new record (a late change of an older incarnation changes nothing); messages
+//    of an incarnation the client has left are late and ignored; a deletion is `deleted` only for the
+//    incarnation followed (one of another incarnation is reported if the replica comes to follow it:
+//    one that comes before the answer naming it).
 //  * offline: edits go on locally; failed syncs are retried with backoff (0.5 s doubling to 30 s), and
 //    at once (the backoff starting again) when the service shows it is reachable: the browser's
 //    `online` event, the subscription's (re)open, a message on it while a retry waits. The replica
@@ -50,7 +52,7 @@ const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 30000;
 const SETTLE_MS = 1000;
 const LEFT_KEPT = 16; // incarnations left behind that are remembered (their late messages are ignored)
-const UNNAMED_KEPT = 16; // incarnations remembered from messages that come before the replica knows its own
+const UNNAMED_KEPT = 16; // other incarnations whose messages' metadata or deletion is kept (see _follow)
 
 /**
  * Connects to one record. Resolves once the replica is in step with the service (or, given `saved`
@@ -108,9 +110,9 @@ export class FolioRecord {
     this._persistNext = null; // the one after it, not started: it takes the state when it starts
     this._finalState = null; // the state at close(), for a persist call queued then
     // Out-of-order messages (docs/API.md, live changes). Incarnation -> the metadata of its largest
-    // revision seen, and the incarnations whose deletion was seen: the followed one's, and while the
-    // replica does not know its incarnation yet, those of the messages that came meanwhile (at most
-    // UNNAMED_KEPT; the answer naming the incarnation keeps its own and drops the others).
+    // revision seen, and the incarnations whose deletion was seen: the followed one's, and those of
+    // other incarnations' messages since (at most UNNAMED_KEPT), reported if the replica comes to
+    // follow one of them (_follow: then the others are dropped).
     this._metadata = new Map();
     this._deletions = new Set();
     this._deletionTimes = new Map(); // incarnation in _deletions -> its deletion's lastUpdate
@@ -672,14 +674,15 @@ export class FolioRecord {
     this._follow();
     const held = this._replica?.incarnation ?? '';
     if (m.deleted === true) {
-      // It ends its incarnation. Of the one followed: the record is gone. Of another while the replica
-      // knows its own: not about this record (deleted before it was added again, arriving late).
-      // While it does not know it yet, the answer that names it decides (_follow).
-      if (incarnation === '' || (held && incarnation !== held) || this._deletions.has(incarnation)) return;
-      if (!held && !this._room(this._deletions, incarnation)) return;
+      // It ends its incarnation. Of the one followed: the record is gone. Of another: not about the
+      // record followed (deleted before it was added again, arriving late), unless the replica comes to
+      // follow that one (it does not know its incarnation yet, or a sync is about to drop it for the
+      // one added again): kept until then (_follow).
+      if (incarnation === '' || this._deletions.has(incarnation)) return;
+      if (incarnation !== held && !this._room(this._deletions, incarnation)) return;
       this._deletions.add(incarnation);
       this._deletionTimes.set(incarnation, typeof m.lastUpdate === 'string' ? m.lastUpdate : '');
-      if (held) this._emit('deleted', m);
+      if (incarnation === held) this._emit('deleted', m);
       return;
     }
     const r = this._replica;
@@ -697,7 +700,9 @@ export class FolioRecord {
     }
     if (res.changed) this._emit('change', { remote: true, changes: res.changes });
     if (res.status === 'recreated') {
-      this._recreated();
+      // Another incarnation: the record added again after this one was deleted, or a late change of
+      // an older one (before this one was added). The sync, sent with this replica's incarnation, tells
+      // which: ABORTED drops the replica for the new record (_run), an answer means it was late.
       this._kick();
     } else if (res.status !== 'applied') {
       this._kick(); // something was missed (a gap) or the message was unusable

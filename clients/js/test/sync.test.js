@@ -186,13 +186,36 @@ test('out of order: a deletion that comes before the replica knows its incarnati
     record.on('deleted', (m) => seen.push(m.incarnation));
     const oldDeletion = service.deletion();
     service.recreate('13', 'new');
-    es.send(service.message(service.doc.encodeSince(new Uint8Array([0])))); // the replica is dropped; a sync goes out
-    assert.equal(record.incarnation, '');
+    es.send(service.message(service.doc.encodeSince(new Uint8Array([0])))); // a sync goes out: refused, the replica is dropped
     es.send({ ...oldDeletion, incarnation: '11' }); // an older one still, never followed
     es.send(service.deletion()); // 13's, before the answer naming 13
     assert.deepEqual(seen, []);
     await until(() => record.incarnation === '13');
     assert.deepEqual(seen, ['13']);
+  } finally {
+    record.close();
+  }
+});
+
+test('out of order: a late change of an incarnation the client never followed does not drop its replica', async () => {
+  // The record was deleted and added again (12, then 13) just before the client joined 13; a node
+  // held back a change of 12, which comes now.
+  const old = new ModelService(engine, 'text', { incarnation: '12' });
+  const late = old.edit((d) => d.replace('old'));
+  old.doc.free();
+  const service = new ModelService(engine, 'text', { incarnation: '13' });
+  service.doc.replace('new');
+  const { record, es } = await open(service);
+  try {
+    const seen = [];
+    record.on('recreated', () => seen.push('recreated'));
+    record.insert(0, 'kept '); // pushed in the background
+    es.send(late); // the sync it makes is answered for 13: the replica stays
+    await until(() => service.doc.value === 'kept new');
+    await record.sync();
+    assert.equal(record.value, 'kept new');
+    assert.equal(record.incarnation, '13');
+    assert.deepEqual(seen, []);
   } finally {
     record.close();
   }
