@@ -473,7 +473,11 @@ export class FolioRecord {
     if (!incarnation || incarnation === this._followed) return;
     this._followed = incarnation;
     for (const k of [...this._metadata.keys()]) if (k !== incarnation) this._metadata.delete(k);
-    for (const k of [...this._deletions]) if (k !== incarnation) this._deletions.delete(k);
+    for (const k of [...this._deletions]) {
+      if (k === incarnation) continue;
+      this._deletions.delete(k);
+      this._deletionTimes.delete(k);
+    }
     const m = this._metadata.get(incarnation);
     if (m) this._emit('metadata', { ...m });
     if (this._deletions.has(incarnation)) this._emit('deleted', { editorId: this._o.editorId, incarnation, deleted: true, lastUpdate: this._deletionTimes.get(incarnation) ?? '' });
