@@ -57,7 +57,8 @@ export interface ConnectOptions {
    * A state from record.save() (or `persist`) to resume from: works offline, keeps unsent edits. It is
    * resumed under a new replica id, so any number of pages may resume one state. Several states (as
    * indexedDbPersistence gives them: every tab's, newest first): the first of a synced record is
-   * resumed and the others' edits merged into it.
+   * resumed and the others of its incarnation merged into it; when the service refuses it as of a
+   * deleted record (ABORTED), the states of other incarnations are tried next.
    */
   saved?: Uint8Array | Uint8Array[];
   /**
@@ -65,9 +66,10 @@ export interface ConnectOptions {
    * or paste together) and before every request that pushes edits. Calls never overlap: each is made
    * when the previous one settled, with the state as it is then. A call that throws (or rejects) is an
    * `error` event (FolioError, status PERSIST_FAILED, the exception as its cause); the push goes on.
-   * indexedDbPersistence makes one.
+   * `held`: the states of `saved` (the same objects) that `state` holds, or that are of a record
+   * deleted since: a store may delete them once `state` is stored. indexedDbPersistence makes one.
    */
-  persist?: (state: Uint8Array) => void | Promise<void>;
+  persist?: (state: Uint8Array, info: { held: Uint8Array[] }) => void | Promise<void>;
   /** Extra request headers (e.g. x-folio-api-key and x-folio-auth-token for a server-side client). */
   headers?: Record<string, string>;
   /** Defaults: globalThis.fetch, and globalThis.EventSource or else FetchEventSource (Node). */
@@ -153,8 +155,12 @@ export class FolioRecord {
   save(): Uint8Array;
   /** Syncs now; resolves once in step with the service, rejects with a FolioError. */
   sync(): Promise<void>;
-  /** Stops syncing and listening and frees the replica; the record is unusable afterwards. */
-  close(): void;
+  /**
+   * Stops syncing and listening and frees the replica; the record is unusable afterwards. Resolves
+   * (never rejects) once every edit made is stored by `persist`, or its failure was an `error` event:
+   * `await record.close()` before closing the store.
+   */
+  close(): Promise<void>;
 
   on<E extends keyof RecordEvents>(event: E, listener: (arg: RecordEvents[E]) => void): this;
   off<E extends keyof RecordEvents>(event: E, listener: (arg: RecordEvents[E]) => void): this;
@@ -167,18 +173,24 @@ export function connect(options: ConnectOptions): Promise<FolioRecord>;
 export interface IndexedDbPersistence {
   /** The states stored under the key (every tab's, newest first), or undefined when there are none. */
   readonly saved: Uint8Array[] | undefined;
-  /** Stores this page's state; rejects with the store's error (a QuotaExceededError, ...). */
-  persist(state: Uint8Array): Promise<void>;
+  /**
+   * Stores this page's state and deletes the entries of the `held` states of `saved` (connect says
+   * which); rejects with the store's error (a QuotaExceededError, ...).
+   */
+  persist(state: Uint8Array, info?: { held: Uint8Array[] }): Promise<void>;
   /** Deletes every state stored under the key. */
   clear(): Promise<void>;
-  /** Closes the database connection. */
-  close(): void;
+  /**
+   * Resolves once the writes asked for are done, then closes the database connection. A persist
+   * asked for after it opens a connection of its own.
+   */
+  close(): Promise<void>;
 }
 
 /**
  * A store for one record's replica in IndexedDB: one entry per tab under `key` (so tabs of one
- * profile never overwrite each other's unsent edits), read at once by the next page, whose first
- * persist folds the entries it merged into its own. `database` defaults to "folio".
+ * profile never overwrite each other's unsent edits), read at once by the next page, whose persist
+ * folds the entries it merged into its own (no other entry is deleted). `database` defaults to "folio".
  */
 export function indexedDbPersistence(
   key: string,

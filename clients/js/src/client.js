@@ -38,7 +38,11 @@
 // one id: the ops in the state are the old replica's, sent again as they are (the service skips
 // those it has). So the client contract's "save before sending" holds without the push waiting on a
 // store that failed. `saved` may list several states (the tabs' own, from indexedDbPersistence):
-// the first of a synced record is resumed and the others' ops merged into it (persistence.js).
+// the first of a synced record is resumed and the others' ops of its incarnation merged into it
+// (persistence.js); `persist` is told which saved states the replica holds (its `held`), and only
+// those may be deleted. A resumed state refused as of a deleted record (ABORTED) is replaced by the
+// saved states of the other incarnations, not by an empty replica. close() resolves once the state at
+// close is stored.
 
 import { fromBase64, toBase64 } from './base64.js';
 import { loadEngine, Replica } from './engine.js';
@@ -89,7 +93,13 @@ export class FolioRecord {
   constructor(engine, o) {
     this._engine = engine;
     this._o = o;
-    this._replica = o.saved ? mergeStates(engine, o.saved) : null;
+    // The saved states (persistence.js): which ones the replica holds (or are of a deleted record),
+    // by index, named to `persist` as held; the incarnations found deleted (ABORTED).
+    this._saved = o.saved ? (Array.isArray(o.saved) ? o.saved : [o.saved]) : [];
+    this._dead = new Set();
+    const merged = this._saved.length ? mergeStates(engine, this._saved) : { replica: null, held: new Set() };
+    this._replica = merged.replica;
+    this._held = merged.held;
     this._listeners = new Map();
     this._closed = false;
     this._online = false;
@@ -98,6 +108,7 @@ export class FolioRecord {
     this._tokenRenewed = false; // the token replaced a refused one and nothing has accepted it yet
     this._lastToken = this._token; // the last token the function gave (a new one ends read-only)
     this._readOnly = false; // a push was refused (403): pull only until the token changes
+    this._authBackoff = false; // a retry waits because a renewed token was refused (401)
     this._running = null; // the sync run in progress
     this._queued = null; // the run that follows it
     this._timers = new Set();
@@ -199,9 +210,13 @@ export class FolioRecord {
     return queued;
   }
 
-  /** Stops listening and syncing and frees the replica. The record cannot be used afterwards. */
+  /**
+   * Stops listening and syncing and frees the replica. The record cannot be used afterwards. Resolves
+   * (never rejects) once every edit made is stored by `persist` (or its failure was reported): close
+   * a store (indexedDbPersistence) after it.
+   */
   close() {
-    if (this._closed) return;
+    if (this._closed) return this._closing;
     this._closed = true;
     globalThis.removeEventListener?.('online', this._onOnline);
     if (this._persistNext && this._replica) this._finalState = this._replica.save(); // edits not handed over yet
@@ -211,6 +226,9 @@ export class FolioRecord {
     this._timers.clear();
     this._replica?.free();
     this._replica = null;
+    const last = this._persistNext ?? this._persistRunning;
+    this._closing = last ? last.then(() => undefined) : Promise.resolve();
+    return this._closing;
   }
 
   // ---- events ------------------------------------------------------------------------------------
@@ -278,7 +296,7 @@ export class FolioRecord {
       try {
         const bytes = this._replica && !this._closed ? this._replica.save() : this._finalState;
         if (!bytes) return true;
-        await this._o.persist(bytes);
+        await this._o.persist(bytes, { held: [...this._held].map((i) => this._saved[i]) });
         return true;
       } catch (e) {
         this._emit('error', new FolioError(`persist failed: ${e?.message ?? e}; the edits are kept in this page and pushed, but a reload would not have them`, { status: 'PERSIST_FAILED', cause: e }));
@@ -327,7 +345,10 @@ export class FolioRecord {
       this._retry();
     } else {
       this._emit('error', e);
-      if (e instanceof FolioError && e.httpStatus === 401 && typeof this._o.token === 'function') this._retry();
+      if (e instanceof FolioError && e.httpStatus === 401 && typeof this._o.token === 'function') {
+        this._authBackoff = true; // until a request is accepted (_post)
+        this._retry();
+      }
     }
   }
 
@@ -345,10 +366,13 @@ export class FolioRecord {
   /**
    * The service is reachable, or may be (the browser's `online` event, the subscription opened or
    * brought a message): the backoffs start again from their least, and a retry that waits (a sync, or
-   * the subscription's) is made now.
+   * the subscription's) is made now. A message on the subscription (`network` false) says only that
+   * the network is back: a retry that waits after a token was refused (401 right after a renewal)
+   * keeps its backoff, else every message would cost a token and a sync.
    */
-  _reachable() {
+  _reachable(network = true) {
     if (this._closed) return;
+    if (!network && this._authBackoff) return;
     this._retryDelay = RETRY_MIN_MS;
     this._sourceDelay = RETRY_MIN_MS;
     if (this._retryTimer !== null) {
@@ -472,6 +496,7 @@ export class FolioRecord {
     const incarnation = this._replica?.incarnation ?? '';
     if (!incarnation || incarnation === this._followed) return;
     this._followed = incarnation;
+    this._dropSavedOf((i) => i !== '' && i !== incarnation); // the service named the live incarnation
     for (const k of [...this._metadata.keys()]) if (k !== incarnation) this._metadata.delete(k);
     for (const k of [...this._deletions]) {
       if (k === incarnation) continue;
@@ -483,12 +508,45 @@ export class FolioRecord {
     if (this._deletions.has(incarnation)) this._emit('deleted', { editorId: this._o.editorId, incarnation, deleted: true, lastUpdate: this._deletionTimes.get(incarnation) ?? '' });
   }
 
+  /** Marks the saved states whose incarnation `dead` says is deleted as held: a store may delete them. */
+  _dropSavedOf(dead) {
+    for (let i = 0; i < this._saved.length; ++i) {
+      if (this._held.has(i)) continue;
+      let r;
+      try {
+        r = Replica.load(this._engine, this._saved[i]);
+      } catch {
+        continue;
+      }
+      if (dead(r.incarnation)) this._held.add(i);
+      r.free();
+    }
+  }
+
   /**
-   * The record was deleted and added again: the replica is of a record that is gone. A new empty one
-   * takes its place (edits not pushed go with the old one) and joins the new record at the next sync.
+   * The record was deleted and added again: the replica is of a record that is gone. Its place is
+   * taken by the saved states not merged yet of other incarnations (mergeStates: a stale tab's newer
+   * state may have been the base), else by a new empty one; either joins the new record at the next
+   * sync (edits not pushed go with the old one).
    */
   _recreated() {
     const old = this._replica;
+    if (old.incarnation) this._dead.add(old.incarnation);
+    let next = null;
+    if (this._saved.some((_, i) => !this._held.has(i))) {
+      try {
+        const m = mergeStates(this._engine, this._saved, { dead: this._dead, skip: new Set(this._held) });
+        for (const i of m.held) this._held.add(i);
+        next = m.replica;
+        if (next && (next.type !== old.type || next.contentKey !== old.contentKey)) {
+          next.free();
+          next = null;
+        }
+      } catch {
+        next = null; // none decodes
+      }
+    }
+    if (next && this._listeners.get('change')?.size) next.track(true);
     if (old.incarnation) {
       this._left.push(old.incarnation);
       if (this._left.length > LEFT_KEPT) this._left.shift();
@@ -498,10 +556,11 @@ export class FolioRecord {
     }
     this._followed = '';
     const length = old.type === 'text' ? old.length : 0;
-    this._replica = this._fresh(old.type, old.contentKey);
+    this._replica = next ?? this._fresh(old.type, old.contentKey);
     old.free();
     this._emit('recreated');
-    this._emit('change', { remote: true, changes: old.type === 'text' ? [{ from: 0, to: length, insert: '' }] : undefined });
+    this._emit('change', { remote: true, changes: old.type === 'text' ? [{ from: 0, to: length, insert: this._replica.value }] : undefined });
+    if (next) this._persist(); // the states it merged are held by this page's entry from now on
   }
 
   _fresh(type, contentKey) {
@@ -567,7 +626,7 @@ export class FolioRecord {
       if (error.httpStatus === 401 && !retried && this._tokenRefused(token)) return this._post(path, data, true); // expired
       throw error;
     }
-    if (token === this._token) this._tokenRenewed = false; // accepted
+    if (token === this._token) this._tokenRenewed = this._authBackoff = false; // accepted
     try {
       return await res.json();
     } catch (e) {
@@ -604,7 +663,7 @@ export class FolioRecord {
         this._after(SETTLE_MS, () => this._kick());
       };
       es.onmessage = (ev) => {
-        if (this._retryTimer !== null) this._reachable(); // the service answers: push what waits now
+        if (this._retryTimer !== null) this._reachable(false); // the service answers: push what waits now
         this._message(ev.data);
       };
       es.onerror = () => {

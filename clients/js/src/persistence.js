@@ -3,12 +3,15 @@
 //
 // The store keeps one state per tab: entry [key, tab] where `tab` is a random id a page takes when it
 // opens the store, so two tabs of one profile never overwrite each other's unsent edits. A page
-// opening the store reads every tab's entry of the key, newest first; connect({ saved }) resumes the
-// first of a synced record under a new replica id (Replica.resume) and merges the others' ops into
-// it. The page's first persist then writes its own entry and, in the same transaction, deletes the
-// entries it merged, each only if its tab has not written it again since it was read (its write
-// count is unchanged): what it deletes is held by the entry it writes. So after any sequence of tabs
-// opening, editing and closing, every edit not yet pushed is in some entry, and entries of closed tabs
+// opening the store reads every tab's entry of the key, newest first; connect({ saved }) resumes one
+// of a synced record under a new replica id (Replica.resume) and merges the others of its
+// incarnation into it (mergeStates). Each persist writes the page's own entry and, in the same
+// transaction, deletes the entries connect names as held (persist's `held`: merged into the state
+// written, or of a record known deleted), each only if its tab has not written it again since it was
+// read (its write count is unchanged). An entry not held (it does not decode, it is of another type,
+// or of another incarnation that may be the live one) is never deleted by a page, only by clear().
+// So after any sequence of tabs opening, editing and closing, every edit not yet pushed is in some
+// entry, and entries of closed tabs
 // are folded into the next page that opens. IndexedDB holds states of any size as bytes (no base64),
 // and runs the read-write transactions of one database in the order they were created, so the last
 // state handed over is the one kept. Cost: a persist writes the whole state (O(state)); the client
@@ -22,44 +25,66 @@ const STORE = 'states';
 
 /**
  * The replica `saved` describes: one state (bytes), or several (an array, as indexedDbPersistence
- * gives them, newest first). The first state whose record was synced (it names an incarnation) is
- * resumed under a new replica id; the ops of the others of the same incarnation are merged into it
- * (the service skips the ones it has). A state of another incarnation is of a record deleted since:
- * left out, as the client contract says. A state saved before its first sync holds only its own
- * edits, never sent: its value is added as new edits (text appended, array items appended, map keys
- * set; xml only into an empty record). States that do not decode are left out when another one
- * does; when none does, the first one's error is thrown.
+ * gives them, newest first). Returns { replica, held }: `held` the indices of the states whose
+ * contents the replica now holds (or that are of an incarnation in `dead`, a record known deleted),
+ * which a store may therefore delete; no other state is in it. States whose index is in `skip` are
+ * left out (held already by a replica dropped since).
+ * The base is the first state of a synced record (it names an incarnation) not in `dead`: resumed
+ * under a new replica id (Replica.resume); the ops of the others of its incarnation, type and root
+ * are merged into it (the engine skips ops the base holds; the service skips the ones it has). A
+ * state of another incarnation is of a record deleted since, or the base is (the service says which
+ * at the first sync: ABORTED): not held, so it stays stored, and connect tries it next if the base
+ * is refused. A state saved before its first sync holds only its own edits, never sent (the engine
+ * refuses any other op in it): its value is added as new edits (text appended, array items
+ * appended, map keys set oldest state first so the newest set wins; xml only into an empty record).
+ * States that do not decode, or of another type or root, are not held. When no state decodes the
+ * first one's error is thrown; when every one decoded is dead, `replica` is a new empty one.
  */
-export function mergeStates(engine, saved) {
+export function mergeStates(engine, saved, { dead = new Set(), skip = new Set() } = {}) {
   const states = Array.isArray(saved) ? saved : [saved];
-  if (states.length === 0) return null;
-  const loaded = [];
+  if (states.length === 0) return { replica: null, held: new Set() };
+  const loaded = []; // [index, Replica]
   let firstError = null;
-  for (const s of states) {
+  for (let i = 0; i < states.length; ++i) {
+    if (skip.has(i)) continue;
     try {
-      loaded.push(Replica.load(engine, s));
+      loaded.push([i, Replica.load(engine, states[i])]);
     } catch (e) {
       firstError ??= e;
     }
   }
-  if (loaded.length === 0) throw firstError;
+  if (loaded.length === 0 && firstError) throw firstError;
+  const held = new Set();
   try {
-    const primaryIndex = Math.max(0, loaded.findIndex((r) => r.incarnation !== ''));
-    const primary = Replica.resume(engine, loaded[primaryIndex].save());
+    const live = loaded.filter(([i, r]) => {
+      if (r.incarnation === '' || !dead.has(r.incarnation)) return true;
+      held.add(i); // of a deleted record: nothing in it can join the record
+      return false;
+    });
+    if (live.length === 0) {
+      const [, first] = loaded[0] ?? [];
+      return { replica: first ? Replica.create(engine, first.type, first.contentKey) : null, held };
+    }
+    const base = live.find(([, r]) => r.incarnation !== '') ?? live[0];
+    const primary = Replica.resume(engine, base[1].save());
+    held.add(base[0]);
     try {
-      for (let i = 0; i < loaded.length; ++i) {
-        const other = loaded[i];
-        if (i === primaryIndex || other.type !== primary.type || other.contentKey !== primary.contentKey) continue;
-        if (other.incarnation === '') addValue(primary, other.value);
+      const fresh = []; // never-synced states to add, newest first
+      for (const [i, other] of live) {
+        if (i === base[0] || other.type !== primary.type || other.contentKey !== primary.contentKey) continue;
+        if (other.incarnation === '') fresh.push([i, other]);
         else if (other.incarnation === primary.incarnation) primary.apply(other.encodeSince(EMPTY_VERSION));
+        else continue;
+        held.add(i);
       }
+      for (const [, other] of fresh.reverse()) addValue(primary, other.value);
     } catch (e) {
       primary.free();
       throw e;
     }
-    return primary;
+    return { replica: primary, held };
   } finally {
-    for (const r of loaded) r.free();
+    for (const [, r] of loaded) r.free();
   }
 }
 
@@ -86,57 +111,82 @@ function addValue(r, value) {
  * (an application's name for the record, e.g. "acme/doc-1/body"). Resolves to
  * { saved, persist, clear, close }: pass `saved` and `persist` to connect (`...store`).
  *  * saved: the states stored under `key` (every tab's, newest first), or undefined;
- *  * persist(bytes): stores this page's state; resolves when the transaction completed, rejects with
- *    the store's error (QuotaExceededError, ...);
+ *  * persist(bytes, { held }): stores this page's state; `held` lists states of `saved` (the same
+ *    Uint8Array objects) that this state holds, or that are of a record deleted since: their entries
+ *    are deleted in the same transaction (connect passes them); resolves when the transaction
+ *    completed, rejects with the store's error (QuotaExceededError, ...);
  *  * clear(): deletes every state stored under `key` (say after the record was deleted);
- *  * close(): closes the database connection.
+ *  * close(): resolves once the writes asked for are done, then closes the connection. A persist
+ *    asked for after close() (a record closed just before the store) opens a connection of its own.
  */
 export async function indexedDbPersistence(key, { database = 'folio', indexedDB = globalThis.indexedDB, IDBKeyRange = globalThis.IDBKeyRange } = {}) {
   if (typeof key !== 'string' || key === '') throw new TypeError('indexedDbPersistence needs a non-empty key');
   if (!indexedDB || !IDBKeyRange) throw new TypeError('indexedDbPersistence needs IndexedDB (a browser, or pass indexedDB and IDBKeyRange)');
-  const db = await request(() => {
+  const openDb = () => request(() => {
     const open = indexedDB.open(database, 1);
     open.onupgradeneeded = () => open.result.createObjectStore(STORE, { keyPath: 'id' });
     return open;
   }, 'open');
+  let db = await openDb();
+  let closed = false;
   const range = IDBKeyRange.bound([key], [key, []]); // [key, any string]: arrays sort after strings
   const entries = await request(() => db.transaction(STORE, 'readonly').objectStore(STORE).getAll(range), 'read');
   entries.sort((a, b) => b.at - a.at);
   const tab = randomTab();
-  let merged = entries.map((e) => ({ id: e.id, writes: e.writes })); // deleted by the first persist
+  // The entries read, not deleted yet: a persist naming one as held deletes it.
+  const unfolded = new Map(entries.map((e) => [e.bytes, { id: e.id, writes: e.writes }]));
+  const writing = new Set(); // the writes not settled
   let writes = 0;
+
+  const write = (conn, bytes, held) => new Promise((resolve, reject) => {
+    let tx;
+    try {
+      tx = conn.transaction(STORE, 'readwrite');
+    } catch (e) {
+      reject(e);
+      return;
+    }
+    const store = tx.objectStore(STORE);
+    store.put({ id: [key, tab], bytes, at: Date.now(), writes: ++writes });
+    const folded = [];
+    for (const b of held) {
+      const m = unfolded.get(b);
+      if (!m) continue;
+      unfolded.delete(b);
+      folded.push([b, m]);
+      const get = store.get(m.id);
+      get.onsuccess = () => {
+        if (get.result && get.result.writes === m.writes) store.delete(m.id); // not written again since read
+      };
+    }
+    if (folded.length === 0) tx.commit?.(); // nothing more to ask: commit now
+    tx.oncomplete = () => resolve();
+    tx.onabort = () => {
+      for (const [b, m] of folded) unfolded.set(b, m); // still to fold: this state was not stored
+      reject(tx.error ?? new FolioError('the IndexedDB transaction was aborted', { status: 'PERSIST_FAILED' }));
+    };
+  });
+
   return {
     saved: entries.length ? entries.map((e) => e.bytes) : undefined,
-    persist(bytes) {
+    persist(bytes, { held = [] } = {}) {
       if (!(bytes instanceof Uint8Array)) return Promise.reject(new TypeError('persist takes the state bytes'));
-      return new Promise((resolve, reject) => {
-        let tx;
-        try {
-          tx = db.transaction(STORE, 'readwrite');
-        } catch (e) {
-          reject(e);
-          return;
-        }
-        const store = tx.objectStore(STORE);
-        store.put({ id: [key, tab], bytes, at: Date.now(), writes: ++writes });
-        const folded = merged;
-        merged = [];
-        for (const m of folded) {
-          const get = store.get(m.id);
-          get.onsuccess = () => {
-            if (get.result && get.result.writes === m.writes) store.delete(m.id);
-          };
-        }
-        if (folded.length === 0) tx.commit?.(); // nothing more to ask: commit now
-        tx.oncomplete = () => resolve();
-        tx.onabort = () => {
-          merged = folded.concat(merged); // still to fold: this state was not stored
-          reject(tx.error ?? new FolioError('the IndexedDB transaction was aborted', { status: 'PERSIST_FAILED' }));
-        };
-      });
+      const done = closed
+        ? openDb().then(async (conn) => {
+          try {
+            await write(conn, bytes, held);
+          } finally {
+            conn.close(); // closes once the write's transaction is done
+          }
+        })
+        : write(db, bytes, held);
+      writing.add(done);
+      const forget = () => writing.delete(done);
+      done.then(forget, forget);
+      return done;
     },
     clear() {
-      merged = [];
+      unfolded.clear();
       return new Promise((resolve, reject) => {
         const tx = db.transaction(STORE, 'readwrite');
         tx.objectStore(STORE).delete(range);
@@ -144,7 +194,10 @@ export async function indexedDbPersistence(key, { database = 'folio', indexedDB 
         tx.onabort = () => reject(tx.error);
       });
     },
-    close() {
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled([...writing]);
       db.close();
     },
   };

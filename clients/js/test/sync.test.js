@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
 
-import { connect, FetchEventSource, FolioError, loadEngine, Replica } from '../folio.js';
+import { IDBKeyRange as FakeIDBKeyRange, indexedDB as fakeIndexedDB } from 'fake-indexeddb';
+
+import { connect, FetchEventSource, FolioError, indexedDbPersistence, loadEngine, Replica } from '../folio.js';
 import { FakeEventSource, ModelService, until } from './model.js';
 
 const engine = await loadEngine();
@@ -680,6 +682,139 @@ test('back: the online event and a message on the open subscription retry at onc
     record.close();
     delete globalThis.addEventListener;
     delete globalThis.removeEventListener;
+    mock.timers.reset();
+  }
+});
+
+// ---- IndexedDB persistence (indexedDbPersistence on fake-indexeddb, an in-memory IndexedDB) ----------
+
+const idb = { indexedDB: fakeIndexedDB, IDBKeyRange: FakeIDBKeyRange };
+
+/** The values of the states stored under `key`, newest first. */
+async function storedValues(key, database) {
+  const s = await indexedDbPersistence(key, { ...idb, database });
+  await s.close();
+  return (s.saved ?? []).map((b) => Replica.load(engine, b).value);
+}
+
+test('tabs on a record deleted and added again: a stale tab\'s newer entry does not cost the live tab\'s unsent edits', async () => {
+  const database = 'stale-tab';
+  const old = new ModelService(engine, 'text', { incarnation: '12' });
+  old.doc.replace('old');
+  // Tab Z joined the old record; tab A the new one (the record was deleted and added again).
+  const z = await open(old, {});
+  const service = new ModelService(engine, 'text', { incarnation: '13' });
+  service.doc.replace('new');
+  const a = await open(service, {});
+  const storeA = await indexedDbPersistence('k', { ...idb, database });
+  service.offline = old.offline = true;
+  a.record.insert(3, ' by A');
+  await storeA.persist(a.record.save());
+  await a.record.close();
+  await storeA.close();
+  // Z edits the old record later: its entry is the newest.
+  const at = Date.now();
+  await until(() => Date.now() > at, 1e6);
+  const storeZ = await indexedDbPersistence('k', { ...idb, database });
+  z.record.insert(3, ' by Z');
+  await storeZ.persist(z.record.save());
+  await z.record.close();
+  await storeZ.close();
+  // Tab C opens: Z's entry first. The sync refuses it (ABORTED); A's edits must survive, stored and pushed.
+  service.offline = false;
+  const storeC = await indexedDbPersistence('k', { ...idb, database });
+  assert.deepEqual(storeC.saved.map((b) => Replica.load(engine, b).value), ['old by Z', 'new by A']);
+  const { record } = await open(service, { ...storeC });
+  try {
+    await until(() => service.doc.value === 'new by A');
+    assert.equal(record.value, 'new by A');
+    record.insert(0, '>');
+    await until(() => service.doc.value === '>new by A');
+    assert.equal(await record.close(), undefined);
+    await storeC.close();
+    assert.deepEqual(await storedValues('k', database), ['>new by A']); // A's and Z's entries folded
+  } finally {
+    record.close();
+  }
+});
+
+test('an entry of another incarnation is not deleted while the record is not known: offline, only merged entries go', async () => {
+  const database = 'offline-fold';
+  const old = new ModelService(engine, 'text', { incarnation: '12' });
+  const service = new ModelService(engine, 'text', { incarnation: '13' });
+  const z = await open(old, {});
+  const a = await open(service, {});
+  old.offline = service.offline = true;
+  for (const [tab, text] of [[a, 'A'], [z, 'Z']]) {
+    const s = await indexedDbPersistence('k', { ...idb, database });
+    tab.record.insert(0, text);
+    await s.persist(tab.record.save());
+    await tab.record.close();
+    await s.close();
+    const at = Date.now();
+    await until(() => Date.now() > at, 1e6);
+  }
+  const storeC = await indexedDbPersistence('k', { ...idb, database });
+  const { record: c } = await open(service, { ...storeC }); // offline: on Z's entry, the newest
+  c.insert(0, 'C');
+  await c.close();
+  await storeC.close();
+  const values = await storedValues('k', database);
+  assert.ok(values.includes('A'), `A's entry is kept: ${JSON.stringify(values)}`);
+  assert.ok(!values.includes('Z'), 'Z\'s entry, merged into C\'s, is deleted');
+});
+
+test('close resolves once the last edits are stored; a store closed right after the record still stores them', async () => {
+  const service = new ModelService(engine, 'text');
+  let release;
+  const gate = new Promise((r) => { release = r; });
+  const seen = [];
+  const { record } = await open(service, { persist: async (bytes) => { await gate; seen.push(Replica.load(engine, bytes).value); } });
+  record.insert(0, 'ab');
+  let closed = false;
+  const closing = record.close().then(() => { closed = true; });
+  await until(() => service.requests.length > 0);
+  assert.equal(closed, false, 'close waits for the persist');
+  release();
+  await closing;
+  assert.equal(seen.at(-1), 'ab');
+
+  // record.close(); store.close() with no await between: the queued persist is stored, no error.
+  const database = 'close-order';
+  const store = await indexedDbPersistence('k', { ...idb, database });
+  const errors = [];
+  const second = await open(service, { ...store });
+  second.record.on('error', (e) => errors.push(e));
+  second.record.insert(0, 'x');
+  await second.record.sync(); // a persist ran; the next edits queue one after it
+  second.record.insert(0, 'y');
+  const done = second.record.close();
+  const storeClosed = store.close();
+  await done;
+  await storeClosed;
+  assert.deepEqual(errors, []);
+  assert.deepEqual(await storedValues('k', database), ['yx']);
+});
+
+test('a 401 for a renewed token: messages on the open subscription do not each ask for a token and sync', async () => {
+  mock.timers.enable({ apis: ['setTimeout'] }); // the retry's backoff passes only when the test says
+  const service = new ModelService(engine, 'text');
+  let calls = 0;
+  const { record, es } = await open(service, { token: async () => `t${++calls}` });
+  try {
+    record.on('error', () => {});
+    service.expired = true;
+    record.insert(0, 'x');
+    await until(() => calls === 2 && record._retryTimer !== null);
+    const syncs = service.syncs().length;
+    for (let i = 0; i < 5; ++i) {
+      es.send(service.edit((d) => d.insert(0, 's'))); // another client's change: it applies
+      for (let t = 0; t < 5; ++t) await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(calls, 2, 'no token asked for by the messages');
+    assert.equal(service.syncs().length, syncs, 'no sync made by the messages');
+  } finally {
+    record.close();
     mock.timers.reset();
   }
 });
