@@ -13,7 +13,11 @@
 //    beside the composed text). They are kept as one ChangeSet `pending` on the editor's document,
 //    with the invariant record.value == pending applied to the document: a local change made
 //    meanwhile goes to the record mapped over them (changes.map(pending)) and they are mapped over it;
-//    once the composition ended they are dispatched as one remote transaction.
+//    once the composition ended they are dispatched as one remote transaction: at compositionend
+//    (the DOM event, after CodeMirror's own handlers cleared its flags, or the EditContext's where
+//    CodeMirror uses one), at the next view update, or, when CodeMirror clears its flags later with
+//    no update (its kludges for missed compositionend events), at a check made after compositionend
+//    every 20 ms doubling to 500 ms, for as long as the flags stay set and no new composition starts.
 // The editor must start with the record's value (doc: record.value); one that does not is set to it.
 // Cost: converting positions walks the text before them (O(n) a change); the record's change itself
 // is O(n) too (engine.js: tracked changes).
@@ -37,6 +41,13 @@ export class FolioCodeMirrorSync {
     this.ours = false;
     this.pending = null; // remote changes not shown yet (while composing), a ChangeSet on the document
     this.flushQueued = false;
+    this.endedCheck = null; // the timer checking CodeMirror's flags after a compositionend
+    this.endedDelay = 0;
+    // Where CodeMirror uses an EditContext, composition events fire on it (its listener first: ours,
+    // added later, sees the flags cleared).
+    this.editContext = view.contentDOM?.editContext ?? null;
+    this.onContextEnd = () => this.compositionEnded();
+    this.editContext?.addEventListener?.('compositionend', this.onContextEnd);
     this.onChange = (e) => {
       if (this.ours) return;
       if (this.pending || this.composing()) this.wait(e.changes);
@@ -102,25 +113,49 @@ export class FolioCodeMirrorSync {
   }
 
   /**
-   * Shows the waiting changes once no composition runs (a view cannot dispatch during its update).
-   * After compositionend (`ended`), CodeMirror may clear its composing flags a moment later and with
-   * no update: the check is made again every 20 ms, at most 50 times, until they are clear.
+   * A composition ended (compositionend): the waiting changes are shown once CodeMirror's flags are
+   * clear, however long it takes to clear them (see the top of this file); a compositionstart stops
+   * the checks (that composition's end starts them again).
    */
-  queueFlush(ended = false, tries = 0) {
+  compositionEnded() {
+    this.stopEndedCheck();
+    if (!this.pending) return;
+    if (!this.composing()) {
+      this.queueFlush();
+      return;
+    }
+    this.endedDelay = Math.min(this.endedDelay ? this.endedDelay * 2 : 20, 500);
+    this.endedCheck = setTimeout(() => {
+      this.endedCheck = null;
+      this.compositionEnded();
+    }, this.endedDelay);
+  }
+
+  compositionStarted() {
+    this.stopEndedCheck();
+    this.endedDelay = 0;
+  }
+
+  stopEndedCheck() {
+    if (this.endedCheck !== null) clearTimeout(this.endedCheck);
+    this.endedCheck = null;
+  }
+
+  /** Shows the waiting changes once no composition runs (a view cannot dispatch during its update). */
+  queueFlush() {
     if (this.flushQueued) return;
     this.flushQueued = true;
     setTimeout(() => {
       this.flushQueued = false;
       if (!this.pending) return;
-      if (this.composing()) {
-        if (ended && tries < 50) this.queueFlush(true, tries + 1);
-        return; // else the next update after the composition flushes
-      }
+      if (this.composing()) return; // the next update or compositionend after the composition flushes
+      this.stopEndedCheck();
+      this.endedDelay = 0;
       const pending = this.pending;
       this.pending = null;
       this.view.dispatch({ changes: pending, annotations: [folioRemote.of(true), Transaction.addToHistory.of(false)] });
       if (this.view.state.doc.toString() !== this.record.value) this.fromRecord(null);
-    }, ended ? 20 : 0);
+    }, 0);
   }
 
   /** Shows the record's change (`changes` in code points of the value shown; null: the whole value). */
@@ -138,6 +173,8 @@ export class FolioCodeMirrorSync {
 
   destroy() {
     this.pending = null;
+    this.stopEndedCheck();
+    this.editContext?.removeEventListener?.('compositionend', this.onContextEnd);
     this.record.off('change', this.onChange);
   }
 }
@@ -146,8 +183,11 @@ export class FolioCodeMirrorSync {
 export function folioSync(record) {
   return ViewPlugin.define((view) => new FolioCodeMirrorSync(record, view), {
     eventHandlers: {
+      compositionstart() {
+        this.compositionStarted();
+      },
       compositionend() {
-        if (this.pending) this.queueFlush(true);
+        this.compositionEnded();
       },
     },
   });

@@ -2,7 +2,7 @@
 // (value, selection, events), and the CodeMirror 6 binding against a real EditorState driven without
 // a DOM. Remote changes come through the record's subscription (test/model.js).
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 
 import { EditorSelection, EditorState, Transaction } from '@codemirror/state';
 
@@ -264,6 +264,32 @@ test('CodeMirror: an editor started with another text takes the record\'s', asyn
     await until(() => view.state.doc.toString() === 'the record');
     assert.equal(record.value, 'the record');
   } finally {
+    record.close();
+  }
+});
+
+test('CodeMirror: changes that waited are shown once CodeMirror clears its composing flags, however late, with no update', async () => {
+  const { record, remote } = await textRecord('abc');
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const view = fakeView(record.value);
+    view.plugin = new FolioCodeMirrorSync(record, view);
+    const handlers = folioSync(record).domEventHandlers;
+    view.compositionStarted = view.composing = true;
+    handlers.compositionstart?.call(view.plugin, { type: 'compositionstart' }, view);
+    remote((d) => d.insert(0, 'X'));
+    assert.equal(view.state.doc.toString(), 'abc');
+    // compositionend, but CodeMirror clears its flags only much later (a kludge for a missed
+    // compositionend), with no update of the view and no event.
+    handlers.compositionend.call(view.plugin, { type: 'compositionend' }, view);
+    for (let i = 0; i < 200; ++i) mock.timers.tick(100); // 20 s
+    assert.equal(view.state.doc.toString(), 'abc', 'not while the flags are set');
+    view.compositionStarted = view.composing = false;
+    for (let i = 0; i < 10 && view.state.doc.toString() !== 'Xabc'; ++i) mock.timers.tick(500);
+    assert.equal(view.state.doc.toString(), 'Xabc');
+    assert.equal(view.transactions.at(-1).annotation(folioRemote), true);
+  } finally {
+    mock.timers.reset();
     record.close();
   }
 });
