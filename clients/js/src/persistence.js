@@ -35,8 +35,10 @@ const STORE = 'states';
  * state of another incarnation is of a record deleted since, or the base is (the service says which
  * at the first sync: ABORTED): not held, so it stays stored, and connect tries it next if the base
  * is refused. A state saved before its first sync holds only its own edits, never sent (the engine
- * refuses any other op in it): its value is added as new edits (text appended, array items
- * appended, map keys set oldest state first so the newest set wins; xml only into an empty record).
+ * refuses any other op in it): into a synced base of text or array its ops are applied as they are
+ * (what that tab would have pushed; ops the base holds are skipped, so a state merged twice adds
+ * nothing twice); else its value is added as new edits (text appended, array items appended, map
+ * keys set oldest state first so the newest set wins; xml only into an empty record).
  * States that do not decode, or of another type or root, are not held. When no state decodes the
  * first one's error is thrown; when every one decoded is dead, `replica` is a new empty one.
  */
@@ -72,8 +74,15 @@ export function mergeStates(engine, saved, { dead = new Set(), skip = new Set() 
       const fresh = []; // never-synced states to add, newest first
       for (const [i, other] of live) {
         if (i === base[0] || other.type !== primary.type || other.contentKey !== primary.contentKey) continue;
-        if (other.incarnation === '') fresh.push([i, other]);
-        else if (other.incarnation === primary.incarnation) primary.apply(other.encodeSince(EMPTY_VERSION));
+        if (other.incarnation === '') {
+          // Ops of its own from the empty document, as that tab would have pushed at its first answer:
+          // into a synced base as they are (text, array), so a state merged twice (a copy kept by a
+          // failed persist, an older save of the same tab) adds nothing twice: the engine skips ops the
+          // base holds, the service those it has. A never-synced base may hold no other replica's ops
+          // (sync_client), and map keys are set by value so that the newest set wins over the base.
+          if (primary.incarnation !== '' && (primary.type === 'text' || primary.type === 'array')) primary.apply(other.encodeSince(EMPTY_VERSION));
+          else fresh.push([i, other]);
+        } else if (other.incarnation === primary.incarnation) primary.apply(other.encodeSince(EMPTY_VERSION));
         else continue;
         held.add(i);
       }
