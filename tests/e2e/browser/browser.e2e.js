@@ -626,6 +626,25 @@ test('a tab that writes its stored state after another tab merged it keeps it: n
   }
 });
 
+test('record.close() then store.close() at once: the keys whose persist was queued are stored, no error', async () => {
+  const ids = { organizationId: org, documentId: newDoc('close order'), editorId: 'text' };
+  await add(ids, 'text', '');
+  const { token } = await mint(ids.documentId);
+  const ctx = await browser.createBrowserContext();
+  try {
+    const page = await newPage(ctx);
+    await open(page, 'text', { token, ids, store: 'close-order' });
+    await offline(page, true); // the persist calls are all that keeps the keys
+    const errors = await call(page, 'typeAndClose', 'text', 'a', 'b');
+    let values;
+    await until(async () => (values = await call(page, 'storedValues', 'close-order')).includes('ab') || values, 'the state with both keys is stored');
+    assert.deepEqual(errors, [], 'no PERSIST_FAILED');
+    assert.deepEqual(page.log.filter((l) => /PERSIST_FAILED|InvalidStateError/.test(l)), []);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test('a 500 KB text is kept in IndexedDB across a reload; a persist that throws is reported and the push goes on', async () => {
   const big = 'lorem ipsum '.repeat(500000 / 12);
   const ids = { organizationId: org, documentId: newDoc('large'), editorId: 'text' };

@@ -7,6 +7,8 @@ const F = await import(`${folio}/client/folio.js`);
 
 export const records = {};
 export const editors = {}; // textareas and CodeMirror views, by record name
+const stores = {}; // indexedDbPersistence stores, by record name
+const persistStarts = {}; // by record name: { count, waiters }
 
 const encode = (bytes) => btoa(String.fromCharCode(...bytes));
 const decode = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
@@ -32,9 +34,13 @@ export async function open(name, { token, ids, persistKey, store, failingPersist
     };
   } else if (store) {
     const s = await F.indexedDbPersistence(store);
+    stores[name] = s;
+    const starts = (persistStarts[name] = { count: 0, waiters: [] });
     o.saved = s.saved;
-    o.persist = async (bytes) => {
-      await s.persist(bytes);
+    o.persist = async (bytes, info) => {
+      ++starts.count;
+      for (const w of starts.waiters.splice(0)) w();
+      await s.persist(bytes, info);
       ++persisted;
     };
   } else if (persistKey) {
@@ -86,6 +92,42 @@ export async function sync(name) {
 export function close(name) {
   records[name].close();
   delete records[name];
+}
+
+/**
+ * Appends `first` to the text record, waits until its persist call started, appends `second` (its
+ * persist queued behind the running one), then closes the record and at once its store, with no
+ * await between (as earlier READMEs showed). Resolves with the errors the record reported by the
+ * time record.close()'s promise settled (or at once, when close returns none).
+ */
+export async function typeAndClose(name, first, second) {
+  const r = records[name];
+  const starts = persistStarts[name];
+  const before = starts.count;
+  r.insert(r.length, first);
+  if (starts.count === before) await new Promise((w) => starts.waiters.push(w));
+  r.insert(r.length, second);
+  const closing = r.close();
+  stores[name].close();
+  delete records[name];
+  delete stores[name];
+  await closing;
+  return r.errors;
+}
+
+/** The values of the states stored under `key` (a new store's `saved`), newest first. */
+export async function storedValues(key) {
+  const engine = await F.loadEngine();
+  const s = await F.indexedDbPersistence(key);
+  await s.close();
+  return (s.saved ?? []).map((b) => {
+    const r = F.Replica.load(engine, b);
+    try {
+      return r.value;
+    } finally {
+      r.free();
+    }
+  });
 }
 
 /** A real <textarea> bound to the record (bindTextarea), appended to the page. */
