@@ -316,14 +316,11 @@ int main(int argc, char** argv) {
   });
   // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
   // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
-  // streams end at the read that sees the revocation (a publisher sweep).
+  // streams end at the read that sees the revocation (a publisher sweep). A connection that will not open
+  // (PostgreSQL still starting) or a read that fails is tried again, with a backoff, until the stop.
   std::thread revocations([&] {
-    try {
-      folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
-      svc.platform().watch_revoked_keys(db, [&] { svc.crdt().live().request_sweep(std::chrono::milliseconds(0)); }, stopping);
-    } catch (const std::exception& e) {
-      folio::service::log::write("error", "revocation_watch_stopped", std::string("revoked API keys are read by requests only until a restart: ") + e.what());
-    }
+    svc.platform().watch_revoked_keys([&] { return std::make_unique<folio::service::database>(o.db, folio::service::responder::tables(), o.max_db_pages); },
+                                      [&] { svc.crdt().live().request_sweep(std::chrono::milliseconds(0)); }, stopping);
   });
   folio::service::log::write("info", "started",
                              "listening on " + o.socket + " (" + std::to_string(o.workers) + " workers, database " + (folio::service::is_postgresql(o.db) ? std::string("PostgreSQL") : o.db) + ", live push " +

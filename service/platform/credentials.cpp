@@ -46,21 +46,57 @@ std::optional<principal> server::check_credentials(database& db, const request& 
   return who;
 }
 
-std::shared_ptr<const server::revoked_set> server::reread_revoked_keys(database& db) {
+std::chrono::milliseconds server::revocation_tick() const { return std::max(config_.revocation_refresh / 4, std::chrono::milliseconds(1)); }
+
+void server::set_revocation_hooks(revocation_hooks h) {
+  std::lock_guard<std::mutex> g(revoked_mu_);
+  revocation_hooks_ = std::move(h);
+}
+
+std::shared_ptr<const server::revoked_set> server::revoked_keys(database& db, std::chrono::steady_clock::time_point since, bool retry) {
+  std::unique_lock<std::mutex> g(revoked_mu_);
+  while (revoked_reading_) {  // another thread's read: its outcome is this one's, if it is recent enough
+    if (revoked_ && revoked_->read_at >= since) return revoked_;
+    const std::uint64_t ended = revoked_reads_;
+    if (revocation_hooks_.waiting) revocation_hooks_.waiting();
+    const auto read_ended = [&] { return revoked_reads_ != ended; };
+    if (db.deadline() == deadline_clock::time_point::max()) revoked_read_ended_.wait(g, read_ended);
+    else if (!revoked_read_ended_.wait_until(g, db.deadline(), read_ended)) throw deadline_exceeded();
+    if (revoked_failure_ && revoked_failure_->read > ended) throw store_error(revoked_failure_->kind, revoked_failure_->what);
+  }
+  if (revoked_ && revoked_->read_at >= since) return revoked_;
+  if (!retry && revoked_failure_ && std::chrono::steady_clock::now() < revoked_failure_->retry_at)
+    throw store_error(revoked_failure_->kind, revoked_failure_->what);
+  // This thread reads; the others wait for it (above), or fail at once after it failed.
+  revoked_reading_ = true;
+  const std::function<void()> before_read = revocation_hooks_.before_read;
+  g.unlock();
   auto next = std::make_shared<revoked_set>();
   next->read_at = std::chrono::steady_clock::now();  // before the query, which sees what committed before it
-  {
+  std::optional<store_error> failed;
+  try {
+    if (before_read) before_read();
     query q = db.sql("SELECT key_id FROM api_keys WHERE revoked_at IS NOT NULL");
     while (q.step()) next->ids.insert(q.text(0));
+  } catch (const store_error& e) {
+    failed.emplace(e.kind, std::string("reading the revoked API keys: ") + e.what());
+  } catch (...) {  // not the database's answer (memory): nothing to remember, a waiter reads again
+    g.lock();
+    revoked_reading_ = false, ++revoked_reads_;
+    revoked_read_ended_.notify_all();
+    throw;
   }
-  std::lock_guard<std::mutex> g(revoked_mu_);
-  revoked_ = next;
-  return next;
+  g.lock();
+  revoked_reading_ = false, ++revoked_reads_;
+  if (failed) revoked_failure_ = failed_read{failed->kind, failed->what(), std::chrono::steady_clock::now() + revocation_tick(), revoked_reads_};
+  else revoked_ = std::move(next), revoked_failure_.reset();
+  revoked_read_ended_.notify_all();
+  if (failed) throw *failed;
+  return revoked_;
 }
 
 std::vector<std::string> server::read_revoked_keys(database& db) {
-  std::lock_guard<std::mutex> one(revoked_read_mu_);
-  const std::shared_ptr<const revoked_set> read = reread_revoked_keys(db);
+  const std::shared_ptr<const revoked_set> read = revoked_keys(db, std::chrono::steady_clock::now(), true);
   return std::vector<std::string>(read->ids.begin(), read->ids.end());
 }
 
@@ -70,33 +106,37 @@ bool server::api_key_revoked(std::string_view key_id) const {
 }
 
 bool server::api_key_revoked(database& db, std::string_view key_id) {
-  auto fresh = [&] {
-    std::lock_guard<std::mutex> g(revoked_mu_);
-    return revoked_ && std::chrono::steady_clock::now() - revoked_->read_at < config_.revocation_refresh;
-  };
-  if (!fresh()) {
-    std::lock_guard<std::mutex> one(revoked_read_mu_);  // another thread's read may have just made it fresh
-    if (!fresh()) reread_revoked_keys(db);
-  }
-  return api_key_revoked(key_id);
+  // A set whose read began less than revocation_refresh ago (at or after `since`) is fresh.
+  const auto since = std::chrono::steady_clock::now() - config_.revocation_refresh + std::chrono::steady_clock::duration(1);
+  return revoked_keys(db, since, false)->ids.count(std::string(key_id)) > 0;
 }
 
-void server::watch_revoked_keys(database& db, const std::function<void()>& revoked, const std::atomic<bool>& stop) {
-  const auto tick = std::max(config_.revocation_refresh / 4, std::chrono::milliseconds(1));
+void server::watch_revoked_keys(const std::function<std::unique_ptr<database>()>& open, const std::function<void()>& revoked, const std::atomic<bool>& stop) {
+  const auto tick = revocation_tick();
+  const auto longest = std::max<std::chrono::milliseconds>(2 * config_.revocation_refresh, tick);
+  auto backoff = tick;
   bool failing = false;
   std::unordered_set<std::string> seen;  // revoked keys this watch has reported
+  std::unique_ptr<database> db;
   while (!stop.load()) {
+    auto pause = tick;
     try {
+      if (!db) db = open();
       bool any = false;
-      for (std::string& id : read_revoked_keys(db)) any |= seen.insert(std::move(id)).second;
+      for (std::string& id : read_revoked_keys(*db)) any |= seen.insert(std::move(id)).second;
       if (failing) log::write("info", "revoked_keys_read", "the revoked API keys are read again");
-      failing = false;
+      failing = false, backoff = tick;
       if (any && revoked) revoked();
     } catch (const std::exception& e) {
-      if (!failing) log::write("error", "revoked_keys_unread", std::string("cannot read the revoked API keys (client tokens check them on each request meanwhile): ") + e.what());
+      if (!failing)
+        log::write("error", "revoked_keys_unread",
+                   std::string("cannot read the revoked API keys (requests read them, one at a time, and open streams of revoked keys are not ended meanwhile); retrying: ") + e.what());
       failing = true;
+      db.reset();  // a new connection at the next try
+      pause = backoff, backoff = std::min(2 * backoff, longest);
     }
-    std::this_thread::sleep_for(tick);
+    // The pause, a tick at a time so that `stop` is seen within one.
+    for (auto waited = std::chrono::milliseconds(0); waited < pause && !stop.load(); waited += tick) std::this_thread::sleep_for(std::min(tick, pause - waited));
   }
 }
 

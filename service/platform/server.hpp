@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -61,26 +62,43 @@ class server {
   /// Revoked API keys (folio-admin revoke-key). A client token carries no database row but names its
   /// tenant, the API key that minted it; a client token of a revoked key is refused (401). Each
   /// responder keeps the set of revoked key ids, read from the database with the time the read began:
-  /// watch_revoked_keys re-reads it every revocation_refresh / 4, and a check that finds the set older
-  /// than revocation_refresh reads it first itself (so the bound holds without the watch, or while it
-  /// is late). A revocation committed at time R is therefore seen by every check from R +
+  /// watch_revoked_keys re-reads it every revocation_refresh / 4 (the tick), and a check that finds the
+  /// set older than revocation_refresh reads it first itself (so the bound holds without the watch, or
+  /// while it is late). A revocation committed at time R is therefore seen by every check from R +
   /// revocation_refresh on, on every node. Cost: a check is one hash lookup under a mutex; a read is
-  /// one query returning the revoked key ids (linear in them; keys are never un-revoked).
+  /// one query returning the revoked key ids through a partial index of the revoked keys (linear in
+  /// them; keys are never un-revoked).
+  /// One read runs at a time, shared: a check that needs the set while another thread reads it waits
+  /// for that read (never past its request's deadline: deadline_exceeded), and takes its outcome. A
+  /// failed read is remembered for a tick: until then a check that needs the set fails at once with it
+  /// (store_error, 503 UNAVAILABLE) instead of reading, so with the database down at most one thread
+  /// waits on it at a time (the watch's tick, or the first check after the tick, tries again).
   ///
-  /// Reads the revoked keys now and returns them. A database failure throws (store_error), keeping the
-  /// previous set and its age.
+  /// Reads the revoked keys now (or takes a read that began now, on another thread) and returns them.
+  /// A database failure throws (store_error), keeping the previous set and its age.
   std::vector<std::string> read_revoked_keys(database& db);
   /// Whether `key_id` was revoked as of the last read (no database; for the publisher's sweeps).
   bool api_key_revoked(std::string_view key_id) const;
   /// The same, reading the revoked keys first when the last read began revocation_refresh ago or more
   /// (client tokens, and minting them: a key trusted from auth_cache_ mints no token once it is seen revoked).
   bool api_key_revoked(database& db, std::string_view key_id);
-  /// Reads the revoked keys every revocation_refresh / 4 on `db` until `stop`, calling `revoked()`
-  /// after a read that found keys this watch had not seen revoked yet (folio-fcgi: a publisher sweep,
-  /// ending their client tokens' open streams; a request's own read does not count as the watch's). A
-  /// failed read is logged (once per run of failures) and retried at the next tick. Runs on a thread
-  /// of its own.
-  void watch_revoked_keys(database& db, const std::function<void()>& revoked, const std::atomic<bool>& stop);
+  /// Reads the revoked keys every tick until `stop`, on a connection of its own that `open` makes
+  /// (folio-fcgi: a new database connection), calling `revoked()` after a read that found keys this
+  /// watch had not seen revoked yet (folio-fcgi: a publisher sweep, ending their client tokens' open
+  /// streams; a request's own read does not count as the watch's). A connection that cannot be opened,
+  /// or a read that fails, is logged (once per run of failures) and tried again — the connection made
+  /// anew — after a backoff that doubles from one tick to at most 2 x revocation_refresh (or the
+  /// tick): the watch stops only when told. Runs on a thread of its own; returns within a tick of `stop`
+  /// (plus a read or an open under way).
+  void watch_revoked_keys(const std::function<std::unique_ptr<database>()>& open, const std::function<void()>& revoked, const std::atomic<bool>& stop);
+
+  /// Tests' hooks into the reads of the revoked keys (none in production): `before_read` runs as a read
+  /// begins, outside any lock (it may throw a store_error, as a failing database would); `waiting` runs
+  /// when a check starts waiting for another thread's read (with the set's mutex held: signal, never block).
+  struct revocation_hooks {
+    std::function<void()> before_read, waiting;
+  };
+  void set_revocation_hooks(revocation_hooks h);
 
   /// Answers one request, counts it in the metrics and writes its access line. Never throws.
   response handle(database& db, const request& r);
@@ -105,7 +123,18 @@ class server {
     std::unordered_set<std::string> ids;
     std::chrono::steady_clock::time_point read_at;  ///< when the read that filled `ids` began
   };
-  std::shared_ptr<const revoked_set> reread_revoked_keys(database& db);  ///< read_revoked_keys with revoked_read_mu_ held
+  /// A failed read of the revoked keys, remembered until `retry_at` (a tick after it ended).
+  struct failed_read {
+    failure kind;
+    std::string what;
+    std::chrono::steady_clock::time_point retry_at;
+    std::uint64_t read;  ///< which read failed (revoked_reads_ when it ended)
+  };
+  /// The set as of a read begun at `since` or later: revoked_ if it is that recent, else the outcome of
+  /// the read under way (waited for until db's deadline), else a read of its own — unless a failed read
+  /// is remembered and `retry` is false: then that failure, at once. Throws store_error or deadline_exceeded.
+  std::shared_ptr<const revoked_set> revoked_keys(database& db, std::chrono::steady_clock::time_point since, bool retry);
+  std::chrono::milliseconds revocation_tick() const;  ///< revocation_refresh / 4, at least 1 ms
 
   struct remembered {
     principal who;
@@ -120,9 +149,13 @@ class server {
   std::unordered_map<std::string, remembered> auth_cache_;
   mutable std::mutex keys_mu_;
   std::shared_ptr<const key_ring> client_keys_;
-  std::mutex revoked_read_mu_;  ///< one read of the revoked keys at a time (reads replace the set in order)
-  mutable std::mutex revoked_mu_;
-  std::shared_ptr<const revoked_set> revoked_;  ///< null before the first read (revoked_mu_)
+  mutable std::mutex revoked_mu_;  ///< guards the members below
+  std::condition_variable revoked_read_ended_;
+  std::shared_ptr<const revoked_set> revoked_;  ///< null before the first read
+  bool revoked_reading_ = false;                ///< a read is under way (one at a time: reads replace the set in order)
+  std::uint64_t revoked_reads_ = 0;             ///< reads ended, failed or not
+  std::optional<failed_read> revoked_failure_;  ///< the last read's failure, if it failed
+  revocation_hooks revocation_hooks_;
 };
 
 /// The answer to a failure `e` (an exception caught while answering): an api_error as its code and

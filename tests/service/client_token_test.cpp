@@ -6,10 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "wire/base64.hpp"
 #include "platform/client_token.hpp"
@@ -310,8 +314,8 @@ TEST_F(minting, TheWatchReportsRevocations) {
   std::promise<void> reported;
   std::atomic<int> reports{0};
   std::thread watch([&] {
-    svc::database watch_db{tmp.path(), svc::responder::tables()};
-    node.platform().watch_revoked_keys(watch_db, [&] { if (reports++ == 0) reported.set_value(); }, stop);
+    node.platform().watch_revoked_keys([&] { return std::make_unique<svc::database>(tmp.path(), svc::responder::tables()); },
+                                       [&] { if (reports++ == 0) reported.set_value(); }, stop);
   });
   const std::future_status waited = reported.get_future().wait_for(std::chrono::seconds(30));
   stop = true;
@@ -319,6 +323,98 @@ TEST_F(minting, TheWatchReportsRevocations) {
   EXPECT_EQ(waited, std::future_status::ready);
   EXPECT_EQ(reports.load(), 1);
   EXPECT_TRUE(node.platform().api_key_revoked(key.substr(3, 16)));
+}
+
+// The watch outlives its database: a connection that will not open (PostgreSQL still starting) and a
+// read that fails later are tried again, on a new connection, until the stop — it reports the
+// revocation after both.
+TEST_F(minting, TheWatchRetriesItsDatabase) {
+  svc::config cfg;
+  cfg.revocation_refresh = std::chrono::milliseconds(40);
+  svc::responder node{cfg};
+  ASSERT_TRUE(svc::revoke_key(db, key.substr(3, 16), svc::now_iso()));
+  std::atomic<int> opens{0}, reads{0};
+  node.platform().set_revocation_hooks({[&] {
+                                          if (reads++ == 0) throw svc::store_error(svc::failure::unavailable, "server closed the connection unexpectedly");
+                                        },
+                                        {}});
+  std::atomic<bool> stop{false};
+  std::promise<void> reported;
+  std::thread watch([&] {
+    node.platform().watch_revoked_keys(
+        [&] {
+          if (opens++ == 0) throw svc::store_error(svc::failure::unavailable, "the database system is starting up");
+          return std::make_unique<svc::database>(tmp.path(), svc::responder::tables());
+        },
+        [&] { reported.set_value(); }, stop);
+  });
+  const std::future_status waited = reported.get_future().wait_for(std::chrono::seconds(30));
+  stop = true;
+  watch.join();
+  EXPECT_EQ(waited, std::future_status::ready);
+  EXPECT_EQ(opens.load(), 3);  // refused; opened, its read failed; opened again
+  EXPECT_TRUE(node.platform().api_key_revoked(key.substr(3, 16)));
+}
+
+// With the database down, a read of the revoked keys waits (a reconnect timeout) and fails. The checks
+// that need the set meanwhile wait for that one read, never past their deadline, and take its failure
+// (503 UNAVAILABLE); until the next tick the others fail at once instead of reading again; the watch's
+// tick reads again.
+TEST_F(minting, OneFailedReadOfTheRevokedKeysAnswersEveryWaiter) {
+  const svc::response minted = mint(R"("editorId":"e","userId":"u","access":"write")");
+  ASSERT_EQ(minted.http, 200) << minted.body;
+  svc::config cfg;
+  cfg.revocation_refresh = std::chrono::hours(1);  // a tick of 15 minutes: a remembered failure outlasts the test
+  svc::responder node{cfg};
+  node.platform().set_client_keys(service.platform().client_keys());
+  std::atomic<int> reads{0}, waits{0};
+  std::atomic<bool> down{true};
+  std::promise<void> first_read, second_waits, database_answers;
+  std::shared_future<void> answers = database_answers.get_future().share();
+  node.platform().set_revocation_hooks({[&] {
+                                          if (reads++ == 0) first_read.set_value(), answers.wait();  // a reconnect timeout
+                                          if (down) throw svc::store_error(svc::failure::unavailable, "connection to server failed: Connection refused");
+                                        },
+                                        [&] {
+                                          if (waits++ == 0) second_waits.set_value();
+                                        }});
+  const std::string get = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})";
+  auto check = [&](svc::deadline_clock::time_point deadline) {
+    return std::async(std::launch::async, [&, deadline] {
+      svc::database own{tmp.path(), svc::responder::tables()};
+      svc::request r{"POST", "/v2/crdt/get", "application/json", {}, {}, get, get.size(), {}, {}, {}};
+      r.authorization = "Bearer " + token_of(minted), r.deadline = deadline;
+      return node.handle(own, r);
+    });
+  };
+  const auto later = svc::deadline_clock::now() + std::chrono::hours(1);
+  std::future<svc::response> reader = check(later);
+  ASSERT_EQ(first_read.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  std::future<svc::response> waiter = check(later);
+  const std::future_status waiting = second_waits.get_future().wait_for(std::chrono::seconds(30));
+  // A request whose deadline has passed does not wait for the read.
+  std::future<svc::response> late = check(svc::deadline_clock::now());
+  const std::future_status late_answered = late.wait_for(std::chrono::seconds(30));
+  database_answers.set_value();
+  EXPECT_EQ(waiting, std::future_status::ready);
+  ASSERT_EQ(late_answered, std::future_status::ready);
+  const svc::response late_r = late.get(), reader_r = reader.get(), waiter_r = waiter.get();
+  EXPECT_EQ(late_r.http, 503) << late_r.body;
+  EXPECT_EQ(error_of(late_r), "The request did not finish in time; nothing was changed. Retry it.");
+  for (const svc::response& r : {reader_r, waiter_r}) {
+    EXPECT_EQ(r.http, 503) << r.body;
+    EXPECT_EQ(error_of(r), "The database is unavailable; retry the request.");
+  }
+  EXPECT_EQ(reads.load(), 1);
+  // Until the next tick, the failure is the answer: no read.
+  const svc::response remembered = check(later).get();
+  EXPECT_EQ(remembered.http, 503) << remembered.body;
+  EXPECT_EQ(reads.load(), 1);
+  // The watch's tick reads again; the checks then use its set.
+  down = false;
+  EXPECT_EQ(node.platform().read_revoked_keys(db), std::vector<std::string>{});
+  EXPECT_EQ(check(later).get().http, 200);
+  EXPECT_EQ(reads.load(), 2);
 }
 
 }  // namespace

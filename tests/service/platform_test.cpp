@@ -443,6 +443,13 @@ CREATE TABLE annotations (
   tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, annotation_id TEXT NOT NULL,
   location_id TEXT, user_id TEXT NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL,
   PRIMARY KEY (tenant, org, doc, annotation_id)) WITHOUT ROWID;
+CREATE TABLE api_keys (
+  key_id TEXT PRIMARY KEY, name TEXT NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,
+  created_at TEXT NOT NULL, revoked_at TEXT) WITHOUT ROWID;
+CREATE TABLE tokens (
+  token_id TEXT PRIMARY KEY, key_id TEXT NOT NULL REFERENCES api_keys(key_id), subject TEXT NOT NULL,
+  read_only INTEGER NOT NULL, expires_at TEXT, salt BLOB NOT NULL, hash BLOB NOT NULL,
+  created_at TEXT NOT NULL, revoked_at TEXT) WITHOUT ROWID;
 INSERT INTO meta VALUES ('server_replica', '777');
 INSERT INTO annotations VALUES ('t', 'o', 'd', 'a1', 'L1', 'u1', '2025-01-01T00:00:00.000Z',
   '{"annotationId":"a1","color":"#f00","comments":[{"commentId":2,"commentText":"two"},{"commentId":1,"commentText":"one"}],"createdAt":"2025-01-01T00:00:00.000Z","lastUpdated":"2025-01-02T00:00:00.000Z","status":{"id":"RESOLVED"}}');
@@ -558,7 +565,7 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
     });
   }
   svc::database db(tmp.path(), svc::responder::tables());
-  EXPECT_EQ(db.version(), 9);
+  EXPECT_EQ(db.version(), 10);
   const svc::record_key k{"t", "o", "d", "e"};
   std::optional<svc::record_row> row = svc::load_record(db, k);
   ASSERT_TRUE(row);
@@ -689,6 +696,27 @@ TEST(Store, TendedStatisticsLetThePlannerPickTheNarrowerIndex) {
   for (std::uint64_t call = 1; call <= 1024; ++call)
     if (svc::database::statistics_due(call)) due.push_back(call);
   EXPECT_EQ(due, (std::vector<std::uint64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 768, 1024}));
+}
+
+// Every responder reads the revoked API keys every 250 ms (server.hpp, read_revoked_keys): the read
+// goes through the partial index of revoked keys (schema 10), linear in them rather than in all keys.
+TEST_F(fixture, TheRevokedKeysAreReadThroughTheirIndex) {
+  const char* read = "SELECT key_id FROM api_keys WHERE revoked_at IS NOT NULL";
+  std::string plan;
+  if (db.kind() == svc::dialect::sqlite) {
+    svc::query q = db.prepare(std::string("EXPLAIN QUERY PLAN ") + read);
+    while (q.step()) plan += q.text(3) + ";";
+  } else {
+    db.exec("SET enable_seqscan = off");  // a table of a few rows is scanned whole otherwise
+    svc::query q = db.prepare(std::string("EXPLAIN ") + read);
+    while (q.step()) plan += q.text(0) + ";";
+    db.exec("RESET enable_seqscan");
+  }
+  EXPECT_NE(plan.find("api_keys_revoked"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("api_keys_revoked"), plan.rfind("api_keys_revoked")) << plan;
+  EXPECT_EQ(service.platform().read_revoked_keys(db), std::vector<std::string>{});
+  ASSERT_TRUE(svc::revoke_key(db, key.substr(3, 16), svc::now_iso()));
+  EXPECT_EQ(service.platform().read_revoked_keys(db), std::vector<std::string>{key.substr(3, 16)});
 }
 
 // Client tokens through the server (service/platform/client_token.hpp; the wire in tests/e2e/tokens_e2e.py).
