@@ -397,7 +397,8 @@ class document {
     if (held + more <= limit) return false;
     res.status = apply_status::too_large;
     res.message = "the record holds " + std::to_string(held) + " unit operations and the batch would add " + std::to_string(more) + ", past the " +
-                  std::to_string(limit) + " a " + std::string(to_string(type_)) + " record can hold";
+                  std::to_string(limit) + (type_ == record_type::array || type_ == record_type::xml ? " an " : " a ") + std::string(to_string(type_)) +
+                  " record can hold";
     return true;
   }
 
