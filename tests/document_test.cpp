@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <folio/document.hpp>
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <string>
@@ -1182,6 +1183,48 @@ TEST(Document, RemovesOfRemovedItemsCannotClimbTheClock) {
   removes_of_removed_items_cannot_climb<folio::text>(record_type::text, [](folio::text& x, std::size_t n) { x.insert(0, std::u32string(n, U'a')); });
   removes_of_removed_items_cannot_climb<folio::array>(record_type::array,
                                                       [](folio::array& x, std::size_t n) { x.insert(0, std::vector<std::string>(n, "1")); });
+}
+
+// The same in an xml record: a remove over a run of an element's children removed already, its
+// Lamport value one above the clock, is refused; within the slack it is taken.
+TEST(Document, RemovesOfRemovedXmlChildrenCannotClimbTheClock) {
+  const folio::apply_options bounded{.bounded_lamport = true};
+  std::string many;
+  for (int i = 0; i < 3000; ++i) many += "<a/>";
+  document peer(record_type::xml, 2);
+  ASSERT_TRUE(peer.replace_xml(many).first);
+  document d(record_type::xml, 1);
+  ASSERT_TRUE(d.apply(peer.encode_since({}), bounded));
+  const std::string removal = peer.encode_change(peer.replace_xml("").second);
+  ASSERT_TRUE(d.apply(removal, bounded));
+  ASSERT_EQ(d.xml(), "");
+  folio::detail::byte_reader r(removal);
+  std::vector<folio::detail::tree_op> ops;
+  record_type vt{};
+  ASSERT_TRUE(folio::detail::read_header_any(r, folio::detail::kind_batch, vt) && folio::detail::read_tree_ops(r, folio::detail::tree_shape::xml, ops));
+  const auto longest = std::max_element(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.len < b.len; });
+  ASSERT_EQ(longest->kind, folio::detail::tree_op_kind::remove);
+  ASSERT_EQ(longest->len, 3000u);
+  auto again = [&](std::uint32_t lamport, std::uint32_t len) {
+    folio::detail::tree_op o = *longest;
+    o.id.seq = d.version().get(2), o.lamport = lamport, o.len = len;
+    std::string out;
+    folio::detail::put_header(out, folio::detail::kind_batch, record_type::xml);
+    folio::detail::put_tree_ops(out, folio::detail::tree_shape::xml, std::vector<folio::detail::tree_op>{o});
+    return out;
+  };
+  for (int i = 0; i < 20; ++i) {
+    const std::uint32_t before = d.clock();
+    const folio::apply_result a = d.apply(again(before + 1, 3000), bounded);
+    EXPECT_FALSE(a);
+    EXPECT_NE(a.message.find("plus the 0 unit operations of the batch that change the record"), std::string::npos) << a.message;
+    EXPECT_EQ(d.clock(), before);
+  }
+  const std::uint32_t before = d.clock();
+  ASSERT_TRUE(d.apply(again(before + 1, document::lamport_slack), bounded));
+  EXPECT_EQ(d.clock(), before + document::lamport_slack);
+  d.check_invariants();
+  EXPECT_EQ(round_trip(d, 3).xml(), "");
 }
 
 // units() is what decode counts; a batch that would take a record past apply_options::max_units is

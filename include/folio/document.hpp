@@ -44,11 +44,11 @@ struct apply_options {
   /// The Lamport headroom rule (docs/INTERNALS.md, "Lamport headroom"): a batch is refused, `invalid`
   /// and with nothing integrated, if the last unit of any op has a Lamport value above the record's
   /// clock before the batch plus lamport_slack plus the units of the batch that change the record:
-  /// for text and array records, its insert units not integrated yet and the distinct items its
-  /// removes target that are not deleted yet (a remove of items removed already counts nothing,
-  /// however long its range); for map and xml records, every unit of the batch (the sum of the op
-  /// lengths). So no sequence of batches advances a record's clock by more than the units that
-  /// change it plus lamport_slack per batch. A peer's op takes one more than the largest Lamport
+  /// its units not integrated yet, except that a remove counts only the distinct items it targets
+  /// that are not deleted yet (a remove of items removed already counts nothing, however long its
+  /// range; in map and xml records, per sequence object). So no sequence of batches advances a
+  /// record's clock by more than the units that change it plus lamport_slack per batch. A peer's op
+  /// takes one more than the largest Lamport
   /// value it has seen, so a batch that comes with everything its author had seen and the receiver
   /// lacks (causal delivery, as a server's sync receives it) keeps the rule unless its removes
   /// repeat, beyond lamport_slack units, removes that reached the receiver concurrently; a batch
@@ -229,7 +229,7 @@ class document {
                     if (std::string why = check(std::string_view(b.ops[i].value)); !why.empty()) return refuse(i, std::move(why));
               if (options.bounded_lamport)
                 if (const std::optional<std::size_t> i = beyond_lamport_headroom(
-                        std::span<const detail::tree_op>(b.ops), d.clock(), [&](std::uint64_t) { return std::uint64_t(b.unit_count()); }, &res.message))
+                        std::span<const detail::tree_op>(b.ops), d.clock(), [&](std::uint64_t need) { return d.changing_units(b.ops, need); }, &res.message))
                   return refuse(*i, std::move(res.message));
               if (beyond_max_units(std::span<const detail::tree_op>(b.ops), options.max_units, res)) return;
               res = d.apply(b);

@@ -302,6 +302,47 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
     return n;
   }
 
+  /// How many of the seqs [first, end) of replica `r` are not deleted items here — live items, and
+  /// seqs not integrated yet — counted until `need` are found; the count stops at a seq that is not
+  /// an item (a remove's: check_refs refuses a remove that targets it). Deleted runs inside known
+  /// stretches are passed at once; a deleted stretch of several runs it walks is recorded as known.
+  std::uint64_t not_deleted(replica_id r, std::uint64_t first, std::uint64_t end, std::uint64_t need) {
+    const std::uint32_t rep = find_replica(r);
+    const std::uint64_t have = rep == no_replica ? 0 : reps_[rep].next_seq;
+    std::uint64_t n = end > have ? end - std::max(first, have) : 0;
+    end = std::min(end, have);
+    if (rep == no_replica || first >= end) return n;
+    std::uint64_t dead_from = first;  // the deleted stretch being walked: [dead_from, s), of dead_pieces runs
+    int dead_pieces = 0;
+    auto close_dead = [&](std::uint64_t s) {
+      if (dead_pieces > 1) know_deleted(rep, static_cast<std::uint32_t>(dead_from), static_cast<std::uint32_t>(s));
+      dead_pieces = 0;
+    };
+    std::uint64_t s = first;
+    while (s < end && n < need) {
+      const auto& known = reps_[rep].known_deleted;
+      if (const auto k = known.upper_bound(static_cast<std::uint32_t>(s)); k != known.begin() && std::prev(k)->second > s) {
+        if (dead_pieces == 0) dead_from = s;
+        dead_pieces += 2;  // a known stretch joins the stretch walked
+        s = std::prev(k)->second;
+        continue;
+      }
+      const place p = locate_id(rep, static_cast<std::uint32_t>(s));
+      if (!p.leaf) break;  // not an item
+      const run& run_here = p.leaf->runs[p.idx];
+      const std::uint64_t take = std::min<std::uint64_t>(end - s, run_here.len() - p.off);
+      if (run_here.deleted()) {
+        if (dead_pieces++ == 0) dead_from = s;
+      } else {
+        close_dead(s);
+        n += take;
+      }
+      s += take;
+    }
+    close_dead(std::min(s, end));
+    return n;
+  }
+
   /// The operations a replica at version `since` lacks, in an order that integrates without pending
   /// (the local integration order). With `upto`, only operations that version contains. O(k log k)
   /// for k ops returned. Without content (for document encoding) when `with_content` is false.
@@ -708,47 +749,6 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
     if (pieces > 1) know_deleted(trep, lo, end);
     note_remove(rep, o.id.seq, o.len);
     log_append(log_entry{rep, o.id.seq, o.len, o.lamport, trep, o.ref.seq, op_kind::remove, o.backward});
-  }
-
-  /// How many of the seqs [first, end) of replica `r` are not deleted items here — live items, and
-  /// seqs not integrated yet — counted until `need` are found; the count stops at a seq that is not
-  /// an item (a remove's: check_refs refuses a remove that targets it). Deleted runs inside known
-  /// stretches are passed at once; a deleted stretch of several runs it walks is recorded as known.
-  std::uint64_t not_deleted(replica_id r, std::uint64_t first, std::uint64_t end, std::uint64_t need) {
-    const std::uint32_t rep = find_replica(r);
-    const std::uint64_t have = rep == no_replica ? 0 : reps_[rep].next_seq;
-    std::uint64_t n = end > have ? end - std::max(first, have) : 0;
-    end = std::min(end, have);
-    if (rep == no_replica || first >= end) return n;
-    std::uint64_t dead_from = first;  // the deleted stretch being walked: [dead_from, s), of dead_pieces runs
-    int dead_pieces = 0;
-    auto close_dead = [&](std::uint64_t s) {
-      if (dead_pieces > 1) know_deleted(rep, static_cast<std::uint32_t>(dead_from), static_cast<std::uint32_t>(s));
-      dead_pieces = 0;
-    };
-    std::uint64_t s = first;
-    while (s < end && n < need) {
-      const auto& known = reps_[rep].known_deleted;
-      if (const auto k = known.upper_bound(static_cast<std::uint32_t>(s)); k != known.begin() && std::prev(k)->second > s) {
-        if (dead_pieces == 0) dead_from = s;
-        dead_pieces += 2;  // a known stretch joins the stretch walked
-        s = std::prev(k)->second;
-        continue;
-      }
-      const place p = locate_id(rep, static_cast<std::uint32_t>(s));
-      if (!p.leaf) break;  // not an item
-      const run& run_here = p.leaf->runs[p.idx];
-      const std::uint64_t take = std::min<std::uint64_t>(end - s, run_here.len() - p.off);
-      if (run_here.deleted()) {
-        if (dead_pieces++ == 0) dead_from = s;
-      } else {
-        close_dead(s);
-        n += take;
-      }
-      s += take;
-    }
-    close_dead(std::min(s, end));
-    return n;
   }
 
   /// Records that the items [lo, end) of replica `rep` are deleted, merging the stretches it overlaps
