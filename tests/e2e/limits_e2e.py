@@ -4,8 +4,9 @@ or a browser's write token would send them, then a restart of folio-fcgi, every 
 `folio-admin check` clean.
 
 - A text's removes of what is removed already, pushed until the record holds the most unit operations a
-  text can (2^26: folio::document::max_units): every push up to the limit is stored, the next is refused
-  with 400 FAILED_PRECONDITION, and after a restart the record reads, syncs and updates.
+  text can (2^26: folio::document::max_units): every push up to the limit is stored (one exactly to it),
+  the next is refused with 400 FAILED_PRECONDITION, and so is the owner's update of the full record;
+  after restarts the record reads and syncs.
 - An array replaced by value until the same limit for arrays (2^22): the same.
 - A write token's removes whose Lamport values climb by their (removed) length each push: refused (the
   Lamport headroom rule counts only units that change the record), and the owner's update goes on.
@@ -151,13 +152,18 @@ class WhatARecordHolds(unittest.TestCase):
             accepted += 1
         self.assertEqual(accepted, (TEXT_MAX_UNITS - 2 * n) // n)  # stored while the record holds at most the limit
         past_limit(self, refused)
+        # Exactly at the limit: a push of the room left is stored, one unit more is not.
+        room = TEXT_MAX_UNITS - seq
+        self.assertEqual(c.push(remove_batch(seq, 1, 0, room))[0], 200)
+        past_limit(self, c.push(remove_batch(seq + room, 1, 0, 1)))
         restart()
         self.assertEqual(value(self, "removed-again"), "")
         status, answer = c.sync(None, "AA==")
         self.assertEqual(status, 200, answer)
-        ok(self, call("/v2/crdt/update", dict(ids("removed-again"), data="still writable")), "CRDT data updated successfully.")
+        # Full: the owner's update is refused too (400, saying what to do), the value stays readable.
+        past_limit(self, call("/v2/crdt/update", dict(ids("removed-again"), data="x")))
         restart()
-        self.assertEqual(value(self, "removed-again"), "still writable")
+        self.assertEqual(value(self, "removed-again"), "")
         admin_check(self)
 
     def test_an_array_replaced_until_the_limit_is_refused_and_reads_back_after_a_restart(self):
