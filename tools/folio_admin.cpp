@@ -6,24 +6,34 @@
 //   folio-admin --db var/folio.db list
 //   folio-admin --db var/folio.db revoke-key KEY_ID | revoke-token TOKEN_ID
 //   folio-admin --db var/folio.db check
+//   folio-admin --db var/folio.db export TENANT ORG DOC EDITOR
+//   folio-admin --db var/folio.db repair TENANT ORG DOC EDITOR
 // A created key or token is printed once, on stdout; only its salted hash is stored. KEY_ID and
 // TOKEN_ID are the ids `list` shows; the whole credential, or its "fk_<id>" / "ft_<id>" part, works too
 // (revoking a leaked token by pasting it). `--expires` takes the API's timestamp form. `check` verifies
 // a database (after a crash, a restore, a full disk): SQLite's integrity check (database::integrity_problems;
 // none on PostgreSQL), every CRDT record's
-// snapshot and log decode and pass the engine's check_invariants(), its map and array values are JSON, every
+// snapshot and log decode and pass the engine's check_invariants(), it holds no more operations than a snapshot
+// can be read back with (folio::document::max_units), its map and array values are JSON, every
 // annotation and comment body parses, every comment has its annotation, an annotation's row holds its comments
 // as they are (or none).
-// It changes nothing; exit status 1 when anything is wrong.
+// It changes nothing; exit status 1 when anything is wrong. `export` prints a record's value (the
+// `data` crdt/get answers) on stdout, `repair` gives a record a fresh history holding its value: both
+// read the record even when its history is past what the service reads back (document::max_units;
+// docs/OPERATIONS.md, "Records past the operation limit"). TENANT is the tenant as `check` names it.
+// `repair` makes the record a new incarnation (clients holding its state are told to sync again, as
+// after a delete and add) at the next revision, in one write transaction.
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <folio/document.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "crdt/record_session.hpp"
 #include "platform/auth.hpp"
 #include "wire/crdt_values.hpp"
 #include "platform/fields.hpp"
@@ -39,7 +49,8 @@ int usage() {
                "       folio-admin [--db PATH|postgresql://...] create-token KEY_ID SUBJECT [--read-only] [--expires 2027-01-01T00:00:00.000Z]\n"
                "       folio-admin [--db PATH|postgresql://...] list\n"
                "       folio-admin [--db PATH|postgresql://...] revoke-key KEY_ID | revoke-token TOKEN_ID\n"
-               "       folio-admin [--db PATH|postgresql://...] check\n");
+               "       folio-admin [--db PATH|postgresql://...] check\n"
+               "       folio-admin [--db PATH|postgresql://...] export|repair TENANT ORG DOC EDITOR\n");
   return 2;
 }
 
@@ -78,7 +89,8 @@ int check(folio::service::database& db) {
       }
       std::optional<folio::document> d;
       if (const folio::decode_result r = folio::document::decode(row->snapshot, row->incarnation, d); !r) {
-        problem(name + ": snapshot does not decode: " + r.description());
+        problem(name + ": snapshot does not decode: " + r.description() +
+                (r.status == folio::decode_status::too_large ? "; `folio-admin repair` gives it a fresh history holding its value" : ""));
         continue;
       }
       const std::vector<svc::logged_change> log = svc::load_log(db, k);
@@ -91,6 +103,9 @@ int check(folio::service::database& db) {
         problem(name + ": a change is logged under revision " + std::to_string(log.back().revision) + ", past the record's " + std::to_string(row->revision));
       for (const svc::logged_change& c : log)
         if (const folio::apply_result r = d->apply(c.batch); !r || r.pending) problem(name + ": a logged change does not apply: " + r.message);
+      if (d->units() > folio::document::max_units(d->type()))  // its next snapshot would not decode
+        problem(name + ": holds " + std::to_string(d->units()) + " operations, past the " + std::to_string(folio::document::max_units(d->type())) +
+                " its snapshot can be read back with; `folio-admin repair` gives it a fresh history holding its value");
       try {
         d->check_invariants();
       } catch (const std::exception& e) {
@@ -156,6 +171,64 @@ int check(folio::service::database& db) {
   });
 }
 
+/// The whole stored record as a document, read with a limit past any a record can reach (a repair
+/// reads records written past max_units). Throws std::runtime_error when there is no record, or it
+/// does not decode or apply.
+folio::document read_whole(folio::service::database& db, const folio::service::record_key& k, folio::service::record_row& row) {
+  namespace svc = folio::service;
+  std::optional<svc::stored_record> stored = svc::read_stored(db, k);
+  if (!stored) throw std::runtime_error("no record " + k.tenant + " / " + k.org + " / " + k.doc + " / " + k.editor);
+  row = stored->row;
+  std::optional<folio::document> d;
+  if (const folio::decode_result r = folio::document::decode(row.snapshot, row.incarnation, d, std::size_t(folio::max_counter) * 4); !r)
+    throw std::runtime_error("snapshot does not decode: " + r.description());
+  for (const svc::logged_change& c : stored->log)
+    if (const folio::apply_result r = d->apply(c.batch); !r || r.pending) throw std::runtime_error("a logged change does not apply: " + r.message);
+  return std::move(*d);
+}
+
+/// `repair`: the record's value as a fresh document of a new incarnation (its history dropped), stored
+/// in place of the record at the next revision. Returns what it did, for stdout.
+std::string repair(folio::service::database& db, const folio::service::record_key& k) {
+  namespace svc = folio::service;
+  svc::record_row row;
+  const folio::document old = read_whole(db, k, row);
+  const std::uint64_t incarnation = svc::new_incarnation();
+  folio::document fresh(old.type(), incarnation, old.content_key());
+  switch (old.type()) {
+    case folio::record_type::text:
+      fresh.replace_text(old.text());
+      break;
+    case folio::record_type::array:
+      fresh.replace_array(old.array());
+      break;
+    case folio::record_type::map:
+      fresh.replace_map(old.map());
+      break;
+    case folio::record_type::xml:
+      fresh.replace_xml(old.xml_fragment());
+      break;
+  }
+  if (fresh.units() > folio::document::max_units(fresh.type()))
+    throw std::runtime_error("the record's value alone holds " + std::to_string(fresh.units()) + " operations, past the " +
+                             std::to_string(folio::document::max_units(fresh.type())) + " a record can hold: export it instead");
+  svc::record_row now = row;
+  now.snapshot = fresh.encode();
+  now.incarnation = incarnation;
+  now.last_update = svc::now_iso();
+  now.last_updated_by = "folio-admin repair";
+  db.write(k.cache_key(), [&] {
+    const std::optional<svc::record_row> current = svc::load_record(db, k, false);
+    if (!current || current->revision != row.revision || current->incarnation != row.incarnation)
+      throw std::runtime_error("the record changed while it was being repaired; run repair again");
+    now.revision = current->revision + 1;
+    svc::delete_record(db, k);
+    svc::insert_record(db, k, now);
+  });
+  return "repaired: " + std::to_string(old.units()) + " operations of history replaced by " + std::to_string(fresh.units()) + " holding the same value, revision " +
+         std::to_string(now.revision) + ", incarnation " + std::to_string(incarnation);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +263,15 @@ int main(int argc, char** argv) {
                     c.revoked_at ? (" REVOKED " + *c.revoked_at).c_str() : "");
     } else if (cmd == "check" && args.size() == 1) {
       return check(db) ? 1 : 0;
+    } else if ((cmd == "export" || cmd == "repair") && args.size() == 5) {
+      const folio::service::record_key k{args[1], args[2], args[3], args[4]};
+      if (cmd == "repair") {
+        std::printf("%s\n", repair(db, k).c_str());
+      } else {
+        folio::service::record_row row;
+        const folio::document d = read_whole(db, k, row);
+        std::printf("%s\n", folio::service::value_json(d).c_str());
+      }
     } else if ((cmd == "revoke-key" || cmd == "revoke-token") && args.size() == 2) {
       const bool key = cmd == "revoke-key";
       const std::string id = id_argument(args[1], key ? "fk_" : "ft_");

@@ -43,13 +43,23 @@ namespace folio {
 struct apply_options {
   /// The Lamport headroom rule (docs/INTERNALS.md, "Lamport headroom"): a batch is refused, `invalid`
   /// and with nothing integrated, if the last unit of any op has a Lamport value above the record's
-  /// clock before the batch plus the number of units (the sum of the op lengths) the batch holds. A
-  /// peer's op takes one more than the largest Lamport value it has seen, so a batch that comes with
-  /// everything its author had seen and the receiver lacks (causal delivery, as a server's sync
-  /// receives it) never breaks the rule; a batch that does would use up the 2^31 Lamport values and
-  /// leave every later local edit failing with "[folio.overflow]". Off by default: a peer that can
-  /// receive batches out of order (held as pending) must not turn it on.
+  /// clock before the batch plus lamport_slack plus the units of the batch that change the record:
+  /// its units not integrated yet, except that a remove counts only the distinct items it targets
+  /// that are not deleted yet (a remove of items removed already counts nothing, however long its
+  /// range; in map and xml records, per sequence object). So no sequence of batches advances a
+  /// record's clock by more than the units that change it plus lamport_slack per batch. A peer's op
+  /// takes one more than the largest Lamport
+  /// value it has seen, so a batch that comes with everything its author had seen and the receiver
+  /// lacks (causal delivery, as a server's sync receives it) keeps the rule unless its removes
+  /// repeat, beyond lamport_slack units, removes that reached the receiver concurrently; a batch
+  /// that broke it could use up the 2^31 Lamport values and leave every later local edit failing
+  /// with "[folio.overflow]". Off by default: a peer that can receive batches out of order (held as
+  /// pending) must not turn it on.
   bool bounded_lamport = false;
+  /// Refuses a batch (`too_large`, nothing integrated) after which the record would hold more than
+  /// this many unit operations (document::units): document::max_units(type) keeps a record within
+  /// what document::decode reads back. Unbounded by default.
+  std::size_t max_units = std::size_t(-1);
 };
 
 class document {
@@ -74,6 +84,30 @@ class document {
   const version_vector& version() const {
     return std::visit([](const auto& d) -> const version_vector& { return d.version(); }, impl_);
   }
+  /// The unit operations the record holds: its whole history, every unit of every op integrated
+  /// (the sum of version()'s counts; pending ops not included) — what document::decode counts
+  /// against max_units. Kept as ops integrate: O(1).
+  std::uint64_t units() const {
+    return std::visit([](const auto& d) { return d.units(); }, impl_);
+  }
+  /// Most unit operations a record of type `t` may hold: what decode() reads back (the one limit
+  /// both the decoder and a writer that must stay readable, such as the service, use).
+  static constexpr std::size_t max_units(record_type t) noexcept {
+    switch (t) {
+      case record_type::text:
+        return folio::text::default_max_ops;
+      case record_type::array:
+        return folio::array::default_max_ops;
+      case record_type::map:
+      case record_type::xml:
+        break;
+    }
+    return default_max_tree_ops;
+  }
+  /// Largest Lamport value added to a Lamport value a batch may reach beyond the units that change
+  /// the record (apply_options::bounded_lamport).
+  static constexpr std::uint32_t lamport_slack = 1024;
+
   /// Largest Lamport value integrated (0 for an empty record). O(1).
   std::uint32_t clock() const {
     return std::visit([](const auto& d) { return d.clock(); }, impl_);
@@ -194,8 +228,10 @@ class document {
                   if (b.ops[i].kind == detail::tree_op_kind::set)
                     if (std::string why = check(std::string_view(b.ops[i].value)); !why.empty()) return refuse(i, std::move(why));
               if (options.bounded_lamport)
-                if (const std::optional<std::size_t> i = beyond_lamport_headroom(std::span<const detail::tree_op>(b.ops), d.clock(), &res.message))
+                if (const std::optional<std::size_t> i = beyond_lamport_headroom(
+                        std::span<const detail::tree_op>(b.ops), d.clock(), [&](std::uint64_t need) { return d.changing_units(b.ops, need); }, &res.message))
                   return refuse(*i, std::move(res.message));
+              if (beyond_max_units(std::span<const detail::tree_op>(b.ops), options.max_units, res)) return;
               res = d.apply(b);
               return;
             }
@@ -208,8 +244,8 @@ class document {
               // a known replica, integrated without a batch; what try_integrate_next declines (it
               // changes nothing then) goes the general way below, with the op it read.
               if (op o; r.ok() && detail::read_single_op_text(r.rest(), o, b.content)) {
-                if (!(options.bounded_lamport && beyond_lamport_headroom(std::span<const op>(&o, 1), d.clock())) &&
-                    d.impl_.try_integrate_next(o, b.content, res))
+                if (!(options.bounded_lamport && std::uint64_t(o.lamport) + o.len - 1 > std::uint64_t(d.clock()) + lamport_slack) &&
+                    !(options.max_units != std::size_t(-1) && units() + o.len > options.max_units) && d.impl_.try_integrate_next(o, b.content, res))
                   return;
                 b.ops.push_back(o), read = true;  // b.ops is empty: scratch_release leaves it so
               }
@@ -224,8 +260,10 @@ class document {
                 if (!why.empty()) return refuse(at, std::move(why));
               }
               if (options.bounded_lamport)
-                if (const std::optional<std::size_t> i = beyond_lamport_headroom(std::span<const op>(b.ops), d.clock(), &res.message))
+                if (const std::optional<std::size_t> i = beyond_lamport_headroom(
+                        std::span<const op>(b.ops), d.clock(), [&](std::uint64_t need) { return d.impl_.changing_units(b.ops, need); }, &res.message))
                   return refuse(*i, std::move(res.message));
+              if (beyond_max_units(std::span<const op>(b.ops), options.max_units, res)) return;
               if constexpr (std::is_same_v<D, folio::text>)
                 if (read) return d.impl_.integrate_batch(b, detail::rga<char32_t>::content_mode::from_batch, res);  // declined above: not tried again
               res = d.apply(b);
@@ -256,16 +294,19 @@ class document {
   /// Most unit operations a decoded map or xml document may hold.
   static constexpr std::size_t default_max_tree_ops = std::size_t(1) << 24;
 
-  /// Rebuilds a document of whatever type `bytes` holds, as replica `self`. `out` is unchanged on failure.
-  static decode_result decode(std::string_view bytes, replica_id self, std::optional<document>& out) {
+  /// Rebuilds a document of whatever type `bytes` holds, as replica `self`. A document holding more
+  /// than max_units(type) unit operations is refused (too_large); `max_units_override`, when not 0,
+  /// is the limit instead (a repair tool reading a record written past it). `out` is unchanged on failure.
+  static decode_result decode(std::string_view bytes, replica_id self, std::optional<document>& out, std::size_t max_units_override = 0) {
     detail::byte_reader r(bytes);
     record_type type{};
     std::string key;
     if (!detail::read_header_any(r, detail::kind_document, type)) return r.result();
     if (type == record_type::text || type == record_type::array) {
       document d(type, self);
-      const decode_result dr = type == record_type::text ? folio::text::decode(bytes, self, std::get<folio::text>(d.impl_), folio::text::default_max_ops, &d.key_)
-                                                         : folio::array::decode(bytes, self, std::get<folio::array>(d.impl_), folio::array::default_max_ops, &d.key_);
+      const std::size_t limit = max_units_override ? max_units_override : max_units(type);
+      const decode_result dr = type == record_type::text ? folio::text::decode(bytes, self, std::get<folio::text>(d.impl_), limit, &d.key_)
+                                                         : folio::array::decode(bytes, self, std::get<folio::array>(d.impl_), limit, &d.key_);
       if (dr) out.emplace(std::move(d));
       return dr;
     }
@@ -275,16 +316,17 @@ class document {
     // log had been read first: a malformed byte anywhere, then the limit, then integration.
     const std::size_t ops_at = r.offset();
     document d(type, self, std::move(key));
-    std::uint64_t units = 0;
+    std::uint64_t read_units = 0;
+    const std::size_t limit = max_units_override ? max_units_override : max_units(type);
     const apply_result res = std::get<detail::tree_doc>(d.impl_).apply_each([&](auto&& integrate) {
       detail::read_tree_ops_each(r, shape, [&](const detail::tree_op& o) {
-        units += o.len;
-        if (units <= default_max_tree_ops) integrate(o);
+        read_units += o.len;
+        if (read_units <= limit) integrate(o);
       });
     });
     if (!r.ok()) return r.result();
     if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
-    if (units > default_max_tree_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
+    if (read_units > limit) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
     if (!res || res.pending != 0) return decode_result{decode_status::inconsistent, ops_at, "op log does not integrate"};
     out.emplace(std::move(d));
     return {};
@@ -317,22 +359,47 @@ class document {
   }
 
   /// The first op of `ops` (op or tree_op) that breaks the Lamport headroom rule (apply_options) on a
-  /// record whose clock is `clock`, with `*why` (when given) naming the rule; nullopt if none does. O(ops).
-  template <class Op>
-  static std::optional<std::size_t> beyond_lamport_headroom(std::span<const Op> ops, std::uint32_t clock, std::string* why = nullptr) {
-    std::uint64_t units = 0;
-    for (const Op& o : ops) units += o.len;
-    const std::uint64_t bound = std::uint64_t(clock) + units;
+  /// record whose clock is `clock`, with `*why` naming the rule; nullopt if none does. `changing(need)`
+  /// answers the units of the batch that change the record, or at least `need` of them; it is asked
+  /// only when an op reaches past clock + lamport_slack. O(ops) plus what `changing` costs.
+  template <class Op, class Changing>
+  static std::optional<std::size_t> beyond_lamport_headroom(std::span<const Op> ops, std::uint32_t clock, Changing&& changing, std::string* why) {
+    std::uint64_t top = 0;
+    for (const Op& o : ops) top = std::max(top, std::uint64_t(o.lamport) + o.len - 1);
+    const std::uint64_t reach = std::uint64_t(clock) + lamport_slack;
+    if (top <= reach) return std::nullopt;
+    const std::uint64_t changes = changing(top - reach);
+    const std::uint64_t bound = reach + changes;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const std::uint64_t last = std::uint64_t(ops[i].lamport) + ops[i].len - 1;
       if (last <= bound) continue;
-      if (!why) return i;
-      *why = "Lamport value " + std::to_string(last) + " is above the record's clock (" + std::to_string(clock) + ") plus the " + std::to_string(units) +
-            " unit operations of the batch: a replica's operation takes one more than the largest Lamport value it has seen, so a batch "
-            "that comes with what its author saw cannot go higher (the Lamport headroom rule)";
+      *why = "Lamport value " + std::to_string(last) + " is above the record's clock (" + std::to_string(clock) + ") plus " +
+             std::to_string(lamport_slack) + " plus the " + std::to_string(changes) +
+             " unit operations of the batch that change the record: a replica's operation takes one more than the largest Lamport value "
+             "it has seen, so a batch that comes with what its author saw cannot go higher (the Lamport headroom rule)";
       return i;
     }
     return std::nullopt;
+  }
+
+  /// With `limit` set (not size_t(-1)): true, `res` saying why (too_large), when the units of `ops` not
+  /// integrated yet would take the record past `limit` (apply_options::max_units). O(ops log replicas).
+  template <class Op>
+  bool beyond_max_units(std::span<const Op> ops, std::size_t limit, apply_result& res) const {
+    if (limit == std::size_t(-1)) return false;
+    const std::uint64_t held = units();
+    std::uint64_t more = 0;
+    const version_vector& v = version();
+    for (const Op& o : ops) {
+      const std::uint64_t have = v.get(o.id.replica), end = std::uint64_t(o.id.seq) + o.len;
+      if (end > have) more += end - std::max<std::uint64_t>(have, o.id.seq);
+    }
+    if (held + more <= limit) return false;
+    res.status = apply_status::too_large;
+    res.message = "the record holds " + std::to_string(held) + " unit operations and the batch would add " + std::to_string(more) + ", past the " +
+                  std::to_string(limit) + (type_ == record_type::array || type_ == record_type::xml ? " an " : " a ") + std::string(to_string(type_)) +
+                  " record can hold";
+    return true;
   }
 
   template <class T>

@@ -78,7 +78,10 @@ inline void reserve_counters(std::uint64_t next_seq, std::uint64_t clock, std::u
 }
 }  // namespace detail
 
-enum class apply_status { ok, invalid };
+/// ok: integrated (or held pending); invalid: refused, a rule broken (message, op_index);
+/// too_large: refused, nothing integrated, because the record would hold more unit operations than
+/// it can store and read back (document::max_units; only with apply_options::max_units).
+enum class apply_status { ok, invalid, too_large };
 
 /// Outcome of applying a batch. Counts are unit operations.
 struct apply_result {
@@ -87,7 +90,7 @@ struct apply_result {
   std::size_t duplicate = 0;  ///< already integrated before; ignored
   std::size_t pending = 0;    ///< held until their causal dependencies arrive (total now held)
   std::size_t op_index = 0;   ///< with `invalid`: index of the offending op in the batch
-  std::string message;        ///< with `invalid`: what rule it broke
+  std::string message;        ///< with `invalid` or `too_large`: what rule it broke
 
   explicit operator bool() const noexcept { return status == apply_status::ok; }
 };

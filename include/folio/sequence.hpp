@@ -74,6 +74,8 @@ class sequence {
   /// The batch of one local change (empty if its ops are unknown here). Allocates the batch.
   op_batch<T> ops(const local_change& change) const { return impl_.ops(change); }
 
+  /// Unit operations integrated (the sum of version()'s counts: what decode counts against max_ops). O(1).
+  std::uint64_t units() const noexcept { return impl_.units(); }
   /// Largest Lamport value integrated (a local op takes clock() + 1). O(1).
   std::uint32_t clock() const noexcept { return impl_.clock(); }
   /// pending(): unit operations waiting for causal dependencies; rejected(): operations (one each,

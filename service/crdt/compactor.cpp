@@ -76,6 +76,12 @@ void compactor::compact(database& db, const record_key& k) {
     if (!stored || !wants_compaction(stored->row.log_len, stored->row.log_bytes, stored->row.snapshot_bytes))
       return;  // deleted, or compacted already (by another node)
     const std::string snapshot = fold_log(stored->row, stored->log).encode();
+    // What replaces the stored snapshot must read back: decoded before it is written (a document
+    // past its type's limit, or an encoder's fault, leaves the record as it is, logged and counted).
+    std::optional<folio::document> back;
+    if (const folio::decode_result r = folio::document::decode(snapshot, stored->row.incarnation, back); !r)
+      throw std::runtime_error("the new snapshot does not decode: " + r.description());
+    back.reset();
     const folded_log folded = folded_of(stored->log);
     db.set_deadline(deadline_clock::now() + timeout_);  // for the write only: the fold above took what it took
     db.write(k.cache_key(), [&] {

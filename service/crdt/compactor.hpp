@@ -20,7 +20,9 @@
 // cost a fold per write). The thread runs at the workers' priority: a lower one would hold the
 // writer section (SQLite's one writer, a record's lock) at a share of the CPU while writers wait.
 // The deadline of its write is the request timeout from the moment it starts to write.
-// Cost: per record compacted, a decode of the stored snapshot, the log applied, an encode, and one
+// A new snapshot is decoded back before it is written: one that would not read back (past its type's
+// limit, document::max_units) is a failed compaction, and the stored snapshot and log stay.
+// Cost: per record compacted, a decode of the stored snapshot, the log applied, an encode, a decode of the new one, and one
 // write transaction; for the writers, one lookup under a mutex per write past the threshold.
 // Thread-safety: schedule() from any thread; run() on one thread; stop() from any.
 #pragma once

@@ -60,6 +60,18 @@ folio::local_change replace_value(folio::document& d, const new_value& v) {
   }
 }
 
+/// The refusal of a change after which `d`'s record would hold more unit operations than a record of
+/// its type can (folio::document::max_units: what the service reads back from its snapshot, the one
+/// limit of the decoder and of this check). `held` and `after`: its units before and after the change.
+[[noreturn]] void refuse_past_max_units(const folio::document& d, std::uint64_t held, std::uint64_t after) {
+  throw api_error(status::failed_precondition,
+                  "This record holds " + std::to_string(held) + " operations (its whole history, removes included) and the change would take it to " +
+                      std::to_string(after) + ", past the " + std::to_string(folio::document::max_units(d.type())) +
+                      (d.type() == folio::record_type::array || d.type() == folio::record_type::xml ? " an " : " a ") + std::string(folio::to_string(d.type())) +
+                      " record can hold; nothing was stored. Add its value as a new record under another editorId (or delete the record and add it "
+                      "again) to start a fresh history.");
+}
+
 void write_record(json_writer& w, body_output& out, const record_row& row, const rendered_value& value) {
   w.StartObject();
   w.Key("data");
@@ -121,6 +133,7 @@ std::string crdt_add(context& c, crdt_family& f) {
     row.incarnation = new_incarnation();
     folio::document d(type, row.incarnation, content_key);
     replace(d, value);
+    if (d.units() > folio::document::max_units(type)) refuse_past_max_units(d, 0, d.units());
     row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d.encode();
     row.revision = 1, row.last_update = now_iso(), row.last_updated_by = author(c.who, user), row.session_id = session;
     s.commit([&] {
@@ -153,7 +166,10 @@ std::string crdt_update(context& c, crdt_family& f) {
     const std::string incarnation = incarnation_text(row);
     // Diff and encode before the writer section.
     folio::document& d = s.change();
+    const std::uint64_t held = d.units();
     const folio::local_change change = replace_value(d, *value);
+    // Checked after the diff (its op count is known only then); the session drops the changed document.
+    if (d.units() > folio::document::max_units(d.type())) refuse_past_max_units(d, held, d.units());
     const std::string batch = change.count ? d.encode_change(change) : std::string();
     const std::int64_t revision = s.append(change.count ? &batch : nullptr, meta);
     if (!batch.empty()) f.publish_change(k, incarnation, &batch, &d.version(), revision, meta.when, meta.by, meta.session);
@@ -235,9 +251,16 @@ std::string crdt_sync(context& c, crdt_family& f) {
       const folio::version_vector before = d.version();
       const folio::record_type record_type = d.type();
       // The Lamport headroom rule: a client's push can never leave the record without op ids for
-      // its later edits (docs/INTERNALS.md).
-      const folio::apply_result r =
-          d.apply(*update, [&](std::string_view value) { return json_value_rule(record_type, value); }, folio::apply_options{.bounded_lamport = true});
+      // its later edits (docs/INTERNALS.md); max_units: never past what its snapshot can be read back with.
+      const folio::apply_result r = d.apply(*update, [&](std::string_view value) { return json_value_rule(record_type, value); },
+                                            folio::apply_options{.bounded_lamport = true, .max_units = folio::document::max_units(record_type)});
+      if (r.status == folio::apply_status::too_large) {
+        s.unchanged();  // refused before anything was integrated
+        throw api_error(status::failed_precondition,
+                        "update would take the record past the operations it can hold: " + r.message +
+                            ". Nothing was stored; add the record's value as a new record under another editorId (or delete the record and add it "
+                            "again) to start a fresh history.");
+      }
       if (!r || d.pending() != 0) {
         if (d.version() == before && d.pending() == 0) s.unchanged();  // nothing integrated (a malformed batch, a first op invalid)
         // else: partly integrated; the session leaves the entry empty, rebuilt by the next request

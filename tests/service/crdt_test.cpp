@@ -393,6 +393,137 @@ struct compacting : fixture {
 // Compaction happens off the request path (crdt/compactor.hpp): the write that fills the log only
 // schedules it; the compactor folds the log into a new snapshot without moving the revision, and the
 // cached document serves on. A record deleted before its compaction ran is left as it is.
+/// A remove by replica `author` (op seq `seq`, Lamport value `lamport`) of its items first..first+n-1.
+template <class T>
+std::string remove_of(folio::replica_id author, std::uint32_t seq, std::uint32_t lamport, std::uint32_t first, std::uint32_t n) {
+  folio::op o;
+  o.kind = folio::op_kind::remove, o.id = {author, seq}, o.lamport = lamport, o.len = n, o.ref = {author, first};
+  return folio::encode_batch(folio::op_batch<T>{{o}, {}});
+}
+
+// Issue 49, item 1: removes of what is removed already, each accepted, took the record's history past
+// what its snapshot can be read back with, and after a restart every request of the record was a 500.
+// A push that would take the record past folio::document::max_units is refused (400, nothing stored);
+// every change up to it is read back by a fresh process after the record is compacted.
+TEST_F(compacting, APushPastWhatARecordCanHoldIsRefusedAndEverythingStoredReadsBack) {
+  constexpr std::uint32_t n = 100000;
+  constexpr std::uint64_t limit = folio::document::max_units(folio::record_type::array);
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"array","data":[]}})").http, 200);
+  folio::document client(folio::record_type::array, 7);
+  client.as_array().insert(0, std::vector<std::string>(n, "{}"));
+  client.as_array().erase(0, n - 1);
+  ASSERT_EQ(push(ids, client.encode_since({})).http, 200);
+  std::uint32_t seq = 2 * n - 1;
+  std::uint64_t units = seq;
+  int accepted = 0;
+  svc::response refused;
+  for (;;) {
+    const svc::response r = push(ids, remove_of<std::string>(7, seq, 1, 0, n - 1));
+    if (r.http != 200) {
+      refused = r;
+      break;
+    }
+    ++accepted, seq += n - 1, units += n - 1;
+    ASSERT_LE(units, limit);
+  }
+  EXPECT_EQ(accepted, (limit - (2 * n - 1)) / (n - 1));
+  EXPECT_EQ(refused.http, 400) << refused.body;
+  EXPECT_NE(refused.body.find(R"("status":"FAILED_PRECONDITION")"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find("past the " + std::to_string(limit) + " an array record can hold"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find("add the record's value as a new record under another editorId"), std::string::npos) << refused.body;
+  service.crdt().compactions().drain(db);
+  EXPECT_EQ(gauges().compaction_failures, 0u);
+  svc::responder restarted{svc::config{}};
+  const svc::response got = call_on(restarted, db, "/v2/crdt/get", ids + "}}");
+  EXPECT_EQ(got.http, 200) << got.body;
+  EXPECT_NE(got.body.find(R"("data":[{}])"), std::string::npos) << got.body;
+  EXPECT_EQ(call_on(restarted, db, "/v2/crdt/update", ids + R"(,"data":[{"a":1}]}})").http, 200);
+  const std::optional<svc::record_row> row = svc::load_record(db, k);
+  std::optional<folio::document> d;
+  ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, d));
+}
+
+// The update (replace by value) of a record whose history is near the limit: refused when the diff
+// would take it past, with nothing stored, and the cached document is not left changed.
+TEST_F(compacting, AnUpdatePastWhatARecordCanHoldIsRefusedAndNothingChanges) {
+  constexpr std::uint32_t n = 100000;
+  constexpr std::uint64_t limit = folio::document::max_units(folio::record_type::array);
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"array","data":[]}})").http, 200);
+  folio::document client(folio::record_type::array, 7);
+  client.as_array().insert(0, std::vector<std::string>(n, "{}"));
+  client.as_array().erase(0, n);
+  ASSERT_EQ(push(ids, client.encode_since({})).http, 200);
+  std::uint32_t seq = 2 * n;
+  std::uint64_t units = seq;
+  for (; units + n <= limit - 3; units += n, seq += n) ASSERT_EQ(push(ids, remove_of<std::string>(7, seq, 1, 0, n)).http, 200);
+  ASSERT_EQ(push(ids, remove_of<std::string>(7, seq, 1, 0, static_cast<std::uint32_t>(limit - 3 - units))).http, 200);
+  // Room for 3 more units: [a1,a2] adds 2, [a3,a4,a5] then removes 2 and adds 3.
+  ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":[{"a":1},{"a":2}]}})").http, 200);
+  const svc::response r = call("/v2/crdt/update", ids + R"(,"data":[{"a":3},{"a":4},{"a":5}]}})");
+  EXPECT_EQ(r.http, 400) << r.body;
+  EXPECT_NE(r.body.find(R"("status":"FAILED_PRECONDITION")"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("past the " + std::to_string(limit) + " an array record can hold; nothing was stored."), std::string::npos) << r.body;
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":[{"a":1},{"a":2}])"), std::string::npos);
+  service.crdt().compactions().drain(db);
+  svc::responder restarted{svc::config{}};
+  EXPECT_NE(call_on(restarted, db, "/v2/crdt/get", ids + "}}").body.find(R"("data":[{"a":1},{"a":2}])"), std::string::npos);
+}
+
+// A compaction decodes the snapshot it made before it replaces the stored one: a record whose log an
+// earlier build let grow past the limit keeps its snapshot and log (the failure logged and counted),
+// and still reads back, where the compaction used to store a snapshot that no longer decoded.
+TEST_F(compacting, ACompactionNeverStoresASnapshotThatDoesNotDecode) {
+  constexpr std::uint32_t n = 1u << 20;
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
+  folio::document client(folio::record_type::text, 7);
+  client.as_text().insert(0, std::u32string(n, U'q'));
+  client.as_text().erase(0, n - 1);
+  std::optional<svc::record_row> row = svc::load_record(db, k, false);
+  std::vector<std::string> log{client.encode_since({})};
+  for (std::uint32_t seq = 2 * n - 1, units = seq; units <= folio::document::max_units(folio::record_type::text); seq += n - 1, units += n - 1)
+    log.push_back(remove_of<char32_t>(7, seq, 1, 0, n - 1));
+  db.write([&] {
+    for (const std::string& b : log) row->revision = svc::append_change(db, k, *row, &b, svc::now_iso(), "old build", std::nullopt);
+  });
+  const std::string before = svc::load_record(db, k)->snapshot;
+  service.crdt().compactions().schedule(k);
+  service.crdt().compactions().drain(db);
+  EXPECT_EQ(gauges().compaction_failures, 1u);
+  EXPECT_EQ(gauges().compactions, 0u);
+  EXPECT_EQ(svc::load_record(db, k)->snapshot, before);
+  svc::responder restarted{svc::config{}};
+  const svc::response got = call_on(restarted, db, "/v2/crdt/get", ids + "}}");
+  EXPECT_EQ(got.http, 200) << got.body;
+  EXPECT_NE(got.body.find(R"("data":"q")"), std::string::npos) << got.body;
+}
+
+// Issue 49, item 3: a write token's removes over a long range it removed already, each one's Lamport
+// value one above the record's clock, raised the clock by the range's length per push, up to 2^31 - 1,
+// and the owner's update was refused. Such a push is refused now; the owner's update goes on.
+TEST_F(fixture, RemovesOfRemovedTextCannotClimbTheRecordsClock) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"climb")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
+  constexpr std::uint32_t n = 1u << 20;
+  folio::document client(folio::record_type::text, 7);
+  client.as_text().insert(0, std::u32string(n, U'c'));
+  client.as_text().erase(0, n);
+  ASSERT_EQ(push(ids, client.encode_since({})).http, 200);
+  std::uint32_t seq = 2 * n, clock = 2 * n;
+  int taken = 0;
+  for (int i = 0; i < 2047 && clock + n <= folio::max_counter; ++i) {
+    const svc::response r = push(ids, remove_of<char32_t>(7, seq, clock + 1, 0, n));
+    if (r.http != 200) {
+      EXPECT_EQ(r.http, 400) << r.body;
+      EXPECT_NE(r.body.find("(the Lamport headroom rule) (operation 0)."), std::string::npos) << r.body;
+      break;
+    }
+    ++taken, seq += n, clock += n;
+  }
+  EXPECT_EQ(taken, 0);
+  EXPECT_EQ(call("/v2/crdt/update", ids + R"(,"data":"the owner's"}})").http, 200);
+  EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":"the owner's")"), std::string::npos);
+}
+
 TEST_F(compacting, RecordsAreCompactedOffTheRequestPath) {
   fill_log();
   std::optional<svc::record_row> row = svc::load_record(db, k, false);

@@ -43,6 +43,13 @@ class batch_removes {
     for (; it != ranges_.end() && it->replica == replica && it->first < std::uint64_t(seq) + len; ++it) out.ranges_.push_back(*it);
     return out;
   }
+  /// Calls f(replica, first, end) for each range [first, end) of targets, in (replica, seq) order:
+  /// every item the batch's removes target, once. O(m log m) the first time, then O(ranges).
+  template <class F>
+  void for_each_range(F&& f) const {
+    gather();
+    for (const range& r : ranges_) f(r.replica, r.first, r.end);
+  }
   std::size_t memory_usage() const noexcept { return ranges_.capacity() * sizeof(range); }
 
  private:

@@ -155,6 +155,9 @@ class replica_core {
   std::size_t rejected() const noexcept { return rejected_; }
   /// Largest Lamport value integrated (a local op of the sequence takes clock() + 1).
   std::uint32_t clock() const noexcept { return clock_; }
+  /// Unit operations integrated, of every replica: the sum of the version's counts, kept as they
+  /// advance. O(1).
+  std::uint64_t units() const noexcept { return units_; }
 
  protected:
   explicit replica_core(replica_id me) {
@@ -214,6 +217,7 @@ class replica_core {
   /// `lamport`, are integrated.
   void advance(std::uint32_t rep, std::uint32_t lamport, std::uint32_t len, apply_result& res) {
     reps_[rep].next_seq += len;
+    units_ += len;
     clock_ = std::max(clock_, lamport + len - 1);
     version_dirty_ = true;
     res.applied += len;
@@ -221,6 +225,7 @@ class replica_core {
   /// The same for `n` local units, which take the next Lamport values.
   void advance_local(std::uint32_t n) {
     reps_[0].next_seq += n;
+    units_ += n;
     clock_ += n;
     version_dirty_ = true;
   }
@@ -304,6 +309,7 @@ class replica_core {
   mutable version_vector version_;   ///< rebuilt from reps_ when dirty
   mutable bool version_dirty_ = false;
   std::uint32_t clock_ = 0;  ///< largest Lamport value integrated
+  std::uint64_t units_ = 0;  ///< the sum of reps_' next_seq
   std::size_t rejected_ = 0;
 };
 

@@ -102,7 +102,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   using tree::locate_live, tree::first_below, tree::normalize, tree::add_live, tree::insert_runs, tree::split_insert, tree::mark_deleted, tree::bad;
 
  public:
-  using core::self, core::version, core::pending, core::rejected, core::clock;
+  using core::self, core::version, core::pending, core::rejected, core::clock, core::units;
   using tree::size, tree::run_count;
 
   explicit rga(replica_id me) : core(me) {}
@@ -279,6 +279,68 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
       }
     }
     return true;
+  }
+
+  /// The unit operations of `ops` (a batch's) that would change this replica, counted until `need`
+  /// of them are found: insert units not integrated yet, and the distinct items its removes target
+  /// that are not deleted here (live items, or items not integrated yet). A remove of items removed
+  /// already changes nothing and counts nothing, however long its range. What the Lamport headroom
+  /// rule allows a batch (document::apply). O(ops + m log m) for m removes, plus O(log n) per run or
+  /// known deleted stretch the targets pass; a stretch of several runs found deleted is recorded as
+  /// known deleted (as integrate_remove records one), so that passing it again costs O(log n).
+  std::uint64_t changing_units(const std::vector<op>& ops, std::uint64_t need) {
+    std::uint64_t n = 0;
+    for (const op& o : ops) {
+      if (o.kind != op_kind::insert) continue;
+      const std::uint32_t rep = find_replica(o.id.replica);
+      const std::uint64_t have = rep == no_replica ? 0 : reps_[rep].next_seq, end = std::uint64_t(o.id.seq) + o.len;
+      if (end > have) n += end - std::max<std::uint64_t>(have, o.id.seq);
+    }
+    batch_removes(ops).for_each_range([&](replica_id r, std::uint64_t first, std::uint64_t end) {
+      if (n < need) n += not_deleted(r, first, end, need - n);
+    });
+    return n;
+  }
+
+  /// How many of the seqs [first, end) of replica `r` are not deleted items here — live items, and
+  /// seqs not integrated yet — counted until `need` are found; the count stops at a seq that is not
+  /// an item (a remove's: check_refs refuses a remove that targets it). Deleted runs inside known
+  /// stretches are passed at once; a deleted stretch of several runs it walks is recorded as known.
+  std::uint64_t not_deleted(replica_id r, std::uint64_t first, std::uint64_t end, std::uint64_t need) {
+    const std::uint32_t rep = find_replica(r);
+    const std::uint64_t have = rep == no_replica ? 0 : reps_[rep].next_seq;
+    std::uint64_t n = end > have ? end - std::max(first, have) : 0;
+    end = std::min(end, have);
+    if (rep == no_replica || first >= end) return n;
+    std::uint64_t dead_from = first;  // the deleted stretch being walked: [dead_from, s), of dead_pieces runs
+    int dead_pieces = 0;
+    auto close_dead = [&](std::uint64_t s) {
+      if (dead_pieces > 1) know_deleted(rep, static_cast<std::uint32_t>(dead_from), static_cast<std::uint32_t>(s));
+      dead_pieces = 0;
+    };
+    std::uint64_t s = first;
+    while (s < end && n < need) {
+      const auto& known = reps_[rep].known_deleted;
+      if (const auto k = known.upper_bound(static_cast<std::uint32_t>(s)); k != known.begin() && std::prev(k)->second > s) {
+        if (dead_pieces == 0) dead_from = s;
+        dead_pieces += 2;  // a known stretch joins the stretch walked
+        s = std::prev(k)->second;
+        continue;
+      }
+      const place p = locate_id(rep, static_cast<std::uint32_t>(s));
+      if (!p.leaf) break;  // not an item
+      const run& run_here = p.leaf->runs[p.idx];
+      const std::uint64_t take = std::min<std::uint64_t>(end - s, run_here.len() - p.off);
+      if (run_here.deleted()) {
+        if (dead_pieces++ == 0) dead_from = s;
+      } else {
+        close_dead(s);
+        n += take;
+      }
+      s += take;
+    }
+    close_dead(std::min(s, end));
+    return n;
   }
 
   /// The operations a replica at version `since` lacks, in an order that integrates without pending

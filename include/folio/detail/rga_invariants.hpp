@@ -29,9 +29,11 @@ void rga<T>::check_invariants() const {
       }
       items[r.replica] += r.len();
     }
+  std::uint64_t unit_total = 0;
   for (std::uint32_t rep = 0; rep < reps_.size(); ++rep) {
     const replica_state& rs = reps_[rep];
     if (version().get(rs.id) != rs.next_seq) bad("version vector");
+    unit_total += rs.next_seq;
     std::uint64_t next = 0, inserted = 0;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> removes;
     for (std::uint32_t pos : rs.log_pos) {
@@ -67,6 +69,7 @@ void rga<T>::check_invariants() const {
       prev_end = end;
     }
   }
+  if (unit_total != core::units()) bad("unit count");
   // 3. RGA order: origin == nearest item to the left with a smaller key.
   std::vector<run> stack;  // runs (cut to the prefix still eligible) that may be a later item's origin
   for (const leaf_node* l : leaves)

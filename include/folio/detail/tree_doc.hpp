@@ -46,6 +46,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -112,6 +113,47 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     return apply_each([&](auto&& integrate) {
       for (const tree_op& o : b.ops) integrate(o);
     });
+  }
+  /// The unit operations of `ops` (a batch's) that would change this record, counted until `need` of
+  /// them are found: every unit not integrated yet, except that a remove counts only the distinct
+  /// items it targets that are not deleted here (rga::changing_units, per sequence object: a remove of
+  /// items removed already counts nothing, however long its range). What the Lamport headroom rule
+  /// allows a batch (document::apply). O(ops log ops) plus the targets' runs (rga::not_deleted).
+  std::uint64_t changing_units(const std::vector<tree_op>& ops, std::uint64_t need) {
+    struct targets {
+      std::uint32_t object;
+      replica_id replica;
+      std::uint64_t first, end;  ///< local seqs of the object's engine
+    };
+    std::vector<targets> removes;
+    std::uint64_t n = 0;
+    for (const tree_op& o : ops) {
+      const std::uint32_t rep = find_replica(o.id.replica);
+      const std::uint64_t have = rep == no_replica ? 0 : reps_[rep].next_seq, end = std::uint64_t(o.id.seq) + o.len;
+      if (end <= have) continue;  // integrated already
+      const std::uint64_t fresh = end - std::max<std::uint64_t>(have, o.id.seq);
+      const std::uint32_t oi = o.kind == tree_op_kind::remove ? find_object(o.object) : no_entry;
+      const object* obj = oi == no_entry ? nullptr : &objects_[oi];
+      const seg* s = obj ? seg_of(*obj, o.ref) : nullptr;  // null for a lazy object: no remove yet, all its items live
+      if (!s || !(obj->kind == object_kind::text ? bool(obj->seq->chars) : bool(obj->seq->kids))) {
+        n += fresh;
+        continue;
+      }
+      const std::uint64_t at = s->local + (o.ref.seq - s->doc), first = o.backward ? at + 1 - std::min<std::uint64_t>(o.len, at + 1) : at;
+      removes.push_back({oi, o.ref.replica, first, first + o.len});
+    }
+    std::sort(removes.begin(), removes.end(), [](const targets& a, const targets& b) {
+      return std::tie(a.object, a.replica, a.first) < std::tie(b.object, b.replica, b.first);
+    });
+    for (std::size_t i = 0; i < removes.size() && n < need;) {
+      targets t = removes[i];
+      for (++i; i < removes.size() && removes[i].object == t.object && removes[i].replica == t.replica && removes[i].first <= t.end; ++i)
+        t.end = std::max(t.end, removes[i].end);
+      seq_state& st = *objects_[t.object].seq;
+      n += objects_[t.object].kind == object_kind::text ? st.chars->not_deleted(t.replica, t.first, t.end, need - n)
+                                                        : st.kids->not_deleted(t.replica, t.first, t.end, need - n);
+    }
+    return n;
   }
   /// apply() for ops that come one at a time (a decoder's): `each(integrate)` calls integrate(op) for
   /// each, in order; after an invalid op the rest are ignored.
