@@ -158,6 +158,7 @@ class HeldRequest:
     """A FastCGI request sent straight to a node's folio-fcgi socket (as nginx would), its parameters
     whole and its body held back until send_body(): a request of `who` that keeps the worker reading
     it busy for as long as the test wants."""
+    opened = []  # closed by the test's tearDown
 
     def __init__(self, node, who, body, started=None):
         self.body = body
@@ -168,6 +169,7 @@ class HeldRequest:
             params["FOLIO_REQUEST_START"] = started  # when nginx handed it over (seconds since the epoch)
         self.sock = socket.socket(socket.AF_UNIX)
         self.sock.settimeout(30)
+        HeldRequest.opened.append(self)
         self.sock.connect(node.socket)
         self.sock.sendall(fcgi_record(1, struct.pack(">HB5x", 1, 0)) + fcgi_record(4, fcgi_pairs(params)) + fcgi_record(4))
 
@@ -211,6 +213,9 @@ class WorkerShares(unittest.TestCase):
         self.restart(["--workers", "2", "--tenant-workers", "1"])
 
     def tearDown(self):
+        for held in HeldRequest.opened:
+            held.sock.close()
+        HeldRequest.opened.clear()
         self.restart([])
 
     def restart(self, args):
