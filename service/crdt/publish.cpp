@@ -91,7 +91,10 @@ std::string publisher::post(const std::string& channel, const std::string* messa
     curl_slist_free_all(headers);
   }
   if (rc == CURLE_OK && ((code >= 200 && code < 300) || (!message && code == 404))) return {};
-  // 507: Nchan's shared memory is full.
+  // 507: Nchan's shared memory is full; new subscribers are refused for a while (memory_full()).
+  if (rc == CURLE_OK && code == 507)
+    memory_full_until_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() +
+                            std::chrono::duration_cast<std::chrono::milliseconds>(memory_full_hold).count();
   return (rc == CURLE_OK ? std::string("refused") : curl_easy_strerror(rc)) + " (HTTP " + std::to_string(code) + ")";
 }
 
@@ -421,6 +424,10 @@ void publisher::owe(const std::string& channel, const std::string& notice, const
     it->second.deferred = it->second.deferred && deferred;
   }
   wake_locked(false);
+}
+
+bool publisher::memory_full() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() < memory_full_until_ms_.load();
 }
 
 std::size_t publisher::owed() const {

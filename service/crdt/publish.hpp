@@ -168,6 +168,11 @@ class publisher {
   /// Messages not queued because their tenant's message budget was spent (their channels were owed a notice).
   std::uint64_t over_budget() const noexcept { return over_budget_.load(); }
   std::size_t owed() const;  ///< channels owed a notice
+  /// Whether nginx refused a publish for lack of shared memory (HTTP 507) in the last memory_full_hold.
+  /// The subscriber authorization then refuses new subscribers with a JSON 503 (crdt/subscribe.cpp):
+  /// Nchan's own refusal of a subscriber it has no memory for is an empty 507 that nginx cannot rewrite.
+  bool memory_full() const;
+  static constexpr std::chrono::seconds memory_full_hold{5};
   /// Sweeps the background thread has finished.
   std::uint64_t sweeps_done() const;
 
@@ -227,6 +232,7 @@ class publisher {
   std::unordered_set<std::string> ending_;  ///< channels whose deletion is in flight (streams_mu_)
   std::unordered_map<std::string, token_streams> streams_;  ///< by channel
   std::atomic<std::uint64_t> published_{0}, failures_{0}, over_budget_{0};
+  std::atomic<std::int64_t> memory_full_until_ms_{0};  ///< steady clock, ms: memory_full() until then
   std::mutex budget_mu_;
   double budget_;  ///< bytes of full messages that may go now, of every tenant
   std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();

@@ -23,6 +23,7 @@ response crdt_family::authorize_subscriber(database& db, const request& r) {
         throw api_error(status::internal, "Internal error.");
       }
       // Nchan asks once per stream: the publisher ends it when the token expires or loses its key.
+      if (publisher_.memory_full()) throw api_error(status::unavailable, "Live push is out of memory; retry later.");
       if (who.scope && !publisher_.token_subscribed(r.channel, who.scope->expires, who.scope->key_id))
         throw api_error(status::unavailable, "Too many live streams of client tokens on this server; try again later.");
       return {200, {}};

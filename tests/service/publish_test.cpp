@@ -52,6 +52,7 @@ class fake_nginx {
   }
   const std::string& path() const { return path_; }
   std::atomic<int> delete_status{200};
+  std::atomic<int> post_status{201};
   /// The methods received since the last call.
   std::vector<std::string> take() {
     std::lock_guard<std::mutex> g(mu_);
@@ -113,7 +114,7 @@ class fake_nginx {
         std::unique_lock<std::mutex> g(mu_);
         gate_cv_.wait(g, [&] { return !gate_closed_; });
       }
-      const int status = method == "DELETE" ? delete_status.load() : 201;
+      const int status = method == "DELETE" ? delete_status.load() : post_status.load();
       const std::string answer = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
       (void)!::write(c, answer.data(), answer.size());
       ::close(c);
@@ -368,6 +369,22 @@ TEST(Publisher, ATenantsMessagesAreBoundedAndItsFloodLeavesAnotherTenantsBudget)
   int b_posts = 0;
   for (const auto& post : nginx.posts()) b_posts += post.second[0] == 'b';
   EXPECT_EQ(b_posts, 10);  // b's changes all went, with their ops
+}
+
+// nginx answering 507 (Nchan's shared memory full) to a publish marks the memory full for a while: the
+// subscriber authorization then refuses new subscribers with a JSON 503 rather than let Nchan answer
+// them an empty 507.
+TEST(Publisher, ARefusalForLackOfMemoryMarksTheMemoryFull) {
+  fake_nginx nginx;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  EXPECT_TRUE(p.publish(ch, "a0", "{}", "a"));
+  EXPECT_FALSE(p.memory_full());
+  nginx.post_status = 500;
+  EXPECT_FALSE(p.publish(ch, "a1", "{}", "a"));
+  EXPECT_FALSE(p.memory_full());  // another failure says nothing of the memory
+  nginx.post_status = 507;
+  EXPECT_FALSE(p.publish(ch, "a2", "{}", "a"));
+  EXPECT_TRUE(p.memory_full());
 }
 
 }  // namespace
