@@ -160,6 +160,17 @@ folio::service::deadline_clock::time_point deadline_of(const std::string& start,
   return now + timeout - duration_cast<milliseconds>(duration<double>(std::clamp(waited, 0.0, 3600.0)));
 }
 
+/// What the watchdog knows of a worker: when it took its current request (steady clock, ms), or idle
+/// (waiting for one) or gone (its thread ended).
+struct worker_state {
+  static constexpr std::int64_t idle = 0, gone = -1;
+  std::atomic<std::int64_t> busy_since_ms{idle};
+};
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() + 1;  // never idle's 0
+}
+
 /// One accepted request: its FastCGI connection and its parameters, read before its body (which
 /// the worker that runs it reads), so that it can wait for a worker without holding one.
 struct accepted {
@@ -226,9 +237,10 @@ void run(accepted& a, folio::service::responder& svc, folio::service::database& 
 /// Runs `a`, accepted under `tenant` (worker_shares.hpp): at once, waiting, or refused. While it
 /// runs on a hold of the tenant's, the worker then runs the tenant's waiting requests on that hold
 /// (one whose deadline passed while it waited is answered 503 without running). Returns the
-/// accepted-request object to accept into next (a fresh one when `a` was left waiting).
+/// accepted-request object to accept into next (a fresh one when `a` was left waiting). `busy_since`
+/// (the watchdog's view of this worker) is set anew for each waiting request it takes up.
 std::unique_ptr<accepted> admit_and_run(std::unique_ptr<accepted> a, const std::string& tenant, shares_t& shares, folio::service::responder& svc,
-                                        folio::service::database& db, int fd) {
+                                        folio::service::database& db, int fd, std::atomic<std::int64_t>& busy_since) {
   if (tenant.empty()) {
     run(*a, svc, db);
     return a;
@@ -248,6 +260,7 @@ std::unique_ptr<accepted> admit_and_run(std::unique_ptr<accepted> a, const std::
   }
   run(*a, svc, db);
   while (std::unique_ptr<accepted> next = shares.done(tenant)) {
+    busy_since = steady_ms();
     if (folio::service::deadline_clock::now() < next->r.deadline) {
       run(*next, svc, db);
     } else {
@@ -256,17 +269,6 @@ std::unique_ptr<accepted> admit_and_run(std::unique_ptr<accepted> a, const std::
     }
   }
   return a;
-}
-
-/// What the watchdog knows of a worker: when it took its current request (steady clock, ms), or idle
-/// (waiting for one) or gone (its thread ended).
-struct worker_state {
-  static constexpr std::int64_t idle = 0, gone = -1;
-  std::atomic<std::int64_t> busy_since_ms{idle};
-};
-
-std::int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() + 1;  // never idle's 0
 }
 
 /// The channel secret: the file's first line (hex from `openssl rand -hex 32`, as scripts/run makes it).
@@ -373,7 +375,7 @@ int main(int argc, char** argv) {
         state.busy_since_ms = steady_ms();
         prepare(*next, svc);
         const std::string tenant = svc.platform().tenant_of(*db, next->r);
-        next = admit_and_run(std::move(next), tenant, shares, svc, *db, fd);
+        next = admit_and_run(std::move(next), tenant, shares, svc, *db, fd, state.busy_since_ms);
         state.busy_since_ms = worker_state::idle;
       }
       state.busy_since_ms = worker_state::gone;
