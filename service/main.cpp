@@ -215,7 +215,7 @@ void run(accepted& a, folio::service::responder& svc, folio::service::database& 
   {
     // The changes this request publishes go to nginx once its answer has (publish.hpp, answer_first).
     std::optional<folio::service::publisher::answer_first> answer_first(std::in_place, svc.crdt().live());
-    if (instead) respond(req, *instead);
+    if (instead) respond(req, *instead);  // its body stays unread: the lingering close below
     else serve(a, svc, db);
     // libfcgi ends a connection with a lingering close: shutdown, then a poll until nginx closes
     // its end (at most 2 s), so that unread request bytes cannot make the kernel reset the answer —
@@ -223,7 +223,7 @@ void run(accepted& a, folio::service::responder& svc, folio::service::database& 
     // request has been read to its end (the body, then the empty record that ends it), nothing is
     // left to reset it: the request is "detached", which makes FCGX_Finish_r close at once.
     // Otherwise the publishes go before that wait.
-    if (FCGX_GetChar(req.in) == EOF && FCGX_GetError(req.in) == 0) FCGX_Detach(&req);
+    if (!instead && FCGX_GetChar(req.in) == EOF && FCGX_GetError(req.in) == 0) FCGX_Detach(&req);
     else FCGX_FFlush(req.out), answer_first.reset();  // the answer's bytes to nginx, then the publishes
     FCGX_Finish_r(&req);
   }
@@ -252,7 +252,7 @@ std::unique_ptr<accepted> admit_and_run(std::unique_ptr<accepted> a, const std::
       return fresh;
     }
     case shares_t::admission::refuse: {
-      const folio::service::response refused = svc.platform().over_share(a->r, tenant, shares.share(), shares.max_waiting());
+      const folio::service::response refused = svc.platform().over_share(a->r, tenant, shares.share(), true);
       run(*a, svc, db, &refused);
       return a;
     }
@@ -264,7 +264,7 @@ std::unique_ptr<accepted> admit_and_run(std::unique_ptr<accepted> a, const std::
     if (folio::service::deadline_clock::now() < next->r.deadline) {
       run(*next, svc, db);
     } else {
-      const folio::service::response late = svc.platform().over_share(next->r, tenant, shares.share(), 0);
+      const folio::service::response late = svc.platform().over_share(next->r, tenant, shares.share(), false);
       run(*next, svc, db, &late);
     }
   }
@@ -432,7 +432,7 @@ int main(int argc, char** argv) {
   // A waiting request is run by the worker that finishes its tenant's request before it; none is
   // left unless a worker ended early (its database did not open).
   for (std::unique_ptr<accepted>& a : shares.take_waiting()) {
-    const folio::service::response late = svc.platform().over_share(a->r, "", shares.share(), 0);
+    const folio::service::response late = svc.platform().over_share(a->r, "", shares.share(), false);
     folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
     run(*a, svc, db, &late);
   }

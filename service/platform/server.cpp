@@ -123,12 +123,12 @@ std::string server::tenant_of(database& db, const request& r) {
   }
 }
 
-response server::over_share(const request& r, const std::string& tenant, unsigned share, std::size_t waiting) {
+response server::over_share(const request& r, const std::string& tenant, unsigned share, bool refused) {
   return observed(endpoint_of(routes_.find(r.path), r.path), r, [&](std::string& key_id) {
     key_id = tenant;
-    if (!waiting) return deadline_failure();
-    return error(api_error(status::resource_exhausted, "This API key already has " + std::to_string(share) + " requests running and " + std::to_string(waiting) +
-                                                            " waiting on this server; retry later."));
+    if (!refused) return deadline_failure();
+    return error(api_error(status::resource_exhausted,
+                           "This API key already has " + std::to_string(share) + " requests running on this server and too many waiting; retry later."));
   });
 }
 

@@ -260,5 +260,20 @@ class WorkerShares(unittest.TestCase):
                                                          "status": "UNAVAILABLE"}}))
 
 
+    def test_a_tenant_whose_queue_is_full_is_answered_429_at_once(self):
+        body = json.dumps({"data": {"organizationId": "share-org", "documentId": "none", "editorId": "e"}}).encode()
+        first = HeldRequest(self.node, "a", body)  # holds a's one worker
+        waiting = [HeldRequest(self.node, "a", body) for _ in range(256)]  # a's queue, full
+        until = time.monotonic() + 10
+        while accept_queue(self.node.socket) and time.monotonic() < until:
+            time.sleep(0.01)
+        one_more = HeldRequest(self.node, "a", body)
+        self.assertEqual(one_more.answer(), (429, {"error": {"message": "This API key already has 1 requests running on this server and too many waiting; retry later.",
+                                                             "status": "RESOURCE_EXHAUSTED"}}))
+        for held in [first] + waiting:
+            held.send_body()
+        for held in [first] + waiting:
+            self.assertEqual(held.answer()[0], 200)  # each ran in turn
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])
