@@ -1,21 +1,23 @@
 // folio-fcgi: the FastCGI responder. Flags, signals and the accept loop; everything else is in the
 // folio_service library. A pool of worker threads, each with its own FCGX_Request and its own database
 // connection (SQLite, or PostgreSQL when --db is a postgresql:// URI or a libpq conninfo), accepts on one
-// unix socket; one more thread, with a connection of its own, compacts records' logs off the request
-// path (crdt/compactor.hpp). SIGTERM/SIGINT: stop accepting, let in-flight requests
+// unix socket; a tenant holds at most --tenant-workers of them (default: all but one), its requests
+// beyond that wait without a thread (platform/worker_shares.hpp); one more thread, with a connection
+// of its own, compacts records' logs off the request path (crdt/compactor.hpp). SIGTERM/SIGINT: stop accepting, let in-flight requests
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
 // a stop signal, and pets the watchdog while a worker can answer (deploy/systemd/folio-fcgi.service).
 // SIGHUP reloads the client-token key file (--client-token-keys; a file that does not load keeps the
 // keys in use, with an error line).
 //
-//   folio-fcgi --socket var/run/folio.sock --db var/folio.db|postgresql://... [--workers 4] [--max-body 4194304]
+//   folio-fcgi --socket var/run/folio.sock --db var/folio.db|postgresql://... [--workers 4] [--tenant-workers 3] [--max-body 4194304]
 //              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
 //              [--max-db-pages N] [--access-log on|off] [--request-timeout 50]
 //              [--client-token-keys /etc/folio/client-token.keys]
 #include <fcgiapp.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -37,6 +39,7 @@
 
 #include "platform/fastcgi_params.hpp"
 #include "platform/log.hpp"
+#include "platform/worker_shares.hpp"
 #include "responder.hpp"
 
 namespace {
@@ -44,6 +47,7 @@ namespace {
 struct options {
   std::string socket = "var/run/folio.sock", db = "var/folio.db";
   unsigned workers = 4;
+  unsigned tenant_workers = 0;     ///< 0: workers - 1 (at least 1)
   std::size_t max_body = std::size_t(4) << 20, cache_mb = 256;
   std::string channel_secret_file, publish_socket;
   long long max_db_pages = 0;
@@ -54,8 +58,8 @@ struct options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH|postgresql://...] [--workers N] [--max-body BYTES] [--cache-mb MB]\n"
-               "                  [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
+               "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH|postgresql://...] [--workers N] [--tenant-workers N] [--max-body BYTES]\n"
+               "                  [--cache-mb MB] [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
                "                  [--request-timeout SECONDS] [--client-token-keys PATH]\n",
                why);
   std::exit(2);
@@ -78,6 +82,7 @@ options parse(int argc, char** argv) {
     if (a == "--socket") o.socket = value();
     else if (a == "--db") o.db = value();
     else if (a == "--workers") o.workers = static_cast<unsigned>(number(value()));
+    else if (a == "--tenant-workers") o.tenant_workers = static_cast<unsigned>(number(value()));
     else if (a == "--max-body") o.max_body = number(value());
     else if (a == "--cache-mb") o.cache_mb = number(value());
     else if (a == "--channel-secret-file") o.channel_secret_file = value();
@@ -93,6 +98,7 @@ options parse(int argc, char** argv) {
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
+  if (o.tenant_workers > o.workers) usage("--tenant-workers must be at most --workers");
   return o;
 }
 
@@ -154,12 +160,37 @@ folio::service::deadline_clock::time_point deadline_of(const std::string& start,
   return now + timeout - duration_cast<milliseconds>(duration<double>(std::clamp(waited, 0.0, 3600.0)));
 }
 
-void serve(FCGX_Request& req, folio::service::responder& svc, folio::service::database& db) {
+/// What the watchdog knows of a worker: when it took its current request (steady clock, ms), or idle
+/// (waiting for one) or gone (its thread ended).
+struct worker_state {
+  static constexpr std::int64_t idle = 0, gone = -1;
+  std::atomic<std::int64_t> busy_since_ms{idle};
+};
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() + 1;  // never idle's 0
+}
+
+/// One accepted request: its FastCGI connection and its parameters, read before its body (which
+/// the worker that runs it reads), so that it can wait for a worker without holding one.
+struct accepted {
+  FCGX_Request fcgx{};
   folio::service::request r;
-  const folio::service::request_params p = folio::service::read_params(req.envp, r);
-  r.deadline = deadline_of(p.start, svc.settings().request_timeout);
-  r.content_length = std::strtoull(p.content_length.c_str(), nullptr, 10);
-  r.stream = stream_to(req);
+};
+using shares_t = folio::service::worker_shares<accepted>;
+
+/// Reads the parameters of the request just accepted into `a.r` (its body stays unread).
+void prepare(accepted& a, folio::service::responder& svc) {
+  a.r = {};
+  const folio::service::request_params p = folio::service::read_params(a.fcgx.envp, a.r);
+  a.r.deadline = deadline_of(p.start, svc.settings().request_timeout);
+  a.r.content_length = std::strtoull(p.content_length.c_str(), nullptr, 10);
+  a.r.stream = stream_to(a.fcgx);
+}
+
+void serve(accepted& a, folio::service::responder& svc, folio::service::database& db) {
+  FCGX_Request& req = a.fcgx;
+  folio::service::request& r = a.r;
   if (r.path == "/_folio/authorize")  // nginx's nchan_authorize_request for /v2/crdt/subscribe
     return respond(req, svc.authorize_subscriber(db, r));
   r.channel.clear();  // FOLIO_CHANNEL: the authorization hop's only (the channel id nginx computed)
@@ -178,15 +209,66 @@ void serve(FCGX_Request& req, folio::service::responder& svc, folio::service::da
   respond(req, svc.handle(db, r));
 }
 
-/// What the watchdog knows of a worker: when it took its current request (steady clock, ms), or idle
-/// (waiting for one) or gone (its thread ended).
-struct worker_state {
-  static constexpr std::int64_t idle = 0, gone = -1;
-  std::atomic<std::int64_t> busy_since_ms{idle};
-};
+/// Answers `a` (serve(), or `instead` when given) and ends its connection.
+void run(accepted& a, folio::service::responder& svc, folio::service::database& db, const folio::service::response* instead = nullptr) {
+  FCGX_Request& req = a.fcgx;
+  {
+    // The changes this request publishes go to nginx once its answer has (publish.hpp, answer_first).
+    std::optional<folio::service::publisher::answer_first> answer_first(std::in_place, svc.crdt().live());
+    if (instead) respond(req, *instead);  // its body stays unread: the lingering close below
+    else serve(a, svc, db);
+    // libfcgi ends a connection with a lingering close: shutdown, then a poll until nginx closes
+    // its end (at most 2 s), so that unread request bytes cannot make the kernel reset the answer —
+    // a wait and two context switches per request, with the worker idle meanwhile. When the
+    // request has been read to its end (the body, then the empty record that ends it), nothing is
+    // left to reset it: the request is "detached", which makes FCGX_Finish_r close at once.
+    // Otherwise the publishes go before that wait.
+    if (!instead && FCGX_GetChar(req.in) == EOF && FCGX_GetError(req.in) == 0) FCGX_Detach(&req);
+    else FCGX_FFlush(req.out), answer_first.reset();  // the answer's bytes to nginx, then the publishes
+    FCGX_Finish_r(&req);
+  }
+  try {
+    db.tend_statistics();  // the query planner's statistics, after the answer has gone
+  } catch (const std::exception& e) {
+    folio::service::log::write("warn", "statistics_failed", std::string("the query planner's statistics were not refreshed: ") + e.what());
+  }
+}
 
-std::int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() + 1;  // never idle's 0
+/// Runs `a`, accepted under `tenant` (worker_shares.hpp): at once, waiting, or refused. While it
+/// runs on a hold of the tenant's, the worker then runs the tenant's waiting requests on that hold
+/// (one whose deadline passed while it waited is answered 503 without running). Returns the
+/// accepted-request object to accept into next (a fresh one when `a` was left waiting). `busy_since`
+/// (the watchdog's view of this worker) is set anew for each waiting request it takes up.
+std::unique_ptr<accepted> admit_and_run(std::unique_ptr<accepted> a, const std::string& tenant, shares_t& shares, folio::service::responder& svc,
+                                        folio::service::database& db, int fd, std::atomic<std::int64_t>& busy_since) {
+  if (tenant.empty()) {
+    run(*a, svc, db);
+    return a;
+  }
+  switch (shares.admit(tenant, a)) {
+    case shares_t::admission::wait: {
+      auto fresh = std::make_unique<accepted>();
+      FCGX_InitRequest(&fresh->fcgx, fd, 0);
+      return fresh;
+    }
+    case shares_t::admission::refuse: {
+      const folio::service::response refused = svc.platform().over_share(a->r, tenant, shares.share(), true);
+      run(*a, svc, db, &refused);
+      return a;
+    }
+    case shares_t::admission::run: break;
+  }
+  run(*a, svc, db);
+  while (std::unique_ptr<accepted> next = shares.done(tenant)) {
+    busy_since = steady_ms();
+    if (folio::service::deadline_clock::now() < next->r.deadline) {
+      run(*next, svc, db);
+    } else {
+      const folio::service::response late = svc.platform().over_share(next->r, tenant, shares.share(), false);
+      run(*next, svc, db, &late);
+    }
+  }
+  return a;
 }
 
 /// The channel secret: the file's first line (hex from `openssl rand -hex 32`, as scripts/run makes it).
@@ -230,6 +312,12 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGHUP);  // reload the client-token keys
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Requests waiting for their tenant's share hold a connection each (up to 1,024, below): the soft
+  // limit on open files is raised to the hard one.
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   // The C heap keeps what freed documents held. In the soak (bench/soak.sh: 4 workers decoding and
   // evicting documents that grow as they are edited) glibc's defaults let the memory it held free
@@ -265,6 +353,9 @@ int main(int argc, char** argv) {
   folio::service::responder svc(cfg);
   if (!o.client_token_keys.empty() && !load_client_keys(svc, o.client_token_keys)) return 1;
   std::atomic<bool> stopping{false};
+  // A request waits without a thread while its tenant holds its share of the workers; at most
+  // max_waiting such requests per tenant and 1,024 in all (each holds a connection from nginx).
+  shares_t shares(o.tenant_workers ? o.tenant_workers : std::max(1u, o.workers - 1), 256, 1024);
   std::vector<std::thread> workers;
   std::vector<worker_state> states(o.workers);
   for (unsigned i = 0; i < o.workers; ++i)
@@ -277,33 +368,18 @@ int main(int argc, char** argv) {
         state.busy_since_ms = worker_state::gone;
         return;
       }
-      FCGX_Request req;
-      FCGX_InitRequest(&req, fd, 0);
+      auto next = std::make_unique<accepted>();
+      FCGX_InitRequest(&next->fcgx, fd, 0);
       state.busy_since_ms = worker_state::idle;
-      while (!stopping.load() && FCGX_Accept_r(&req) >= 0) {
+      while (!stopping.load() && FCGX_Accept_r(&next->fcgx) >= 0) {
         state.busy_since_ms = steady_ms();
-        // The changes this request publishes go to nginx once its answer has (publish.hpp, answer_first).
-        std::optional<folio::service::publisher::answer_first> answer_first(std::in_place, svc.crdt().live());
-        serve(req, svc, *db);
-        // libfcgi ends a connection with a lingering close: shutdown, then a poll until nginx closes
-        // its end (at most 2 s), so that unread request bytes cannot make the kernel reset the answer —
-        // a wait and two context switches per request, with the worker idle meanwhile. When the
-        // request has been read to its end (the body, then the empty record that ends it), nothing is
-        // left to reset it: the request is "detached", which makes FCGX_Finish_r close at once.
-        // Otherwise the publishes go before that wait.
-        if (FCGX_GetChar(req.in) == EOF && FCGX_GetError(req.in) == 0) FCGX_Detach(&req);
-        else FCGX_FFlush(req.out), answer_first.reset();  // the answer's bytes to nginx, then the publishes
-        FCGX_Finish_r(&req);
-        answer_first.reset();
-        try {
-          db->tend_statistics();  // the query planner's statistics, after the answer has gone
-        } catch (const std::exception& e) {
-          folio::service::log::write("warn", "statistics_failed", std::string("the query planner's statistics were not refreshed: ") + e.what());
-        }
+        prepare(*next, svc);
+        const std::string tenant = svc.platform().tenant_of(*db, next->r);
+        next = admit_and_run(std::move(next), tenant, shares, svc, *db, fd, state.busy_since_ms);
         state.busy_since_ms = worker_state::idle;
       }
       state.busy_since_ms = worker_state::gone;
-      FCGX_Free(&req, 1);
+      FCGX_Free(&next->fcgx, 1);
     });
   // Compactions of the records' logs, off the request path (crdt/compactor.hpp), on a connection of their own.
   std::thread compaction([&] {
@@ -361,6 +437,13 @@ int main(int argc, char** argv) {
   FCGX_ShutdownPending();
   shutdown(fd, SHUT_RDWR);  // wakes the workers blocked in accept; requests in progress finish
   for (std::thread& t : workers) t.join();
+  // A waiting request is run by the worker that finishes its tenant's request before it; none is
+  // left unless a worker ended early (its database did not open).
+  for (std::unique_ptr<accepted>& a : shares.take_waiting()) {
+    const folio::service::response late = svc.platform().over_share(a->r, "", shares.share(), false);
+    folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
+    run(*a, svc, db, &late);
+  }
   svc.crdt().compactions().stop();
   compaction.join();
   revocations.join();

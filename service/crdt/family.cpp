@@ -19,6 +19,7 @@ crdt_family::crdt_family(server& platform)
   platform.add_gauges([this](metrics::gauges& g) {
     g.cache_hits = cache_.hits(), g.cache_misses = cache_.misses(), g.cache_bytes = cache_.bytes(), g.cache_entries = cache_.size();
     g.published = publisher_.published(), g.publish_failures = publisher_.failures(), g.publish_queued = publisher_.queued();
+    g.publish_over_budget = publisher_.over_budget();
     compactor_.fill(g);
   });
 }
@@ -60,7 +61,7 @@ void crdt_family::publish_change(const record_key& k, const std::string& incarna
   const std::string notice = message(false);
   // Ops that alone exceed the largest message are not even encoded.
   const std::string full = ops && ops->size() <= publisher::max_message_bytes ? message(true) : notice;
-  publisher_.enqueue(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), full, notice);
+  publisher_.enqueue(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), full, notice, k.tenant);
 }
 
 }  // namespace folio::service

@@ -91,30 +91,67 @@ std::string publisher::post(const std::string& channel, const std::string* messa
     curl_slist_free_all(headers);
   }
   if (rc == CURLE_OK && ((code >= 200 && code < 300) || (!message && code == 404))) return {};
-  // 507: Nchan's shared memory is full.
+  // 507: Nchan's shared memory is full; new subscribers are refused for a while (memory_full()).
+  if (rc == CURLE_OK && code == 507)
+    memory_full_until_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() +
+                            std::chrono::duration_cast<std::chrono::milliseconds>(memory_full_hold).count();
   return (rc == CURLE_OK ? std::string("refused") : curl_easy_strerror(rc)) + " (HTTP " + std::to_string(code) + ")";
 }
 
-bool publisher::take_budget(std::size_t bytes) {
+publisher::tenant_budget& publisher::refilled_budget(const std::string& tenant) {
+  const auto now = std::chrono::steady_clock::now();
+  if (budgets_.size() >= 10000 && !budgets_.count(tenant))  // forget the tenants whose budgets are whole again
+    std::erase_if(budgets_, [&](const auto& b) { return now - b.second.refilled >= window; });
+  tenant_budget& b = budgets_[tenant];
+  const double part = std::chrono::duration<double>(now - b.refilled).count() / std::chrono::duration<double>(window).count();
+  b.messages = std::min<double>(messages_per_tenant_window, b.messages + messages_per_tenant_window * part);
+  b.full_bytes = std::min<double>(full_bytes_per_tenant_window, b.full_bytes + full_bytes_per_tenant_window * part);
+  b.refilled = now;
+  return b;
+}
+
+bool publisher::take_budget(const std::string& tenant, std::size_t bytes) {
   std::lock_guard<std::mutex> g(budget_mu_);
   const auto now = std::chrono::steady_clock::now();
   const double full = static_cast<double>(full_bytes_per_window);
   budget_ = std::min(full, budget_ + full * std::chrono::duration<double>(now - refilled_).count() / std::chrono::duration<double>(window).count());
   refilled_ = now;
-  if (budget_ < static_cast<double>(bytes)) return false;
+  tenant_budget& mine = refilled_budget(tenant);
+  if (budget_ < static_cast<double>(bytes) || mine.full_bytes < static_cast<double>(bytes)) return false;
   budget_ -= static_cast<double>(bytes);
+  mine.full_bytes -= static_cast<double>(bytes);
   return true;
 }
 
-bool publisher::publish(const std::string& channel, const std::string& full, const std::string& notice) {
+bool publisher::take_message(const std::string& tenant) {
+  bool log_spent = false;
+  {
+    std::lock_guard<std::mutex> g(budget_mu_);
+    tenant_budget& mine = refilled_budget(tenant);
+    if (mine.messages >= 1) {
+      mine.messages -= 1;
+      mine.spent_logged = false;
+      return true;
+    }
+    log_spent = !mine.spent_logged;
+    mine.spent_logged = true;
+  }
+  if (log_spent)
+    log::write("warn", "publish_budget_spent",
+               "key " + tenant + " published " + std::to_string(messages_per_tenant_window) + " messages in the last " + std::to_string(window.count()) +
+                   " s; its further changes owe their channels a notice to sync, sent as its budget refills");
+  return false;
+}
+
+bool publisher::publish(const std::string& channel, const std::string& full, const std::string& notice, const std::string& tenant) {
   if (config_.publish_socket.empty()) return false;
   if (!end_due_streams(channel)) {
     // Logged there; the channel's streams stay remembered, and the owed notice goes after a deletion that succeeds.
     ++failures_;
-    owe(channel, notice);
+    owe(channel, notice, tenant);
     return false;
   }
-  const std::string& message = full.size() <= max_message_bytes && take_budget(full.size()) ? full : notice;
+  const std::string& message = full.size() <= max_message_bytes && take_budget(tenant, full.size()) ? full : notice;
   const std::string why = post(channel, &message);
   if (why.empty()) {
     ++published_;
@@ -123,7 +160,7 @@ bool publisher::publish(const std::string& channel, const std::string& full, con
   ++failures_;
   log::write("warn", "publish_failed",
              "publish to channel " + channel.substr(0, 12) + "... failed: " + why + "; a notice to sync is resent until nginx takes one");
-  owe(channel, notice);
+  owe(channel, notice, tenant);
   return false;
 }
 
@@ -147,13 +184,24 @@ void publisher::release(answer_first& a) {
     channel_queue& c = q->second;
     const bool front_held = !c.messages.empty() && c.messages.front().held;  // then the channel is not in ready_
     for (queued_message& m : c.messages) m.held = m.held == &a ? nullptr : m.held;
-    if (front_held && !c.sending && !c.messages.front().held) ready_.push_back(channel), woke = true;
+    if (front_held && !c.sending && !c.messages.front().held) make_ready(channel, c.tenant), woke = true;
   }
   if (woke) queue_cv_.notify_all();
 }
 
-void publisher::enqueue(std::string channel, std::string full, std::string notice) {
+void publisher::make_ready(const std::string& channel, const std::string& tenant) {
+  std::deque<std::string>& mine = ready_[tenant];
+  if (mine.empty()) ready_tenants_.push_back(tenant);
+  mine.push_back(channel);
+}
+
+void publisher::enqueue(std::string channel, std::string full, std::string notice, const std::string& tenant) {
   if (config_.publish_socket.empty()) return;
+  if (!take_message(tenant)) {  // its budget is spent: one notice per channel, later
+    ++over_budget_;
+    owe(channel, notice, tenant, true);
+    return;
+  }
   {
     std::lock_guard<std::mutex> g(queue_mu_);
     if (queued_ < max_queued && !senders_stop_) {
@@ -161,10 +209,11 @@ void publisher::enqueue(std::string channel, std::string full, std::string notic
       queued_bytes_ += full.size() + notice.size();
       ++queued_;
       channel_queue& q = queues_[channel];
+      q.tenant = tenant;
       answer_first* const hold = holding && &holding->p_ == this ? holding : nullptr;  // this publisher's only
       q.messages.push_back({std::move(full), std::move(notice), hold});
       if (hold && (hold->channels_.empty() || hold->channels_.back() != channel)) hold->channels_.push_back(channel);  // a request's messages to one channel come together
-      if (!q.sending && q.messages.size() == 1 && !hold) ready_.push_back(std::move(channel));
+      if (!q.sending && q.messages.size() == 1 && !hold) make_ready(channel, tenant);
       if (senders_.empty())
         for (int i = 0; i < senders; ++i) senders_.emplace_back([this] { send_loop(); });
       queue_cv_.notify_one();
@@ -174,26 +223,32 @@ void publisher::enqueue(std::string channel, std::string full, std::string notic
   ++failures_;
   log::write("warn", "publish_queue_full",
              "channel " + channel.substr(0, 12) + "...: " + std::to_string(max_queued) + " messages already wait for nginx; the channel is owed a notice to sync");
-  owe(channel, notice);
+  owe(channel, notice, tenant);
 }
 
 void publisher::send_loop() {
   std::unique_lock<std::mutex> lock(queue_mu_);
   for (;;) {
-    queue_cv_.wait(lock, [&] { return senders_stop_ || !ready_.empty(); });
+    queue_cv_.wait(lock, [&] { return senders_stop_ || !ready_tenants_.empty(); });
     if (senders_stop_) return;
-    const std::string channel = std::move(ready_.front());
-    ready_.pop_front();
+    // The next tenant in turn, its next channel; the tenant goes to the back while it has more.
+    const std::string tenant = std::move(ready_tenants_.front());
+    ready_tenants_.pop_front();
+    const auto mine = ready_.find(tenant);
+    const std::string channel = std::move(mine->second.front());
+    mine->second.pop_front();
+    if (mine->second.empty()) ready_.erase(mine);
+    else ready_tenants_.push_back(tenant);
     channel_queue& q = queues_.at(channel);  // references to map elements survive rehashing
     q.sending = true;
     const queued_message m = std::move(q.messages.front());
     q.messages.pop_front();
     lock.unlock();
-    publish(channel, m.full, m.notice);
+    publish(channel, m.full, m.notice, q.tenant);
     lock.lock();
     q.sending = false;
     if (!q.messages.empty() && !q.messages.front().held)
-      ready_.push_back(channel), queue_cv_.notify_one();  // behind other channels: one busy channel cannot starve them
+      make_ready(channel, q.tenant), queue_cv_.notify_one();  // behind other channels: one busy channel cannot starve them
     else if (q.messages.empty())
       queues_.erase(channel);  // else its front is held: its release makes it ready
     queued_bytes_ -= m.full.size() + m.notice.size();
@@ -347,21 +402,37 @@ std::int64_t publisher::sweep() {
   return earliest;
 }
 
-void publisher::owe(const std::string& channel, const std::string& notice) {
+void publisher::owe(const std::string& channel, const std::string& notice, const std::string& tenant, bool deferred) {
   std::lock_guard<std::mutex> g(owed_mu_);
   if (stopping_) return;
   auto it = owed_.find(channel);
-  if (it == owed_.end() && owed_.size() >= max_owed) {
-    log::write("error", "publish_notice_dropped",
-               "channel " + channel.substr(0, 12) + "... is not owed a notice: " + std::to_string(max_owed) +
-                   " channels already are (nginx has refused publishes for long); its subscribers sync when they reconnect");
-    return;
+  if (it == owed_.end()) {
+    std::size_t& mine = owed_by_tenant_[tenant];
+    if (owed_.size() >= max_owed || mine >= max_owed_per_tenant) {
+      if (!mine) owed_by_tenant_.erase(tenant);
+      log::write("error", "publish_notice_dropped",
+                 "channel " + channel.substr(0, 12) + "... is not owed a notice: " + std::to_string(mine >= max_owed_per_tenant ? max_owed_per_tenant : max_owed) +
+                     " channels " + (mine >= max_owed_per_tenant ? "of its key " : "") + "already are; its subscribers sync when they reconnect");
+      return;
+    }
+    ++mine;
+    it = owed_.emplace(channel, owed_notice{notice, tenant, 0, std::chrono::steady_clock::now() + std::chrono::seconds(1), deferred}).first;
+  } else {
+    // The latest: any notice makes subscribers sync. The time of its next try stays (a channel changed
+    // again and again is not put off).
+    it->second.message = notice;
+    it->second.deferred = it->second.deferred && deferred;
   }
-  owed_notice& o = owed_[channel];
-  o.message = notice;  // the latest: any notice makes subscribers sync
-  o.attempts = 0;
-  o.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   wake_locked(false);
+}
+
+bool publisher::memory_full() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count() < memory_full_until_ms_.load();
+}
+
+std::size_t publisher::owed() const {
+  std::lock_guard<std::mutex> g(owed_mu_);
+  return owed_.size();
 }
 
 void publisher::background_loop() {
@@ -387,8 +458,9 @@ void publisher::background_loop() {
     auto wake = std::chrono::steady_clock::time_point::max();
     if (const std::int64_t next = next_expiry_ms_.load(); next != never) wake = now + std::chrono::milliseconds(std::max<std::int64_t>(0, next - now_ms()));
     std::vector<std::pair<std::string, std::string>> due;
+    std::vector<std::string> due_tenants;
     for (const auto& [channel, o] : owed_) {
-      if (o.next_try <= now) due.emplace_back(channel, o.message);
+      if (o.next_try <= now) due.emplace_back(channel, o.message), due_tenants.push_back(o.tenant);
       else wake = std::min(wake, o.next_try);
     }
     if (due.empty()) {
@@ -398,18 +470,28 @@ void publisher::background_loop() {
       continue;
     }
     lock.unlock();
-    std::vector<bool> delivered;
-    for (const auto& [channel, message] : due) {
+    enum class outcome { delivered, failed, over_budget };
+    std::vector<outcome> delivered;
+    for (std::size_t i = 0; i < due.size(); ++i) {
       if (stopping_) break;  // the destructor waits for at most the POST in flight
-      delivered.push_back(end_due_streams(channel) && post(channel, &message).empty());
+      const auto& [channel, message] = due[i];
+      if (!take_message(due_tenants[i])) delivered.push_back(outcome::over_budget);  // waits for its tenant's budget, no attempt spent
+      else delivered.push_back(end_due_streams(channel) && post(channel, &message).empty() ? outcome::delivered : outcome::failed);
     }
     lock.lock();
     for (std::size_t i = 0; i < delivered.size(); ++i) {
       auto it = owed_.find(due[i].first);
-      if (it == owed_.end() || it->second.message != due[i].second) continue;  // a newer notice is owed: it goes next
-      if (delivered[i]) {
-        log::write("info", "publish_notice_delivered",
-                   "channel " + due[i].first.substr(0, 12) + "... got its notice to sync after " + std::to_string(it->second.attempts + 1) + " attempt(s)");
+      if (it == owed_.end()) continue;
+      if (delivered[i] == outcome::over_budget) {
+        it->second.next_try = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        continue;
+      }
+      if (it->second.message != due[i].second) continue;  // a newer notice is owed: it goes next
+      if (delivered[i] == outcome::delivered) {
+        if (!it->second.deferred)  // a notice owed for a failure
+          log::write("info", "publish_notice_delivered",
+                     "channel " + due[i].first.substr(0, 12) + "... got its notice to sync after " + std::to_string(it->second.attempts + 1) + " attempt(s)");
+        if (const auto t = owed_by_tenant_.find(it->second.tenant); t != owed_by_tenant_.end() && --t->second == 0) owed_by_tenant_.erase(t);
         owed_.erase(it);
       } else {
         it->second.attempts = std::min(it->second.attempts + 1, 5);

@@ -8,25 +8,32 @@
 // (nginx/standalone.conf.in), so nothing off the host can publish.
 //
 // What nginx holds (nginx/publish.conf, docs/OPERATIONS.md has the arithmetic): a channel keeps its
-// last 16 messages for 60 s, and a message is at most max_message_bytes. A change goes with its ops
-// only while it fits in that and in the budget of full_bytes_per_window bytes of such messages a
-// window (60 s, a token bucket); otherwise its notice goes: the same message without `update` and
-// `version`, which tells subscribers to sync (docs/API.md). So one tenant's large or many changes
-// cannot fill Nchan's shared memory and crowd out another's.
+// last 16 messages for 60 s, and a message is at most max_message_bytes. Budgets, token buckets
+// refilled over a window (60 s, what nginx keeps a message): a tenant publishes at most
+// messages_per_tenant_window messages a window (so it creates at most that many channels in it: a
+// message makes at most one), and a change goes with its ops only while it fits in a message, in the
+// tenant's full_bytes_per_tenant_window and in everyone's full_bytes_per_window; otherwise its notice
+// goes: the same message without `update` and `version`, which tells subscribers to sync (docs/API.md).
+// A change over its tenant's message budget is not queued: its channel is owed its notice (below),
+// sent when the tenant's budget has room again. So what one tenant's changes, large or many, hold in
+// Nchan's shared memory is bounded, and one tenant's flood spends only its own budgets.
 //
 // A publish is a POST with a short timeout, made off the request path: the request that committed a
 // change queues its message (enqueue, under the record's lock, so a record's messages queue in commit
 // order) and answers; sender threads POST each channel's messages one at a time in the order they were
-// queued, different channels in parallel. folio-fcgi holds a request's messages until its answer is
+// queued, different channels in parallel, and tenants in turn (round robin: a message waits for at
+// most one message of each other tenant with messages ready, however many one tenant queued). folio-fcgi holds a request's messages until its answer is
 // handed to nginx (answer_first), so the answer reaches nginx before the change's publish does. The writer never waits for nginx — with many subscribers,
 // Nchan's fan-out happens before it answers the POST. At most max_queued messages wait (nginx far
 // behind or gone) and max_queued_bytes of them carry ops; past those the channel is owed a notice
 // (below) or the notice is queued instead. Cost: one map entry per channel with messages waiting, the
 // messages themselves; two threads.
 // A failure to publish is never reported to the writer. Instead the channel is owed a notice: a background thread resends the
-// channel's latest owed notice (one per channel, at most max_owed channels) with backoff until nginx
-// takes one, so a subscriber learns it missed something even when the failed change was the last
-// before a quiet period. Cost: one map entry per owed channel; a retry is one POST.
+// channel's latest owed notice (one per channel, at most max_owed_per_tenant channels of a tenant and
+// max_owed in all) with backoff until nginx takes one, each send taking a message of its tenant's
+// budget, so a subscriber learns it missed something even when the failed change was the last
+// before a quiet period. Cost: one map entry per owed channel; a retry is one POST; one budget entry
+// per tenant that published in the last window.
 //
 // Client tokens on open streams (docs/SECURITY.md "Open streams"): Nchan authorizes an EventSource or
 // WebSocket subscriber once, when it opens, and pings keep it open; so the publisher remembers, per
@@ -78,8 +85,14 @@ class publisher {
   static constexpr std::size_t max_message_bytes = 64 * 1024;
   /// Bytes of messages with ops published per window, at most (a token bucket refilled over the window).
   static constexpr std::size_t full_bytes_per_window = std::size_t(32) << 20;
+  /// A tenant's share of those: bytes of its messages with ops per window, at most.
+  static constexpr std::size_t full_bytes_per_tenant_window = std::size_t(8) << 20;
+  /// Messages (with ops or notices) a tenant publishes per window, at most; a channel it publishes to
+  /// takes at least one, so it bounds the tenant's channels too.
+  static constexpr std::size_t messages_per_tenant_window = 6000;
   static constexpr std::chrono::seconds window{60};  ///< nginx/publish.conf's nchan_message_timeout
-  static constexpr std::size_t max_owed = 10000;     ///< channels owed a notice, at most
+  static constexpr std::size_t max_owed = 100000;           ///< channels owed a notice, at most
+  static constexpr std::size_t max_owed_per_tenant = 25000;  ///< of one tenant, at most
 
   static constexpr std::size_t max_token_channels = 100000;  ///< channels with client-token streams remembered, at most
 
@@ -99,7 +112,9 @@ class publisher {
   /// Queues `full` and `notice` for `channel`, to go as publish() sends them, and returns at once
   /// (above). Over max_queued_bytes the notice is queued alone; over max_queued the channel is owed it.
   /// While the calling thread holds an answer_first, the message waits until it ends (below).
-  void enqueue(std::string channel, std::string full, std::string notice);
+  /// `tenant`: whose budgets the message takes (the channel's key id). Over its message budget the
+  /// channel is owed the notice instead (sent once the budget has room).
+  void enqueue(std::string channel, std::string full, std::string notice, const std::string& tenant = {});
 
   /// While one lives on a thread, the messages that thread queues to this publisher are held: they keep their place
   /// in their channels' queues (commit order), and messages queued behind them wait too, but none is
@@ -132,7 +147,7 @@ class publisher {
   /// A channel remembered as holding a stream of a client token is deleted first when that token has
   /// expired or its key left the ring (above); if nginx does not take the deletion, nothing is published,
   /// the channel stays remembered and is owed `notice` (sent after a deletion that succeeds).
-  bool publish(const std::string& channel, const std::string& full, const std::string& notice);
+  bool publish(const std::string& channel, const std::string& full, const std::string& notice, const std::string& tenant = {});
   /// A client token signed by `key_id` and valid until `expires` (seconds since the epoch) is being let
   /// into `channel`. False when max_token_channels channels are remembered and none is due to be ended.
   bool token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id);
@@ -151,20 +166,30 @@ class publisher {
 
   std::uint64_t published() const noexcept { return published_.load(); }
   std::uint64_t failures() const noexcept { return failures_.load(); }  ///< first attempts nginx did not take
+  /// Messages not queued because their tenant's message budget was spent (their channels were owed a notice).
+  std::uint64_t over_budget() const noexcept { return over_budget_.load(); }
+  std::size_t owed() const;  ///< channels owed a notice
+  /// Whether nginx refused a publish for lack of shared memory (HTTP 507) in the last memory_full_hold.
+  /// The subscriber authorization then refuses new subscribers with a JSON 503 (crdt/subscribe.cpp):
+  /// Nchan's own refusal of a subscriber it has no memory for is an empty 507 that nginx cannot rewrite.
+  bool memory_full() const;
+  static constexpr std::chrono::seconds memory_full_hold{5};
   /// Sweeps the background thread has finished.
   std::uint64_t sweeps_done() const;
 
  private:
   struct owed_notice {
-    std::string message;
+    std::string message, tenant;
     int attempts = 0;
     std::chrono::steady_clock::time_point next_try;
+    bool deferred = false;  ///< owed only because its tenant's message budget was spent (no publish failed)
   };
   struct queued_message {
     std::string full, notice;
     const answer_first* held = nullptr;  ///< not to be sent while this answer_first lives
   };
   struct channel_queue {
+    std::string tenant;
     std::deque<queued_message> messages;
     bool sending = false;  ///< a sender holds its front message; the channel is in ready_ iff !sending and its front message waits, not held
   };
@@ -181,8 +206,16 @@ class publisher {
   /// deletion failed (they stay remembered).
   bool end_due_streams(const std::string& channel);
   void remember(const std::string& channel, const token_streams& t);  ///< streams_mu_ held
-  bool take_budget(std::size_t bytes);
-  void owe(const std::string& channel, const std::string& notice);
+  struct tenant_budget {
+    double messages = static_cast<double>(messages_per_tenant_window), full_bytes = static_cast<double>(full_bytes_per_tenant_window);
+    std::chrono::steady_clock::time_point refilled = std::chrono::steady_clock::now();
+    bool spent_logged = false;  ///< a line was written since its message budget last had room
+  };
+  tenant_budget& refilled_budget(const std::string& tenant);  ///< budget_mu_ held
+  bool take_budget(const std::string& tenant, std::size_t bytes);  ///< bytes of a message with ops
+  bool take_message(const std::string& tenant);                    ///< one message
+  void owe(const std::string& channel, const std::string& notice, const std::string& tenant, bool deferred = false);
+  void make_ready(const std::string& channel, const std::string& tenant);  ///< queue_mu_ held
   void wake_background();       ///< asks background_loop (started if need be) for a sweep
   void wake_locked(bool sweep);  ///< owed_mu_ held: starts or wakes background_loop, with a sweep or not
   /// streams_mu_ held: the remembered channels that are due; the earliest expiry of the others into
@@ -199,13 +232,16 @@ class publisher {
   std::condition_variable ending_cv_;
   std::unordered_set<std::string> ending_;  ///< channels whose deletion is in flight (streams_mu_)
   std::unordered_map<std::string, token_streams> streams_;  ///< by channel
-  std::atomic<std::uint64_t> published_{0}, failures_{0};
+  std::atomic<std::uint64_t> published_{0}, failures_{0}, over_budget_{0};
+  std::atomic<std::int64_t> memory_full_until_ms_{0};  ///< steady clock, ms: memory_full() until then
   std::mutex budget_mu_;
-  double budget_;  ///< bytes of full messages that may go now
+  double budget_;  ///< bytes of full messages that may go now, of every tenant
   std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();
+  std::unordered_map<std::string, tenant_budget> budgets_;  ///< by tenant (budget_mu_)
   mutable std::mutex owed_mu_;
   std::condition_variable owed_cv_;
   std::unordered_map<std::string, owed_notice> owed_;  ///< by channel
+  std::unordered_map<std::string, std::size_t> owed_by_tenant_;  ///< entries of owed_ per tenant
   std::atomic<bool> stopping_{false};
   std::atomic<std::int64_t> next_expiry_ms_{std::numeric_limits<std::int64_t>::max()};  ///< when background_loop sweeps next
   bool rescan_ = false;                                   ///< owed_mu_: sweep again before waiting
@@ -217,7 +253,9 @@ class publisher {
   mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_, drained_cv_;
   std::unordered_map<std::string, channel_queue> queues_;  ///< by channel, while messages wait or one is sent
-  std::deque<std::string> ready_;                           ///< channels whose first message a sender may take, in turn
+  /// Channels whose first message a sender may take, by tenant, and the tenants with such channels, in turn.
+  std::unordered_map<std::string, std::deque<std::string>> ready_;
+  std::deque<std::string> ready_tenants_;
   std::size_t queued_ = 0, queued_bytes_ = 0;               ///< messages queued or being sent, and their bytes
   bool senders_stop_ = false;
   std::vector<std::thread> senders_;  ///< send_loop, started with the first message queued

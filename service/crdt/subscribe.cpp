@@ -24,6 +24,7 @@ response crdt_family::authorize_subscriber(database& db, const request& r) {
       }
       // Nchan asks once per stream: the publisher ends it when the token expires, loses its signing key or
       // its API key is revoked (stream_key_id).
+      if (publisher_.memory_full()) throw api_error(status::unavailable, "Live push is out of memory; retry later.");
       if (who.scope && !publisher_.token_subscribed(r.channel, who.scope->expires, stream_key_id(*who.scope, who.tenant)))
         throw api_error(status::unavailable, "Too many live streams of client tokens on this server; try again later.");
       return {200, {}};

@@ -82,6 +82,7 @@ std::string metrics::render(const gauges& g) const {
       {"folio_oplog_compactions_queued", "gauge", "Records whose log waits to be compacted.", g.compactions_queued},
       {"folio_publish_total", "counter", "Committed changes handed to nginx's Nchan publisher.", g.published},
       {"folio_publish_failures_total", "counter", "Publishes nginx did not take (subscribers catch up by syncing).", g.publish_failures},
+      {"folio_publish_over_budget_total", "counter", "Changes not published because their tenant's message budget was spent (their channels owed a notice).", g.publish_over_budget},
       {"folio_publish_queued", "gauge", "Committed changes waiting for (or being handed to) nginx's publisher.", g.publish_queued},
       {"folio_db_size_bytes", "gauge", "Size of the database file.", g.db_bytes},
       {"folio_db_wal_size_bytes", "gauge", "Size of the database's write-ahead log.", g.wal_bytes},

@@ -114,6 +114,24 @@ response server::handle(database& db, const request& r) {
   return res;
 }
 
+std::string server::tenant_of(database& db, const request& r) {
+  if (!routes_.find(r.path) || r.method != "POST") return {};
+  try {
+    return identify(db, r, false).tenant;
+  } catch (...) {
+    return {};  // handle() answers the same failure
+  }
+}
+
+response server::over_share(const request& r, const std::string& tenant, unsigned share, bool refused) {
+  return observed(endpoint_of(routes_.find(r.path), r.path), r, [&](std::string& key_id) {
+    key_id = tenant;
+    if (!refused) return deadline_failure();
+    return error(api_error(status::resource_exhausted,
+                           "This API key already has " + std::to_string(share) + " requests running on this server and too many waiting; retry later."));
+  });
+}
+
 response server::answer(database& db, const request& r, const route* rt, std::string& key_id) {
   body_output out(r.stream);
   try {

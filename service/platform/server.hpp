@@ -107,6 +107,17 @@ class server {
   /// Authorization header (or, with `query_token`, the subscribe query's `token`). 401 / 503 api_error.
   principal identify(database& db, const request& r, bool query_token);
 
+  /// The tenant a request counts against in folio-fcgi's --tenant-workers (worker_shares.hpp): the
+  /// caller's key id when the request is for an endpoint and its credentials are good; "" otherwise
+  /// (operators' endpoints, unknown paths, failed credentials: answered without counting). Reads only
+  /// the parameters, not the body; the credentials check is remembered, so handle() repeats it cheaply.
+  std::string tenant_of(database& db, const request& r);
+  /// The answer to a request its tenant's share of the workers kept from running: `refused` at once,
+  /// `share` requests of its tenant running and no room for it to wait (429 RESOURCE_EXHAUSTED), or
+  /// one whose deadline passed while it waited (503 UNAVAILABLE, as any request past its deadline).
+  /// Counted and logged like every answer.
+  response over_share(const request& r, const std::string& tenant, unsigned share, bool refused);
+
   /// Runs `answer` (a function of the caller's key id, which it sets, to a response), then counts and
   /// logs its response under `endpoint` with its duration.
   response observed(std::string_view endpoint, const request& r, const std::function<response(std::string& key_id)>& answer);

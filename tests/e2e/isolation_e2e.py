@@ -9,7 +9,11 @@ Run by ctest (tests/CMakeLists.txt) as:  isolation_e2e.py BUILD_DIR SOURCE_DIR
 """
 import http.client
 import json
+import socket
+import struct
+import subprocess
 import sys
+import time
 import unittest
 import urllib.parse
 
@@ -135,6 +139,141 @@ class Isolation(unittest.TestCase):
         self.assertEqual(a_state(self), before)
         self.assertIn("a's secret text", before)
 
+
+def fcgi_record(kind, content=b""):
+    return struct.pack(">BBHHBx", 1, kind, 1, len(content), 0) + content
+
+
+def fcgi_pairs(params):
+    out = b""
+    for k, v in params.items():
+        k, v = k.encode(), v.encode()
+        for n in (len(k), len(v)):
+            out += bytes([n]) if n < 128 else struct.pack(">I", n | 0x80000000)
+        out += k + v
+    return out
+
+
+class HeldRequest:
+    """A FastCGI request sent straight to a node's folio-fcgi socket (as nginx would), its parameters
+    whole and its body held back until send_body(): a request of `who` that keeps the worker reading
+    it busy for as long as the test wants."""
+    opened = []  # closed by the test's tearDown
+
+    def __init__(self, node, who, body, started=None):
+        self.body = body
+        key, token = CREDS[who]
+        params = {"REQUEST_METHOD": "POST", "DOCUMENT_URI": "/v2/crdt/get", "CONTENT_TYPE": "application/json",
+                  "CONTENT_LENGTH": str(len(body)), "HTTP_X_FOLIO_API_KEY": key, "HTTP_X_FOLIO_AUTH_TOKEN": token}
+        if started is not None:
+            params["FOLIO_REQUEST_START"] = started  # when nginx handed it over (seconds since the epoch)
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(30)
+        HeldRequest.opened.append(self)
+        self.sock.connect(node.socket)
+        self.sock.sendall(fcgi_record(1, struct.pack(">HB5x", 1, 0)) + fcgi_record(4, fcgi_pairs(params)) + fcgi_record(4))
+
+    def send_body(self):
+        self.sock.sendall(fcgi_record(5, self.body) + fcgi_record(5))
+
+    def answer(self):
+        """(HTTP status, parsed JSON body) of the answer, read to the end of the request."""
+        out, buf = b"", b""
+        while True:
+            while len(buf) < 8 or len(buf) < 8 + struct.unpack(">H", buf[4:6])[0] + buf[6]:
+                more = self.sock.recv(65536)
+                if not more:
+                    raise AssertionError("the connection ended before the request did")
+                buf += more
+            kind, n, pad = buf[1], struct.unpack(">H", buf[4:6])[0], buf[6]
+            if kind == 6:
+                out += buf[8:8 + n]
+            buf = buf[8 + n + pad:]
+            if kind == 3:  # FCGI_END_REQUEST
+                self.sock.close()
+                head, _, body = out.partition(b"\r\n\r\n")
+                return int(head.split(b"Status: ")[1][:3]), json.loads(body)
+
+
+def accept_queue(path):
+    """Connections waiting in the listen queue of the unix socket at `path` (ss's Recv-Q)."""
+    for line in subprocess.run(["ss", "-xlH"], check=True, capture_output=True, text=True).stdout.splitlines():
+        fields = line.split()
+        if path in fields:
+            return int(fields[2])
+    raise AssertionError("%s is not listening" % path)
+
+
+class WorkerShares(unittest.TestCase):
+    """A tenant holds at most --tenant-workers of a responder's workers (worker_shares.hpp): its requests
+    beyond that wait without a worker, and another tenant's request is answered meanwhile."""
+
+    def setUp(self):
+        self.node = STACK.nodes[0]
+        self.restart(["--workers", "2", "--tenant-workers", "1"])
+
+    def tearDown(self):
+        for held in HeldRequest.opened:
+            held.sock.close()
+        HeldRequest.opened.clear()
+        self.restart([])
+
+    def restart(self, args):
+        STACK.fcgi.terminate()
+        STACK.fcgi.wait(10)
+        STACK.fcgi_args = args
+        STACK.start_fcgi()
+
+    def test_a_tenant_holding_its_share_of_the_workers_leaves_one_to_another_tenant(self):
+        ids = {"organizationId": "share-org", "documentId": "share-doc", "editorId": "e"}
+        ok(self, call("/v2/crdt/add", dict(ids, type="text", data="a's"), port=self.node.port), "CRDT data added successfully.")
+        body = json.dumps({"data": ids}).encode()
+        # Two of tenant a's requests whose bodies have not arrived: each holds the worker that reads it
+        # until its body comes, unless it waits for a's share (one worker of two). A third one, whose
+        # deadline has passed, is accepted too: by the worker a does not hold, which then is free.
+        first = HeldRequest(self.node, "a", body)
+        second = HeldRequest(self.node, "a", body)
+        late = HeldRequest(self.node, "a", body, started="%.3f" % (time.time() - 3600))
+        late.send_body()
+        until = time.monotonic() + 10
+        while accept_queue(self.node.socket) and time.monotonic() < until:
+            time.sleep(0.01)
+        self.assertEqual(accept_queue(self.node.socket), 0, "a request waits in the listen queue: tenant a holds every worker")
+        # Tenant b's request finds the worker tenant a does not hold.
+        c = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=10)
+        key, token = CREDS["b"]
+        try:
+            c.request("POST", "/v2/crdt/get", json.dumps({"data": {"organizationId": "share-org", "documentId": "share-doc"}}),
+                      {"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token})
+            r = c.getresponse()
+            self.assertEqual((r.status, json.loads(r.read())["result"]["data"]), (200, []))
+        finally:
+            c.close()
+        # a's first request ends; its worker runs a's waiting ones in turn (the late one is not run).
+        first.send_body()
+        second.send_body()
+        for held in (first, second):
+            status, answer = held.answer()
+            self.assertEqual(status, 200, answer)
+            self.assertEqual((status, [r["data"] for r in answer["result"]["data"]]), (200, ["a's"]))
+        self.assertEqual(late.answer(), (503, {"error": {"message": "The request did not finish in time; nothing was changed. Retry it.",
+                                                         "status": "UNAVAILABLE"}}))
+
+
+    def test_a_tenant_whose_queue_is_full_is_answered_429_at_once(self):
+        body = json.dumps({"data": {"organizationId": "share-org", "documentId": "none", "editorId": "e"}}).encode()
+        first = HeldRequest(self.node, "a", body)  # holds a's one worker
+        waiting = [HeldRequest(self.node, "a", body) for _ in range(256)]  # a's queue, full
+        until = time.monotonic() + 10
+        while accept_queue(self.node.socket) and time.monotonic() < until:
+            time.sleep(0.01)
+        one_more = HeldRequest(self.node, "a", body)
+        self.assertEqual(one_more.answer(), (429, {"error": {"message": "This API key already has 1 requests running on this server and too many waiting; retry later.",
+                                                             "status": "RESOURCE_EXHAUSTED"}}))
+        for held in [first] + waiting:
+            held.send_body()
+        for held in [first] + waiting:
+            self.assertEqual(held.answer()[0], 200)  # each ran in turn
 
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])

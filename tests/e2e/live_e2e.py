@@ -495,6 +495,103 @@ class NginxMemory(unittest.TestCase):
         self.assertEqual(m["editorId"], "quiet")
         self.assertEqual(value_of(cli("apply", json.dumps(m), state=st, editor="quiet", who="b")), quiet)
 
+    def test_a_tenant_flooding_small_changes_across_many_records_spends_only_its_own_message_budget(self):
+        # Tenant a sends small changes across 400 records, more than its 6,000 messages a minute
+        # (publisher::messages_per_tenant_window), through one node (the budget is each responder's),
+        # until 1,000 changes past the first one over that budget.
+        # Past its budget a's changes are not published: their channels are owed one notice each, sent
+        # as the budget refills (a's subscriber learns of its record's change). Meanwhile tenant b's
+        # changes reach b's subscriber, with their ops, within a second; nothing fails in nginx.
+        port = STACK.nodes[0].port if STACK.cluster else STACK.port
+        records = 400
+        flood_ids = [dict(ids("many-%d" % i)) for i in range(records)]
+        key, token = CREDS["a"]
+        headers = {"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token}
+
+        def post(conn, path, data):
+            conn.request("POST", path, json.dumps({"data": data}), headers)
+            r = conn.getresponse()
+            body = r.read()
+            assert r.status == 200, body
+
+        def metric(name):
+            status, text = call("/metrics", method="GET", who=None, content_type=None, raw=True, port=port)
+            for line in text.decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+            raise AssertionError("no %s in /metrics" % name)
+
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        for r in flood_ids:
+            post(c, "/v2/crdt/add", dict(r, type="map", data={}))
+        c.close()
+        add("quiet-many", "text", "q", who="b")
+        watched = EventSource("many-0", port=port)
+        quiet = EventSource("quiet-many", who="b", port=port)
+        nginx_log = os.path.join(STACK.dir, "log", "nginx-error.log")
+        slab_before = sum("ngx_slab_alloc() failed" in line for line in log_lines(nginx_log))
+        failures_before = metric("folio_publish_failures_total")
+        # The flood goes on until 1,000 changes after the first one over a's budget (at most 20,000).
+        sent, limit, stop = [0], [20000], threading.Event()
+        lock = threading.Lock()
+
+        def flood():
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            while not stop.is_set():
+                with lock:
+                    i = sent[0]
+                    sent[0] += 1
+                if i >= limit[0]:
+                    break
+                post(conn, "/v2/crdt/update", dict(flood_ids[i % records], data={"n": i}))
+            conn.close()
+
+        threads = [threading.Thread(target=flood) for _ in range(4)]
+        latencies = []
+        try:
+            for t in threads:
+                t.start()
+            k = 0
+            while any(t.is_alive() for t in threads) or k < 5:
+                k += 1
+                update("quiet-many", "q%d" % k, who="b", port=port)
+                answered = time.monotonic()
+                _, m = quiet.next(timeout=10)
+                latencies.append(time.monotonic() - answered)
+                self.assertIn("update", m)  # with its ops: b's byte budget is b's own
+                if limit[0] == 20000 and metric("folio_publish_over_budget_total") > 0:
+                    with lock:
+                        limit[0] = sent[0] + 1000
+                time.sleep(0.2)
+            for t in threads:
+                t.join()
+            over = metric("folio_publish_over_budget_total")
+            self.assertGreater(over, 0, "tenant a's %d messages were all published" % (records + sent[0]))
+            self.assertEqual(metric("folio_publish_failures_total"), failures_before)
+            # a's change after the flood: over its budget (the counter says), its record's subscriber
+            # still learns of it by a notice, sent as the budget refills; within it, by the change.
+            last = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            post(last, "/v2/crdt/update", dict(flood_ids[0], data={"n": "last"}))
+            last.close()
+            deferred = metric("folio_publish_over_budget_total") > over
+            until = time.monotonic() + 30
+            while True:
+                _, m = watched.next(timeout=max(0.1, until - time.monotonic()))
+                if "update" not in m or not deferred:
+                    break  # a notice (the subscriber syncs), or, within the budget, a message
+        finally:
+            stop.set()
+            watched.close()
+            quiet.close()
+            for t in threads:
+                t.join()
+            STACK.fcgi.terminate()  # a fresh budget for the tests after this one
+            STACK.fcgi.wait(10)
+            STACK.start_fcgi()
+        latencies.sort()
+        self.assertLessEqual(latencies[-1], 1.0, "b's changes reached b's subscriber after %s s" % ["%.2f" % x for x in latencies])
+        self.assertEqual(sum("ngx_slab_alloc() failed" in line for line in log_lines(nginx_log)), slab_before)
+
     @single_node  # one node's publisher socket made to fail; a cluster's Redis outage: cluster_e2e.py
     def test_a_failed_publish_is_followed_by_a_notice_so_the_last_change_is_not_lost(self):
         add("lost-push", "text", "p0")

@@ -26,6 +26,7 @@
 #include "crdt/records.hpp"
 #include "platform/client_token.hpp"
 #include "platform/fastcgi_params.hpp"
+#include "platform/worker_shares.hpp"
 #include "support.hpp"
 
 namespace {
@@ -855,6 +856,58 @@ TEST(FastcgiParams, AbsentNamesReadAsEmptyAndThePathFallsBackToScriptName) {
   svc::request none;
   svc::read_params(nullptr, none);  // libfcgi's list before any parameter
   EXPECT_EQ(none.path, "");
+}
+
+TEST(WorkerShares, ATenantHoldsAtMostItsShareAndItsWaitingRequestsRunOnItsHoldsInOrder) {
+  svc::worker_shares<int> shares(2, 2, 3);
+  using adm = svc::worker_shares<int>::admission;
+  auto job = [](int n) { return std::make_unique<int>(n); };
+  std::unique_ptr<int> a1 = job(1), a2 = job(2), a3 = job(3), a4 = job(4), a5 = job(5), b1 = job(6), b2 = job(7), c1 = job(8);
+  EXPECT_EQ(shares.admit("a", a1), adm::run);
+  EXPECT_EQ(shares.admit("a", a2), adm::run);
+  EXPECT_EQ(shares.admit("a", a3), adm::wait);  // a holds its share: a3 waits without a worker
+  EXPECT_EQ(a3, nullptr);
+  EXPECT_EQ(shares.admit("a", a4), adm::wait);
+  EXPECT_EQ(shares.admit("a", a5), adm::refuse);  // a's queue is full
+  EXPECT_EQ(*a5, 5);
+  EXPECT_EQ(shares.admit("b", b1), adm::run);  // another tenant runs at once
+  EXPECT_EQ(shares.admit("b", b2), adm::run);
+  EXPECT_EQ(shares.holding("a"), 2u);
+  EXPECT_EQ(shares.holding("b"), 2u);
+  EXPECT_EQ(shares.waiting("a"), 2u);
+  // A request of a ends: the worker runs a's waiting ones, in arrival order, on the same hold.
+  std::unique_ptr<int> next = shares.done("a");
+  ASSERT_NE(next, nullptr);
+  EXPECT_EQ(*next, 3);
+  EXPECT_EQ(shares.holding("a"), 2u);
+  std::unique_ptr<int> c2 = job(9);
+  EXPECT_EQ(shares.admit("a", c2), adm::wait);
+  next = shares.done("a");
+  ASSERT_NE(next, nullptr);
+  EXPECT_EQ(*next, 4);
+  next = shares.done("a");
+  ASSERT_NE(next, nullptr);
+  EXPECT_EQ(*next, 9);
+  EXPECT_EQ(shares.done("a"), nullptr);  // none waits: the hold is released
+  EXPECT_EQ(shares.holding("a"), 1u);
+  EXPECT_EQ(shares.admit("c", c1), adm::run);
+  EXPECT_EQ(shares.done("a"), nullptr);
+  EXPECT_EQ(shares.holding("a"), 0u);
+  EXPECT_TRUE(shares.take_waiting().empty());
+}
+
+TEST(WorkerShares, AllQueuesTogetherAreBounded) {
+  svc::worker_shares<int> shares(1, 5, 2);
+  using adm = svc::worker_shares<int>::admission;
+  std::vector<std::unique_ptr<int>> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(std::make_unique<int>(i));
+  EXPECT_EQ(shares.admit("a", jobs[0]), adm::run);
+  EXPECT_EQ(shares.admit("b", jobs[1]), adm::run);
+  EXPECT_EQ(shares.admit("a", jobs[2]), adm::wait);
+  EXPECT_EQ(shares.admit("b", jobs[3]), adm::wait);
+  EXPECT_EQ(shares.admit("a", jobs[4]), adm::refuse);  // two wait in all
+  EXPECT_EQ(shares.admit("c", jobs[5]), adm::run);     // a tenant under its share still runs
+  EXPECT_EQ(shares.take_waiting().size(), 2u);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
@@ -51,6 +52,7 @@ class fake_nginx {
   }
   const std::string& path() const { return path_; }
   std::atomic<int> delete_status{200};
+  std::atomic<int> post_status{201};
   /// The methods received since the last call.
   std::vector<std::string> take() {
     std::lock_guard<std::mutex> g(mu_);
@@ -112,7 +114,7 @@ class fake_nginx {
         std::unique_lock<std::mutex> g(mu_);
         gate_cv_.wait(g, [&] { return !gate_closed_; });
       }
-      const int status = method == "DELETE" ? delete_status.load() : 201;
+      const int status = method == "DELETE" ? delete_status.load() : post_status.load();
       const std::string answer = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
       (void)!::write(c, answer.data(), answer.size());
       ::close(c);
@@ -316,6 +318,73 @@ TEST(Publisher, RemembersBoundedChannels) {
   for (std::size_t i = 0; i < svc::publisher::max_token_channels; ++i) ASSERT_TRUE(p.token_subscribed(std::to_string(i), later, "k1"));
   EXPECT_FALSE(p.token_subscribed("one more", later, "k1"));  // full of unexpired tokens
   EXPECT_TRUE(p.token_subscribed("7", later + 10, "k2"));     // a channel already remembered is updated
+}
+
+std::string channel_of(char tenant, int i) {
+  char id[65];
+  std::snprintf(id, sizeof id, "%c%063d", tenant, i);
+  return id;
+}
+
+// Tenants take turns at the senders: a message of tenant b queued behind thousands of tenant a's, on
+// as many channels, waits for at most one of a's per turn, not for all of them.
+TEST(Publisher, TenantsTakeTurnsSoOneTenantsQueueDoesNotDelayAnothers) {
+  fake_nginx nginx(true);  // a thread per connection: both senders' POSTs in flight at once
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  nginx.gate(true);  // both senders in flight with a's first two messages
+  p.enqueue(channel_of('a', 0), "a0", "{}", "a");
+  p.enqueue(channel_of('a', 1), "a1", "{}", "a");
+  for (int i = 0; i < 1000 && nginx.posts().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(nginx.posts().size(), 2u);
+  constexpr int n = 3000;  // within a's message budget
+  for (int i = 2; i < n; ++i) p.enqueue(channel_of('a', i), std::string("a").append(std::to_string(i)), "{}", "a");
+  p.enqueue(channel_of('b', 0), "b0", "{}", "b");
+  nginx.gate(false);
+  ASSERT_TRUE(p.drain(std::chrono::seconds(60)));
+  const auto posts = nginx.posts();
+  ASSERT_EQ(posts.size(), static_cast<std::size_t>(n + 1));
+  const auto b = std::find_if(posts.begin(), posts.end(), [](const auto& post) { return post.second == "b0"; });
+  ASSERT_NE(b, posts.end());
+  // a0, a1 in flight, then at most one more of a's per sender ahead of it (give or take the fake's
+  // pauses of up to 2 ms before it records a POST)
+  EXPECT_LE(b - posts.begin(), 6);
+  EXPECT_EQ(p.over_budget(), 0u);
+}
+
+// A tenant publishes at most messages_per_tenant_window messages a window: beyond it its changes are
+// not queued, each channel is owed one notice instead, and another tenant's budget is untouched.
+TEST(Publisher, ATenantsMessagesAreBoundedAndItsFloodLeavesAnotherTenantsBudget) {
+  fake_nginx nginx(true);
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  nginx.gate(true);  // nothing is sent meanwhile: what is queued is what the budget let in
+  constexpr int budget = static_cast<int>(svc::publisher::messages_per_tenant_window), over = 2000, channels = 1000;
+  for (int i = 0; i < budget + over; ++i) p.enqueue(channel_of('a', i % channels), std::string("a").append(std::to_string(i)), "{}", "a");
+  for (int i = 0; i < 10; ++i) p.enqueue(channel_of('b', i), std::string("b").append(std::to_string(i)), "{}", "b");
+  // The bucket refills over the window (100 messages a second): a slow run lets a few more in.
+  EXPECT_GE(p.over_budget(), static_cast<std::uint64_t>(over - 100));
+  EXPECT_LE(p.queued(), static_cast<std::size_t>(budget + 100 + 10));
+  EXPECT_EQ(p.owed(), static_cast<std::size_t>(channels));  // each of a's channels owed one notice, not one per change
+  nginx.gate(false);
+  ASSERT_TRUE(p.drain(std::chrono::seconds(60)));
+  int b_posts = 0;
+  for (const auto& post : nginx.posts()) b_posts += post.second[0] == 'b';
+  EXPECT_EQ(b_posts, 10);  // b's changes all went, with their ops
+}
+
+// nginx answering 507 (Nchan's shared memory full) to a publish marks the memory full for a while: the
+// subscriber authorization then refuses new subscribers with a JSON 503 rather than let Nchan answer
+// them an empty 507.
+TEST(Publisher, ARefusalForLackOfMemoryMarksTheMemoryFull) {
+  fake_nginx nginx;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  EXPECT_TRUE(p.publish(ch, "a0", "{}", "a"));
+  EXPECT_FALSE(p.memory_full());
+  nginx.post_status = 500;
+  EXPECT_FALSE(p.publish(ch, "a1", "{}", "a"));
+  EXPECT_FALSE(p.memory_full());  // another failure says nothing of the memory
+  nginx.post_status = 507;
+  EXPECT_FALSE(p.publish(ch, "a2", "{}", "a"));
+  EXPECT_TRUE(p.memory_full());
 }
 
 }  // namespace
