@@ -564,19 +564,81 @@ TEST_F(compacting, AFailedCompactionRestsItsRecord) {
 }
 
 TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {
-  svc::doc_cache c(100, 3);
-  auto a = c.get("a");
-  c.get("b"), c.get("c");
+  const std::size_t entry = svc::doc_cache::entry_overhead("a");  // every key here is one byte
+  svc::doc_cache c(3 * entry + 300, 3);
+  c.get("a"), c.get("b"), c.get("c");
+  EXPECT_EQ(c.bytes(), 3 * entry);  // an empty entry costs its bookkeeping
   c.get("a");  // a is now the most recent
-  c.get("d");  // evicts b, the least recently used
+  auto d = c.get("d");  // evicts b, the least recently used
   EXPECT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.find("b"), nullptr);
   EXPECT_NE(c.get("a"), nullptr);
   EXPECT_EQ(c.size(), 3u);  // a was still there: no eviction
-  c.account("a", 80);
-  c.account("c", 50);  // over 100 bytes: least recently used first (d, then a) until it fits
-  EXPECT_EQ(c.bytes(), 50u);
-  EXPECT_EQ(c.size(), 1u);
-  EXPECT_EQ(a.use_count(), 1);  // out of the cache, still valid for whoever holds it
+  EXPECT_TRUE(c.account("a", 200));
+  EXPECT_TRUE(c.account("c", 200));  // over the budget: least recently used first (d) until it fits
+  EXPECT_EQ(c.bytes(), 2 * entry + 400);
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.find("d"), nullptr);
+  EXPECT_EQ(d.use_count(), 1);  // out of the cache, still valid for whoever holds it
+}
+
+// The budget holds for every record: one above a quarter of it is not kept (account answers false and
+// counts only its entry), and it evicts no other record for itself.
+TEST(DocCache, ARecordAboveAQuarterOfTheBudgetIsNotKept) {
+  svc::doc_cache c(1 << 20);
+  EXPECT_EQ(c.max_record_bytes(), std::size_t(1) << 18);
+  EXPECT_EQ(c.max_entries(), 1024u);  // one per KiB of the budget, at least 1,024
+  EXPECT_EQ(svc::doc_cache(std::size_t(256) << 20).max_entries(), 262144u);
+  c.get("small");
+  EXPECT_TRUE(c.account("small", 1000));
+  c.get("huge");
+  EXPECT_FALSE(c.account("huge", std::size_t(1) << 30));
+  EXPECT_LE(c.bytes(), std::size_t(1) << 20);
+  EXPECT_EQ(c.bytes(), svc::doc_cache::entry_overhead("small") + 1000 + svc::doc_cache::entry_overhead("huge"));
+  EXPECT_NE(c.find("small"), nullptr);  // not evicted for the record that is not kept
+  EXPECT_TRUE(c.account("huge", 1000));  // smaller again: kept
+  EXPECT_EQ(c.bytes(), svc::doc_cache::entry_overhead("small") + svc::doc_cache::entry_overhead("huge") + 2000);
+}
+
+// Through the handlers: an xml record whose document outgrows a quarter of --cache-mb (each replace of
+// its many attributes adds to its history) is answered as always, and is not kept: the cache stays
+// within its budget, the record's entry holds no document once its request ended, and the records
+// already cached stay cached.
+TEST_F(fixture, ARecordTooLargeForTheCacheIsServedWithoutBeingKept) {
+  svc::config small;
+  small.cache_bytes = std::size_t(1) << 20;
+  svc::responder node{small};
+  const auto run = [&](const std::string& path, const std::string& body) { return call_on(node, db, path, body); };
+  const std::string hot = R"({"data":{"organizationId":"o","documentId":"d","editorId":"hot")";
+  ASSERT_EQ(run("/v2/crdt/add", hot + R"(,"type":"text","data":"kept"}})").http, 200);
+  const auto xml = [](int round) {
+    std::string x = "<p";
+    for (int i = 0; i < 2000; ++i) x += " a" + std::to_string(i) + R"(=\")" + std::to_string(round) + R"(\")";
+    return x + "/>";
+  };
+  const std::string big = R"({"data":{"organizationId":"o","documentId":"d","editorId":"big")";
+  ASSERT_EQ(run("/v2/crdt/add", big + R"(,"type":"xml","data":")" + xml(0) + "\"}}").http, 200);
+  const svc::record_key k{key.substr(3, 16), "o", "d", "big"};
+  for (int round = 1; round <= 12; ++round) {
+    ASSERT_EQ(run("/v2/crdt/update", big + R"(,"data":")" + xml(round) + "\"}}").http, 200);
+    EXPECT_LE(node.crdt().cache().bytes(), small.cache_bytes) << "round " << round;
+  }
+  const std::shared_ptr<svc::cached_doc> entry = node.crdt().cache().find(k.cache_key());
+  ASSERT_TRUE(entry);
+  EXPECT_FALSE(entry->doc.has_value());
+  EXPECT_EQ(entry->rendered.load(), nullptr);
+  const svc::response got = run("/v2/crdt/get", big + "}}");
+  ASSERT_EQ(got.http, 200);
+  EXPECT_NE(got.body.find(R"( a1999=\"12\")"), std::string::npos);
+  EXPECT_FALSE(entry->doc.has_value());
+  EXPECT_EQ(entry->rendered.load(), nullptr);
+  const svc::response pulled = run("/v2/crdt/sync", big + R"(,"version":"AA=="}})");
+  ASSERT_EQ(pulled.http, 200) << pulled.body;
+  EXPECT_FALSE(entry->doc.has_value());
+  EXPECT_LE(node.crdt().cache().bytes(), small.cache_bytes);
+  const std::shared_ptr<svc::cached_doc> kept = node.crdt().cache().find(svc::record_key{key.substr(3, 16), "o", "d", "hot"}.cache_key());
+  ASSERT_TRUE(kept);
+  EXPECT_TRUE(kept->doc.has_value());
 }
 
 }  // namespace
