@@ -563,6 +563,77 @@ TEST_F(compacting, AFailedCompactionRestsItsRecord) {
   EXPECT_EQ(gauges().compactions_queued, 0u);                                // but the record rests
 }
 
+// A sync's answer is streamed (body_output.hpp) a piece at a time as its update is encoded, and is the
+// same bytes as the body the handler built whole before: success_body over base64_encode of
+// encode_since of the record before the push, for pulls from the empty version and from a partial one,
+// with and without a push, of a history larger than many of the stream's chunks.
+TEST_F(fixture, ASyncAnswerIsStreamedAsTheBytesOfTheWholeAnswer) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"long")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
+  std::string value;
+  for (int round = 0; round < 6; ++round) {  // 6 x 100,000 characters inserted, all but the last removed
+    value.clear();
+    for (int i = 0; i < 100000; ++i) value += char('a' + (i * 7 + round) % 26);
+    value += "é€😀";
+    ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + value + "\"}}").http, 200);
+    if (round < 5) {
+      ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":""}})").http, 200);
+    }
+  }
+  const svc::record_key k{key.substr(3, 16), "o", "d", "long"};
+  const auto stored = [&] {
+    std::optional<svc::stored_record> st = svc::read_stored(db, k);
+    return svc::fold_log(st->row, st->log);
+  };
+  const auto expected = [&](const folio::document& before, const folio::version_vector& since, const folio::document& after) {
+    const std::optional<svc::record_row> row = svc::load_record(db, k, false);
+    return svc::success_body("CRDT data synced successfully.", [&](svc::json_writer& w) {
+      w.StartObject();
+      svc::write_member(w, "incarnation", std::to_string(row->incarnation));
+      svc::write_member(w, "update", svc::base64_encode(before.encode_since(since)));
+      svc::write_member(w, "version", svc::base64_encode(after.version().encode()));
+      svc::write_member(w, "type", row->type);
+      svc::write_member(w, "contentKey", row->content_key);
+      w.EndObject();
+    });
+  };
+  const auto streamed = [&](const std::string& body, std::size_t* pieces) {
+    svc::request r{"POST", "/v2/crdt/sync", "application/json", key, token, body, body.size(), {}, {}, {}};
+    std::string sent;
+    r.stream = [&](std::string_view b) { sent += b, ++*pieces; };
+    const svc::response res = service.handle(db, r);
+    EXPECT_EQ(res.http, 200) << res.body;
+    EXPECT_TRUE(res.streamed);
+    return sent + res.body;
+  };
+  const std::string incarnation = std::to_string(svc::load_record(db, k, false)->incarnation);
+  const folio::document all = stored();
+  ASSERT_GT(all.encode_since(folio::version_vector{}).size(), std::size_t(600000));
+  std::size_t pieces = 0;
+  EXPECT_EQ(streamed(ids + R"(,"version":"AA=="}})", &pieces), expected(all, {}, all));
+  EXPECT_GT(pieces, 5u);  // sent as it was made
+  // Not streamed (no sink): the same bytes.
+  EXPECT_EQ(call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})").body, expected(all, {}, all));
+  // From a partial version (the record's first replica up to half its ops), with a push: the answer is
+  // what the record lacked before the push.
+  folio::version_vector partial;
+  for (const folio::version_vector::entry& e : all.version().entries()) partial.observe(e.replica, e.count / 2);
+  folio::document client(folio::record_type::text, 777);
+  ASSERT_TRUE(client.apply(all.encode_since({})));
+  const folio::local_change mine = client.as_text().insert(0, std::vector<char32_t>{U'm', U'i', U'n', U'e'});
+  const std::string update = client.encode_change(mine);
+  folio::version_vector sent_version = partial;
+  sent_version.observe(777, mine.first + mine.count);
+  const std::string body = ids + R"(,"version":")" + svc::base64_encode(sent_version.encode()) + R"(","incarnation":")" + incarnation +
+                           R"(","update":")" + svc::base64_encode(update) + "\"}}";
+  pieces = 0;
+  const std::string answer = streamed(body, &pieces);
+  const folio::document after = stored();
+  ASSERT_NE(after.version(), all.version());
+  EXPECT_EQ(answer, expected(all, sent_version, after));
+  EXPECT_GT(pieces, 1u);
+}
+
 TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {
   const std::size_t entry = svc::doc_cache::entry_overhead("a");  // every key here is one byte
   svc::doc_cache c(3 * entry + 300, 3);
