@@ -16,6 +16,7 @@ struct live_config {
 struct config {
   std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
   std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
+  std::size_t cache_entries = 0;  ///< records the cache holds at most; 0: one per KiB of cache_bytes (doc_cache::default_max_entries)
   std::chrono::milliseconds auth_ttl{2000};  ///< how long a checked key + token pair is trusted without the database
   /// A request's time budget from when nginx sent it; below nginx's fastcgi_read_timeout (60 s), so a
   /// request nginx gave up on never commits afterwards (folio-fcgi sets request::deadline with it).
