@@ -217,8 +217,9 @@ class LargeSyncPulls(unittest.TestCase):
             self.assertEqual(answer, first[3])  # the same bytes, pull after pull
         grown = (peak - before) * 1024
         # four answers of 4/3 x 15 MB were sent at once; the responder grew by far less than one
-        # (not measurable under AddressSanitizer: its quarantine holds on to freed memory by design)
-        if not sanitized():
+        # (not measurable under AddressSanitizer: its quarantine holds on to freed memory by design; on
+        # N nodes a pull may reach a node that has not cached the record and decodes it)
+        if not sanitized() and not STACK.cluster:
             print("peak RssAnon grew by %d KiB for four pulls of a %d-byte history" % (grown // 1024, len(update)), file=sys.stderr)
             self.assertLess(grown, len(update) // 4, "responder's peak grew by %d bytes for four pulls of a %d-byte history" % (grown, len(update)))
 
