@@ -174,8 +174,8 @@ def sanitized():
 
 class LargeSyncPulls(unittest.TestCase):
     """A sync's answer is streamed as its update is encoded: a pull of a long history from the empty
-    version holds a piece of it, not the whole (four pulls of a 423 MB history took the heap from 1.5 to
-    3.5 GB), and its bytes are those of the answer built whole."""
+    version holds a piece of it, not the whole (nor its base64, nor the body), and its bytes are those of
+    the answer built whole."""
 
     def test_pulls_of_a_long_history_are_streamed_in_bounded_memory(self):
         ids = {"organizationId": "org", "documentId": "long-history", "editorId": "h"}

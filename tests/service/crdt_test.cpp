@@ -672,8 +672,7 @@ TEST(DocCache, ARecordAboveAQuarterOfTheBudgetIsNotKept) {
 }
 
 // The number of entries is a setting (--cache-entries, config::cache_entries); by default one per KiB
-// of the budget, so that a budget raised for many small records holds them (it stopped at 65,536:
-// with a million records, a 256 MB cache held 92 MB and mostly missed).
+// of the budget, so that a budget raised for many small records holds them.
 TEST(DocCache, HoldsAsManyRecordsAsItsSettingSays) {
   svc::doc_cache by_default(std::size_t(256) << 20);
   for (int i = 0; i < 70000; ++i) by_default.get("record " + std::to_string(i));
