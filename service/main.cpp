@@ -48,7 +48,7 @@ struct options {
   std::string socket = "var/run/folio.sock", db = "var/folio.db";
   unsigned workers = 4;
   unsigned tenant_workers = 0;     ///< 0: workers - 1 (at least 1)
-  std::size_t max_body = std::size_t(4) << 20, cache_mb = 256;
+  std::size_t max_body = std::size_t(4) << 20, cache_mb = 256, cache_entries = 0;
   std::string channel_secret_file, publish_socket;
   long long max_db_pages = 0;
   bool access_log = true;
@@ -59,7 +59,7 @@ struct options {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH|postgresql://...] [--workers N] [--tenant-workers N] [--max-body BYTES]\n"
-               "                  [--cache-mb MB] [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
+               "                  [--cache-mb MB] [--cache-entries N] [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
                "                  [--request-timeout SECONDS] [--client-token-keys PATH]\n",
                why);
   std::exit(2);
@@ -85,6 +85,7 @@ options parse(int argc, char** argv) {
     else if (a == "--tenant-workers") o.tenant_workers = static_cast<unsigned>(number(value()));
     else if (a == "--max-body") o.max_body = number(value());
     else if (a == "--cache-mb") o.cache_mb = number(value());
+    else if (a == "--cache-entries") o.cache_entries = number(value());
     else if (a == "--channel-secret-file") o.channel_secret_file = value();
     else if (a == "--publish-socket") o.publish_socket = value();
     else if (a == "--max-db-pages") o.max_db_pages = static_cast<long long>(number(value()));
@@ -347,6 +348,7 @@ int main(int argc, char** argv) {
   folio::service::config cfg;
   cfg.max_body = o.max_body;
   cfg.cache_bytes = o.cache_mb << 20;
+  cfg.cache_entries = o.cache_entries;
   cfg.request_timeout = std::chrono::seconds(o.request_timeout_s);
   if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
   cfg.live.publish_socket = o.publish_socket;

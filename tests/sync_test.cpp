@@ -1,10 +1,14 @@
 // sync_client (folio/sync.hpp) against a model of the server's /v2/crdt/sync and its pushes: the same
 // rules as service/crdt/handlers.cpp (an update is integrated whole or refused; the answer is what the
-// client's version lacks; every change is published with the server's version after it).
+// client's version lacks; every change is published with the server's version after it); and that answer
+// written in pieces (document::encode_since with a writer), as the server streams it.
+#include <folio/document.hpp>
 #include <folio/sync.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <random>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -450,6 +454,85 @@ TEST(SyncClient, RandomReplicaIdsAreNonZeroAndFitSigned64) {
     const folio::replica_id r = folio::random_replica_id();
     EXPECT_NE(r, 0u);
     EXPECT_LT(r, folio::replica_id(1) << 63);
+  }
+}
+
+// ---- what a peer lacks, written in pieces -----------------------------------------------------------
+
+// encode_since(since, upto, write, piece) hands on the bytes of encode_since(since) (cut at `upto`),
+// whatever the piece size, for every record type, from every version a peer may hold: the empty one,
+// one that holds part of each replica, and one ahead of the record; through the gathered picks and
+// through the scan of the log that a version lacking many units takes. And cut at the version before a
+// batch, it is what encode_since answered before the batch was applied (what crdt/sync answers a push).
+TEST(EncodeSince, InPiecesWritesTheSameBytes) {
+  using folio::document;
+  std::mt19937 rng(49);
+  const auto pieces = [](const document& d, const folio::version_vector& since, const folio::version_vector* upto, std::size_t piece) {
+    std::string all;
+    std::size_t calls = 0;
+    d.encode_since(since, upto, [&](std::string_view b) {
+      EXPECT_FALSE(b.empty());
+      all += b, ++calls;
+    }, piece);
+    EXPECT_GE(calls, 1u);
+    return all;
+  };
+  for (record_type t : {record_type::text, record_type::array, record_type::map, record_type::xml}) {
+    SCOPED_TRACE(std::string(folio::to_string(t)));
+    for (const int units : {40, 70'000}) {  // above 2^16 units lacking: the scan of the log
+      document a(t, 11), b(t, 22);
+      const auto edit = [&](document& d, int round) {
+        const std::string n = std::to_string(round);
+        switch (t) {
+          case record_type::text: {
+            std::string v;
+            for (int i = 0; i < units / 4; ++i) v += char('a' + rng() % 26);
+            v += "é€😀" + n;
+            d.replace_text(v);
+            break;
+          }
+          case record_type::array: {
+            std::vector<std::string> v;
+            for (int i = 0; i < units / 4; ++i) v.push_back(std::to_string(rng() % 50));
+            d.replace_array(v);
+            break;
+          }
+          case record_type::map: {
+            std::map<std::string, std::string> v;
+            for (int i = 0; i < units / 8; ++i) v["k" + std::to_string(rng() % (units / 4))] = "\"" + n + "\"";
+            d.replace_map(v);
+            break;
+          }
+          case record_type::xml: {
+            std::string x = "<p";
+            for (int i = 0; i < units / 16; ++i) x += " a" + std::to_string(i) + "=\"" + std::to_string(rng() % 3) + "\"";
+            d.replace_xml(x + ">t" + n + "</p>");
+            break;
+          }
+        }
+      };
+      edit(a, 0);
+      ASSERT_TRUE(b.apply(a.encode_since(b.version())));
+      const folio::version_vector partial = b.version();
+      edit(b, 1), edit(a, 2);
+      ASSERT_TRUE(a.apply(b.encode_since(folio::version_vector{})));
+      edit(a, 3);
+      folio::version_vector ahead = a.version();
+      ahead.observe(99, 5);
+      for (const folio::version_vector& since : {folio::version_vector{}, partial, b.version(), a.version(), ahead})
+        for (const std::size_t piece : {std::size_t(1), std::size_t(100), std::size_t(64) << 10}) {
+          const std::string whole = a.encode_since(since);
+          ASSERT_EQ(pieces(a, since, nullptr, piece), whole) << piece;
+        }
+      // A push: what the record answered before it, cut at the version before it, after it.
+      const std::string before_push = a.encode_since(partial);
+      const folio::version_vector before = a.version();
+      edit(b, 4);
+      ASSERT_TRUE(a.apply(b.encode_since(a.version())));
+      ASSERT_NE(a.version(), before);
+      EXPECT_EQ(pieces(a, partial, &before, 1000), before_push);
+      EXPECT_EQ(pieces(a, folio::version_vector{}, &before, 1000), pieces(a, folio::version_vector{}, &before, 7));
+    }
   }
 }
 

@@ -174,6 +174,60 @@ class document {
         },
         impl_);
   }
+  /// encode_since(since) — cut at `upto` when given (only the operations that version holds) — handed
+  /// to `write(std::string_view)` in pieces of `piece` bytes or a little more (the last may be
+  /// shorter) as it is written, rather than returned whole: the same bytes, while this holds the
+  /// record's replica table and a piece, whatever the size of the answer (no batch, no copy of the
+  /// ops). Reads the ops twice (map, xml) or three times (text, array: their values follow the op
+  /// table). O(ops + values), or O(log entries) when the version lacks many (op_log::for_each_since).
+  template <class Write>
+  void encode_since(const version_vector& since, const version_vector* upto, Write&& write, std::size_t piece = std::size_t(64) << 10) const {
+    std::string out;
+    const auto flush = [&](std::string& b) {
+      write(std::string_view(b));
+      b.clear();
+    };
+    detail::put_header(out, detail::kind_batch, type_);
+    std::visit(
+        [&](const auto& d) {
+          using D = std::decay_t<decltype(d)>;
+          if constexpr (std::is_same_v<D, detail::tree_doc>) {
+            detail::tree_op_format format{d.shape()};
+            detail::put_op_table_in_pieces(out, format, [&](auto&& f) { d.for_each_op_since(since, upto, f); }, flush, piece);
+          } else {
+            using T = typename D::value_type;
+            // Then the content: text, its UTF-8 byte length and bytes; array, the value count and each value.
+            std::uint64_t content = 0;
+            bool first = true;
+            detail::sequence_op_format format;
+            detail::put_op_table_in_pieces(out, format, [&](auto&& f) {
+              d.impl_.for_each_op_since(since, upto, [&](const op& o, auto&& each_value) {
+                if (first && o.kind == op_kind::insert) {
+                  if constexpr (std::is_same_v<T, char32_t>)
+                    each_value([&](char32_t c) { content += detail::utf8_length(std::u32string_view(&c, 1)); });
+                  else
+                    content += o.len;
+                }
+                f(o);
+              });
+              first = false;
+            }, flush, piece);
+            detail::put_varint(out, content);
+            d.impl_.for_each_op_since(since, upto, [&](const op& o, auto&& each_value) {
+              if (o.kind != op_kind::insert) return;
+              each_value([&](const T& v) {
+                if constexpr (std::is_same_v<T, char32_t>)
+                  detail::append_utf8(out, v);
+                else
+                  detail::put_string(out, v);
+                if (out.size() >= piece) flush(out);
+              });
+            });
+          }
+        },
+        impl_);
+    if (!out.empty()) flush(out);
+  }
   /// An encoded batch of one local change.
   std::string encode_change(const local_change& c) const {
     return std::visit([&](const auto& d) { return batch_bytes(d, d.ops(c)); }, impl_);

@@ -8,7 +8,7 @@ namespace folio::service {
 
 crdt_family::crdt_family(server& platform)
     : server_(platform),
-      cache_(platform.settings().cache_bytes),
+      cache_(platform.settings().cache_bytes, platform.settings().cache_entries),
       publisher_(platform.settings().live, [&platform](std::string_view id) {
         const std::size_t slash = id.find('/');  // stream_key_id's "<signing key id>/<tenant>"
         const std::shared_ptr<const key_ring> ring = platform.client_keys();

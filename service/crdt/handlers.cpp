@@ -15,7 +15,9 @@
 // and published changes carry it; a client that has state sends it back, and one holding another
 // incarnation's state is refused with ABORTED, never merged.
 #include <folio/document.hpp>
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crdt/family.hpp"
@@ -30,6 +32,36 @@
 namespace folio::service {
 
 namespace {
+
+/// Bytes written as standard base64 (base64_encode's text) into a body as they come, a piece at a time:
+/// the same text as base64_encode of all of them, holding at most two bytes between pieces.
+class base64_pieces {
+ public:
+  explicit base64_pieces(body_output& out) : out_(out) {}
+  void add(std::string_view bytes) {
+    if (!carry_.empty()) {  // complete the group the last piece left
+      const std::size_t take = std::min(bytes.size(), 3 - carry_.size());
+      carry_.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      if (carry_.size() < 3) return;
+      out_.append(base64_encode(carry_));
+      carry_.clear();
+    }
+    const std::size_t whole = bytes.size() / 3 * 3;
+    if (whole) out_.append(base64_encode(bytes.substr(0, whole)));
+    carry_.assign(bytes.substr(whole));
+    out_.flush_if_full();
+  }
+  /// The last group, padded.
+  void end() {
+    if (!carry_.empty()) out_.append(base64_encode(carry_));
+    carry_.clear();
+  }
+
+ private:
+  body_output& out_;
+  std::string carry_;
+};
 
 /// The request's `data` member, checked against the record type's shape.
 new_value value_of(folio::record_type type, const rapidjson::Value& data) {
@@ -244,7 +276,9 @@ std::string crdt_sync(context& c, crdt_family& f) {
       throw api_error(status::aborted,
                       "This record was deleted and added again since the client's state was synced (incarnation " + *incarnation + ", now " +
                           record_incarnation + "): drop the local state and sync again from the empty version.");
-    const std::string answer = s.doc().encode_since(client_version);  // before the push: the client has its own ops
+    // The answer is what the client lacks before the push (it has its own ops): the ops since its
+    // version, cut at the record's version before the push (document::encode_since).
+    const folio::version_vector before_push = s.doc().version();
     if (push) {
       // Decode and integrate before the writer section; only the append is written inside it.
       folio::document& d = s.change();
@@ -279,10 +313,18 @@ std::string crdt_sync(context& c, crdt_family& f) {
         f.publish_change(k, record_incarnation, &ops, &d.version(), revision, meta.when, meta.by, meta.session);
       }
     }
-    return success_body("CRDT data synced successfully.", [&](json_writer& w) {
+    // Streamed (body_output.hpp), under the record's lock: the update is encoded and sent a piece at a
+    // time, so a pull of a long history holds a piece of it, never the whole (nor its base64 or body).
+    return success_body(c.out, "CRDT data synced successfully.", [&](json_writer& w) {
       w.StartObject();
       write_member(w, "incarnation", record_incarnation);
-      write_member(w, "update", base64_encode(answer));
+      w.Key("update");
+      w.RawValue("\"", 1, rapidjson::kStringType);  // the writer's separator, then the string's bytes as they come
+      base64_pieces update_text(c.out);
+      const folio::document& d = s.doc();
+      d.encode_since(client_version, d.version() == before_push ? nullptr : &before_push, [&](std::string_view piece) { update_text.add(piece); });
+      update_text.end();
+      c.out.append("\"");
       write_member(w, "version", base64_encode(s.doc().version().encode()));
       write_member(w, "type", row.type);
       write_member(w, "contentKey", row.content_key);

@@ -50,6 +50,11 @@ record_session::~record_session() {
     entry_->doc.reset();
     entry_->revision = -1;
   }
+  if (too_large_ && entry_) {  // served, not kept (doc_cache.hpp): the cache counts nothing for it already
+    entry_->doc.reset();
+    entry_->revision = -1;
+    entry_->rendered.store(nullptr);
+  }
 }
 
 const std::optional<record_row>& record_session::open(bool with_document) {
@@ -166,7 +171,7 @@ void record_session::forget() {
 
 void record_session::account() {
   const std::shared_ptr<const rendered_value> r = entry_ ? entry_->rendered.load() : nullptr;
-  family_.cache().account(cache_key_, (entry_ && entry_->doc ? entry_->doc->memory_usage() : 0) + (r ? r->json.size() : 0));
+  too_large_ = !family_.cache().account(cache_key_, (entry_ && entry_->doc ? entry_->doc->memory_usage() : 0) + (r ? r->json.size() : 0));
 }
 
 }  // namespace folio::service

@@ -34,6 +34,9 @@
 // the two in), so no other node can move the record before this commit — N nodes writing one record
 // commit one after another instead of retrying into each other.
 //
+// A record too large for the cache (doc_cache.hpp, max_record_bytes) is served as any other, and its
+// session empties the entry when it ends: the document and value live while a request uses them.
+//
 // Invariant: an entry's document is at the revision the entry names, or the entry names none (-1).
 // A session that changed the document and did not commit leaves the entry empty, so the next request
 // rebuilds it from storage: a cached document never holds an uncommitted change.
@@ -139,6 +142,7 @@ class record_session {
   std::optional<record_row> row_;
   bool changing_ = false;
   bool exclusive_ = false;
+  bool too_large_ = false;  ///< the entry's document and value are above what the cache keeps: dropped when the session ends
   std::optional<database::key_hold> hold_;  ///< after lock_: released before the entry's lock
 };
 

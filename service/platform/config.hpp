@@ -16,6 +16,7 @@ struct live_config {
 struct config {
   std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
   std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
+  std::size_t cache_entries = 0;  ///< records the cache holds at most; 0: one per KiB of cache_bytes (doc_cache::default_max_entries)
   std::chrono::milliseconds auth_ttl{2000};  ///< how long a checked key + token pair is trusted without the database
   /// How old the responder's list of revoked API keys may be when a client token is checked (server.hpp,
   /// api_key_revoked): older, the check reads it again first. So a client token minted by a key is refused

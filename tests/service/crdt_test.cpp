@@ -694,20 +694,176 @@ TEST_F(compacting, AFailedCompactionRestsItsRecord) {
   EXPECT_EQ(gauges().compactions_queued, 0u);                                // but the record rests
 }
 
+// A sync's answer is streamed (body_output.hpp) a piece at a time as its update is encoded, and is the
+// same bytes as the body the handler built whole before: success_body over base64_encode of
+// encode_since of the record before the push, for pulls from the empty version and from a partial one,
+// with and without a push, of a history larger than many of the stream's chunks.
+TEST_F(fixture, ASyncAnswerIsStreamedAsTheBytesOfTheWholeAnswer) {
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"long")";
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
+  std::string value;
+  for (int round = 0; round < 6; ++round) {  // 6 x 100,000 characters inserted, all but the last removed
+    value.clear();
+    for (int i = 0; i < 100000; ++i) value += char('a' + (i * 7 + round) % 26);
+    value += "é€😀";
+    ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + value + "\"}}").http, 200);
+    if (round < 5) {
+      ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":""}})").http, 200);
+    }
+  }
+  const svc::record_key k{key.substr(3, 16), "o", "d", "long"};
+  const auto stored = [&] {
+    std::optional<svc::stored_record> st = svc::read_stored(db, k);
+    return svc::fold_log(st->row, st->log);
+  };
+  const auto expected = [&](const folio::document& before, const folio::version_vector& since, const folio::document& after) {
+    const std::optional<svc::record_row> row = svc::load_record(db, k, false);
+    return svc::success_body("CRDT data synced successfully.", [&](svc::json_writer& w) {
+      w.StartObject();
+      svc::write_member(w, "incarnation", std::to_string(row->incarnation));
+      svc::write_member(w, "update", svc::base64_encode(before.encode_since(since)));
+      svc::write_member(w, "version", svc::base64_encode(after.version().encode()));
+      svc::write_member(w, "type", row->type);
+      svc::write_member(w, "contentKey", row->content_key);
+      w.EndObject();
+    });
+  };
+  const auto streamed = [&](const std::string& body, std::size_t* pieces) {
+    svc::request r{"POST", "/v2/crdt/sync", "application/json", key, token, body, body.size(), {}, {}, {}};
+    std::string sent;
+    r.stream = [&](std::string_view b) { sent += b, ++*pieces; };
+    const svc::response res = service.handle(db, r);
+    EXPECT_EQ(res.http, 200) << res.body;
+    EXPECT_TRUE(res.streamed);
+    return sent + res.body;
+  };
+  const std::string incarnation = std::to_string(svc::load_record(db, k, false)->incarnation);
+  const folio::document all = stored();
+  ASSERT_GT(all.encode_since(folio::version_vector{}).size(), std::size_t(600000));
+  std::size_t pieces = 0;
+  EXPECT_EQ(streamed(ids + R"(,"version":"AA=="}})", &pieces), expected(all, {}, all));
+  EXPECT_GT(pieces, 5u);  // sent as it was made
+  // Not streamed (no sink): the same bytes.
+  EXPECT_EQ(call("/v2/crdt/sync", ids + R"(,"version":"AA=="}})").body, expected(all, {}, all));
+  // From a partial version (the record's first replica up to half its ops), with a push: the answer is
+  // what the record lacked before the push.
+  folio::version_vector partial;
+  for (const folio::version_vector::entry& e : all.version().entries()) partial.observe(e.replica, e.count / 2);
+  folio::document client(folio::record_type::text, 777);
+  ASSERT_TRUE(client.apply(all.encode_since({})));
+  const folio::local_change mine = client.as_text().insert(0, std::vector<char32_t>{U'm', U'i', U'n', U'e'});
+  const std::string update = client.encode_change(mine);
+  folio::version_vector sent_version = partial;
+  sent_version.observe(777, mine.first + mine.count);
+  const std::string body = ids + R"(,"version":")" + svc::base64_encode(sent_version.encode()) + R"(","incarnation":")" + incarnation +
+                           R"(","update":")" + svc::base64_encode(update) + "\"}}";
+  pieces = 0;
+  const std::string answer = streamed(body, &pieces);
+  const folio::document after = stored();
+  ASSERT_NE(after.version(), all.version());
+  EXPECT_EQ(answer, expected(all, sent_version, after));
+  EXPECT_GT(pieces, 1u);
+}
+
 TEST(DocCache, BoundsEntriesAndBytesLeastRecentlyUsedFirst) {
-  svc::doc_cache c(100, 3);
-  auto a = c.get("a");
-  c.get("b"), c.get("c");
+  const std::size_t entry = svc::doc_cache::entry_overhead("a");  // every key here is one byte
+  svc::doc_cache c(3 * entry + 300, 3);
+  c.get("a"), c.get("b"), c.get("c");
+  EXPECT_EQ(c.bytes(), 3 * entry);  // an empty entry costs its bookkeeping
   c.get("a");  // a is now the most recent
-  c.get("d");  // evicts b, the least recently used
+  auto d = c.get("d");  // evicts b, the least recently used
   EXPECT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.find("b"), nullptr);
   EXPECT_NE(c.get("a"), nullptr);
   EXPECT_EQ(c.size(), 3u);  // a was still there: no eviction
-  c.account("a", 80);
-  c.account("c", 50);  // over 100 bytes: least recently used first (d, then a) until it fits
-  EXPECT_EQ(c.bytes(), 50u);
-  EXPECT_EQ(c.size(), 1u);
-  EXPECT_EQ(a.use_count(), 1);  // out of the cache, still valid for whoever holds it
+  EXPECT_TRUE(c.account("a", 200));
+  EXPECT_TRUE(c.account("c", 200));  // over the budget: least recently used first (d) until it fits
+  EXPECT_EQ(c.bytes(), 2 * entry + 400);
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.find("d"), nullptr);
+  EXPECT_EQ(d.use_count(), 1);  // out of the cache, still valid for whoever holds it
+}
+
+// The budget holds for every record: one above a quarter of it is not kept (account answers false and
+// counts only its entry), and it evicts no other record for itself.
+TEST(DocCache, ARecordAboveAQuarterOfTheBudgetIsNotKept) {
+  svc::doc_cache c(1 << 20);
+  EXPECT_EQ(c.max_record_bytes(), std::size_t(1) << 18);
+  EXPECT_EQ(c.max_entries(), 1024u);  // one per KiB of the budget, at least 1,024
+  EXPECT_EQ(svc::doc_cache(std::size_t(256) << 20).max_entries(), 262144u);
+  c.get("small");
+  EXPECT_TRUE(c.account("small", 1000));
+  c.get("huge");
+  EXPECT_FALSE(c.account("huge", std::size_t(1) << 30));
+  EXPECT_LE(c.bytes(), std::size_t(1) << 20);
+  EXPECT_EQ(c.bytes(), svc::doc_cache::entry_overhead("small") + 1000 + svc::doc_cache::entry_overhead("huge"));
+  EXPECT_NE(c.find("small"), nullptr);  // not evicted for the record that is not kept
+  EXPECT_TRUE(c.account("huge", 1000));  // smaller again: kept
+  EXPECT_EQ(c.bytes(), svc::doc_cache::entry_overhead("small") + svc::doc_cache::entry_overhead("huge") + 2000);
+}
+
+// The number of entries is a setting (--cache-entries, config::cache_entries); by default one per KiB
+// of the budget, so that a budget raised for many small records holds them.
+TEST(DocCache, HoldsAsManyRecordsAsItsSettingSays) {
+  svc::doc_cache by_default(std::size_t(256) << 20);
+  for (int i = 0; i < 70000; ++i) by_default.get("record " + std::to_string(i));
+  EXPECT_EQ(by_default.size(), 70000u);
+  svc::doc_cache few(std::size_t(256) << 20, 100);
+  for (int i = 0; i < 1000; ++i) few.get("record " + std::to_string(i));
+  EXPECT_EQ(few.size(), 100u);
+}
+
+TEST_F(fixture, TheCacheHoldsAtMostTheConfiguredRecords) {
+  svc::config c;
+  c.cache_entries = 3;
+  svc::responder node{c};
+  for (int i = 0; i < 6; ++i) {
+    const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"r)" + std::to_string(i) + "\"";
+    ASSERT_EQ(call_on(node, db, "/v2/crdt/add", ids + R"(,"type":"text","data":"v"}})").http, 200);
+    ASSERT_EQ(call_on(node, db, "/v2/crdt/get", ids + "}}").http, 200);
+  }
+  EXPECT_EQ(node.crdt().cache().size(), 3u);
+}
+
+// Through the handlers: an xml record whose document outgrows a quarter of --cache-mb (each replace of
+// its many attributes adds to its history) is answered as always, and is not kept: the cache stays
+// within its budget, the record's entry holds no document once its request ended, and the records
+// already cached stay cached.
+TEST_F(fixture, ARecordTooLargeForTheCacheIsServedWithoutBeingKept) {
+  svc::config small;
+  small.cache_bytes = std::size_t(1) << 20;
+  svc::responder node{small};
+  const auto run = [&](const std::string& path, const std::string& body) { return call_on(node, db, path, body); };
+  const std::string hot = R"({"data":{"organizationId":"o","documentId":"d","editorId":"hot")";
+  ASSERT_EQ(run("/v2/crdt/add", hot + R"(,"type":"text","data":"kept"}})").http, 200);
+  const auto xml = [](int round) {
+    std::string x = "<p";
+    for (int i = 0; i < 2000; ++i) x += " a" + std::to_string(i) + R"(=\")" + std::to_string(round) + R"(\")";
+    return x + "/>";
+  };
+  const std::string big = R"({"data":{"organizationId":"o","documentId":"d","editorId":"big")";
+  ASSERT_EQ(run("/v2/crdt/add", big + R"(,"type":"xml","data":")" + xml(0) + "\"}}").http, 200);
+  const svc::record_key k{key.substr(3, 16), "o", "d", "big"};
+  for (int round = 1; round <= 12; ++round) {
+    ASSERT_EQ(run("/v2/crdt/update", big + R"(,"data":")" + xml(round) + "\"}}").http, 200);
+    EXPECT_LE(node.crdt().cache().bytes(), small.cache_bytes) << "round " << round;
+  }
+  const std::shared_ptr<svc::cached_doc> entry = node.crdt().cache().find(k.cache_key());
+  ASSERT_TRUE(entry);
+  EXPECT_FALSE(entry->doc.has_value());
+  EXPECT_EQ(entry->rendered.load(), nullptr);
+  const svc::response got = run("/v2/crdt/get", big + "}}");
+  ASSERT_EQ(got.http, 200);
+  EXPECT_NE(got.body.find(R"( a1999=\"12\")"), std::string::npos);
+  EXPECT_FALSE(entry->doc.has_value());
+  EXPECT_EQ(entry->rendered.load(), nullptr);
+  const svc::response pulled = run("/v2/crdt/sync", big + R"(,"version":"AA=="}})");
+  ASSERT_EQ(pulled.http, 200) << pulled.body;
+  EXPECT_FALSE(entry->doc.has_value());
+  EXPECT_LE(node.crdt().cache().bytes(), small.cache_bytes);
+  const std::shared_ptr<svc::cached_doc> kept = node.crdt().cache().find(svc::record_key{key.substr(3, 16), "o", "d", "hot"}.cache_key());
+  ASSERT_TRUE(kept);
+  EXPECT_TRUE(kept->doc.has_value());
 }
 
 }  // namespace

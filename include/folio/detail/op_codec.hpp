@@ -161,23 +161,22 @@ inline bool check_op_counters(byte_reader& at_len, byte_reader& at_header, std::
   return true;
 }
 
-/// Writes an op table of the ops that `each(f)` passes to `f` (one at a time; `each` is called once).
-/// The replica table comes first in the encoding but is known only at the end: the records are written
-/// first and the table and count then put in front of them (one move of the bytes, where a second pass
-/// would read every op twice; a packed log would unpack each twice).
-template <class Format, class Each>
-void put_op_table(std::string& out, Format& format, Each&& each) {
-  constexpr header_bits bits = Format::bits;
-  replica_table_writer table;
-  std::vector<std::uint64_t> next;  // per replica index: the seq that follows its last op
-  const std::size_t start = out.size();
-  std::size_t count = 0;
+/// Writes the records of an op table, op by op, with the delta coding of op_codec.hpp: replica indices
+/// from `table` (an op's replicas are added if new, so the table may be built as the records are
+/// written, or beforehand by the same ops in the same order: the indices are the same).
+template <class Format>
+struct op_record_writer {
+  Format& format;
+  replica_table_writer& table;
+  std::vector<std::uint64_t> next{};  ///< per replica index: the seq that follows its last op
   std::uint64_t prev_rep = UINT64_MAX, lamport = 0;
-  each([&](const auto& o) {
+
+  template <class Op>
+  void put(std::string& out, const Op& o) {
+    constexpr header_bits bits = Format::bits;
     const std::size_t ri = table.add(o.id.replica);
     format.add_references(table, o);
     if (next.size() < table.size()) next.resize(table.size(), UINT64_MAX);
-    ++count;
     std::uint8_t flags = format.own_flags(o);
     if (ri != prev_rep) flags |= bits.replica;
     if (next[ri] != o.id.seq) flags |= bits.seq;
@@ -192,11 +191,49 @@ void put_op_table(std::string& out, Format& format, Each&& each) {
     prev_rep = ri;
     next[ri] = std::uint64_t(o.id.seq) + o.len;
     lamport = std::uint64_t(o.lamport) + o.len;
+  }
+};
+
+/// Writes an op table of the ops that `each(f)` passes to `f` (one at a time; `each` is called once).
+/// The replica table comes first in the encoding but is known only at the end: the records are written
+/// first and the table and count then put in front of them (one move of the bytes, where a second pass
+/// would read every op twice; a packed log would unpack each twice).
+template <class Format, class Each>
+void put_op_table(std::string& out, Format& format, Each&& each) {
+  replica_table_writer table;
+  op_record_writer<Format> records{format, table};
+  const std::size_t start = out.size();
+  std::size_t count = 0;
+  each([&](const auto& o) {
+    ++count;
+    records.put(out, o);
   });
   std::string head;
   table.put(head);
   put_varint(head, count);
   out.insert(start, head);
+}
+
+/// put_op_table's bytes, appended to `out` and handed on by `flush(out)` whenever `out` holds `piece`
+/// bytes or more (flush sends and empties it), instead of built whole: the replica table and the count,
+/// which come first, are found by a first call of `each`, and the records written by a second, which
+/// must pass the same ops in the same order. Memory: the replica table and a piece, whatever the ops.
+template <class Format, class Each, class Flush>
+void put_op_table_in_pieces(std::string& out, Format& format, Each&& each, Flush&& flush, std::size_t piece) {
+  replica_table_writer table;
+  std::size_t count = 0;
+  each([&](const auto& o) {
+    ++count;
+    table.add(o.id.replica);
+    format.add_references(table, o);
+  });
+  table.put(out);
+  put_varint(out, count);
+  op_record_writer<Format> records{format, table};
+  each([&](const auto& o) {
+    records.put(out, o);
+    if (out.size() >= piece) flush(out);
+  });
 }
 
 /// Reads an op table from untrusted bytes, passing each record's flags and checked header to the

@@ -164,28 +164,68 @@ class op_log {
     op_batch<T> b;
     b.ops.reserve(picks.size());
     for (auto [pos, skip] : picks) {
-      const log_entry& e = entries_[pos];
-      const auto& rs = reps[e.replica];
-      std::uint32_t len = e.len - skip;
-      if (upto) len = std::min(len, upto->get(rs.id) - (e.seq + skip));
-      op o;
-      o.kind = e.kind, o.id = {rs.id, e.seq + skip}, o.lamport = e.lamport + skip, o.len = len, o.backward = e.backward;
-      if (e.kind == op_kind::insert) {
-        if (skip)
-          o.ref = {rs.id, e.seq + skip - 1};
-        else
-          o.ref = e.ref_replica == no_replica ? document_start : op_id{reps[e.ref_replica].id, e.ref_seq};
-        if (with_content)
-          for (std::size_t k = 0, at = rs.slot(o.id.seq); k < len; ++k) b.content.push_back(rs.content[at + k]);
-      } else {
-        o.ref = {reps[e.ref_replica].id, e.backward ? e.ref_seq - skip : e.ref_seq + skip};
+      const op o = op_of(pos, skip, reps, upto);
+      if (with_content && o.kind == op_kind::insert) {
+        const auto& rs = reps[entries_[pos].replica];
+        for (std::size_t k = 0, at = rs.slot(o.id.seq); k < o.len; ++k) b.content.push_back(rs.content[at + k]);
       }
       b.ops.push_back(o);
     }
     return b;
   }
 
+  /// The ops emit(since(reps, since, upto), ...) would hold, in the same order, each passed to
+  /// `f(const op&, std::size_t pos)` (pos: the op's log entry, for its values: values_at) instead of
+  /// gathered. Picks at most `gather` entries by since() (O(k log k)); a version that lacks more units
+  /// than that is answered by one scan of the log in order (O(L)), which holds nothing per op.
+  template <class Replicas, class F>
+  void for_each_since(const Replicas& reps, const version_vector& since, const version_vector* upto, F&& f, std::uint64_t gather = 1 << 16) const {
+    std::vector<std::uint32_t> from(reps.size()), to(reps.size());
+    std::uint64_t units = 0;
+    for (std::uint32_t r = 0; r < reps.size(); ++r) {
+      from[r] = since.get(reps[r].id);
+      to[r] = upto ? std::min(upto->get(reps[r].id), reps[r].next_seq) : reps[r].next_seq;
+      if (to[r] > from[r]) units += to[r] - from[r];
+    }
+    if (units <= gather) {
+      for (auto [pos, skip] : this->since(reps, since, upto)) f(op_of(pos, skip, reps, upto), std::size_t(pos));
+      return;
+    }
+    for (std::uint32_t pos = 0; pos < entries_.size(); ++pos) {  // collect()'s rule, entry by entry in log order
+      const log_entry& e = entries_[pos];
+      const std::uint32_t lo = from[e.replica], hi = to[e.replica];
+      if (lo >= hi || e.seq >= hi || e.seq + e.len <= lo) continue;
+      f(op_of(pos, lo > e.seq ? lo - e.seq : 0, reps, upto), std::size_t(pos));
+    }
+  }
+  /// The values of insert `o` (an op for_each_since passed with entry `pos`): f(value) for each, in order.
+  template <class Replicas, class F>
+  void values_at(const Replicas& reps, std::size_t pos, const op& o, F&& f) const {
+    const auto& rs = reps[entries_[pos].replica];
+    for (std::size_t k = 0, at = rs.slot(o.id.seq); k < o.len; ++k) f(rs.content[at + k]);
+  }
+
  private:
+  /// The op of entry `pos` from its unit `skip` on, cut at `upto`.
+  template <class Replicas>
+  op op_of(std::uint32_t pos, std::uint32_t skip, const Replicas& reps, const version_vector* upto) const {
+    const log_entry& e = entries_[pos];
+    const auto& rs = reps[e.replica];
+    std::uint32_t len = e.len - skip;
+    if (upto) len = std::min(len, upto->get(rs.id) - (e.seq + skip));
+    op o;
+    o.kind = e.kind, o.id = {rs.id, e.seq + skip}, o.lamport = e.lamport + skip, o.len = len, o.backward = e.backward;
+    if (e.kind == op_kind::insert) {
+      if (skip)
+        o.ref = {rs.id, e.seq + skip - 1};
+      else
+        o.ref = e.ref_replica == no_replica ? document_start : op_id{reps[e.ref_replica].id, e.ref_seq};
+    } else {
+      o.ref = {reps[e.ref_replica].id, e.backward ? e.ref_seq - skip : e.ref_seq + skip};
+    }
+    return o;
+  }
+
   std::vector<log_entry> entries_;  ///< every op, in integration order (a causal order)
 };
 

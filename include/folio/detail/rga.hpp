@@ -350,6 +350,17 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
     return log_.template emit<T>(log_.since(reps_, since, upto), reps_, with_content, upto);
   }
 
+  /// ops_since(since, upto)'s ops, in its order, each passed to `f(const op&, auto&& each_value)`
+  /// instead of gathered in a batch; `each_value(g)` calls g(value) for each of an insert's values, in
+  /// order (valid during the call). Holds nothing per op (op_log::for_each_since). Each call reads the
+  /// ops afresh, so a writer that must see them more than once calls it again.
+  template <class F>
+  void for_each_op_since(const version_vector& since, const version_vector* upto, F&& f) const {
+    log_.for_each_since(reps_, since, upto, [&](const op& o, std::size_t pos) {
+      f(o, [&](auto&& g) { log_.values_at(reps_, pos, o, g); });
+    });
+  }
+
   /// The operations of one local change.
   op_batch<T> ops(const local_change& c) const {
     const std::uint32_t rep = find_replica(c.replica);
