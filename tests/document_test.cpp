@@ -827,7 +827,7 @@ std::string raised_to(record_type t, const std::string& batch, std::uint64_t top
 
 const record_type all_types[] = {record_type::text, record_type::array, record_type::map, record_type::xml};
 
-TEST(Document, TheLamportHeadroomRuleRefusesABatchAboveTheClockPlusItsUnitsAndTheSlack) {
+TEST(Document, TheLamportHeadroomRuleRefusesABatchAboveTheClockPlusItsNewUnits) {
   const folio::apply_options bounded{.bounded_lamport = true};
   for (record_type t : all_types) {
     SCOPED_TRACE(std::string(folio::to_string(t)));
@@ -839,8 +839,9 @@ TEST(Document, TheLamportHeadroomRuleRefusesABatchAboveTheClockPlusItsUnitsAndTh
     const std::string batch = peer.encode_since(d.version());
     const auto [units, top] = units_and_top(t, batch);
     ASSERT_GT(units, 1u);
-    // Every unit of this batch changes the record (text and array: new items and removes of live ones).
-    const std::uint64_t bound = d.clock() + document::lamport_slack + units;
+    // Every unit of this batch is new and changes the record (text and array: new items and removes of
+    // live ones), so the lesser bound is the clock plus its units: no slack on top of what it carries.
+    const std::uint64_t bound = d.clock() + units;
     EXPECT_LE(top, bound);  // an honest batch keeps the rule
 
     document honest = round_trip(d, 1);
@@ -857,8 +858,8 @@ TEST(Document, TheLamportHeadroomRuleRefusesABatchAboveTheClockPlusItsUnitsAndTh
     const folio::apply_result r = d.apply(above, bounded);
     EXPECT_FALSE(r);
     EXPECT_NE(r.message.find("the Lamport headroom rule"), std::string::npos) << r.message;
-    EXPECT_NE(r.message.find("above the record's clock (" + std::to_string(d.clock()) + ") plus 1024 plus the " + std::to_string(units) +
-                             " unit operations of the batch that change the record"),
+    EXPECT_NE(r.message.find("above the record's clock (" + std::to_string(d.clock()) + ") plus the " + std::to_string(units) +
+                             " unit operations of the batch not integrated yet"),
               std::string::npos)
         << r.message;
     EXPECT_EQ(d.version(), version);
@@ -1033,6 +1034,11 @@ TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
     const folio::apply_options options{.bounded_lamport = bounded};
     std::size_t refused_by_rule = 0, integrated = 0, spoilt = 0, spoilt_refused = 0;
     bool last_ok = false;  // the document's last answer
+    // The units of `o` the reference has not integrated yet (the headroom rule's fresh units).
+    const auto fresh_of = [&](const op& o) -> std::uint64_t {
+      const std::uint64_t have = ref.version().get(o.id.replica), end = std::uint64_t(o.id.seq) + o.len;
+      return end > have ? end - std::max<std::uint64_t>(have, o.id.seq) : 0;
+    };
     auto deliver = [&](const std::string& bytes) {
       // A text record never asks the value check (its characters are the engine's to judge).
       const folio::apply_result a = rng() % 2 ? doc.apply(bytes, options)
@@ -1043,9 +1049,10 @@ TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
       if (const folio::decode_result d = folio::decode_batch(bytes, b); !d) {
         e.status = folio::apply_status::invalid, e.message = "batch: " + d.description();
       } else if (const std::uint64_t last = std::uint64_t(b.ops[0].lamport) + b.ops[0].len - 1;
-                 bounded && last > std::uint64_t(ref.clock()) + document::lamport_slack + b.ops[0].len) {
-        // (Between clock + slack and that bound the rule counts the op's changing units; the stream
-        // never lands there: its honest ops stay within the slack and case 2 raises above it.)
+                 bounded && last > std::uint64_t(ref.clock()) + fresh_of(b.ops[0])) {
+        // (The bound is the clock plus the lesser of the op's fresh units and the slack plus its
+        // changing units; a keystroke's units are fewer than the slack, so the lesser is its fresh
+        // units.)
         e.status = folio::apply_status::invalid, e.op_index = 0, e.message = "the Lamport headroom rule";
         ++refused_by_rule;
       } else {
@@ -1079,7 +1086,8 @@ TEST(Document, ARemoteKeystrokeAnswersAsDecodingAndTheTextsApplyDo) {
                  // passes would take the writer's op id and derail the writer's later ops)
           if (bounded) {
             op_batch<char32_t> raised = b;
-            raised.ops[0].lamport = ref.clock() + document::lamport_slack + 2;
+            const std::uint64_t last = std::uint64_t(ref.clock()) + fresh_of(raised.ops[0]) + 1;
+            raised.ops[0].lamport = static_cast<std::uint32_t>(std::max<std::uint64_t>(last + 1, raised.ops[0].len) - raised.ops[0].len);
             deliver(folio::encode_batch(raised));
           }
           break;

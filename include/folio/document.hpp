@@ -43,17 +43,19 @@ namespace folio {
 struct apply_options {
   /// The Lamport headroom rule (docs/INTERNALS.md, "Lamport headroom"): a batch is refused, `invalid`
   /// and with nothing integrated, if the last unit of any op has a Lamport value above the record's
-  /// clock before the batch plus lamport_slack plus the units of the batch that change the record:
-  /// its units not integrated yet, except that a remove counts only the distinct items it targets
-  /// that are not deleted yet (a remove of items removed already counts nothing, however long its
-  /// range; in map and xml records, per sequence object). So no sequence of batches advances a
-  /// record's clock by more than the units that change it plus lamport_slack per batch. A peer's op
-  /// takes one more than the largest Lamport
-  /// value it has seen, so a batch that comes with everything its author had seen and the receiver
-  /// lacks (causal delivery, as a server's sync receives it) keeps the rule unless its removes
-  /// repeat, beyond lamport_slack units, removes that reached the receiver concurrently; a batch
-  /// that broke it could use up the 2^31 Lamport values and leave every later local edit failing
-  /// with "[folio.overflow]". Off by default: a peer that can receive batches out of order (held as
+  /// clock before the batch plus the lesser of (a) the batch's units not integrated yet and (b)
+  /// lamport_slack plus the units of the batch that change the record: its units not integrated
+  /// yet, except that a remove counts only the distinct items it targets that are not deleted yet (a
+  /// remove of items removed already counts nothing, however long its range; in map and xml records,
+  /// per sequence object). By (a), a batch never advances the clock by more than the units it adds to
+  /// the record's history, so the clock stays below what a record may hold (max_units) plus its
+  /// clock when the rule was first applied; by (b), never by more than lamport_slack beyond what it
+  /// changes. A peer's op takes one more than the largest Lamport value it has seen, so a batch that
+  /// comes with everything its author had seen and the receiver lacks (causal delivery, as a
+  /// server's sync receives it) keeps (a) always, and (b) unless its removes repeat, beyond
+  /// lamport_slack units, removes that reached the receiver concurrently; a batch that broke the rule
+  /// could use up the 2^31 Lamport values and leave every later local edit failing with
+  /// "[folio.overflow]". Off by default: a peer that can receive batches out of order (held as
   /// pending) must not turn it on.
   bool bounded_lamport = false;
   /// Refuses a batch (`too_large`, nothing integrated) after which the record would hold more than
@@ -283,7 +285,8 @@ class document {
                     if (std::string why = check(std::string_view(b.ops[i].value)); !why.empty()) return refuse(i, std::move(why));
               if (options.bounded_lamport)
                 if (const std::optional<std::size_t> i = beyond_lamport_headroom(
-                        std::span<const detail::tree_op>(b.ops), d.clock(), [&](std::uint64_t need) { return d.changing_units(b.ops, need); }, &res.message))
+                        std::span<const detail::tree_op>(b.ops), d.clock(), fresh_units(std::span<const detail::tree_op>(b.ops)),
+                        [&](std::uint64_t need) { return d.changing_units(b.ops, need); }, &res.message))
                   return refuse(*i, std::move(res.message));
               if (beyond_max_units(std::span<const detail::tree_op>(b.ops), options.max_units, res)) return;
               res = d.apply(b);
@@ -298,7 +301,7 @@ class document {
               // a known replica, integrated without a batch; what try_integrate_next declines (it
               // changes nothing then) goes the general way below, with the op it read.
               if (op o; r.ok() && detail::read_single_op_text(r.rest(), o, b.content)) {
-                if (!(options.bounded_lamport && std::uint64_t(o.lamport) + o.len - 1 > std::uint64_t(d.clock()) + lamport_slack) &&
+                if (!(options.bounded_lamport && std::uint64_t(o.lamport) + o.len - 1 > std::uint64_t(d.clock()) + std::min<std::uint64_t>(o.len, lamport_slack)) &&
                     !(options.max_units != std::size_t(-1) && units() + o.len > options.max_units) && d.impl_.try_integrate_next(o, b.content, res))
                   return;
                 b.ops.push_back(o), read = true;  // b.ops is empty: scratch_release leaves it so
@@ -315,7 +318,8 @@ class document {
               }
               if (options.bounded_lamport)
                 if (const std::optional<std::size_t> i = beyond_lamport_headroom(
-                        std::span<const op>(b.ops), d.clock(), [&](std::uint64_t need) { return d.impl_.changing_units(b.ops, need); }, &res.message))
+                        std::span<const op>(b.ops), d.clock(), fresh_units(std::span<const op>(b.ops)),
+                        [&](std::uint64_t need) { return d.impl_.changing_units(b.ops, need); }, &res.message))
                   return refuse(*i, std::move(res.message));
               if (beyond_max_units(std::span<const op>(b.ops), options.max_units, res)) return;
               if constexpr (std::is_same_v<D, folio::text>)
@@ -413,27 +417,47 @@ class document {
   }
 
   /// The first op of `ops` (op or tree_op) that breaks the Lamport headroom rule (apply_options) on a
-  /// record whose clock is `clock`, with `*why` naming the rule; nullopt if none does. `changing(need)`
-  /// answers the units of the batch that change the record, or at least `need` of them; it is asked
-  /// only when an op reaches past clock + lamport_slack. O(ops) plus what `changing` costs.
+  /// record whose clock is `clock`, with `*why` naming the rule; nullopt if none does. `fresh`: the
+  /// units of the batch not integrated yet (fresh_units). `changing(need)` answers the units of the
+  /// batch that change the record, or at least `need` of them; it is asked only when an op reaches past
+  /// clock + min(fresh, lamport_slack). O(ops) plus what `changing` costs.
   template <class Op, class Changing>
-  static std::optional<std::size_t> beyond_lamport_headroom(std::span<const Op> ops, std::uint32_t clock, Changing&& changing, std::string* why) {
+  static std::optional<std::size_t> beyond_lamport_headroom(std::span<const Op> ops, std::uint32_t clock, std::uint64_t fresh, Changing&& changing,
+                                                            std::string* why) {
     std::uint64_t top = 0;
     for (const Op& o : ops) top = std::max(top, std::uint64_t(o.lamport) + o.len - 1);
-    const std::uint64_t reach = std::uint64_t(clock) + lamport_slack;
+    const std::uint64_t reach = std::uint64_t(clock) + std::min<std::uint64_t>(fresh, lamport_slack);
     if (top <= reach) return std::nullopt;
-    const std::uint64_t changes = changing(top - reach);
-    const std::uint64_t bound = reach + changes;
+    // The bound is clock + min(fresh, changes + lamport_slack). `changes` is needed only when the top is
+    // within clock + fresh; then fresh > lamport_slack (else top <= reach), so top > clock + lamport_slack.
+    std::uint64_t changes = 0;
+    if (top <= std::uint64_t(clock) + fresh) changes = changing(top - std::uint64_t(clock) - lamport_slack);
+    const std::uint64_t bound = std::uint64_t(clock) + std::min<std::uint64_t>(fresh, changes + lamport_slack);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const std::uint64_t last = std::uint64_t(ops[i].lamport) + ops[i].len - 1;
       if (last <= bound) continue;
       *why = "Lamport value " + std::to_string(last) + " is above the record's clock (" + std::to_string(clock) + ") plus " +
-             std::to_string(lamport_slack) + " plus the " + std::to_string(changes) +
-             " unit operations of the batch that change the record: a replica's operation takes one more than the largest Lamport value "
-             "it has seen, so a batch that comes with what its author saw cannot go higher (the Lamport headroom rule)";
+             (last > std::uint64_t(clock) + fresh ? "the " + std::to_string(fresh) + " unit operations of the batch not integrated yet"
+                                                  : std::to_string(lamport_slack) + " plus the " + std::to_string(changes) +
+                                                        " unit operations of the batch that change the record") +
+             ": a replica's operation takes one more than the largest Lamport value it has seen, so a batch that comes with what its "
+             "author saw cannot go higher (the Lamport headroom rule)";
       return i;
     }
     return std::nullopt;
+  }
+
+  /// The units of `ops` this record has not integrated yet: per op, the part of its seq range beyond
+  /// its replica's entry in the version vector. O(ops log replicas).
+  template <class Op>
+  std::uint64_t fresh_units(std::span<const Op> ops) const {
+    std::uint64_t more = 0;
+    const version_vector& v = version();
+    for (const Op& o : ops) {
+      const std::uint64_t have = v.get(o.id.replica), end = std::uint64_t(o.id.seq) + o.len;
+      if (end > have) more += end - std::max<std::uint64_t>(have, o.id.seq);
+    }
+    return more;
   }
 
   /// With `limit` set (not size_t(-1)): true, `res` saying why (too_large), when the units of `ops` not
@@ -441,13 +465,7 @@ class document {
   template <class Op>
   bool beyond_max_units(std::span<const Op> ops, std::size_t limit, apply_result& res) const {
     if (limit == std::size_t(-1)) return false;
-    const std::uint64_t held = units();
-    std::uint64_t more = 0;
-    const version_vector& v = version();
-    for (const Op& o : ops) {
-      const std::uint64_t have = v.get(o.id.replica), end = std::uint64_t(o.id.seq) + o.len;
-      if (end > have) more += end - std::max<std::uint64_t>(have, o.id.seq);
-    }
+    const std::uint64_t held = units(), more = fresh_units(ops);
     if (held + more <= limit) return false;
     res.status = apply_status::too_large;
     res.message = "the record holds " + std::to_string(held) + " unit operations and the batch would add " + std::to_string(more) + ", past the " +

@@ -218,6 +218,13 @@ class WhatARecordHolds(unittest.TestCase):
         self.assertLess(clock, 8 * n + LAMPORT_SLACK, "the clock climbed")
         # Within the slack a remove of removed items is taken (a concurrent remove of the same text).
         self.assertEqual(c.push(remove_batch(seq, clock + 1, 0, LAMPORT_SLACK))[0], 200)
+        seq, clock = seq + LAMPORT_SLACK, clock + LAMPORT_SLACK
+        # No push raises the clock by more than the units it adds: a one-character insert may take it one
+        # up, not by the slack (else 2^31 / 1,024 such pushes would spend it).
+        status, answer = c.push(insert_batch(seq, clock + 2, "x"))
+        self.assertEqual(status, 400, answer)
+        self.assertIn("plus the 1 unit operations of the batch not integrated yet", answer["error"]["message"])
+        self.assertEqual(c.push(insert_batch(seq, clock + 1, "x"))[0], 200)
         ok(self, call("/v2/crdt/update", dict(ids("climb"), data="owner's")), "CRDT data updated successfully.")
         restart()
         self.assertEqual(value(self, "climb"), "owner's")
