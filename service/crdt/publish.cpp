@@ -208,8 +208,9 @@ void publisher::enqueue(std::string channel, std::string full, std::string notic
       if (queued_bytes_ + full.size() + notice.size() > max_queued_bytes) full = notice;  // its ops would not fit: subscribers sync
       queued_bytes_ += full.size() + notice.size();
       ++queued_;
-      channel_queue& q = queues_[channel];
-      q.tenant = tenant;
+      const auto [entry, created] = queues_.try_emplace(channel);
+      channel_queue& q = entry->second;
+      if (created) q.tenant = tenant;  // a channel is one tenant's (its records'), set once: senders read it unlocked
       answer_first* const hold = holding && &holding->p_ == this ? holding : nullptr;  // this publisher's only
       q.messages.push_back({std::move(full), std::move(notice), hold});
       if (hold && (hold->channels_.empty() || hold->channels_.back() != channel)) hold->channels_.push_back(channel);  // a request's messages to one channel come together
@@ -244,7 +245,7 @@ void publisher::send_loop() {
     const queued_message m = std::move(q.messages.front());
     q.messages.pop_front();
     lock.unlock();
-    publish(channel, m.full, m.notice, q.tenant);
+    publish(channel, m.full, m.notice, tenant);  // the channel's tenant: ready_ lists a channel under it
     lock.lock();
     q.sending = false;
     if (!q.messages.empty() && !q.messages.front().held)
