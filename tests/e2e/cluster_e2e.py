@@ -68,13 +68,6 @@ def gets_served(i):
     return counter(i, 'folio_requests_total{endpoint="/v2/crdt/get",status="200"}')
 
 
-def wait_until(predicate, seconds=30, what="the condition"):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("%s did not hold within %d s\n%s" % (what, seconds, STACK.log_tails()))
 
 
 class AnyNode(unittest.TestCase):
@@ -350,7 +343,7 @@ class Failures(unittest.TestCase):
         self.assertEqual(cli(1, "sync", state=state, editor="quiet"), "before")
         stream = EventStream(ids("quiet"), port=port(1))  # open through the outage
         try:
-            failures = self.publish_failures()
+            failures = publish_failures()
             STACK.redis("down")
             try:
                 for i in range(3):
@@ -358,9 +351,9 @@ class Failures(unittest.TestCase):
                        "CRDT data updated successfully.")
                 # counted (and logged), not answered; the publishes go after the answers (sender threads)
                 until = time.time() + 15
-                while self.publish_failures() - failures < 3 and time.time() < until:
+                while publish_failures() - failures < 3 and time.time() < until:
                     time.sleep(0.1)
-                self.assertGreaterEqual(self.publish_failures() - failures, 3)
+                self.assertGreaterEqual(publish_failures() - failures, 3)
             finally:
                 STACK.redis("up")
             # Once the nodes' nginx have reconnected to Redis (within seconds), the open stream gets changes
@@ -394,8 +387,6 @@ class Failures(unittest.TestCase):
         self.assertEqual(cli(1, "sync", state=state, editor="stall"), "")
         stream = EventStream(ids("stall"), port=port(1))
         watcher, watch_out = self.watch("stall", port(0))
-        with open(os.path.join(STACK.redis_dir, "redis.pid")) as f:
-            redis_pid = int(f.read())
         text, n = "", 0
         try:
             def update():
@@ -404,19 +395,7 @@ class Failures(unittest.TestCase):
                 text += "%d," % n
                 ok(self, call("/v2/crdt/update", dict(ids("stall"), data=text, userId="u%d" % n)), "CRDT data updated successfully.")
 
-            for _ in range(6):
-                update()
-            failures = self.publish_failures()
-            os.kill(redis_pid, signal.SIGSTOP)
-            try:
-                deadline = time.time() + 20
-                while self.publish_failures() - failures < 6:  # every node's publishes wait past their timeout
-                    self.assertLess(time.time(), deadline, "publishes did not fail with Redis stopped")
-                    update()
-                for _ in range(6):
-                    update()
-            finally:
-                os.kill(redis_pid, signal.SIGCONT)
+            redis_stall(self, update)
             stream.sock.settimeout(30)
             messages = [stream.next_data()]
             while messages[-1].get("lastUpdatedBy") != "u%d" % n:
@@ -481,10 +460,6 @@ class Failures(unittest.TestCase):
             return json.loads(lines[-1])
         except ValueError:  # a line being written
             return None
-
-    @staticmethod
-    def publish_failures():
-        return sum(counter(i, "folio_publish_failures_total") for i in range(3))
 
 
 if __name__ == "__main__":

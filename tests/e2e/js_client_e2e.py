@@ -11,10 +11,8 @@ Run as:  js_client_e2e.py BUILD_DIR SOURCE_DIR
 import glob
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import unittest
 
 from stack import *  # noqa: F401,F403 (setUpModule/tearDownModule start and stop the stack)
@@ -30,26 +28,6 @@ class JavaScriptClient(unittest.TestCase):
         r = subprocess.run(["node", "--test", *tests], env=env, capture_output=True, text=True, timeout=600)
         print(r.stdout[-3000:])
         self.assertEqual(r.returncode, 0, r.stdout[-8000:] + r.stderr[-4000:])
-
-
-def wait_until(predicate, seconds=30, what="the condition"):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError("%s did not hold within %d s\n%s" % (what, seconds, STACK.log_tails()))
-
-
-def publish_failures():
-    """folio_publish_failures_total summed over the nodes' /metrics (as cluster_e2e.py reads it)."""
-    total = 0
-    for node in STACK.nodes:
-        status, raw = call("/metrics", who=None, method="GET", body=b"", content_type=None, raw=True, port=node.port)
-        assert status == 200, raw
-        total += sum(int(float(line.rsplit(" ", 1)[1])) for line in raw.decode().splitlines()
-                     if line.rsplit(" ", 1)[0] == "folio_publish_failures_total")
-    return total
 
 
 @unittest.skipIf(stack.NODES == 1, "a Redis stall reorders messages only across nodes (FOLIO_TEST_NODES=3)")
@@ -69,8 +47,6 @@ class RedisStall(unittest.TestCase):
         ok(self, call("/v2/crdt/add", dict(self.ids(), type="text", data="")), "CRDT data added successfully.")
         stream = EventStream(self.ids(), port=STACK.nodes[1].port)  # the order messages come in, for the log
         client, out = self.follow(STACK.nodes[2].port)
-        with open(os.path.join(STACK.redis_dir, "redis.pid")) as f:
-            redis_pid = int(f.read())
         text, n = "", 0
         try:
             wait_until(lambda: self.shown(out) is not None or client.poll() is not None, what="the JavaScript client connected")
@@ -83,19 +59,7 @@ class RedisStall(unittest.TestCase):
                 ok(self, call("/v2/crdt/update", dict(self.ids(), data=text, userId="u%d" % n, sessionId="s%d" % n)),
                    "CRDT data updated successfully.")
 
-            for _ in range(6):
-                update()
-            failures = publish_failures()
-            os.kill(redis_pid, signal.SIGSTOP)
-            try:
-                deadline = time.time() + 20
-                while publish_failures() - failures < 6:  # every node's publishes wait past their timeout
-                    self.assertLess(time.time(), deadline, "publishes did not fail with Redis stopped")
-                    update()
-                for _ in range(6):
-                    update()
-            finally:
-                os.kill(redis_pid, signal.SIGCONT)
+            redis_stall(self, update)
             stream.sock.settimeout(30)
             received = [stream.next_data()]
             while received[-1].get("lastUpdatedBy") != "u%d" % n:

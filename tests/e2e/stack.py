@@ -35,7 +35,7 @@ import urllib.parse
 
 __all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY",
            "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream", "single_node",
-           "channel_of", "Subscribing", "read_all", "responses"]
+           "channel_of", "Subscribing", "read_all", "responses", "wait_until", "publish_failures", "redis_stall"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 FCGI = os.path.join(BUILD, "service", "folio-fcgi")
@@ -370,6 +370,49 @@ def tearDownModule():
         print("e2e files kept in", STACK.dir)
     else:
         shutil.rmtree(STACK.dir, ignore_errors=True)
+
+
+def wait_until(predicate, seconds=30, what="the condition"):
+    """Polls `predicate` every 0.1 s until it holds; fails with the services' log tails after `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("%s did not hold within %d s\n%s" % (what, seconds, STACK.log_tails()))
+
+
+def publish_failures():
+    """folio_publish_failures_total summed over the nodes' /metrics."""
+    total = 0
+    for node in STACK.nodes:
+        status, raw = call("/metrics", who=None, method="GET", body=b"", content_type=None, raw=True, port=node.port)
+        assert status == 200, raw
+        total += sum(int(float(line.rsplit(" ", 1)[1])) for line in raw.decode().splitlines()
+                     if line.rsplit(" ", 1)[0] == "folio_publish_failures_total")
+    return total
+
+
+def redis_stall(test, update):
+    """Stops the cluster's Redis (SIGSTOP) while `update()` commits changes through the front, then resumes
+    it (SIGCONT): six updates before, updates until every node's publishes have failed six times more
+    (each waits past its timeout), six after. Each node's nginx releases what it held at the resume, the
+    nodes' interleaved. No clock decides when to resume: the failures counted do."""
+    with open(os.path.join(STACK.redis_dir, "redis.pid")) as f:
+        redis_pid = int(f.read())
+    for _ in range(6):
+        update()
+    failures = publish_failures()
+    os.kill(redis_pid, signal.SIGSTOP)
+    try:
+        deadline = time.time() + 20
+        while publish_failures() - failures < 6:
+            test.assertLess(time.time(), deadline, "publishes did not fail with Redis stopped")
+            update()
+        for _ in range(6):
+            update()
+    finally:
+        os.kill(redis_pid, signal.SIGCONT)
 
 
 def log_lines(path):
