@@ -36,7 +36,7 @@ CREATE TABLE tokens (
   read_only INTEGER NOT NULL, expires_at TEXT, salt BLOB NOT NULL, hash BLOB NOT NULL,
   created_at TEXT NOT NULL, revoked_at TEXT) WITHOUT ROWID;
 )sql"},
-    // Schema 10: the revoked keys, which every responder reads every 250 ms (server.hpp,
+    // Schema 10: the revoked keys, which every responder re-reads each revocation tick (server.hpp,
     // read_revoked_keys), through an index of them alone: a read is linear in the revoked keys.
     {10, "CREATE INDEX api_keys_revoked ON api_keys (key_id) WHERE revoked_at IS NOT NULL;"},
 };

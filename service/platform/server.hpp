@@ -145,7 +145,7 @@ class server {
   /// the read under way (waited for until db's deadline), else a read of its own — unless a failed read
   /// is remembered and `retry` is false: then that failure, at once. Throws store_error or deadline_exceeded.
   std::shared_ptr<const revoked_set> revoked_keys(database& db, std::chrono::steady_clock::time_point since, bool retry);
-  std::chrono::milliseconds revocation_tick() const;  ///< revocation_refresh / 4, at least 1 ms
+  std::chrono::milliseconds revocation_tick() const;  ///< the watch's period: a quarter of revocation_refresh, never zero
 
   struct remembered {
     principal who;

@@ -16,8 +16,8 @@
 //    once the composition ended they are dispatched as one remote transaction: at compositionend
 //    (the DOM event, after CodeMirror's own handlers cleared its flags, or the EditContext's where
 //    CodeMirror uses one), at the next view update, or, when CodeMirror clears its flags later with
-//    no update (its kludges for missed compositionend events), at a check made after compositionend
-//    every 20 ms doubling to 500 ms, for as long as the flags stay set and no new composition starts.
+//    no update (its kludges for missed compositionend events), at checks made after compositionend at
+//    growing intervals (capped), for as long as the flags stay set and no new composition starts.
 // The editor must start with the record's value (doc: record.value); one that does not is set to it.
 // Cost: converting positions walks the text before them (O(n) a change); the record's change itself
 // is O(n) too (engine.js: tracked changes).
