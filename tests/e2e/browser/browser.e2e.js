@@ -456,6 +456,28 @@ test('the demo page: two tabs converge, a REST update appears, and a screenshot 
 /** The record's state in the page (value, online, errors, persisted: completed persist calls). */
 const pageState = (page, name) => call(page, 'state', name);
 
+/**
+ * Composes にほん → 日本 at the caret of the page's 'text' editor through Chromium's own input method path
+ * (CDP Input.imeSetComposition: compositionstart, compositionupdate, input events with isComposing; then
+ * Input.insertText, which commits 日本), while a REST update of the record 'abc' to 'Xabc' arrives
+ * mid-composition; waits until `what` (the editor shown), the record and the service all hold 'Xabc日本'.
+ */
+async function composeAcrossARemoteInsert(page, ids, what) {
+  const cdp = await page.createCDPSession();
+  const compose = (text) => cdp.send('Input.imeSetComposition', { text, selectionStart: text.length, selectionEnd: text.length });
+  await compose('に');
+  await compose('にほ');
+  assert.equal((await rest('/v2/crdt/update', { ...ids, data: 'Xabc' })).status, 200);
+  await until(async () => (await pageState(page, 'text')).value.startsWith('X') || (await pageState(page, 'text')), 'the remote insert reached the record');
+  await compose('にほん');  // the composition goes on after the remote change arrived
+  await cdp.send('Input.insertText', { text: '日本' });
+  const expected = 'Xabc日本';
+  await until(async () => {
+    const seen = [await call(page, 'shown', 'text'), (await pageState(page, 'text')).value, await stored(ids)];
+    return seen.every((v) => v === expected) || seen;
+  }, `${what}, the record and the service hold the remote insert and the composed text, not its reading`);
+}
+
 test('an input method composing in the textarea while a remote insert arrives: the composed text replaces its reading', async () => {
   const ids = { organizationId: org, documentId: newDoc('ime'), editorId: 'text' };
   await add(ids, 'text', 'abc');
@@ -465,21 +487,7 @@ test('an input method composing in the textarea while a remote insert arrives: t
     await open(page, 'text', { token, ids });
     await call(page, 'textarea', 'text');
     await select(page, 'text', 3);
-    // Chromium's own input method path (CDP Input.imeSetComposition: compositionstart, compositionupdate,
-    // input events with isComposing), then the commit (Input.insertText ends the composition with 日本).
-    const cdp = await page.createCDPSession();
-    const compose = (text) => cdp.send('Input.imeSetComposition', { text, selectionStart: text.length, selectionEnd: text.length });
-    await compose('に');
-    await compose('にほ');
-    assert.equal((await rest('/v2/crdt/update', { ...ids, data: 'Xabc' })).status, 200);
-    await until(async () => (await pageState(page, 'text')).value.startsWith('X') || (await pageState(page, 'text')), 'the remote insert reached the record');
-    await compose('にほん');                  // the composition goes on after the remote change arrived
-    await cdp.send('Input.insertText', { text: '日本' });
-    const expected = 'Xabc日本';
-    await until(async () => {
-      const seen = [await call(page, 'shown', 'text'), (await pageState(page, 'text')).value, await stored(ids)];
-      return seen.every((v) => v === expected) || seen;
-    }, 'the textarea, the record and the service hold the remote insert and the composed text, not its reading');
+    await composeAcrossARemoteInsert(page, ids, 'the textarea');
     assert.deepEqual(await selection(page, 'text'), [6, 6], 'the caret is after the composed text');
     assert.deepEqual((await pageState(page, 'text')).errors, []);
   } finally {
@@ -497,19 +505,7 @@ test('a CodeMirror editor composing while a remote insert arrives: the composed 
     await call(page, 'codemirror', 'text');
     await page.click('#text .cm-content');
     await page.keyboard.press('End');
-    const cdp = await page.createCDPSession();
-    const compose = (text) => cdp.send('Input.imeSetComposition', { text, selectionStart: text.length, selectionEnd: text.length });
-    await compose('に');
-    await compose('にほ');
-    assert.equal((await rest('/v2/crdt/update', { ...ids, data: 'Xabc' })).status, 200);
-    await until(async () => (await pageState(page, 'text')).value.startsWith('X') || (await pageState(page, 'text')), 'the remote insert reached the record');
-    await compose('にほん');
-    await cdp.send('Input.insertText', { text: '日本' });
-    const expected = 'Xabc日本';
-    await until(async () => {
-      const seen = [await call(page, 'shown', 'text'), (await pageState(page, 'text')).value, await stored(ids)];
-      return seen.every((v) => v === expected) || seen;
-    }, 'the editor, the record and the service hold the remote insert and the composed text, not its reading');
+    await composeAcrossARemoteInsert(page, ids, 'the editor');
     assert.deepEqual((await pageState(page, 'text')).errors, []);
   } finally {
     await page.browserContext().close();
