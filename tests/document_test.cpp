@@ -827,16 +827,29 @@ std::string raised_to(record_type t, const std::string& batch, std::uint64_t top
 
 const record_type all_types[] = {record_type::text, record_type::array, record_type::map, record_type::xml};
 
+/// Two writers of one record of type `t`: `d` (replica 1) has made edits 1 and 2; `peer` (replica 2),
+/// decoded from it, has made edit 3 on top; `batch` is what `peer` has that `d` lacks (edit 3's units).
+struct diverged {
+  document d;
+  document peer;
+  const std::string batch;
+};
+
+diverged two_writers(record_type t) {
+  document d(t, 1);
+  edit(d, 1);
+  edit(d, 2);
+  document peer = round_trip(d, 2);
+  edit(peer, 3);
+  std::string batch = peer.encode_since(d.version());
+  return {std::move(d), std::move(peer), std::move(batch)};
+}
+
 TEST(Document, TheLamportHeadroomRuleRefusesABatchAboveTheClockPlusItsNewUnits) {
   const folio::apply_options bounded{.bounded_lamport = true};
   for (record_type t : all_types) {
     SCOPED_TRACE(std::string(folio::to_string(t)));
-    document d(t, 1);
-    edit(d, 1);
-    edit(d, 2);
-    document peer = round_trip(d, 2);
-    edit(peer, 3);
-    const std::string batch = peer.encode_since(d.version());
+    auto [d, peer, batch] = two_writers(t);
     const auto [units, top] = units_and_top(t, batch);
     ASSERT_GT(units, 1u);
     // Every unit of this batch is new and changes the record (text and array: new items and removes of
@@ -1245,12 +1258,7 @@ TEST(Document, MaxUnitsBoundsWhatARecordHoldsAndIsTheDecodersLimit) {
   EXPECT_EQ(document::max_units(record_type::xml), document::default_max_tree_ops);
   for (record_type t : all_types) {
     SCOPED_TRACE(std::string(folio::to_string(t)));
-    document d(t, 1);
-    edit(d, 1);
-    edit(d, 2);
-    document peer = round_trip(d, 2);
-    edit(peer, 3);
-    const std::string batch = peer.encode_since(d.version());
+    auto [d, peer, batch] = two_writers(t);
     const std::uint64_t units = units_and_top(t, batch).first;
     EXPECT_EQ(round_trip(d, 3).units(), d.units());
     EXPECT_EQ(peer.units(), d.units() + units);
