@@ -388,6 +388,16 @@ struct compacting : fixture {
     ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
     for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + std::string(i + 1, 'x') + "\"}}").http, 200);
   }
+  /// Adds "c" as an empty array and pushes replica 7's insert of `n` items "{}" and its remove of the
+  /// first `removed` of them (ops seq 0..n + removed - 1): the record then holds n + removed units, and
+  /// replica 7's next op has seq n + removed.
+  void add_array_with_removed_items(std::uint32_t n, std::uint32_t removed) {
+    ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"array","data":[]}})").http, 200);
+    folio::document client(folio::record_type::array, 7);
+    client.as_array().insert(0, std::vector<std::string>(n, "{}"));
+    client.as_array().erase(0, removed);
+    ASSERT_EQ(push(ids, client.encode_since({})).http, 200);
+  }
 };
 
 // Compaction happens off the request path (crdt/compactor.hpp): the write that fills the log only
@@ -408,11 +418,7 @@ std::string remove_of(folio::replica_id author, std::uint32_t seq, std::uint32_t
 TEST_F(compacting, APushPastWhatARecordCanHoldIsRefusedAndEverythingStoredReadsBack) {
   constexpr std::uint32_t n = 100000;
   constexpr std::uint64_t limit = folio::document::max_units(folio::record_type::array);
-  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"array","data":[]}})").http, 200);
-  folio::document client(folio::record_type::array, 7);
-  client.as_array().insert(0, std::vector<std::string>(n, "{}"));
-  client.as_array().erase(0, n - 1);
-  ASSERT_EQ(push(ids, client.encode_since({})).http, 200);
+  ASSERT_NO_FATAL_FAILURE(add_array_with_removed_items(n, n - 1));
   std::uint32_t seq = 2 * n - 1;
   std::uint64_t units = seq;
   int accepted = 0;
@@ -448,11 +454,7 @@ TEST_F(compacting, APushPastWhatARecordCanHoldIsRefusedAndEverythingStoredReadsB
 TEST_F(compacting, AnUpdatePastWhatARecordCanHoldIsRefusedAndNothingChanges) {
   constexpr std::uint32_t n = 100000;
   constexpr std::uint64_t limit = folio::document::max_units(folio::record_type::array);
-  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"array","data":[]}})").http, 200);
-  folio::document client(folio::record_type::array, 7);
-  client.as_array().insert(0, std::vector<std::string>(n, "{}"));
-  client.as_array().erase(0, n);
-  ASSERT_EQ(push(ids, client.encode_since({})).http, 200);
+  ASSERT_NO_FATAL_FAILURE(add_array_with_removed_items(n, n));
   std::uint32_t seq = 2 * n;
   std::uint64_t units = seq;
   for (; units + n <= limit - 3; units += n, seq += n) ASSERT_EQ(push(ids, remove_of<std::string>(7, seq, 1, 0, n)).http, 200);
