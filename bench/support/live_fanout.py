@@ -6,6 +6,7 @@ updates, and a sync of a client 10,000 operations behind.
 import base64
 import http.client
 import json
+import os
 import resource
 import selectors
 import socket
@@ -14,6 +15,9 @@ import sys
 import threading
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "tests", "e2e"))
+from varints import read_varint, varint  # noqa: E402
 
 url, key, token, rounds, full_doc_bytes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 host, port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
@@ -141,25 +145,14 @@ for v in verdicts:
     print("  " + v)
 
 
-def varint(b, i):
-    x = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        x |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return x, i
-
-
 def version_total(encoded):
     """The sum of a version vector's counts: it grows with every change the server commits."""
     v = base64.b64decode(encoded)
-    n, i = varint(v, 0)
+    n, i = read_varint(v, 0)
     total = 0
     for _ in range(n):
-        _, i = varint(v, i)
-        c, i = varint(v, i)
+        _, i = read_varint(v, i)
+        c, i = read_varint(v, i)
         total += c
     return total
 
@@ -213,20 +206,11 @@ full = json.loads(raw)["result"]["data"]
 v = base64.b64decode(full["version"])
 
 
-def put_varint(x):
-    out = bytearray()
-    while x >= 0x80:
-        out.append((x & 0x7F) | 0x80)
-        x >>= 7
-    out.append(x)
-    return bytes(out)
-
-
-n_entries, i = varint(v, 0)
-replica, i = varint(v, i)
-count, i = varint(v, i)
+n_entries, i = read_varint(v, 0)
+replica, i = read_varint(v, i)
+count, i = read_varint(v, i)
 assert n_entries == 1
-behind = put_varint(1) + put_varint(replica) + put_varint(count - 10000)
+behind = varint(1) + varint(replica) + varint(count - 10000)
 _, raw = post(conn, "/v2/crdt/sync", dict(hist, version=base64.b64encode(behind).decode(), incarnation=full["incarnation"]))
 answer = json.loads(raw)["result"]["data"]
 ops_bytes = len(base64.b64decode(answer["update"]))

@@ -29,6 +29,7 @@ import unittest
 
 import stack
 from stack import *  # noqa: F401,F403 (the stack, its credentials and HTTP helpers)
+from varints import varint
 
 TEXT_MAX_UNITS = 1 << 26   # folio::document::max_units(text): folio::text::default_max_ops
 ARRAY_MAX_UNITS = 1 << 22  # folio::document::max_units(array): folio::array::default_max_ops
@@ -36,15 +37,6 @@ LAMPORT_SLACK = 1024       # folio::document::lamport_slack
 MAX_COUNTER = (1 << 31) - 1
 CLIENT = 77                # the pushing client's replica id
 ORG, DOC = "limits-org", "limits-doc"
-
-
-def varint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def zigzag(n):
