@@ -21,6 +21,7 @@ import urllib.parse
 
 from stack import *  # noqa: F401,F403 (setUpModule/tearDownModule start and stop the stack)
 import stack
+from varints import read_varint
 
 CLI = os.path.join(stack.BUILD, "tools", "folio-cli")
 ORG, DOC = "org live", "doc/ü+1"   # a space, a slash, a plus and non-ASCII: the query decoding is exercised
@@ -752,23 +753,13 @@ class Sync(unittest.TestCase):
 
 def version_replicas(version_b64):
     """The replica ids a base64 version vector names (varint count, then varint replica and count each)."""
-    data, at = base64.b64decode(version_b64), 0
-
-    def varint():
-        nonlocal at
-        value = shift = 0
-        while True:
-            b = data[at]
-            at += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return value
-
+    data = base64.b64decode(version_b64)
+    n, at = read_varint(data, 0)
     replicas = []
-    for _ in range(varint()):
-        replicas.append(varint())
-        varint()
+    for _ in range(n):
+        replica, at = read_varint(data, at)
+        _, at = read_varint(data, at)
+        replicas.append(replica)
     return replicas
 
 
