@@ -112,6 +112,41 @@ TEST(Text, TypingAcrossIndexPagesKeepsTheIndex) {
   remote.check_invariants();
 }
 
+// A replica whose removes span many index pages (here: the same 200,000 deleted items removed again
+// and again, each remove taking 200,000 of its seqs) keeps per-page tables only for the pages that hold
+// its items: the record's memory follows its items and removes, not the seqs its removes span. Between
+// the removes the replica inserts, so its items lie on pages far apart; each is still found (its
+// content slot and its leaf), on the author and on a replica that receives the ops one at a time.
+TEST(Text, LongRemovesCostNoIndexPages) {
+  constexpr std::uint32_t n = 200000, rounds = 200;
+  folio::text a(1), b(2), c(3);
+  const std::u32string body(n, U'q');
+  const auto base = a.ops(a.insert(0, body.data(), body.size()));
+  ASSERT_TRUE(b.apply(base));
+  ASSERT_TRUE(c.apply(base));
+  const std::size_t before = b.memory_usage();
+  ASSERT_TRUE(c.apply(b.ops(b.erase(0, n))));
+  for (std::uint32_t k = 0; k < rounds; ++k) {
+    // b removes a's items again (they are deleted already; a peer that had not seen its first
+    // remove would send the same op), then types a character at the front.
+    op_batch<char32_t> again;
+    op o;
+    o.kind = op_kind::remove, o.id = {2, b.version().get(2)}, o.ref = {1, 0}, o.len = n, o.lamport = 1;
+    again.ops.push_back(o);
+    ASSERT_TRUE(b.apply(again));
+    ASSERT_TRUE(c.apply(again));
+    const char32_t ch = U'a' + char32_t(k % 26);
+    ASSERT_TRUE(c.apply(b.ops(b.insert(0, &ch, 1))));
+  }
+  EXPECT_EQ(b.version().get(2), std::uint64_t(n) * (rounds + 1) + rounds);
+  EXPECT_EQ(c.to_u32string(), b.to_u32string());
+  EXPECT_EQ(b.size(), rounds);
+  b.check_invariants(), c.check_invariants();
+  // Dense tables would hold a slot for each of the 156,000 pages b's seqs span (about 5 MB).
+  EXPECT_LT(b.memory_usage() - before, 256u * 1024);
+  EXPECT_LT(c.memory_usage() - before, 256u * 1024);
+}
+
 TEST(Text, ApplyIsIdempotent) {
   folio::text a(1), b(2);
   const auto batch = a.ops(a.insert_utf8(0, "xyz"));

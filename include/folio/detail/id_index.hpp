@@ -5,10 +5,13 @@
 // (first seq, leaf), each mapping the seqs up to the next entry's to that leaf. Seqs that are not
 // items (removes) map to whatever precedes them; the engine checks the leaf's runs. Seqs at or past the
 // replica's next_seq do not exist yet (a replica's ops integrate in seq order), so they need no entry,
-// and extending the newest run within its page needs no index work (extend).
+// and extending the newest run within its page needs no index work (extend). Only pages that hold
+// items are kept (detail/page_directory.hpp): the pages a long remove spans cost nothing, so the index
+// is bounded by the replica's items and removes, not by its seqs.
 //
-// Complexity: leaf_of O(log page) (a page holds at most 2^index_page_bits entries); assign O(pages
-// spanned x page); extend O(1) unless the run crosses into a new page.
+// Complexity: leaf_of O(log page) (a page holds at most 2^index_page_bits entries) plus the page's
+// lookup (O(1) in the last block of pages, else O(log blocks)); assign O(pages spanned x page); extend
+// O(1) unless the run crosses into a new page.
 //
 // Thread-safety: none.
 #pragma once
@@ -18,9 +21,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace folio::detail {
+#include "page_directory.hpp"
 
-inline constexpr unsigned index_page_bits = 8;  // 256 seqs per index page
+namespace folio::detail {
 
 struct leaf_node;
 
@@ -29,22 +32,25 @@ class id_index {
  public:
   /// The leaf an entry maps `seq` to, or null if none does (the caller finds seq in its runs). O(log page).
   leaf_node* leaf_of(std::uint32_t seq) const noexcept {
-    const std::size_t pg = seq >> index_page_bits;
-    if (pg >= pages_.size()) return nullptr;
-    const auto& page = pages_[pg];
+    const std::uint32_t at = dir_.slot(seq >> index_page_bits);
+    if (at == page_directory::none) return nullptr;
+    const auto& page = pages_[at];
     auto it = std::upper_bound(page.begin(), page.end(), seq, [](std::uint32_t s, const entry& e) { return s < e.seq; });
     return it == page.begin() ? nullptr : (it - 1)->leaf;
   }
 
   /// Makes items [s, e) map to leaf `l`; `next_seq` is the replica's (seqs from it on do not exist yet).
   void assign(std::uint32_t s, std::uint32_t e, leaf_node* l, std::uint32_t next_seq) {
-    const std::size_t last = (e - 1) >> index_page_bits;
-    if (pages_.size() <= last) pages_.resize(last + 1);
-    for (std::size_t pg = s >> index_page_bits; pg <= last; ++pg) {
+    const std::uint32_t last = (e - 1) >> index_page_bits;
+    if (last >= dir_.end_page()) {  // new items: the pages between the last kept one and s hold none
+      dir_.keep(std::max(dir_.end_page(), s >> index_page_bits), last);
+      pages_.resize(dir_.size());
+    }
+    for (std::uint32_t pg = s >> index_page_bits; pg <= last; ++pg) {
       const std::uint64_t page_lo = std::uint64_t(pg) << index_page_bits, page_hi = page_lo + (1u << index_page_bits);
       const auto lo = static_cast<std::uint32_t>(std::max<std::uint64_t>(s, page_lo));
       const std::uint64_t hi = std::min<std::uint64_t>(e, page_hi);
-      auto& page = pages_[pg];
+      auto& page = pages_[dir_.slot(pg)];  // kept: the page holds items [s, e)
       // Past every entry, with nothing existing after the range (new items): append or nothing.
       if ((page.empty() || page.back().seq < lo) && (hi >= page_hi || hi >= next_seq)) {
         if (page.empty() || page.back().leaf != l) page.push_back({lo, l});
@@ -84,7 +90,7 @@ class id_index {
 
   /// Heap bytes held.
   std::size_t memory_usage() const noexcept {
-    std::size_t bytes = pages_.capacity() * sizeof(std::vector<entry>);
+    std::size_t bytes = pages_.capacity() * sizeof(std::vector<entry>) + dir_.memory_usage();
     for (const auto& page : pages_) bytes += page.capacity() * sizeof(entry);
     return bytes;
   }
@@ -94,7 +100,8 @@ class id_index {
     std::uint32_t seq;  ///< first seq of the range; the range ends at the next entry's seq
     leaf_node* leaf;
   };
-  std::vector<std::vector<entry>> pages_;  ///< page (seq >> index_page_bits) -> sorted ranges
+  page_directory dir_;                      ///< which pages (seq >> index_page_bits) are kept: items' pages
+  std::vector<std::vector<entry>> pages_;  ///< a kept page's slot (dir_) -> its sorted ranges
 };
 
 }  // namespace folio::detail

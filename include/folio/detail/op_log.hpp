@@ -30,6 +30,7 @@
 #include "../ops.hpp"
 #include "../version.hpp"
 #include "id_index.hpp"
+#include "page_directory.hpp"
 #include "replica_core.hpp"
 
 namespace folio::detail {
@@ -60,34 +61,59 @@ struct replica_removes {
   /// seqs that are not items (rga::check_refs finds a remove's faults in O(log n) with them).
   std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
   std::uint32_t units = 0;  ///< seqs that are removes (they hold no content slot)
-  /// before_page[p]: the remove ranges that start before seq p·2^index_page_bits and their units, for
-  /// the pages up to the one where the last range starts (later pages: all of them).
+  /// Which pages before_page keeps: those up to the one where the last range starts (later pages: all
+  /// of them), except pages wholly inside a range (they hold no insert, so slot never asks for them).
+  page_directory pages;
+  /// before_page[pages.slot(p)]: the remove ranges that start before seq p·2^index_page_bits and
+  /// their units.
   std::vector<before> before_page;
 
-  /// The content slot of insert unit `seq`: seq less the remove units before it. O(1) plus the
-  /// remove ranges that start in seq's page before it (at most half a page, usually none). A run's
-  /// seqs are all inserts, so its slots are consecutive.
+  /// The content slot of insert unit `seq`: seq less the remove units before it. O(1) in the last
+  /// block of pages (else O(log blocks)) plus the remove ranges that start in seq's page before it (at
+  /// most half a page, usually none). A run's seqs are all inserts, so its slots are consecutive.
   std::size_t slot(std::uint32_t seq) const noexcept {
-    const std::size_t page = seq >> index_page_bits;
-    if (page >= before_page.size()) return seq - units;  // every remove range ends before seq
-    std::uint32_t n = before_page[page].units;
-    for (std::size_t i = before_page[page].ranges; i < ranges.size() && ranges[i].first < seq; ++i) n += ranges[i].second - ranges[i].first;
+    const std::uint32_t page = seq >> index_page_bits;
+    if (page >= pages.end_page()) return seq - units;  // every remove range ends before seq
+    // Kept: seq's page; otherwise the last kept page before it, with every range starting between.
+    const page_directory::place at = pages.find(page);
+    std::uint32_t n = before_page[at.slot].units;
+    for (std::size_t i = before_page[at.slot].ranges; i < ranges.size() && ranges[i].first < seq; ++i) n += ranges[i].second - ranges[i].first;
     return seq - n;
   }
 
-  /// Records that seqs [seq, seq + n) are a remove (not items). O(1) amortised.
+  /// Records that seqs [seq, seq + n) are a remove (not items). O(1) amortised: what a range adds to
+  /// before_page is bounded by the pages it does not wholly span.
   void note(std::uint32_t seq, std::uint32_t n) {
     if (!ranges.empty() && ranges.back().second == seq) {
       ranges.back().second += n;
     } else {
-      // Pages after the previous range's start and up to this one's: every range so far starts before them.
-      before_page.resize((seq >> index_page_bits) + 1, before{static_cast<std::uint32_t>(ranges.size()), units});
+      // Pages after those kept and up to this range's: every range so far starts before them. Those
+      // wholly inside the previous range (pages [inside_lo, inside_end)) hold no insert: not kept.
+      const std::uint32_t last = seq >> index_page_bits, from = pages.end_page();
+      std::uint32_t inside_lo = 0, inside_end = 0;
+      if (!ranges.empty())
+        inside_lo = static_cast<std::uint32_t>((std::uint64_t(ranges.back().first) + (1u << index_page_bits) - 1) >> index_page_bits),
+        inside_end = ranges.back().second >> index_page_bits;
+      const before fill{static_cast<std::uint32_t>(ranges.size()), units};
+      auto keep = [&](std::uint32_t lo, std::uint32_t hi) {
+        if (lo > hi) return;
+        pages.keep(lo, hi);
+        before_page.resize(pages.size(), fill);
+      };
+      if (inside_lo < inside_end && from < inside_end) {  // the range starts past the previous one's end
+        if (from < inside_lo) keep(from, inside_lo - 1);
+        keep(std::max(from, inside_end), last);
+      } else {
+        keep(from, last);
+      }
       ranges.emplace_back(seq, seq + n);
     }
     units += n;
   }
 
-  std::size_t memory_usage() const noexcept { return ranges.capacity() * sizeof(ranges[0]) + before_page.capacity() * sizeof(before_page[0]); }
+  std::size_t memory_usage() const noexcept {
+    return ranges.capacity() * sizeof(ranges[0]) + before_page.capacity() * sizeof(before_page[0]) + pages.memory_usage();
+  }
 };
 
 /// The op log (see the top of this file).

@@ -50,11 +50,19 @@ void rga<T>::check_invariants() const {
     if (next != rs.next_seq || inserted != items[rep]) bad("log does not match items");
     if (removes != rs.removes.ranges) bad("remove seqs do not match the log");
     std::uint64_t removed = 0;
-    for (std::size_t p = 0, i = 0; p < rs.removes.before_page.size(); ++p) {
+    std::size_t i = 0;
+    std::uint32_t expect_page = 0;  // pages not kept must lie wholly inside a range
+    if (rs.removes.before_page.size() != rs.removes.pages.size()) bad("remove pages");
+    rs.removes.pages.for_each([&](std::uint32_t p, std::uint32_t slot) {
       for (; i < removes.size() && removes[i].first < (std::uint64_t(p) << index_page_bits); ++i) removed += removes[i].second - removes[i].first;
-      if (rs.removes.before_page[p].ranges != i || rs.removes.before_page[p].units != removed) bad("removes before a page");
-    }
-    if (!removes.empty() && rs.removes.before_page.size() != (removes.back().first >> index_page_bits) + 1) bad("remove pages");
+      if (rs.removes.before_page[slot].ranges != i || rs.removes.before_page[slot].units != removed) bad("removes before a page");
+      for (; expect_page < p; ++expect_page) {
+        const std::uint64_t lo = std::uint64_t(expect_page) << index_page_bits, hi = lo + (1u << index_page_bits);
+        if (i == 0 || removes[i - 1].first > lo || removes[i - 1].second < hi) bad("remove page skipped that holds items");
+      }
+      expect_page = p + 1;
+    });
+    if (rs.removes.pages.end_page() != (removes.empty() ? 0 : (removes.back().first >> index_page_bits) + 1)) bad("remove pages");
     if (rs.removes.units != next - inserted) bad("remove unit count");
     if (rs.content.size() != inserted) bad("content log size");
     // 5. known deleted stretches
