@@ -42,25 +42,24 @@ namespace folio {
 /// How document::apply treats a batch.
 struct apply_options {
   /// The Lamport headroom rule (docs/INTERNALS.md, "Lamport headroom"): a batch is refused, `invalid`
-  /// and with nothing integrated, if the last unit of any op has a Lamport value above the record's
-  /// clock before the batch plus the lesser of (a) the batch's units not integrated yet and (b)
-  /// lamport_slack plus the units of the batch that change the record: its units not integrated
-  /// yet, except that a remove counts only the distinct items it targets that are not deleted yet (a
-  /// remove of items removed already counts nothing, however long its range; in map and xml records,
-  /// per sequence object). By (a), a batch never advances the clock by more than the units it adds to
-  /// the record's history, so the clock stays below what a record may hold (max_units) plus its
-  /// clock when the rule was first applied; by (b), never by more than lamport_slack beyond what it
-  /// changes. A peer's op takes one more than the largest Lamport value it has seen, so a batch that
-  /// comes with everything its author had seen and the receiver lacks (causal delivery, as a
-  /// server's sync receives it) keeps (a) always, and (b) unless its removes repeat, beyond
-  /// lamport_slack units, removes that reached the receiver concurrently; a batch that broke the rule
-  /// could use up the 2^31 Lamport values and leave every later local edit failing with
-  /// "[folio.overflow]". Off by default: a peer that can receive batches out of order (held as
+  /// and with nothing integrated, if the last unit of any op has a Lamport value above
+  ///   max(the record's clock, its changed units + lamport_slack) + the batch's changing units,
+  /// where a record's changed units (document::changed) are the items it ever inserted plus those it
+  /// deleted (in map and xml records, per sequence object, plus map sets and unsets), and a batch's
+  /// changing units are what it adds to them: its units not integrated yet, except that a remove
+  /// counts only the distinct items it targets that are not deleted yet (a remove of items removed
+  /// already counts nothing, however long its range). A replica's op takes one more than the largest
+  /// Lamport value it has seen, and everything it has seen changed at least that many units, so in a
+  /// history delivered causally (as a server's sync receives it) no Lamport value passes the changed
+  /// units: such a batch always keeps the rule. And a record that kept it from its first op holds a
+  /// clock of at most its changed units + lamport_slack, at most twice max_units + lamport_slack: far
+  /// below 2^31, which a batch that broke the rule could use up, leaving every later local edit failing
+  /// with "[folio.overflow]". Off by default: a peer that can receive batches out of order (held as
   /// pending) must not turn it on.
   bool bounded_lamport = false;
-  /// Refuses a batch (`too_large`, nothing integrated) after which the record would hold more than
-  /// this many unit operations (document::units): document::max_units(type) keeps a record within
-  /// what document::decode reads back. Unbounded by default.
+  /// Refuses a batch (`too_large`, nothing integrated) after which the record could hold more than
+  /// this many units (document::units; the batch counted as held_units_at_most): document::max_units(type)
+  /// keeps a record within what document::decode reads back. Unbounded by default.
   std::size_t max_units = std::size_t(-1);
 };
 
@@ -86,13 +85,20 @@ class document {
   const version_vector& version() const {
     return std::visit([](const auto& d) -> const version_vector& { return d.version(); }, impl_);
   }
-  /// The unit operations the record holds: its whole history, every unit of every op integrated
-  /// (the sum of version()'s counts; pending ops not included) — what document::decode counts
-  /// against max_units. Kept as ops integrate: O(1).
+  /// What the record holds, in units: one per inserted item (deleted or not), map set and unset, and
+  /// one per remove in its log, however many items it targets — what document::decode counts against
+  /// max_units; memory and the work of reading the record back are linear in it. Kept as ops
+  /// integrate: O(1).
   std::uint64_t units() const {
     return std::visit([](const auto& d) { return d.units(); }, impl_);
   }
-  /// Most unit operations a record of type `t` may hold: what decode() reads back (the one limit
+  /// The units the record's edits changed: items inserted plus items deleted (map and xml: in every
+  /// sequence object, plus map sets and unsets). What the Lamport headroom rule measures the clock
+  /// against (apply_options::bounded_lamport). O(1).
+  std::uint64_t changed() const {
+    return std::visit([](const auto& d) { return d.changed(); }, impl_);
+  }
+  /// Most units (units()) a record of type `t` may hold: what decode() reads back (the one limit
   /// both the decoder and a writer that must stay readable, such as the service, use).
   static constexpr std::size_t max_units(record_type t) noexcept {
     switch (t) {
@@ -106,8 +112,8 @@ class document {
     }
     return default_max_tree_ops;
   }
-  /// Largest Lamport value added to a Lamport value a batch may reach beyond the units that change
-  /// the record (apply_options::bounded_lamport).
+  /// How far above a record's changed units a batch may take its clock beyond what the batch itself
+  /// changes (apply_options::bounded_lamport).
   static constexpr std::uint32_t lamport_slack = 1024;
 
   /// Largest Lamport value integrated (0 for an empty record). O(1).
@@ -285,7 +291,7 @@ class document {
                     if (std::string why = check(std::string_view(b.ops[i].value)); !why.empty()) return refuse(i, std::move(why));
               if (options.bounded_lamport)
                 if (const std::optional<std::size_t> i = beyond_lamport_headroom(
-                        std::span<const detail::tree_op>(b.ops), d.clock(), fresh_units(std::span<const detail::tree_op>(b.ops)),
+                        std::span<const detail::tree_op>(b.ops), d.clock(), d.changed(),
                         [&](std::uint64_t need) { return d.changing_units(b.ops, need); }, &res.message))
                   return refuse(*i, std::move(res.message));
               if (beyond_max_units(std::span<const detail::tree_op>(b.ops), options.max_units, res)) return;
@@ -301,8 +307,11 @@ class document {
               // a known replica, integrated without a batch; what try_integrate_next declines (it
               // changes nothing then) goes the general way below, with the op it read.
               if (op o; r.ok() && detail::read_single_op_text(r.rest(), o, b.content)) {
-                if (!(options.bounded_lamport && std::uint64_t(o.lamport) + o.len - 1 > std::uint64_t(d.clock()) + std::min<std::uint64_t>(o.len, lamport_slack)) &&
-                    !(options.max_units != std::size_t(-1) && units() + o.len > options.max_units) && d.impl_.try_integrate_next(o, b.content, res))
+                // The next op of its replica: an insert changes its len units, a remove at least none.
+                const std::uint64_t own = o.kind == op_kind::insert ? o.len : 0;
+                if (!(options.bounded_lamport &&
+                      std::uint64_t(o.lamport) + o.len - 1 > std::max<std::uint64_t>(d.clock(), d.changed() + lamport_slack) + own) &&
+                    !(options.max_units != std::size_t(-1) && units() + (own ? own : 1) > options.max_units) && d.impl_.try_integrate_next(o, b.content, res))
                   return;
                 b.ops.push_back(o), read = true;  // b.ops is empty: scratch_release leaves it so
               }
@@ -318,7 +327,7 @@ class document {
               }
               if (options.bounded_lamport)
                 if (const std::optional<std::size_t> i = beyond_lamport_headroom(
-                        std::span<const op>(b.ops), d.clock(), fresh_units(std::span<const op>(b.ops)),
+                        std::span<const op>(b.ops), d.clock(), d.changed(),
                         [&](std::uint64_t need) { return d.impl_.changing_units(b.ops, need); }, &res.message))
                   return refuse(*i, std::move(res.message));
               if (beyond_max_units(std::span<const op>(b.ops), options.max_units, res)) return;
@@ -378,7 +387,7 @@ class document {
     const std::size_t limit = max_units_override ? max_units_override : max_units(type);
     const apply_result res = std::get<detail::tree_doc>(d.impl_).apply_each([&](auto&& integrate) {
       detail::read_tree_ops_each(r, shape, [&](const detail::tree_op& o) {
-        read_units += o.len;
+        read_units += detail::tree_doc::held_units(o);
         if (read_units <= limit) integrate(o);
       });
     });
@@ -417,55 +426,55 @@ class document {
   }
 
   /// The first op of `ops` (op or tree_op) that breaks the Lamport headroom rule (apply_options) on a
-  /// record whose clock is `clock`, with `*why` naming the rule; nullopt if none does. `fresh`: the
-  /// units of the batch not integrated yet (fresh_units). `changing(need)` answers the units of the
-  /// batch that change the record, or at least `need` of them; it is asked only when an op reaches past
-  /// clock + min(fresh, lamport_slack). O(ops) plus what `changing` costs.
+  /// record whose clock is `clock` and changed units `changed`, with `*why` naming the rule; nullopt if
+  /// none does. `changing(need)` answers the units of the batch that change the record, or at least
+  /// `need` of them; it is asked only when an op reaches past max(clock, changed + lamport_slack).
+  /// O(ops) plus what `changing` costs.
   template <class Op, class Changing>
-  static std::optional<std::size_t> beyond_lamport_headroom(std::span<const Op> ops, std::uint32_t clock, std::uint64_t fresh, Changing&& changing,
+  static std::optional<std::size_t> beyond_lamport_headroom(std::span<const Op> ops, std::uint32_t clock, std::uint64_t changed, Changing&& changing,
                                                             std::string* why) {
     std::uint64_t top = 0;
     for (const Op& o : ops) top = std::max(top, std::uint64_t(o.lamport) + o.len - 1);
-    const std::uint64_t reach = std::uint64_t(clock) + std::min<std::uint64_t>(fresh, lamport_slack);
-    if (top <= reach) return std::nullopt;
-    // The bound is clock + min(fresh, changes + lamport_slack). `changes` is needed only when the top is
-    // within clock + fresh; then fresh > lamport_slack (else top <= reach), so top > clock + lamport_slack.
-    std::uint64_t changes = 0;
-    if (top <= std::uint64_t(clock) + fresh) changes = changing(top - std::uint64_t(clock) - lamport_slack);
-    const std::uint64_t bound = std::uint64_t(clock) + std::min<std::uint64_t>(fresh, changes + lamport_slack);
+    const std::uint64_t base = std::max<std::uint64_t>(clock, changed + lamport_slack);
+    if (top <= base) return std::nullopt;
+    const std::uint64_t changes = changing(top - base), bound = base + changes;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const std::uint64_t last = std::uint64_t(ops[i].lamport) + ops[i].len - 1;
       if (last <= bound) continue;
-      *why = "Lamport value " + std::to_string(last) + " is above the record's clock (" + std::to_string(clock) + ") plus " +
-             (last > std::uint64_t(clock) + fresh ? "the " + std::to_string(fresh) + " unit operations of the batch not integrated yet"
-                                                  : std::to_string(lamport_slack) + " plus the " + std::to_string(changes) +
-                                                        " unit operations of the batch that change the record") +
-             ": a replica's operation takes one more than the largest Lamport value it has seen, so a batch that comes with what its "
-             "author saw cannot go higher (the Lamport headroom rule)";
+      *why = "Lamport value " + std::to_string(last) + " is above " + std::to_string(bound) + ": the larger of the record's clock (" +
+             std::to_string(clock) + ") and its " + std::to_string(changed) + " changed units plus " + std::to_string(lamport_slack) + ", plus the " +
+             std::to_string(changes) +
+             " unit operations of the batch that change the record; a replica's operation takes one more than the largest Lamport value it has "
+             "seen, and what it has seen changed at least as many units, so a batch that comes with what its author saw cannot go higher (the "
+             "Lamport headroom rule)";
       return i;
     }
     return std::nullopt;
   }
 
-  /// The units of `ops` this record has not integrated yet: per op, the part of its seq range beyond
-  /// its replica's entry in the version vector. O(ops log replicas).
+  static bool is_remove(const op& o) noexcept { return o.kind == op_kind::remove; }
+  static bool is_remove(const detail::tree_op& o) noexcept { return o.kind == detail::tree_op_kind::remove; }
+
+  /// At most what `ops` would add to units() once integrated: per op with units not integrated yet
+  /// (beyond its replica's entry in the version vector), those units, or 1 for a remove (its log
+  /// entry; it may merge into its author's previous one and add nothing). O(ops log replicas).
   template <class Op>
-  std::uint64_t fresh_units(std::span<const Op> ops) const {
+  std::uint64_t held_units_at_most(std::span<const Op> ops) const {
     std::uint64_t more = 0;
     const version_vector& v = version();
     for (const Op& o : ops) {
       const std::uint64_t have = v.get(o.id.replica), end = std::uint64_t(o.id.seq) + o.len;
-      if (end > have) more += end - std::max<std::uint64_t>(have, o.id.seq);
+      if (end > have) more += is_remove(o) ? 1 : end - std::max<std::uint64_t>(have, o.id.seq);
     }
     return more;
   }
 
-  /// With `limit` set (not size_t(-1)): true, `res` saying why (too_large), when the units of `ops` not
-  /// integrated yet would take the record past `limit` (apply_options::max_units). O(ops log replicas).
+  /// With `limit` set (not size_t(-1)): true, `res` saying why (too_large), when `ops` could take the
+  /// record past `limit` units (held_units_at_most; apply_options::max_units). O(ops log replicas).
   template <class Op>
   bool beyond_max_units(std::span<const Op> ops, std::size_t limit, apply_result& res) const {
     if (limit == std::size_t(-1)) return false;
-    const std::uint64_t held = units(), more = fresh_units(ops);
+    const std::uint64_t held = units(), more = held_units_at_most(ops);
     if (held + more <= limit) return false;
     res.status = apply_status::too_large;
     res.message = "the record holds " + std::to_string(held) + " unit operations and the batch would add " + std::to_string(more) + ", past the " +

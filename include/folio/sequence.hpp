@@ -74,8 +74,17 @@ class sequence {
   /// The batch of one local change (empty if its ops are unknown here). Allocates the batch.
   op_batch<T> ops(const local_change& change) const { return impl_.ops(change); }
 
-  /// Unit operations integrated (the sum of version()'s counts: what decode counts against max_ops). O(1).
+  /// What the sequence holds: its inserted items (deleted or not) and one per remove in its op log,
+  /// whatever the remove's length — what decode counts against max_ops. O(1).
   std::uint64_t units() const noexcept { return impl_.units(); }
+  /// Items inserted plus items deleted: what the Lamport headroom rule measures a clock against
+  /// (document::apply_options::bounded_lamport). O(1).
+  std::uint64_t changed() const noexcept { return impl_.changed(); }
+  /// What integrating `batch` would add to changed(): its units not integrated yet, except that a
+  /// remove counts only the distinct items it targets that are not deleted yet — the batch's changing
+  /// units of the Lamport headroom rule. Changes nothing visible (it may note deleted stretches, a
+  /// cache). O(ops log ops) plus the targets' runs.
+  std::uint64_t changing_units(const op_batch<T>& batch) { return impl_.changing_units(batch.ops, UINT64_MAX); }
   /// Largest Lamport value integrated (a local op takes clock() + 1). O(1).
   std::uint32_t clock() const noexcept { return impl_.clock(); }
   /// pending(): unit operations waiting for causal dependencies; rejected(): operations (one each,
@@ -121,8 +130,16 @@ class sequence {
   /// value was dropped from the encoding, so a few bytes could otherwise claim 2^31 items.
   static constexpr std::size_t default_max_ops = std::is_same_v<T, char32_t> ? std::size_t(1) << 26 : std::size_t(1) << 22;
 
+  /// What a sequence holding `ops` (a document's log, one op per entry) holds (units): the insert units
+  /// and one per remove. O(ops).
+  static std::uint64_t held_units(const std::vector<op>& ops) noexcept {
+    std::uint64_t n = 0;
+    for (const op& o : ops) n += o.kind == op_kind::insert ? o.len : 1;
+    return n;
+  }
+
   /// Rebuilds a document from untrusted bytes as replica `self`. A document whose op log holds more
-  /// than `max_ops` unit operations is refused (too_large). `out` is left unchanged on failure.
+  /// than `max_ops` units (held_units) is refused (too_large). `out` is left unchanged on failure.
   /// The document's root name goes to `content_key` when given.
   static decode_result decode(std::string_view bytes, replica_id self, sequence& out, std::size_t max_ops = default_max_ops,
                               std::string* content_key = nullptr) {
@@ -134,9 +151,11 @@ class sequence {
     if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>(), &version) || !detail::read_content_key(r, key)) return r.result();
     const std::size_t ops_at = r.offset();
     if (!detail::read_document_ops(r, log.ops, version)) return r.result();
-    if (log.unit_count() > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
+    if (held_units(log.ops) > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
     const std::size_t content_at = r.offset();
-    if (!detail::read_document_content(r, live, version, log.unit_count())) return r.result();
+    std::uint64_t inserted = 0;  // live values are at most the items inserted (bounds the content section)
+    for (const op& o : log.ops) inserted += o.kind == op_kind::insert ? o.len : 0;
+    if (!detail::read_document_content(r, live, version, inserted)) return r.result();
     if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
     detail::rga<T> doc(self);
     const apply_result res = doc.apply(log, detail::rga<T>::content_mode::placeholders);

@@ -3,20 +3,24 @@ and 3): hostile but well-formed sequences of writes near each limit, sent throug
 or a browser's write token would send them, then a restart of folio-fcgi, every record read back, and
 `folio-admin check` clean.
 
-- A text's removes of what is removed already, pushed until the record holds the most unit operations a
-  text can (2^26: folio::document::max_units): every push up to the limit is stored (one exactly to it),
-  the next is refused with 400 FAILED_PRECONDITION, and so is the owner's update of the full record;
-  after restarts the record reads and syncs.
-- An array replaced by value until the same limit for arrays (2^22): the same.
+- The issue's write-token sequence: on a 100,000-character text, 1,100 removes of the whole removed
+  text (21 bytes each; 110 million seqs of the client's, past what a text may hold had each removed
+  item counted): all stored, one unit each; after a restart the record reads, syncs and takes the
+  owner's update.
+- An array replaced by value until it holds the most units an array can (2^22: folio::document::max_units):
+  every update up to the limit is stored, the next is refused with 400 FAILED_PRECONDITION; after a
+  restart the record reads and syncs.
 - A write token's removes whose Lamport values climb by their (removed) length each push: refused (the
-  Lamport headroom rule counts only units that change the record), and the owner's update goes on.
-- A record stored past the limit (as an earlier build let one be): `folio-admin check` names it,
-  `export` prints its value and `repair` gives it a fresh history; then it reads back and checks clean.
+  Lamport headroom rule keeps the clock within the record's changed units plus 1,024, once), and the
+  owner's update goes on.
+- A text filled to exactly its limit by inserts (and one remove), then stored past it (as an earlier
+  build let one be): `folio-admin check` names it, `export` prints its value and `repair` gives it a
+  fresh history; then it reads back and checks clean.
 
 The pushes are a text client's batches of one op (replica 77, its own items), written here byte by byte
 as the engine's encoder writes them (include/folio/encoding.hpp, sequence_op_format: the single-op
 reading, read_single_op_text). The sizes come from the limits' definitions, so that each sequence
-crosses its limit in a few dozen requests.
+crosses its limit in a few dozen to a hundred requests.
 
 Run by ctest (tests/CMakeLists.txt) as:  limits_e2e.py BUILD_DIR SOURCE_DIR
 """
@@ -37,6 +41,7 @@ LAMPORT_SLACK = 1024       # folio::document::lamport_slack
 MAX_COUNTER = (1 << 31) - 1
 CLIENT = 77                # the pushing client's replica id
 ORG, DOC = "limits-org", "limits-doc"
+CHUNK = 2_250_000          # characters of one insert push: its base64 stays below stack.RESPONDER_MAX_BODY
 
 
 def zigzag(n):
@@ -127,52 +132,55 @@ def past_limit(test, res):
 
 
 class WhatARecordHolds(unittest.TestCase):
-    def test_removes_of_removed_text_are_refused_at_the_limit_and_the_record_reads_back_after_a_restart(self):
-        # The issue's browser-token reproduction, with a 1,000,000-character text: every remove of the
-        # whole (removed) text adds 1,000,000 unit operations to the record's history.
-        n = 1_000_000
+    def test_removes_of_removed_text_hold_one_unit_each_and_the_record_reads_back_after_a_restart(self):
+        # The issue's browser-token reproduction: each push removes the whole (removed) 100,000-character
+        # text again. Counted by the items it names, each added 100,000 units and the 670th filled the
+        # record; a remove now holds one unit, however long its range.
+        n = 100_000
         c = Client(self, "removed-again")
         self.assertEqual(c.push(insert_batch(0, 1, "a" * n))[0], 200)
         self.assertEqual(c.push(remove_batch(n, n + 1, 0, n))[0], 200)
-        seq, accepted, refused = 2 * n, 0, None
-        for _ in range(TEXT_MAX_UNITS // n + 2):
-            status, answer = c.push(remove_batch(seq, 1, 0, n))  # a low Lamport value: the headroom rule allows it
-            if status != 200:
-                refused = (status, answer)
-                break
+        seq = 2 * n
+        for i in range(1100):
+            batch = remove_batch(seq, 1, 0, n)  # a low Lamport value: the headroom rule allows it
+            self.assertLess(len(batch), 40)  # a few dozen bytes however long its range
+            status, answer = c.push(batch)
+            self.assertEqual(status, 200, (i, answer))
             seq += n
-            accepted += 1
-        self.assertEqual(accepted, (TEXT_MAX_UNITS - 2 * n) // n)  # stored while the record holds at most the limit
-        past_limit(self, refused)
-        # Exactly at the limit: a push of the room left is stored, one unit more is not.
-        room = TEXT_MAX_UNITS - seq
-        self.assertEqual(c.push(remove_batch(seq, 1, 0, room))[0], 200)
-        past_limit(self, c.push(remove_batch(seq + room, 1, 0, 1)))
+        self.assertGreater(seq, TEXT_MAX_UNITS)
         restart()
         self.assertEqual(value(self, "removed-again"), "")
         status, answer = c.sync(None, "AA==")
         self.assertEqual(status, 200, answer)
-        # Full: the owner's update is refused too (400, saying what to do), the value stays readable.
-        past_limit(self, call("/v2/crdt/update", dict(ids("removed-again"), data="x")))
+        ok(self, call("/v2/crdt/update", dict(ids("removed-again"), data="x")), "CRDT data updated successfully.")
+        self.assertEqual(c.push(remove_batch(seq, 1, 0, n))[0], 200)
         restart()
-        self.assertEqual(value(self, "removed-again"), "")
+        self.assertEqual(value(self, "removed-again"), "x")
         admin_check(self)
 
     def test_an_array_replaced_until_the_limit_is_refused_and_reads_back_after_a_restart(self):
-        # The issue's API-key reproduction: 40,000 objects replaced by others, 80,000 units each time.
+        # The issue's API-key reproduction: 40,000 objects replaced by others, 40,000 inserted units
+        # and the removes of the old ones each time.
         n = 40_000
         editor = "replaced"
         ok(self, call("/v2/crdt/add", dict(ids(editor), type="array", data=[{"i": k} for k in range(n)])), "CRDT data added successfully.")
         accepted, refused, last = 0, None, "i"
-        for k in range(ARRAY_MAX_UNITS // (2 * n) + 2):
+        for k in range(ARRAY_MAX_UNITS // n + 2):
             name = "j" if k % 2 == 0 else "i"
             res = call("/v2/crdt/update", dict(ids(editor), data=[{name: v} for v in range(n)]))
             if res[0] != 200:
                 refused = res
                 break
             accepted, last = accepted + 1, name
-        self.assertEqual(accepted, (ARRAY_MAX_UNITS - n) // (2 * n))
         past_limit(self, refused)
+        # "This record holds H operations (...) and the change would take it to A, past the L an array
+        # record can hold": every update added A - H units, and the record holds what they added.
+        words = refused[1]["error"]["message"].split()
+        held, after = int(words[words.index("holds") + 1]), int(words[words.index("to") + 1].rstrip(","))
+        self.assertLessEqual(held, ARRAY_MAX_UNITS)
+        self.assertGreater(after, ARRAY_MAX_UNITS)
+        self.assertEqual(held, n + accepted * (after - held), refused)
+        self.assertLess(after - held, 2 * n)  # the removes count one each, not one per element
         restart()
         got = value(self, editor)
         self.assertEqual(len(got), n)
@@ -208,14 +216,19 @@ class WhatARecordHolds(unittest.TestCase):
             self.assertIn("the Lamport headroom rule", answer["error"]["message"])
             break
         self.assertLess(clock, 8 * n + LAMPORT_SLACK, "the clock climbed")
-        # Within the slack a remove of removed items is taken (a concurrent remove of the same text).
+        # The clock equals the record's changed units (8n: each item inserted and removed once). Up to
+        # them plus the slack, a remove of removed items is taken once (a concurrent remove of the same
+        # text), not once a push.
         self.assertEqual(c.push(remove_batch(seq, clock + 1, 0, LAMPORT_SLACK))[0], 200)
         seq, clock = seq + LAMPORT_SLACK, clock + LAMPORT_SLACK
-        # No push raises the clock by more than the units it adds: a one-character insert may take it one
-        # up, not by the slack (else 2^31 / 1,024 such pushes would spend it).
+        status, answer = c.push(remove_batch(seq, clock + 1, 0, 1))
+        self.assertEqual(status, 400, answer)
+        self.assertIn("the Lamport headroom rule", answer["error"]["message"])
+        # A push raises the clock by at most the units it changes now: a one-character insert one up,
+        # not two (else 2^31 such pushes would spend it).
         status, answer = c.push(insert_batch(seq, clock + 2, "x"))
         self.assertEqual(status, 400, answer)
-        self.assertIn("plus the 1 unit operations of the batch not integrated yet", answer["error"]["message"])
+        self.assertIn("plus the 1 unit operations of the batch that change the record", answer["error"]["message"])
         self.assertEqual(c.push(insert_batch(seq, clock + 1, "x"))[0], 200)
         ok(self, call("/v2/crdt/update", dict(ids("climb"), data="owner's")), "CRDT data updated successfully.")
         restart()
@@ -227,19 +240,22 @@ class WhatARecordHolds(unittest.TestCase):
     def test_a_record_stored_past_the_limit_is_named_by_check_and_repaired_by_folio_admin(self):
         if STACK.postgresql:
             self.skipTest("writes the SQLite file directly")
-        n = 1_000_000
         editor = "stored-past"
         c = Client(self, editor)
-        self.assertEqual(c.push(insert_batch(0, 1, "x" * (n - 2) + "ok"))[0], 200)
-        self.assertEqual(c.push(remove_batch(n, n + 1, 0, n - 2))[0], 200)
-        seq = 2 * n - 2
-        while True:
-            batch = remove_batch(seq, 1, 0, n - 2)
-            status, answer = c.push(batch)
-            if status != 200:
-                break
-            seq += n - 2
-        past_limit(self, (status, answer))
+        # Exactly to the limit: x's inserted in pushes of CHUNK, "ok" (two units), then one remove of
+        # every x (one unit).
+        xs = TEXT_MAX_UNITS - 3
+        seq = 0
+        while seq < xs:
+            take = min(CHUNK, xs - seq)
+            status, answer = c.push(insert_batch(seq, seq + 1, "x" * take))
+            self.assertEqual(status, 200, answer)
+            seq += take
+        self.assertEqual(c.push(insert_batch(seq, seq + 1, "ok"))[0], 200)
+        self.assertEqual(c.push(remove_batch(seq + 2, seq + 3, 0, xs))[0], 200)
+        seq += 2 + xs
+        batch = remove_batch(seq, 1, 0, xs)  # one unit more: refused
+        past_limit(self, c.push(batch))
         # What an earlier build stored: the refused batch logged as a change of the record.
         STACK.fcgi.terminate()
         STACK.fcgi.wait()

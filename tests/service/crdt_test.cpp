@@ -388,15 +388,24 @@ struct compacting : fixture {
     ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
     for (int i = 0; i < svc::compact_after; ++i) ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":")" + std::string(i + 1, 'x') + "\"}}").http, 200);
   }
-  /// Adds "c" as an empty array and pushes replica 7's insert of `n` items "{}" and its remove of the
-  /// first `removed` of them (ops seq 0..n + removed - 1): the record then holds n + removed units, and
-  /// replica 7's next op has seq n + removed.
-  void add_array_with_removed_items(std::uint32_t n, std::uint32_t removed) {
+  /// Adds "c" as an empty array and pushes replica 7's inserts of `n` items "{}" (in pushes below the
+  /// body limit) and its remove of the first `removed` of them: the record then holds `units` (n items
+  /// and the remove's log entries: the client's units, the record holding nothing else), and replica 7's
+  /// next op has seq n + removed.
+  void add_array_with_removed_items(std::uint32_t n, std::uint32_t removed, std::uint64_t& units) {
     ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"array","data":[]}})").http, 200);
     folio::document client(folio::record_type::array, 7);
-    client.as_array().insert(0, std::vector<std::string>(n, "{}"));
+    for (std::uint32_t at = 0; at < n;) {
+      const std::uint32_t take = std::min<std::uint32_t>(n - at, 1u << 19);
+      const folio::version_vector before = client.version();
+      client.as_array().insert(at, std::vector<std::string>(take, "{}"));
+      ASSERT_EQ(push(ids, client.encode_since(before)).http, 200);
+      at += take;
+    }
+    const folio::version_vector before = client.version();
     client.as_array().erase(0, removed);
-    ASSERT_EQ(push(ids, client.encode_since({})).http, 200);
+    ASSERT_EQ(push(ids, client.encode_since(before)).http, 200);
+    units = client.units();
   }
 };
 
@@ -414,28 +423,34 @@ std::string remove_of(folio::replica_id author, std::uint32_t seq, std::uint32_t
 // Issue 49, item 1: removes of what is removed already, each accepted, took the record's history past
 // what its snapshot can be read back with, and after a restart every request of the record was a 500.
 // A push that would take the record past folio::document::max_units is refused (400, nothing stored);
-// every change up to it is read back by a fresh process after the record is compacted.
+// every change up to it is read back by a fresh process after the record is compacted. The record is
+// filled by inserts (2^22 array elements): a remove holds one unit, however long its range.
 TEST_F(compacting, APushPastWhatARecordCanHoldIsRefusedAndEverythingStoredReadsBack) {
-  constexpr std::uint32_t n = 100000;
   constexpr std::uint64_t limit = folio::document::max_units(folio::record_type::array);
-  ASSERT_NO_FATAL_FAILURE(add_array_with_removed_items(n, n - 1));
+  constexpr auto n = static_cast<std::uint32_t>(limit - 3);
+  std::uint64_t units = 0;
+  ASSERT_NO_FATAL_FAILURE(add_array_with_removed_items(n, n - 1, units));  // about n + 1 units
+  ASSERT_LE(units, limit - 2);
+  const std::uint64_t room = limit - units;
   std::uint32_t seq = 2 * n - 1;
-  std::uint64_t units = seq;
-  int accepted = 0;
+  std::uint64_t accepted = 0;
   svc::response refused;
-  for (;;) {
+  for (;;) {  // removes of what is removed already: one unit each
     const svc::response r = push(ids, remove_of<std::string>(7, seq, 1, 0, n - 1));
     if (r.http != 200) {
       refused = r;
       break;
     }
-    ++accepted, seq += n - 1, units += n - 1;
-    ASSERT_LE(units, limit);
+    ++accepted, seq += n - 1;
+    ASSERT_LE(accepted, room);
   }
-  EXPECT_EQ(accepted, (limit - (2 * n - 1)) / (n - 1));
+  EXPECT_EQ(accepted, room);
   EXPECT_EQ(refused.http, 400) << refused.body;
   EXPECT_NE(refused.body.find(R"("status":"FAILED_PRECONDITION")"), std::string::npos) << refused.body;
-  EXPECT_NE(refused.body.find("past the " + std::to_string(limit) + " an array record can hold"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find("the record holds " + std::to_string(limit) + " unit operations and the batch would add 1, past the " + std::to_string(limit) +
+                              " an array record can hold"),
+            std::string::npos)
+      << refused.body;
   EXPECT_NE(refused.body.find("add the record's value as a new record under another editorId"), std::string::npos) << refused.body;
   service.crdt().compactions().drain(db);
   EXPECT_EQ(gauges().compaction_failures, 0u);
@@ -443,47 +458,54 @@ TEST_F(compacting, APushPastWhatARecordCanHoldIsRefusedAndEverythingStoredReadsB
   const svc::response got = call_on(restarted, db, "/v2/crdt/get", ids + "}}");
   EXPECT_EQ(got.http, 200) << got.body;
   EXPECT_NE(got.body.find(R"("data":[{}])"), std::string::npos) << got.body;
-  EXPECT_EQ(call_on(restarted, db, "/v2/crdt/update", ids + R"(,"data":[{"a":1}]}})").http, 200);
+  EXPECT_EQ(call_on(restarted, db, "/v2/crdt/update", ids + R"(,"data":[{"a":1}]}})").http, 400);  // full: it would add 2
+  EXPECT_EQ(call_on(restarted, db, "/v2/crdt/sync", ids + R"(,"version":"AA=="}})").http, 200);
   const std::optional<svc::record_row> row = svc::load_record(db, k);
   std::optional<folio::document> d;
   ASSERT_TRUE(folio::document::decode(row->snapshot, row->incarnation, d));
+  EXPECT_LE(d->units(), limit);
 }
 
 // The update (replace by value) of a record whose history is near the limit: refused when the diff
 // would take it past, with nothing stored, and the cached document is not left changed.
 TEST_F(compacting, AnUpdatePastWhatARecordCanHoldIsRefusedAndNothingChanges) {
-  constexpr std::uint32_t n = 100000;
   constexpr std::uint64_t limit = folio::document::max_units(folio::record_type::array);
-  ASSERT_NO_FATAL_FAILURE(add_array_with_removed_items(n, n));
-  std::uint32_t seq = 2 * n;
-  std::uint64_t units = seq;
-  for (; units + n <= limit - 3; units += n, seq += n) ASSERT_EQ(push(ids, remove_of<std::string>(7, seq, 1, 0, n)).http, 200);
-  ASSERT_EQ(push(ids, remove_of<std::string>(7, seq, 1, 0, static_cast<std::uint32_t>(limit - 3 - units))).http, 200);
-  // Room for 3 more units: [a1,a2] adds 2, [a3,a4,a5] then removes 2 and adds 3.
+  std::uint64_t units = 0;
+  ASSERT_NO_FATAL_FAILURE(add_array_with_removed_items(static_cast<std::uint32_t>(limit - 4), static_cast<std::uint32_t>(limit - 4), units));
+  ASSERT_LE(units, limit - 3);
+  // Room for 3: the client's remove of one more item of its (removed) ones, held one unit each, until
+  // then.
+  for (std::uint32_t seq = static_cast<std::uint32_t>(2 * (limit - 4)); units < limit - 3; ++units, ++seq)
+    ASSERT_EQ(push(ids, remove_of<std::string>(7, seq, 1, 0, 1)).http, 200);
+  // [a1,a2] adds 2; [a3,a4,a5] then removes the two (one remove) and adds 3: 4 more.
   ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":[{"a":1},{"a":2}]}})").http, 200);
   const svc::response r = call("/v2/crdt/update", ids + R"(,"data":[{"a":3},{"a":4},{"a":5}]}})");
   EXPECT_EQ(r.http, 400) << r.body;
   EXPECT_NE(r.body.find(R"("status":"FAILED_PRECONDITION")"), std::string::npos) << r.body;
   EXPECT_NE(r.body.find("past the " + std::to_string(limit) + " an array record can hold; nothing was stored."), std::string::npos) << r.body;
   EXPECT_NE(call("/v2/crdt/get", ids + "}}").body.find(R"("data":[{"a":1},{"a":2}])"), std::string::npos);
+  // [a1] removes one: one more unit, to the limit.
+  ASSERT_EQ(call("/v2/crdt/update", ids + R"(,"data":[{"a":1}]}})").http, 200);
   service.crdt().compactions().drain(db);
   svc::responder restarted{svc::config{}};
-  EXPECT_NE(call_on(restarted, db, "/v2/crdt/get", ids + "}}").body.find(R"("data":[{"a":1},{"a":2}])"), std::string::npos);
+  EXPECT_NE(call_on(restarted, db, "/v2/crdt/get", ids + "}}").body.find(R"("data":[{"a":1}])"), std::string::npos);
 }
 
 // A compaction decodes the snapshot it made before it replaces the stored one: a record whose log an
 // earlier build let grow past the limit keeps its snapshot and log (the failure logged and counted),
 // and still reads back, where the compaction used to store a snapshot that no longer decoded.
 TEST_F(compacting, ACompactionNeverStoresASnapshotThatDoesNotDecode) {
-  constexpr std::uint32_t n = 1u << 20;
-  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":""}})").http, 200);
-  folio::document client(folio::record_type::text, 7);
-  client.as_text().insert(0, std::u32string(n, U'q'));
-  client.as_text().erase(0, n - 1);
+  constexpr std::uint64_t limit = folio::document::max_units(folio::record_type::array);
+  constexpr auto n = static_cast<std::uint32_t>(limit);
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"array","data":[]}})").http, 200);
+  folio::document client(folio::record_type::array, 7);
+  client.as_array().insert(0, std::vector<std::string>(n, "{}"));
+  const folio::version_vector inserted = client.version();
+  client.as_array().erase(0, n - 1);  // n + 1 units: one past the limit
   std::optional<svc::record_row> row = svc::load_record(db, k, false);
+  // A log long enough to be compacted: the insert, the remove, and the remove again (duplicates).
   std::vector<std::string> log{client.encode_since({})};
-  for (std::uint32_t seq = 2 * n - 1, units = seq; units <= folio::document::max_units(folio::record_type::text); seq += n - 1, units += n - 1)
-    log.push_back(remove_of<char32_t>(7, seq, 1, 0, n - 1));
+  while (log.size() < std::size_t(svc::compact_after)) log.push_back(client.encode_since(inserted));
   db.write([&] {
     for (const std::string& b : log) row->revision = svc::append_change(db, k, *row, &b, svc::now_iso(), "old build", std::nullopt);
   });
@@ -496,7 +518,7 @@ TEST_F(compacting, ACompactionNeverStoresASnapshotThatDoesNotDecode) {
   svc::responder restarted{svc::config{}};
   const svc::response got = call_on(restarted, db, "/v2/crdt/get", ids + "}}");
   EXPECT_EQ(got.http, 200) << got.body;
-  EXPECT_NE(got.body.find(R"("data":"q")"), std::string::npos) << got.body;
+  EXPECT_NE(got.body.find(R"("data":[{}])"), std::string::npos) << got.body;
 }
 
 // Issue 49, item 3: a write token's removes over a long range it removed already, each one's Lamport

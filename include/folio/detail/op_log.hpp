@@ -123,31 +123,33 @@ class op_log {
   std::size_t size() const noexcept { return entries_.size(); }
   std::size_t memory_usage() const noexcept { return entries_.capacity() * sizeof(log_entry); }
 
-  /// Appends `e`, extending the last entry when `e` continues it; `log_pos` is e's author's.
-  void append(const log_entry& e, std::vector<std::uint32_t>& log_pos) {
+  /// Appends `e`, extending the last entry when `e` continues it; `log_pos` is e's author's. True if
+  /// it took an entry of its own.
+  bool append(const log_entry& e, std::vector<std::uint32_t>& log_pos) {
     if (!entries_.empty()) {
       log_entry& last = entries_.back();
       if (last.kind == e.kind && last.replica == e.replica && last.seq + last.len == e.seq && last.lamport + last.len == e.lamport) {
         if (e.kind == op_kind::insert) {
           if (e.ref_replica == e.replica && e.ref_seq + 1 == e.seq) {
             last.len += e.len;
-            return;
+            return false;
           }
         } else if (e.ref_replica == last.ref_replica) {
           const std::uint32_t lt = last.last_target();
           if ((!last.backward || last.len == 1) && (!e.backward || e.len == 1) && e.ref_seq == lt + 1) {
             last.backward = false, last.len += e.len;
-            return;
+            return false;
           }
           if ((last.backward || last.len == 1) && (e.backward || e.len == 1) && lt != 0 && e.ref_seq == lt - 1) {
             last.backward = true, last.len += e.len;
-            return;
+            return false;
           }
         }
       }
     }
     log_pos.push_back(static_cast<std::uint32_t>(entries_.size()));
     entries_.push_back(e);
+    return true;
   }
 
   /// The origin (local replica, seq) of item (rep, seq), whose replica's entries are `log_pos`.

@@ -156,8 +156,9 @@ class replica_core {
   /// Largest Lamport value integrated (a local op of the sequence takes clock() + 1).
   std::uint32_t clock() const noexcept { return clock_; }
   /// Unit operations integrated, of every replica: the sum of the version's counts, kept as they
-  /// advance. O(1).
-  std::uint64_t units() const noexcept { return units_; }
+  /// advance (the seqs of a remove count however many items it targets; what a record holds is the
+  /// engine's units()). O(1).
+  std::uint64_t version_total() const noexcept { return units_; }
 
  protected:
   explicit replica_core(replica_id me) {

@@ -102,7 +102,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   using tree::locate_live, tree::first_below, tree::normalize, tree::add_live, tree::insert_runs, tree::split_insert, tree::mark_deleted, tree::bad;
 
  public:
-  using core::self, core::version, core::pending, core::rejected, core::clock, core::units;
+  using core::self, core::version, core::pending, core::rejected, core::clock, core::version_total;
   using tree::size, tree::run_count;
 
   explicit rga(replica_id me) : core(me) {}
@@ -445,6 +445,18 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
 
   std::size_t log_size() const noexcept { return log_.size(); }
 
+  /// What the record holds, in units: every inserted item, and one per entry of the op log that is a
+  /// remove (however many items it targets: a remove of items removed already adds no item and, run-
+  /// length merged with its author's previous remove, maybe no entry). Memory and the work of reading
+  /// the record back are linear in it: the per-seq tables skip the seqs of removes (id_index,
+  /// replica_removes). O(1).
+  std::uint64_t units() const noexcept { return inserted_ + remove_entries_; }
+  /// The units the record's edits changed: items inserted plus items deleted. A replica's op takes one
+  /// more than the largest Lamport value it has seen, and what it has seen changed at least as many, so
+  /// in a history delivered causally no Lamport value passes this (the headroom rule,
+  /// document::apply_options::bounded_lamport). O(1).
+  std::uint64_t changed() const noexcept { return 2 * inserted_ - size(); }
+
   /// Heap bytes held (tree, index, log, content, replica table).
   std::size_t memory_usage() const {
     std::size_t bytes = tree::tree_memory_usage();
@@ -518,8 +530,14 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   void index_assign(std::uint32_t rep, std::uint32_t s, std::uint32_t e, leaf_node* l) { reps_[rep].index.assign(s, e, l, reps_[rep].next_seq); }
   /// Maps items [s, s + n) appended to a run whose item s - 1 is in `l` (id_index::extend).
   void extend_index(std::uint32_t rep, std::uint32_t s, std::uint32_t n, leaf_node* l) { reps_[rep].index.extend(s, n, l, reps_[rep].next_seq); }
-  /// Appends to the log (op_log::append).
-  void log_append(const log_entry& e) { log_.append(e, reps_[e.replica].log_pos); }
+  /// Appends to the log (op_log::append), counting what the record holds (units).
+  void log_append(const log_entry& e) {
+    const bool entry = log_.append(e, reps_[e.replica].log_pos);
+    if (e.kind == op_kind::insert)
+      inserted_ += e.len;
+    else
+      remove_entries_ += entry;
+  }
 
   // ---- integration ----------------------------------------------------------------------------
 
@@ -778,6 +796,8 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
 
 
   op_log log_;
+  std::uint64_t inserted_ = 0;        ///< items, deleted or not: the insert units of the log
+  std::uint64_t remove_entries_ = 0;  ///< entries of the log that are removes
 };
 
 }  // namespace folio::detail

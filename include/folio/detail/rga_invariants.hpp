@@ -77,7 +77,10 @@ void rga<T>::check_invariants() const {
       prev_end = end;
     }
   }
-  if (unit_total != core::units()) bad("unit count");
+  if (unit_total != core::version_total()) bad("unit count");
+  std::uint64_t inserted = 0, remove_entries = 0;
+  for (std::size_t i = 0; i < log_.size(); ++i) (log_[i].kind == op_kind::insert ? inserted += log_[i].len : ++remove_entries);
+  if (inserted != inserted_ || remove_entries != remove_entries_) bad("held unit count");
   // 3. RGA order: origin == nearest item to the left with a smaller key.
   std::vector<run> stack;  // runs (cut to the prefix still eligible) that may be a later item's origin
   for (const leaf_node* l : leaves)

@@ -114,6 +114,17 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       for (const tree_op& o : b.ops) integrate(o);
     });
   }
+  /// What the record holds, in units: one per unit of every insert, map set and unset, and one per
+  /// remove, however many items it targets (each remove is an entry of the log). Memory and the work of
+  /// reading the record back are linear in it. O(1).
+  std::uint64_t units() const noexcept { return held_; }
+  /// The units the record's edits changed: items inserted plus items deleted, in every sequence
+  /// object, plus map sets and unsets. No Lamport value of a history delivered causally passes it
+  /// (rga::changed, per object). O(1).
+  std::uint64_t changed() const noexcept { return changed_; }
+  /// What op `o` adds to units() once integrated.
+  static std::uint64_t held_units(const tree_op& o) noexcept { return o.kind == tree_op_kind::remove ? 1 : o.len; }
+
   /// The unit operations of `ops` (a batch's) that would change this record, counted until `need` of
   /// them are found: every unit not integrated yet, except that a remove counts only the distinct
   /// items it targets that are not deleted here (rga::changing_units, per sequence object: a remove of
@@ -333,8 +344,12 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       for (std::size_t i = 1; i < r.created.size(); ++i)
         if (r.created[i].first <= r.created[i - 1].first) fail("folio.invariant", "a replica's created objects out of seq order");
     std::vector<std::uint32_t> seen(reps_.size(), 0), entries(reps_.size(), 0);
+    std::uint64_t held = 0;
+    tree_op t;
     for (std::uint32_t i = 0; i < log_.size(); ++i) {
       const logged& e = log_[i];
+      unpack(e, t);
+      held += held_units(t);
       if (e.seq != seen[e.rep]) fail("folio.invariant", "log out of seq order for a replica");
       const auto& lp = reps_[e.rep].log_pos;
       if (entries[e.rep] >= lp.size() || lp[entries[e.rep]++] != i) fail("folio.invariant", "a replica's log positions miss an entry");
@@ -345,6 +360,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       if (seen[r] != reps_[r].next_seq) fail("folio.invariant", "log does not cover a replica's ops");
       if (entries[r] != reps_[r].log_pos.size()) fail("folio.invariant", "a replica's log positions name entries it does not have");
     }
+    if (held != held_) fail("folio.invariant", "held unit count");
   }
 
   /// Heap bytes, approximately (objects, their engines, the log).
@@ -631,10 +647,11 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       if (p.replica == o.id.replica && p.seq >= o.id.seq) return why = "operation observes a later operation of its own replica", outcome::invalid;
 
     bool lazy = false;  // the object's first op: it stays without an engine
+    std::uint64_t deleted = 0;
     switch (o.kind) {
       case tree_op_kind::insert:
       case tree_op_kind::remove:
-        if (!integrate_seq(oi, o, why, lazy)) return outcome::invalid;
+        if (!integrate_seq(oi, o, why, lazy, deleted)) return outcome::invalid;
         break;
       case tree_op_kind::set:
       case tree_op_kind::unset:
@@ -642,6 +659,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
         break;
     }
     advance(rep, o.lamport, o.len, res);
+    held_ += held_units(o);
+    changed_ += o.kind == tree_op_kind::remove ? deleted : o.len;
     reps_[rep].log_pos.push_back(static_cast<std::uint32_t>(log_.size()));
     log_.push_back({rep, o.id.seq, o.len, o.lamport, log_bytes_.size()});
     pack(oi, o);
@@ -675,7 +694,9 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
 
   /// Integrates sequence op `o` into object `oi`; `lazy` says it is the object's first op, an insert
   /// at its start, which builds no engine (the caller names its log entry in `whole`).
-  bool integrate_seq(std::uint32_t oi, const tree_op& o, std::string& why, bool& lazy) {
+  /// Integrates sequence op `o` into object `oi`; `deleted`: the items a remove deleted (not deleted
+  /// before).
+  bool integrate_seq(std::uint32_t oi, const tree_op& o, std::string& why, bool& lazy, std::uint64_t& deleted) {
     {
       const object& obj = objects_[oi];
       if (o.kind == tree_op_kind::insert && obj.kind == object_kind::children && obj.depth >= markup::max_depth &&
@@ -709,10 +730,14 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       apply_result r;
       if (obj.kind == object_kind::text) {
         if (!obj.seq->chars) obj.seq->chars = std::make_unique<rga<char32_t>>(self());
+        const std::size_t live = obj.seq->chars->size();
         r = obj.seq->chars->apply(op_batch<char32_t>{{local}, {o.text.begin(), o.text.end()}});
+        if (o.kind == tree_op_kind::remove) deleted = live - obj.seq->chars->size();
       } else {
         if (!obj.seq->kids) obj.seq->kids = std::make_unique<rga<std::string>>(self());
+        const std::size_t live = obj.seq->kids->size();
         r = obj.seq->kids->apply(op_batch<std::string>{{local}, o.nodes});
+        if (o.kind == tree_op_kind::remove) deleted = live - obj.seq->kids->size();
       }
       if (!r) return why = r.message, false;
       if (r.applied != o.len) fail("folio.invariant", "object rejected a ready operation");
@@ -827,6 +852,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   }
 
   tree_shape shape_;
+  std::uint64_t held_ = 0;     ///< units()
+  std::uint64_t changed_ = 0;  ///< changed()
   std::vector<object> objects_;  ///< index 0 is the root
   std::vector<logged> log_;  ///< every integrated op, in integration order
   std::string log_bytes_;    ///< their packed parts
