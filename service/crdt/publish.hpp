@@ -57,10 +57,10 @@
 // changes nothing, writes nothing), before the subscriber is let in — a failed write refuses it;
 // after a deletion succeeds, `forget` (set_forget) deletes the channel's rows; at start the rows are
 // read back (remember_kept). A channel with a row write or a deletion in flight is busy: a
-// subscriber of it, a publish to it and a sweep of it wait for that to end, so a row never outlives
-// the deletion of the streams it stands for, nor is a row written for a stream let in after a
-// deletion removed by that deletion. Cost: a write per new key on a channel (a subscriber's
-// authorization), a delete per ended channel, one read of the rows at start.
+// subscriber of it, a publish to it and a sweep of it wait for that to end, so a deletion removes the
+// rows of the streams it ended and never the row of a stream let in after it. Cost: a write per new
+// key on a channel (a subscriber's authorization), a delete per ended channel, one read of the rows
+// at start.
 // Thread-safety: `publish` and `token_subscribed` may run on many threads at once (one libcurl handle
 // per thread).
 #pragma once
