@@ -459,7 +459,7 @@ class OpenStreamsAcrossRestarts(unittest.TestCase):
         rec = ids("restart-expiry")
         ok(self, call("/v2/crdt/add", dict(rec, type="text", data="x")), "CRDT data added successfully.")
         # Long enough to open the stream and restart every responder before it expires (asserted below).
-        status, body = call("/v2/auth/token", dict(rec, userId="ana", access="read", expiresInSeconds=8))
+        status, body = call("/v2/auth/token", dict(rec, userId="ana", access="read", expiresInSeconds=12))
         data = ok(self, (status, body), "Client token created.")
         expires = datetime.strptime(data["expiresAt"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
         stream = TokenStream(rec, token=data["token"])
