@@ -65,7 +65,7 @@ class crdt_family {
   doc_cache cache_;
   publisher publisher_;
   compactor compactor_;
-  std::string stream_owner_;  ///< this responder's crdt_token_streams rows' owner, drawn at start
+  std::string stream_owner_;      ///< this responder's crdt_token_streams rows' owner, drawn at start
   bool keeping_streams_ = false;  ///< keep_token_streams was called: subscribers' rows are written
 };
 

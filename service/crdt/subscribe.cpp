@@ -29,7 +29,8 @@ response crdt_family::authorize_subscriber(database& db, const request& r) {
       // refuses it with the storage failure's answer (docs/API.md).
       const std::string stream_key = who.scope ? stream_key_id(*who.scope, who.tenant) : std::string();
       const auto keep = [&](std::int64_t expires) { keep_token_stream(db, stream_owner_, {r.channel, stream_key, expires}); };
-      if (who.scope && !publisher_.token_subscribed(r.channel, who.scope->expires, stream_key, keeping_streams_ ? std::function<void(std::int64_t)>(keep) : nullptr))
+      if (who.scope && !publisher_.token_subscribed(r.channel, who.scope->expires, stream_key,
+                                                    keeping_streams_ ? std::function<void(std::int64_t)>(keep) : nullptr))
         throw api_error(status::unavailable, "Too many live streams of client tokens on this server; try again later.");
       return {200, {}};
     } catch (...) {
