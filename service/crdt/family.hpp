@@ -63,10 +63,11 @@ class crdt_family {
  private:
   server& server_;
   doc_cache cache_;
-  publisher publisher_;
-  compactor compactor_;
+  // Before the publisher: its threads call `forget` (keep_token_streams), which reads them, until it is destroyed.
   std::string stream_owner_;      ///< this responder's crdt_token_streams rows' owner, drawn at start
   bool keeping_streams_ = false;  ///< keep_token_streams was called: subscribers' rows are written
+  publisher publisher_;
+  compactor compactor_;
 };
 
 /// The record `org`/`doc`/`editor` of the caller's tenant, kept inside a client token's scope
