@@ -2,10 +2,6 @@
 
 #include <openssl/rand.h>
 
-#include <algorithm>
-#include <map>
-#include <utility>
-
 namespace folio::service {
 
 namespace {
@@ -137,30 +133,27 @@ void forget_token_streams(database& db, const std::string& owner, const std::str
 
 std::vector<token_stream_row> adopt_token_streams(database& db, const std::string& owner) {
   return db.write([&] {
-    // One statement takes the other owners' rows (a row another node commits meanwhile is either taken
-    // whole or stays its own), then they come back as `owner`'s, the earliest expiry per channel and key.
-    // `owner` is drawn anew at each start: it has no rows yet, so the INSERTs meet no conflict.
-    std::map<std::pair<std::string, std::string>, std::int64_t> earliest;
-    {
-      query q = db.sql("DELETE FROM crdt_token_streams WHERE owner <> ? RETURNING channel, stream_key, expires");
-      q.bind(1, owner);
-      while (q.step()) {
-        const auto [at, added] = earliest.try_emplace({q.text(0), q.text(1)}, q.integer(2));
-        if (!added) at->second = std::min(at->second, q.integer(2));
-      }
+    // The other owners' rows come back as `owner`'s, the earliest expiry per channel and key (`owner`
+    // is drawn anew at each start: it has no rows yet, so the INSERT meets no conflict). PostgreSQL:
+    // in one statement, so a row another node commits meanwhile is either taken whole or stays its
+    // own. SQLite: this transaction holds the only write lock from its start.
+    if (db.kind() == dialect::postgresql) {
+      db.sql("WITH taken AS (DELETE FROM crdt_token_streams WHERE owner <> ?1 RETURNING channel, stream_key, expires) "
+             "INSERT INTO crdt_token_streams (owner, channel, stream_key, expires) "
+             "SELECT CAST(?1 AS TEXT), channel, stream_key, min(expires) FROM taken GROUP BY channel, stream_key")
+          .bind(1, owner)
+          .step();
+    } else {
+      db.sql("INSERT INTO crdt_token_streams (owner, channel, stream_key, expires) "
+             "SELECT ?1, channel, stream_key, min(expires) FROM crdt_token_streams WHERE owner <> ?1 GROUP BY channel, stream_key")
+          .bind(1, owner)
+          .step();
+      db.sql("DELETE FROM crdt_token_streams WHERE owner <> ?").bind(1, owner).step();
     }
     std::vector<token_stream_row> rows;
-    rows.reserve(earliest.size());
-    for (const auto& [id, expires] : earliest) {
-      db.sql("INSERT INTO crdt_token_streams (owner, channel, stream_key, expires) VALUES (?, ?, ?, ?)")
-          .bind(1, owner)
-          .bind(2, id.first)
-          .bind(3, id.second)
-          .bind(4, expires)
-          .step();
-      rows.push_back({id.first, id.second, expires});
-    }
-    std::stable_sort(rows.begin(), rows.end(), [](const token_stream_row& a, const token_stream_row& b) { return a.expires < b.expires; });
+    query q = db.sql("SELECT channel, stream_key, expires FROM crdt_token_streams WHERE owner = ? ORDER BY expires, channel, stream_key");
+    q.bind(1, owner);
+    while (q.step()) rows.push_back({q.text(0), q.text(1), q.integer(2)});
     return rows;
   });
 }
