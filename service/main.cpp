@@ -354,6 +354,16 @@ int main(int argc, char** argv) {
   cfg.live.publish_socket = o.publish_socket;
   folio::service::responder svc(cfg);
   if (!o.client_token_keys.empty() && !load_client_keys(svc, o.client_token_keys)) return 1;
+  // The client-token streams earlier responders let in, still open in nginx, are remembered again (and
+  // ended when due); from now on every one let in is kept (crdt/publish.hpp). After the keys: a row's key
+  // must be known, or its channel is ended as the key's.
+  try {
+    folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
+    svc.crdt().keep_token_streams(db, [&o] { return std::make_unique<folio::service::database>(o.db, folio::service::responder::tables(), o.max_db_pages); });
+  } catch (const std::exception& e) {
+    folio::service::log::write("error", "startup_failed", std::string("cannot read the kept client-token streams: ") + e.what());
+    return 1;
+  }
   std::atomic<bool> stopping{false};
   // A request waits without a thread while its tenant holds its share of the workers; at most
   // max_waiting such requests per tenant and 1,024 in all (each holds a connection from nginx).

@@ -1,5 +1,7 @@
 #include "crdt/family.hpp"
 
+#include <openssl/rand.h>
+
 #include "crdt/handlers.hpp"
 #include "wire/base64.hpp"
 #include "wire/json.hpp"
@@ -22,6 +24,34 @@ crdt_family::crdt_family(server& platform)
     g.publish_over_budget = publisher_.over_budget();
     compactor_.fill(g);
   });
+}
+
+void crdt_family::keep_token_streams(database& db, std::function<std::unique_ptr<database>()> connect) {
+  if (publisher_.settings().publish_socket.empty()) return;
+  unsigned char id[12];
+  if (RAND_bytes(id, sizeof id) != 1) throw store_error(failure::other, "no randomness for the token streams' owner id");
+  static constexpr char hex[] = "0123456789abcdef";
+  for (const unsigned char b : id) stream_owner_ += hex[b >> 4], stream_owner_ += hex[b & 15];
+  std::vector<publisher::kept_stream> kept;
+  for (token_stream_row& r : adopt_token_streams(db, stream_owner_)) kept.push_back({std::move(r.channel), std::move(r.stream_key), r.expires});
+  publisher_.set_forget([this, connect = std::move(connect)](const std::string& channel) {
+    // A connection per deleting thread (the background thread, the two senders, a worker whose
+    // subscriber found the map full), kept for its next deletion; one that failed is opened again.
+    thread_local std::unique_ptr<database> conn;
+    thread_local const crdt_family* db_of = nullptr;
+    if (!conn || db_of != this) conn.reset(), conn = connect(), db_of = this;
+    conn->set_deadline(deadline_clock::now() + server_.settings().request_timeout);
+    try {
+      forget_token_streams(*conn, stream_owner_, channel);
+    } catch (...) {
+      conn.reset();
+      throw;
+    }
+  });
+  keeping_streams_ = true;
+  if (!kept.empty())
+    log::write("info", "token_streams_kept", std::to_string(kept.size()) + " kept rows of client-token streams let in before this start are remembered");
+  publisher_.remember_kept(kept);
 }
 
 std::string stream_key_id(const client_scope& s, const std::string& tenant) { return s.key_id + '/' + tenant; }

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -38,6 +40,14 @@ class crdt_family {
   /// Never throws.
   response authorize_subscriber(database& db, const request& r);
 
+  /// Keeps the channels of client-token streams across restarts (publish.hpp; crdt_token_streams): takes
+  /// over the rows earlier responders kept (adopt_token_streams, on `db`) and remembers them, and from
+  /// now on has subscribe authorizations write rows and deletions remove them — the latter on
+  /// connections `connect` opens, one per thread that deletes. Once, at start, after the client-token
+  /// keys are loaded (a key a row names must be known, or its channel is ended as the key's). Nothing
+  /// without a publisher socket (nothing could be deleted). Throws store_error.
+  void keep_token_streams(database& db, std::function<std::unique_ptr<database>()> connect);
+
   /// Queues one committed change of `k` for publishing (docs/API.md, "live messages"; sent off the
   /// request path, in the order of the calls for one record, publish.hpp): its ops, the server's
   /// version after it and its metadata, all under the record's `incarnation`; and its notice, the
@@ -53,6 +63,9 @@ class crdt_family {
  private:
   server& server_;
   doc_cache cache_;
+  // Before the publisher: its threads call `forget` (keep_token_streams), which reads them, until it is destroyed.
+  std::string stream_owner_;      ///< this responder's crdt_token_streams rows' owner, drawn at start
+  bool keeping_streams_ = false;  ///< keep_token_streams was called: subscribers' rows are written
   publisher publisher_;
   compactor compactor_;
 };

@@ -279,16 +279,27 @@ std::int64_t now_ms() {
 bool publisher::due(const token_streams& t, std::int64_t now) const {
   if (now >= t.expires) return true;  // verify_client_token refuses a token from its second on
   if (key_known_)
-    for (const std::string& id : t.key_ids)
+    for (const auto& [id, expires] : t.keys)
       if (!key_known_(id)) return true;
   return false;
 }
 
 void publisher::remember(const std::string& channel, const token_streams& t) {
   token_streams& r = streams_[channel];
-  if (r.key_ids.empty() || t.expires < r.expires) r.expires = t.expires;
-  for (const std::string& id : t.key_ids)
-    if (std::find(r.key_ids.begin(), r.key_ids.end(), id) == r.key_ids.end()) r.key_ids.push_back(id);
+  if (r.keys.empty() || t.expires < r.expires) r.expires = t.expires;
+  for (const auto& [id, expires] : t.keys) {
+    const auto k = std::find_if(r.keys.begin(), r.keys.end(), [&](const auto& e) { return e.first == id; });
+    if (k == r.keys.end()) r.keys.emplace_back(id, expires);
+    else k->second = std::min(k->second, expires);
+  }
+}
+
+bool publisher::covers(const std::string& channel, const std::string& key_id, std::int64_t expires) const {
+  const auto it = streams_.find(channel);
+  if (it == streams_.end()) return false;
+  for (const auto& [id, e] : it->second.keys)
+    if (id == key_id) return e <= expires;
+  return false;
 }
 
 bool publisher::end_due_streams(const std::string& channel) {
@@ -296,23 +307,33 @@ bool publisher::end_due_streams(const std::string& channel) {
   {
     std::unique_lock<std::mutex> g(streams_mu_);
     // A deletion of this channel in flight (the background's, say, while a request publishes): its
-    // outcome first, so a message never overtakes the deletion that must come before it. Other
-    // channels do not wait.
-    ending_cv_.wait(g, [&] { return !ending_.count(channel); });
+    // outcome first, so a message never overtakes the deletion that must come before it; a kept-row
+    // write in flight too, so that the deletion's `forget` removes it. Other channels do not wait.
+    busy_cv_.wait(g, [&] { return !busy_.count(channel); });
     auto it = streams_.find(channel);
     if (it == streams_.end() || !due(it->second, now_seconds())) return true;
-    // Forgotten before the deletion: a subscriber let in from now on is remembered anew.
+    // Forgotten before the deletion: a subscriber let in after it (once the channel is no longer busy)
+    // is remembered, and kept, anew.
     t = std::move(it->second);
     streams_.erase(it);
-    ending_.insert(channel);
+    busy_.insert(channel);
   }
   const std::string why = post(channel, nullptr);
+  if (why.empty() && forget_) {
+    try {
+      forget_(channel);
+    } catch (const std::exception& e) {
+      log::write("warn", "token_streams_not_forgotten",
+                 "channel " + channel.substr(0, 12) + "...: its streams were ended but its kept rows were not deleted (" + e.what() +
+                     "); the next responder to start ends the channel again");
+    }
+  }
   {
     std::lock_guard<std::mutex> g(streams_mu_);
-    ending_.erase(channel);
+    busy_.erase(channel);
     if (!why.empty()) remember(channel, t);
   }
-  ending_cv_.notify_all();
+  busy_cv_.notify_all();
   if (why.empty()) {
     log::write("info", "token_streams_ended",
                "channel " + channel.substr(0, 12) + "...: a client token on its streams expired or lost its key; its subscribers were ended (they reconnect and are authorized again)");
@@ -323,22 +344,45 @@ bool publisher::end_due_streams(const std::string& channel) {
   return false;
 }
 
-bool publisher::token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id) {
+bool publisher::token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id, const std::function<void(std::int64_t)>& keep) {
   token_streams t;
   t.expires = expires;
-  t.key_ids.push_back(key_id);
+  t.keys.emplace_back(key_id, expires);
   std::unique_lock<std::mutex> lock(streams_mu_);
-  if (streams_.size() >= max_token_channels && !streams_.count(channel)) {
+  for (bool swept = false;; swept = true) {
+    busy_cv_.wait(lock, [&] { return !busy_.count(channel); });
+    if (covers(channel, key_id, expires)) return true;  // remembered and kept already: nothing to write
+    if (streams_.count(channel) || streams_.size() + adding_ < max_token_channels) break;
+    if (swept) {
+      log::write("error", "token_streams_full",
+                 std::to_string(max_token_channels) + " channels already hold streams of unexpired client tokens; a subscriber is refused");
+      return false;
+    }
     // Full: end the channels already due (silent ones whose tokens expired), then there is room.
     const std::vector<std::string> ended = due_channels(nullptr);
     lock.unlock();
     for (const std::string& id : ended) end_due_streams(id);
     lock.lock();
-    if (streams_.size() >= max_token_channels && !streams_.count(channel)) {
-      log::write("error", "token_streams_full",
-                 std::to_string(max_token_channels) + " channels already hold streams of unexpired client tokens; a subscriber is refused");
-      return false;
+  }
+  if (keep) {
+    // The row first, the channel busy meanwhile (a deletion of it waits, then removes the row too).
+    const bool adding = !streams_.count(channel);
+    busy_.insert(channel);
+    adding_ += adding;
+    lock.unlock();
+    const auto done = [&] {
+      lock.lock();
+      busy_.erase(channel);
+      adding_ -= adding;
+      busy_cv_.notify_all();
+    };
+    try {
+      keep(expires);
+    } catch (...) {
+      done();
+      throw;
     }
+    done();
   }
   remember(channel, t);
   lock.unlock();
@@ -346,6 +390,28 @@ bool publisher::token_subscribed(const std::string& channel, std::int64_t expire
   // (during a sweep that is "never", so a sweep always looks again at what came in meanwhile).
   if (expires * 1000 < next_expiry_ms_.load()) wake_background();
   return true;
+}
+
+void publisher::remember_kept(const std::vector<kept_stream>& rows) {
+  {
+    std::lock_guard<std::mutex> g(streams_mu_);
+    std::vector<kept_stream> sorted(rows);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const kept_stream& a, const kept_stream& b) { return a.expires < b.expires; });
+    std::size_t past_bound = 0;
+    for (const kept_stream& r : sorted) {
+      token_streams t;
+      t.expires = r.expires;
+      t.keys.emplace_back(r.key_id, r.expires);
+      const bool fits = streams_.count(r.channel) || streams_.size() < max_token_channels;
+      if (!fits) t.expires = 0, ++past_bound;  // due now: deleted at the first sweep
+      remember(r.channel, t);
+    }
+    if (past_bound)
+      log::write("warn", "token_streams_past_bound",
+                 std::to_string(past_bound) + " kept rows of client-token streams are past the " + std::to_string(max_token_channels) +
+                     " channels a responder remembers; their channels are ended now (their subscribers reconnect)");
+  }
+  if (!rows.empty()) wake_background();
 }
 
 void publisher::wake_locked(bool sweep) {

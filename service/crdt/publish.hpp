@@ -47,9 +47,20 @@
 // deletion reaches the channel's subscribers on every node, so the node that let a token in ends its
 // streams on time whichever node publishes. At most max_token_channels channels are remembered:
 // when full, those already due are deleted and forgotten; if none is, a new one is refused (the
-// subscriber gets 503). Cost: one map entry per channel (its id, an expiry, the few key ids); a check
+// subscriber gets 503). Cost: one map entry per channel (its id, the few key ids with an expiry each); a check
 // is one lookup; a sweep (at each expiry second, a key-ring reload, a full map) is a pass over the map
 // and one DELETE per due channel.
+// Kept across restarts (docs/SECURITY.md "Open streams"): nginx keeps a stream open when its responder
+// restarts, so what is remembered is also kept where the next responder finds it (crdt/records.hpp,
+// crdt_token_streams): token_subscribed's `keep` writes the channel's row of a key when the key is new
+// to the channel or its expiry is earlier than the one remembered (so a long-poll's every poll, which
+// changes nothing, writes nothing), before the subscriber is let in — a failed write refuses it;
+// after a deletion succeeds, `forget` (set_forget) deletes the channel's rows; at start the rows are
+// read back (remember_kept). A channel with a row write or a deletion in flight is busy: a
+// subscriber of it, a publish to it and a sweep of it wait for that to end, so a deletion removes the
+// rows of the streams it ended and never the row of a stream let in after it. Cost: a write per new
+// key on a channel (a subscriber's authorization), a delete per ended channel, one read of the rows
+// at start.
 // Thread-safety: `publish` and `token_subscribed` may run on many threads at once (one libcurl handle
 // per thread).
 #pragma once
@@ -150,7 +161,27 @@ class publisher {
   bool publish(const std::string& channel, const std::string& full, const std::string& notice, const std::string& tenant = {});
   /// A client token signed by `key_id` and valid until `expires` (seconds since the epoch) is being let
   /// into `channel`. False when max_token_channels channels are remembered and none is due to be ended.
-  bool token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id);
+  /// `keep(expires)`, when given, is called (outside the publisher's locks, the channel busy) when the
+  /// channel does not yet remember `key_id` with an expiry at or before `expires`: it stores the
+  /// channel's row of the key with that expiry (above); when it throws, nothing is remembered and the
+  /// exception goes to the caller (the subscriber is refused). No call when nothing changes.
+  bool token_subscribed(const std::string& channel, std::int64_t expires, const std::string& key_id,
+                        const std::function<void(std::int64_t)>& keep = {});
+  /// After a deletion of a remembered channel succeeds, `forget(channel)` deletes its kept rows (on the
+  /// thread that deleted it, the channel busy). A failure is logged; the rows stay (the next responder
+  /// that starts ends their channel again: a redundant deletion, never a missed one). Set before the
+  /// first stream; the background thread calls it from then on.
+  void set_forget(std::function<void(const std::string&)> forget) { forget_ = std::move(forget); }
+  /// One kept row: a channel, a key id (as token_subscribed's) and the earliest expiry of its tokens let in.
+  struct kept_stream {
+    std::string channel, key_id;
+    std::int64_t expires = 0;
+  };
+  /// At start: remembers the rows kept by earlier responders (earliest expiries first), as if their
+  /// streams had been let in here, and has them swept. Past max_token_channels channels the rest are
+  /// remembered as due now: their channels are deleted at the first sweep (their subscribers reconnect
+  /// and are authorized again), which brings the count back under the bound.
+  void remember_kept(const std::vector<kept_stream>& rows);
   /// Ends now every remembered channel that is due (its token expired, or its key left the ring).
   /// Returns when to sweep next (seconds since the epoch): the earliest expiry among the channels
   /// still remembered, sooner when a deletion failed (a back-off; the pass stops at the first
@@ -195,8 +226,9 @@ class publisher {
   };
   void release(answer_first& a);
   struct token_streams {
-    std::int64_t expires = 0;          ///< the earliest expiry among the tokens let in
-    std::vector<std::string> key_ids;  ///< their signing keys, each once
+    std::int64_t expires = 0;  ///< the earliest expiry among the tokens let in
+    /// Their key ids, each once, with the earliest expiry among that key's tokens (what its kept row holds).
+    std::vector<std::pair<std::string, std::int64_t>> keys;
   };
   /// One POST of `message` (or, with `message` null, a DELETE of the channel); the libcurl or HTTP
   /// failure as text, "" on success (a DELETE of a channel Nchan does not hold, 404, succeeds).
@@ -206,6 +238,8 @@ class publisher {
   /// deletion failed (they stay remembered).
   bool end_due_streams(const std::string& channel);
   void remember(const std::string& channel, const token_streams& t);  ///< streams_mu_ held
+  /// streams_mu_ held: whether `channel` already remembers `key_id` with an expiry at or before `expires`.
+  bool covers(const std::string& channel, const std::string& key_id, std::int64_t expires) const;
   struct tenant_budget {
     double messages = static_cast<double>(messages_per_tenant_window), full_bytes = static_cast<double>(full_bytes_per_tenant_window);
     std::chrono::steady_clock::time_point refilled = std::chrono::steady_clock::now();
@@ -229,9 +263,12 @@ class publisher {
   live_config config_;
   std::function<bool(std::string_view)> key_known_;
   std::mutex streams_mu_;
-  std::condition_variable ending_cv_;
-  std::unordered_set<std::string> ending_;  ///< channels whose deletion is in flight (streams_mu_)
+  std::condition_variable busy_cv_;
+  /// Channels whose deletion or kept-row write is in flight (streams_mu_).
+  std::unordered_set<std::string> busy_;
+  std::size_t adding_ = 0;  ///< of them, channels not remembered yet whose first row is being written (streams_mu_)
   std::unordered_map<std::string, token_streams> streams_;  ///< by channel
+  std::function<void(const std::string&)> forget_;
   std::atomic<std::uint64_t> published_{0}, failures_{0}, over_budget_{0};
   std::atomic<std::int64_t> memory_full_until_ms_{0};  ///< steady clock, ms: memory_full() until then
   std::mutex budget_mu_;

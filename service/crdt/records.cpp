@@ -66,6 +66,15 @@ ALTER TABLE crdt_records DROP COLUMN snapshot;
     // the record counts its log's bytes and its snapshot's, which say when compacting pays
     // (wants_compaction).
     {7, schema_7},
+    // 11: the channels of client-token streams a responder let in (publish.hpp, "kept across restarts"):
+    // one row per responder (`owner`, drawn at each start), channel and stream key ("<signing key id>/<tenant>",
+    // which names the tenant) with the earliest expiry among that key's tokens let in. A responder that
+    // starts takes over every row (crdt/token_streams.cpp), so streams let in before a restart still end.
+    {11, R"sql(
+CREATE TABLE crdt_token_streams (
+  owner TEXT NOT NULL, channel TEXT NOT NULL, stream_key TEXT NOT NULL, expires INTEGER NOT NULL,
+  PRIMARY KEY (owner, channel, stream_key)) WITHOUT ROWID;
+)sql"},
 };
 
 // PostgreSQL (from schema 4, database.hpp): the tables as schema 4 left them, in its types.
@@ -95,11 +104,59 @@ ALTER TABLE crdt_records DROP COLUMN snapshot;
     // 6, 7: as SQLite's (length() of a bytea is its bytes).
     {6, "SELECT 1"},
     {7, pg_schema_7},
+    {11, R"sql(
+CREATE TABLE crdt_token_streams (
+  owner TEXT NOT NULL, channel TEXT NOT NULL, stream_key TEXT NOT NULL, expires BIGINT NOT NULL,
+  PRIMARY KEY (owner, channel, stream_key));
+)sql"},
 };
 
 }  // namespace
 
 module_migrations crdt_migrations() { return {steps, pg_steps}; }
+
+void keep_token_stream(database& db, const std::string& owner, const token_stream_row& r) {
+  db.write([&] {
+    db.sql("INSERT INTO crdt_token_streams (owner, channel, stream_key, expires) VALUES (?, ?, ?, ?) "
+           "ON CONFLICT (owner, channel, stream_key) DO UPDATE SET expires = excluded.expires")
+        .bind(1, owner)
+        .bind(2, r.channel)
+        .bind(3, r.stream_key)
+        .bind(4, r.expires)
+        .step();
+  });
+}
+
+void forget_token_streams(database& db, const std::string& owner, const std::string& channel) {
+  db.write([&] { db.sql("DELETE FROM crdt_token_streams WHERE owner = ? AND channel = ?").bind(1, owner).bind(2, channel).step(); });
+}
+
+std::vector<token_stream_row> adopt_token_streams(database& db, const std::string& owner) {
+  return db.write([&] {
+    // The other owners' rows come back as `owner`'s, the earliest expiry per channel and key (`owner`
+    // is drawn anew at each start: it has no rows yet, so the INSERT meets no conflict). PostgreSQL:
+    // in one statement, so a row another node commits meanwhile is either taken whole or stays its
+    // own. SQLite: this transaction holds the only write lock from its start.
+    if (db.kind() == dialect::postgresql) {
+      db.sql("WITH taken AS (DELETE FROM crdt_token_streams WHERE owner <> ?1 RETURNING channel, stream_key, expires) "
+             "INSERT INTO crdt_token_streams (owner, channel, stream_key, expires) "
+             "SELECT CAST(?1 AS TEXT), channel, stream_key, min(expires) FROM taken GROUP BY channel, stream_key")
+          .bind(1, owner)
+          .step();
+    } else {
+      db.sql("INSERT INTO crdt_token_streams (owner, channel, stream_key, expires) "
+             "SELECT ?1, channel, stream_key, min(expires) FROM crdt_token_streams WHERE owner <> ?1 GROUP BY channel, stream_key")
+          .bind(1, owner)
+          .step();
+      db.sql("DELETE FROM crdt_token_streams WHERE owner <> ?").bind(1, owner).step();
+    }
+    std::vector<token_stream_row> rows;
+    query q = db.sql("SELECT channel, stream_key, expires FROM crdt_token_streams WHERE owner = ? ORDER BY expires, channel, stream_key");
+    q.bind(1, owner);
+    while (q.step()) rows.push_back({q.text(0), q.text(1), q.integer(2)});
+    return rows;
+  });
+}
 
 std::uint64_t new_incarnation() {
   std::uint64_t r = 0;

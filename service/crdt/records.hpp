@@ -10,8 +10,10 @@
 // that compacting pays (wants_compaction) the record is compacted off the request path
 // (crdt/compactor.hpp): its changes up to some revision folded into a new snapshot and deleted, in one
 // transaction that changes neither the revision nor the value, while later changes stay logged.
-// This module owns the three tables and their migrations (crdt_migrations).
-// Every row is keyed by the tenant first.
+// This module owns the three tables and their migrations (crdt_migrations), and crdt_token_streams, the
+// channels of client-token streams kept across restarts (schema 11; crdt/publish.hpp).
+// Every record row is keyed by the tenant first; a crdt_token_streams row names its tenant in its
+// stream key and is read by no request.
 // Thread-safety: functions over a caller's `database`.
 #pragma once
 
@@ -27,8 +29,24 @@ namespace folio::service {
 
 /// The tables crdt_records and crdt_log (schema 1), the incarnation column (schema 4), the snapshots
 /// in crdt_snapshots (schema 5); schema 6 changes no table (format version 2 snapshots); schema 7 logs
-/// a change under its revision and adds log_bytes and snapshot_bytes.
+/// a change under its revision and adds log_bytes and snapshot_bytes; schema 11 adds crdt_token_streams.
 module_migrations crdt_migrations();
+
+/// A row of crdt_token_streams: a channel holding streams of client tokens signed by `stream_key`
+/// ("<signing key id>/<tenant>", crdt/family.hpp stream_key_id) let in by the responder `owner`, and
+/// the earliest expiry among those tokens (seconds since the epoch).
+struct token_stream_row {
+  std::string channel, stream_key;
+  std::int64_t expires = 0;
+};
+/// Writes `owner`'s row of the channel and key (replacing its expiry). One write transaction.
+void keep_token_stream(database& db, const std::string& owner, const token_stream_row& r);
+/// Deletes `owner`'s rows of `channel`. One write transaction.
+void forget_token_streams(database& db, const std::string& owner, const std::string& channel);
+/// At a responder's start: makes every row of the table `owner`'s (the earliest expiry per channel and
+/// key; the rows of earlier responders, this node's and other nodes', are taken over) and returns
+/// them, earliest expiry first. One write transaction; O(r log r) for r rows, in the database.
+std::vector<token_stream_row> adopt_token_streams(database& db, const std::string& owner);
 
 struct record_key {
   std::string tenant, org, doc, editor;

@@ -438,6 +438,82 @@ class OpenStreams(unittest.TestCase):
 REVOCATION_BOUND = 1.0  # seconds: docs/SECURITY.md "Revocation" (config.hpp revocation_refresh)
 
 
+def restart_responders():
+    """Stops every node's folio-fcgi and starts it again; nginx, and the streams it holds, stay."""
+    STACK.fcgi.terminate()
+    STACK.fcgi.wait(30)
+    STACK.start_fcgi()
+
+
+def kept_rows(ids_, who="a"):
+    """The rows crdt_token_streams keeps for the channel of `ids_` (service/crdt/records.hpp)."""
+    return STACK.scalar("SELECT count(*) FROM crdt_token_streams WHERE channel = '%s'" % channel_of(ids_, who))
+
+
+class OpenStreamsAcrossRestarts(unittest.TestCase):
+    """A responder that restarts finds the client-token streams its predecessor let in (crdt_token_streams,
+    docs/SECURITY.md "Open streams"): nginx keeps them open, and they still end at their token's expiry
+    and at their API key's revocation."""
+
+    def test_a_stream_let_in_before_a_restart_ends_at_its_tokens_expiry(self):
+        rec = ids("restart-expiry")
+        ok(self, call("/v2/crdt/add", dict(rec, type="text", data="x")), "CRDT data added successfully.")
+        # Long enough to open the stream and restart every responder before it expires (asserted below).
+        status, body = call("/v2/auth/token", dict(rec, userId="ana", access="read", expiresInSeconds=12))
+        data = ok(self, (status, body), "Client token created.")
+        expires = datetime.strptime(data["expiresAt"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+        stream = TokenStream(rec, token=data["token"])
+        try:
+            warm_up(stream, "restart-expiry")
+            self.assertEqual(kept_rows(rec), 1)  # kept when it was let in
+            before = len(log_lines(STACK.fcgi_log))
+            restart_responders()
+            self.assertLess(time.time(), expires, "the restart took past the token's expiry: the test proves nothing")
+            wait_for_log("token_streams_kept", before, len(STACK.nodes))
+            # The new responder ends the channel at the expiry, with no publish to prompt it.
+            ended = "channel %s..." % channel_of(rec)[:12]
+            wait_until(lambda: any(json.loads(line).get("event") == "token_streams_ended" and ended in json.loads(line)["message"]
+                                   for line in log_lines(STACK.fcgi_log)[before:]),
+                       seconds=expires - time.time() + 20, what="the kept stream's channel deleted at its token's expiry")
+            self.assertGreaterEqual(time.time(), expires)
+            ok(self, call("/v2/crdt/update", dict(rec, data="after expiry", userId="after-restart-expiry")), "CRDT data updated successfully.")
+            self.assertFalse(received_before_end(stream, b"after-restart-expiry"), "an expired token's stream received a change after a restart")
+            self.assertIn(b":410: 410 Gone", stream.buf)
+            wait_until(lambda: kept_rows(rec) == 0, what="the ended channel's kept rows deleted")
+        finally:
+            stream.close()
+
+    def test_a_stream_let_in_before_a_restart_ends_at_its_keys_revocation(self):
+        key = STACK.admin("create-key", "tenant-restart-revoked")
+        kid = key[3:19]
+        CREDS["restart_revoked"] = (key, STACK.admin("create-token", kid, "backend"))
+        rec = ids("restart-revoked")
+        ok(self, call("/v2/crdt/add", dict(rec, type="text", data="x"), who="restart_revoked"), "CRDT data added successfully.")
+        status, answer = call("/v2/auth/token", dict(rec, userId="ana", access="read"), who="restart_revoked")
+        self.assertEqual(status, 200, answer)
+        stream = TokenStream(rec, token=answer["result"]["data"]["token"])
+        try:
+            for i in range(400):  # until the stream has had a message (see warm_up)
+                ok(self, call("/v2/crdt/update", dict(rec, data="warm %d" % i), who="restart_revoked"), "CRDT data updated successfully.")
+                if has_event(stream, 0.05):
+                    stream.buf = b""
+                    break
+            else:
+                self.fail("the stream never had a message")
+            self.assertEqual(kept_rows(rec, "restart_revoked"), 1)
+            before = len(log_lines(STACK.fcgi_log))
+            restart_responders()
+            wait_for_log("token_streams_kept", before, len(STACK.nodes))
+            STACK.admin("revoke-key", kid)
+            # Ended (Nchan's 410) by the new responder at its next read of the revoked keys.
+            stream.sock.settimeout(REVOCATION_BOUND + 20)
+            self.assertFalse(received_before_end(stream, b"never sent"))
+            self.assertIn(b":410: 410 Gone", stream.buf)
+            wait_until(lambda: kept_rows(rec, "restart_revoked") == 0, what="the ended channel's kept rows deleted")
+        finally:
+            stream.close()
+
+
 class Revocation(unittest.TestCase):
     """Revoking an API key (folio-admin revoke-key) ends the client tokens it minted on every node within
     REVOCATION_BOUND of the revocation's commit, and closes their open streams (server.hpp, api_key_revoked)."""

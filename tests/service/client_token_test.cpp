@@ -271,6 +271,40 @@ TEST_F(minting, UnknownFieldsAndNullsAreRefusedByName) {
   EXPECT_EQ(bearer("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d"}})", token_of(ok)).http, 403);  // one editor only
 }
 
+// A client token's stream is let in only once its channel is kept in crdt_token_streams (crdt/publish.hpp):
+// a write that fails refuses the subscriber with the storage failure's answer and remembers nothing (the
+// next subscriber writes again), and the polls of a subscriber let in write nothing more.
+TEST_F(minting, AClientTokensStreamIsLetInOnlyOnceItsChannelIsKept) {
+  FOLIO_SQLITE_ONLY();  // the refusing trigger is SQLite's
+  svc::config cfg;
+  cfg.live = {"secret", (tmp.dir / "no-nginx.sock").string()};  // nothing listens: deletions fail, rows stay
+  svc::responder node{cfg};
+  node.platform().set_client_keys(service.platform().client_keys());
+  svc::database node_db{tmp.path(), svc::responder::tables()};
+  node.crdt().keep_token_streams(node_db, [&] { return std::make_unique<svc::database>(tmp.path(), svc::responder::tables()); });
+  const svc::response minted = mint(R"("editorId":"e","userId":"u","access":"read")");
+  ASSERT_EQ(minted.http, 200) << minted.body;
+  svc::request r{"GET", "/v2/crdt/subscribe", {}, {}, {}, {}, 0, "organizationId=o&documentId=d&editorId=e",
+                 svc::channel_id("secret", key.substr(3, 16), "o", "d", "e"), {}};
+  r.authorization = "Bearer " + token_of(minted);
+  const auto kept = [&] {
+    svc::query q = db.sql("SELECT count(*) FROM crdt_token_streams");
+    return q.step() ? q.integer(0) : -1;
+  };
+  db.exec("CREATE TRIGGER refuse_streams BEFORE INSERT ON crdt_token_streams BEGIN SELECT RAISE(ABORT, 'refused'); END");
+  for (int i = 0; i < 2; ++i) {
+    const svc::response refused = node.authorize_subscriber(node_db, r);
+    EXPECT_EQ(refused.http, 500) << refused.body;
+    EXPECT_EQ(kept(), 0);
+  }
+  db.exec("DROP TRIGGER refuse_streams");
+  EXPECT_EQ(node.authorize_subscriber(node_db, r).http, 200);
+  EXPECT_EQ(kept(), 1);
+  db.exec("CREATE TRIGGER refuse_streams BEFORE INSERT ON crdt_token_streams BEGIN SELECT RAISE(ABORT, 'refused'); END");
+  EXPECT_EQ(node.authorize_subscriber(node_db, r).http, 200);  // a poll of the same token: nothing to write
+  EXPECT_EQ(kept(), 1);
+}
+
 // Client tokens carry no database row; the server refuses those of a revoked API key once its set of
 // revoked keys is at most revocation_refresh old, re-reading it when older.
 TEST_F(minting, ARevokedKeysClientTokensAreRefused) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "crdt/doc_cache.hpp"
@@ -25,6 +26,29 @@
 namespace {
 
 using namespace folio_service_test;
+
+// crdt_token_streams (schema 11; crdt/publish.hpp "kept across restarts"), on both backends: a responder
+// rewrites its own row of a channel and key, deletes its own rows of a channel only, and one that starts
+// takes over every row, the earliest expiry per channel and key, earliest first.
+TEST_F(fixture, TokenStreamRowsAreKeptForgottenAndTakenOver) {
+  svc::keep_token_stream(db, "old1", {"c1", "k1/t", 100});
+  svc::keep_token_stream(db, "old1", {"c1", "k1/t", 90});  // an earlier token: the row is rewritten
+  svc::keep_token_stream(db, "old1", {"c2", "k1/t", 300});
+  svc::keep_token_stream(db, "old2", {"c1", "k1/t", 120});  // another node's row of the same channel and key
+  svc::keep_token_stream(db, "old2", {"c1", "k2/t", 200});
+  svc::keep_token_stream(db, "old2", {"c3", "k1/t", 50});
+  svc::forget_token_streams(db, "old2", "c3");  // its own rows of c3 only
+  svc::forget_token_streams(db, "old1", "c3");
+  const std::vector<svc::token_stream_row> rows = svc::adopt_token_streams(db, "new");
+  std::vector<std::tuple<std::string, std::string, std::int64_t>> got;
+  for (const svc::token_stream_row& r : rows) got.emplace_back(r.channel, r.stream_key, r.expires);
+  EXPECT_EQ(got, (std::vector<std::tuple<std::string, std::string, std::int64_t>>{{"c1", "k1/t", 90}, {"c1", "k2/t", 200}, {"c2", "k1/t", 300}}));
+  svc::query left = db.sql("SELECT count(*) FROM crdt_token_streams WHERE owner <> 'new'");
+  ASSERT_TRUE(left.step());
+  EXPECT_EQ(left.integer(0), 0);
+  svc::forget_token_streams(db, "new", "c1");
+  EXPECT_EQ(svc::adopt_token_streams(db, "newer").size(), 1u);  // c2's row
+}
 
 TEST_F(fixture, RecordLifeThroughTheHandlers) {
   auto r = call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","type":"text","data":"Hello"}})");

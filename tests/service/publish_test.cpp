@@ -320,6 +320,108 @@ TEST(Publisher, RemembersBoundedChannels) {
   EXPECT_TRUE(p.token_subscribed("7", later + 10, "k2"));     // a channel already remembered is updated
 }
 
+// Kept across restarts (publish.hpp): a row is written when the channel gains a key or an earlier
+// expiry, never for a subscriber that changes nothing (a long-poll's every poll).
+TEST(Publisher, KeepsARowOnlyWhenWhatIsRememberedChanges) {
+  svc::publisher p(svc::live_config{"secret", ""});
+  std::vector<std::pair<std::string, std::int64_t>> kept;
+  const std::int64_t t = now_s() + 3600;
+  const auto subscribe = [&](const std::string& key, std::int64_t expires) {
+    return p.token_subscribed(ch, expires, key, [&](std::int64_t e) { kept.emplace_back(key, e); });
+  };
+  ASSERT_TRUE(subscribe("k1", t));
+  ASSERT_TRUE(subscribe("k1", t));       // the same token polling again
+  ASSERT_TRUE(subscribe("k1", t + 60));  // a later token of the same key: the row's earlier expiry covers it
+  ASSERT_TRUE(subscribe("k1", t - 60));  // an earlier one: the row is rewritten
+  ASSERT_TRUE(subscribe("k2", t + 60));  // another key: its own row
+  ASSERT_TRUE(subscribe("k2", t + 60));
+  EXPECT_EQ(kept, (std::vector<std::pair<std::string, std::int64_t>>{{"k1", t}, {"k1", t - 60}, {"k2", t + 60}}));
+}
+
+// A row that cannot be written refuses the subscriber (the exception reaches the authorization) and
+// remembers nothing: the next subscriber tries again.
+TEST(Publisher, AFailedKeepRemembersNothing) {
+  fake_nginx nginx;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  int tries = 0;
+  const auto failing = [&](std::int64_t) {
+    ++tries;
+    throw std::runtime_error("database unavailable");
+  };
+  EXPECT_THROW(p.token_subscribed(ch, now_s() - 10, "k1", failing), std::runtime_error);
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), methods{"POST"});  // nothing remembered: nothing ended
+  EXPECT_THROW(p.token_subscribed(ch, now_s() - 10, "k1", failing), std::runtime_error);
+  EXPECT_EQ(tries, 2);
+  EXPECT_TRUE(p.token_subscribed(ch, now_s() - 10, "k1", [](std::int64_t) {}));
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), (methods{"DELETE", "POST"}));
+}
+
+// The kept rows go once the deletion that ends their streams succeeded, not before nor after a failed one.
+TEST(Publisher, ForgetsTheKeptRowsAfterADeletionSucceeds) {
+  fake_nginx nginx;
+  nginx.delete_status = 500;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  std::mutex mu;
+  std::vector<std::string> forgotten;
+  p.set_forget([&](const std::string& channel) {
+    std::lock_guard<std::mutex> g(mu);
+    forgotten.push_back(channel);
+  });
+  ASSERT_TRUE(p.token_subscribed(ch, now_s() - 10, "k1", [](std::int64_t) {}));
+  EXPECT_FALSE(p.publish(ch, "{}", "{}"));
+  {
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_TRUE(forgotten.empty());
+  }
+  nginx.delete_status = 200;
+  EXPECT_TRUE(p.publish(ch, "{}", "{}"));
+  std::lock_guard<std::mutex> g(mu);
+  EXPECT_EQ(forgotten, std::vector<std::string>{ch});
+}
+
+// What an earlier responder kept is remembered at start: due rows are ended at the first sweep (and
+// forgotten), the others when they are due; past the bound, the rest are ended at once.
+TEST(Publisher, RemembersKeptRowsAtStart) {
+  fake_nginx nginx;
+  std::atomic<bool> k2_in_ring{true};
+  svc::publisher p(svc::live_config{"secret", nginx.path()}, [&](std::string_view id) { return id != "k2" || k2_in_ring.load(); });
+  std::mutex mu;
+  std::vector<std::string> forgotten;
+  p.set_forget([&](const std::string& channel) {
+    std::lock_guard<std::mutex> g(mu);
+    forgotten.push_back(channel);
+  });
+  p.remember_kept({{ch, "k1", now_s() - 10}, {other, "k2", now_s() + 3600}});
+  p.request_sweep(std::chrono::seconds(30));
+  EXPECT_EQ(nginx.take(), methods{"DELETE"});
+  {
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_EQ(forgotten, std::vector<std::string>{ch});
+  }
+  EXPECT_TRUE(p.publish(other, "{}", "{}"));
+  EXPECT_EQ(nginx.take(), methods{"POST"});  // valid for an hour
+  k2_in_ring = false;
+  p.request_sweep(std::chrono::seconds(30));
+  EXPECT_EQ(nginx.take(), methods{"DELETE"});
+}
+
+TEST(Publisher, KeptRowsPastTheBoundAreEndedAtOnce) {
+  fake_nginx nginx;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  const std::int64_t later = now_s() + 3600;
+  std::vector<svc::publisher::kept_stream> rows;
+  for (std::size_t i = 0; i <= svc::publisher::max_token_channels; ++i) rows.push_back({std::to_string(i), "k1", later + std::int64_t(i)});
+  p.remember_kept(rows);
+  // The latest row is past the bound: remembered as due now, and its channel alone is ended; the bound
+  // holds for what stays.
+  p.request_sweep(std::chrono::seconds(30));
+  EXPECT_EQ(nginx.take(), methods{"DELETE"});
+  EXPECT_FALSE(p.token_subscribed("new", later, "k1"));
+  EXPECT_TRUE(p.token_subscribed("7", later, "k2"));
+}
+
 std::string channel_of(char tenant, int i) {
   char id[65];
   std::snprintf(id, sizeof id, "%c%063d", tenant, i);
