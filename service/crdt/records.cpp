@@ -69,7 +69,7 @@ ALTER TABLE crdt_records DROP COLUMN snapshot;
     // 11: the channels of client-token streams a responder let in (publish.hpp, "kept across restarts"):
     // one row per responder (`owner`, drawn at each start), channel and stream key ("<signing key id>/<tenant>",
     // which names the tenant) with the earliest expiry among that key's tokens let in. A responder that
-    // starts takes over every row (crdt/token_streams.cpp), so streams let in before a restart still end.
+    // starts takes over every row (adopt_token_streams, below), so streams let in before a restart still end.
     {11, R"sql(
 CREATE TABLE crdt_token_streams (
   owner TEXT NOT NULL, channel TEXT NOT NULL, stream_key TEXT NOT NULL, expires INTEGER NOT NULL,
