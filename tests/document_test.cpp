@@ -1313,29 +1313,24 @@ TEST(Document, HonestWritersAlwaysKeepTheLamportHeadroomRule) {
     document server(t, 1);
     std::vector<document> writers;
     for (folio::replica_id id : {11, 12, 13}) writers.emplace_back(t, id);
+    // An edit of sequence x: a remove of up to `most` items, or an insert of values made by `make(n)`.
+    auto edit_sequence = [&](auto& x, std::size_t most, auto&& make) {
+      if (x.size() > 4 && rng() % 3 == 0) {
+        const std::size_t at = rng() % (x.size() - 2);
+        x.erase(at, std::min<std::size_t>(1 + rng() % most, x.size() - at));
+      } else {
+        x.insert(rng() % (x.size() + 1), make(1 + rng() % 5));
+      }
+    };
     auto change = [&](document& w) {
       const std::size_t k = rng() % 1000;
       switch (t) {
-        case record_type::text: {
-          folio::text& x = w.as_text();
-          if (x.size() > 4 && rng() % 3 == 0) {
-            const std::size_t at = rng() % (x.size() - 2);
-            x.erase(at, std::min<std::size_t>(1 + rng() % 40, x.size() - at));
-          } else {
-            x.insert(rng() % (x.size() + 1), std::u32string(1 + rng() % 30, U'a' + char32_t(k % 26)));
-          }
+        case record_type::text:
+          edit_sequence(w.as_text(), 40, [&](std::size_t n) { return std::u32string(6 * n, U'a' + char32_t(k % 26)); });
           break;
-        }
-        case record_type::array: {
-          folio::array& x = w.as_array();
-          if (x.size() > 4 && rng() % 3 == 0) {
-            const std::size_t at = rng() % (x.size() - 2);
-            x.erase(at, std::min<std::size_t>(1 + rng() % 10, x.size() - at));
-          } else {
-            x.insert(rng() % (x.size() + 1), std::vector<std::string>(1 + rng() % 5, std::to_string(k)));
-          }
+        case record_type::array:
+          edit_sequence(w.as_array(), 10, [&](std::size_t n) { return std::vector<std::string>(n, std::to_string(k)); });
           break;
-        }
         case record_type::map:
           if (rng() % 4 == 0)
             w.remove("k" + std::to_string(k % 7));

@@ -345,15 +345,28 @@ class Subscribe(unittest.TestCase):
             self.assertEqual(json.loads(body)["error"]["message"], message)
 
 
-def warm_up(stream, editor):
-    """Updates `editor` until `stream` has had a message (a subscription reaches the channel's owning nginx
-    worker a moment after Nchan's greeting), then drops what it read."""
+def warm_up(stream, editor, who="a"):
+    """Updates `editor` (as `who`, a CREDS name) until `stream` has had a message (a subscription reaches
+    the channel's owning nginx worker a moment after Nchan's greeting), then drops what it read."""
     for i in range(400):
-        ok(unittest.TestCase(), call("/v2/crdt/update", dict(ids(editor), data="warm %d" % i)), "CRDT data updated successfully.")
+        ok(unittest.TestCase(), call("/v2/crdt/update", dict(ids(editor), data="warm %d" % i), who=who), "CRDT data updated successfully.")
         if has_event(stream, 0.05):
             stream.buf = b""
             return
     raise AssertionError("the stream never had a message")
+
+
+def revocable_record(test, tenant, who, editor, access):
+    """A new API key of `tenant` (its credentials CREDS[who]), the text record `editor` it adds, and a
+    client token of `access` it mints for it: (key id, record ids, token)."""
+    key = STACK.admin("create-key", tenant)
+    kid = key[3:19]
+    CREDS[who] = (key, STACK.admin("create-token", kid, "backend"))
+    rec = ids(editor)
+    ok(test, call("/v2/crdt/add", dict(rec, type="text", data="x"), who=who), "CRDT data added successfully.")
+    status, answer = call("/v2/auth/token", dict(rec, userId="ana", access=access), who=who)
+    test.assertEqual(status, 200, answer)
+    return kid, rec, answer["result"]["data"]["token"]
 
 
 def received_before_end(stream, marker):
@@ -484,22 +497,10 @@ class OpenStreamsAcrossRestarts(unittest.TestCase):
             stream.close()
 
     def test_a_stream_let_in_before_a_restart_ends_at_its_keys_revocation(self):
-        key = STACK.admin("create-key", "tenant-restart-revoked")
-        kid = key[3:19]
-        CREDS["restart_revoked"] = (key, STACK.admin("create-token", kid, "backend"))
-        rec = ids("restart-revoked")
-        ok(self, call("/v2/crdt/add", dict(rec, type="text", data="x"), who="restart_revoked"), "CRDT data added successfully.")
-        status, answer = call("/v2/auth/token", dict(rec, userId="ana", access="read"), who="restart_revoked")
-        self.assertEqual(status, 200, answer)
-        stream = TokenStream(rec, token=answer["result"]["data"]["token"])
+        kid, rec, token = revocable_record(self, "tenant-restart-revoked", "restart_revoked", "restart-revoked", "read")
+        stream = TokenStream(rec, token=token)
         try:
-            for i in range(400):  # until the stream has had a message (see warm_up)
-                ok(self, call("/v2/crdt/update", dict(rec, data="warm %d" % i), who="restart_revoked"), "CRDT data updated successfully.")
-                if has_event(stream, 0.05):
-                    stream.buf = b""
-                    break
-            else:
-                self.fail("the stream never had a message")
+            warm_up(stream, "restart-revoked", who="restart_revoked")
             self.assertEqual(kept_rows(rec, "restart_revoked"), 1)
             before = len(log_lines(STACK.fcgi_log))
             restart_responders()
@@ -519,25 +520,12 @@ class Revocation(unittest.TestCase):
     REVOCATION_BOUND of the revocation's commit, and closes their open streams (server.hpp, api_key_revoked)."""
 
     def test_a_revoked_keys_tokens_are_refused_on_every_node_and_their_streams_end(self):
-        key = STACK.admin("create-key", "tenant-revoked")
-        kid = key[3:19]
-        CREDS["revoked_key"] = (key, STACK.admin("create-token", kid, "backend"))
-        rec = ids("revoked")
-        ok(self, call("/v2/crdt/add", dict(rec, type="text", data="x"), who="revoked_key"), "CRDT data added successfully.")
-        status, answer = call("/v2/auth/token", dict(rec, userId="ana", access="write"), who="revoked_key")
-        self.assertEqual(status, 200, answer)
-        token = answer["result"]["data"]["token"]
+        kid, rec, token = revocable_record(self, "tenant-revoked", "revoked_key", "revoked", "write")
         for node in STACK.nodes:
             self.assertEqual(call("/v2/crdt/get", rec, who=None, headers=bearer(token), port=node.port)[0], 200)
         stream = TokenStream(rec, token=token)
         try:
-            for i in range(400):  # until the stream has had a message (see warm_up)
-                ok(self, call("/v2/crdt/update", dict(rec, data="warm %d" % i), who="revoked_key"), "CRDT data updated successfully.")
-                if has_event(stream, 0.05):
-                    stream.buf = b""
-                    break
-            else:
-                self.fail("the stream never had a message")
+            warm_up(stream, "revoked", who="revoked_key")
             STACK.admin("revoke-key", kid)
             revoked = time.monotonic()  # folio-admin has returned: the revocation is committed
             # Each node, polled until it refuses: any request sent REVOCATION_BOUND or more after the commit is refused.
