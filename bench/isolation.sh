@@ -6,12 +6,15 @@
 #   heavy      4 clients of tenant A: two replace 3.5 MiB XML records, two replace arrays of 20,000
 #              objects (large replica tables) — enough to keep every worker busy without a per-tenant share
 #              (folio-fcgi --tenant-workers, default workers - 1).
+#   heavy2     "heavy" from two tenants at once, A and C (4 clients each): both at their share, each with
+#              requests waiting for a worker.
 #   many       4 processes of tenant A send small updates across $FOLIO_ISOLATION_RECORDS records (default
 #              4,000) as fast as the stack answers, while B's subscriber waits for each of B's changes.
 # Prints, per flood, B's update latency (p50, p99, max, over >= 200 updates) and, for "many", the time
 # from B's update sent to its message reaching B's EventSource subscriber; with A's throughput, nginx's
 # `ngx_slab_alloc() failed` lines and folio-fcgi's publish failures and over-budget changes meanwhile.
-#   bench/isolation.sh [SECONDS] [FLOODS]            (default 20 per run; FLOODS default "xml heavy many")
+#   bench/isolation.sh [SECONDS] [FLOODS]            (default 20 per run; FLOODS default "xml heavy many";
+#                                                   heavy2 is run when named)
 #   FOLIO_COMPARE_BIN=/other/build-release bench/isolation.sh   also runs that build's folio-fcgi, same nginx
 #   FOLIO_ISOLATION_SHARES="4 2" bench/isolation.sh 20 heavy   also runs folio-fcgi with --tenant-workers 4
 #                                                   (every worker: no share, as before it), then 2
@@ -21,11 +24,13 @@ floods=${2:-xml heavy many}
 source "$(dirname "$0")/support/http_stack.sh"
 key_b=$("$bin/tools/folio-admin" --db "$db" create-key other)
 token_b=$("$bin/tools/folio-admin" --db "$db" create-token "${key_b:3:16}" other)
+key_c=$("$bin/tools/folio-admin" --db "$db" create-key third)
+token_c=$("$bin/tools/folio-admin" --db "$db" create-token "${key_c:3:16}" third)
 
 measure() {  # LABEL: for each flood, B alone, then B beside A, on the responder now running
-  python3 - "$url" "$key" "$token" "$key_b" "$token_b" "$secs" "$1" "$floods" "$work/log/nginx-error.log" "${FOLIO_ISOLATION_RECORDS:-4000}" <<'PY'
+  python3 - "$url" "$key" "$token" "$key_b" "$token_b" "$secs" "$1" "$floods" "$work/log/nginx-error.log" "${FOLIO_ISOLATION_RECORDS:-4000}" "$key_c" "$token_c" <<'PY'
 import http.client, json, multiprocessing, queue, sys, threading, time, urllib.parse
-url, key_a, token_a, key_b, token_b, secs, label, floods, nginx_log, records = sys.argv[1:11]
+url, key_a, token_a, key_b, token_b, secs, label, floods, nginx_log, records, key_c, token_c = sys.argv[1:13]
 secs, records = float(secs), int(records)
 host, port = url.split("//")[1].split(":")
 port = int(port)
@@ -143,13 +148,15 @@ def run_flood(name):
     stop = threading.Event()
     done = [0, 0.0]
     lock = threading.Lock()
-    if name in ("xml", "heavy"):
+    if name in ("xml", "heavy", "heavy2"):
         kinds = ["xml"] if name == "xml" else ["xml", "xml", "table", "table"]
-        for k, kind in enumerate(kinds):
-            Client(key_a, token_a).post("/v2/crdt/add", {"organizationId": "heavy", "documentId": tag, "editorId": "%s-%s-%d" % (name, kind, k),
-                                                         "type": "xml" if kind == "xml" else "array", "data": xml(0) if kind == "xml" else table(0)})
-        def client(k, kind):
-            a, v = Client(key_a, token_a), 0
+        tenants = [(key_a, token_a)] + ([(key_c, token_c)] if name == "heavy2" else [])
+        jobs = [(who, k, kind) for who in tenants for k, kind in enumerate(kinds)]
+        for who, k, kind in jobs:
+            Client(*who).post("/v2/crdt/add", {"organizationId": "heavy", "documentId": tag, "editorId": "%s-%s-%d" % (name, kind, k),
+                                               "type": "xml" if kind == "xml" else "array", "data": xml(0) if kind == "xml" else table(0)})
+        def client(who, k, kind):
+            a, v = Client(*who), 0
             while not stop.is_set():
                 v += 1
                 t = time.monotonic()
@@ -157,10 +164,11 @@ def run_flood(name):
                 with lock:
                     done[0] += 1
                     done[1] += time.monotonic() - t
-        threads = [threading.Thread(target=client, args=(k, kind)) for k, kind in enumerate(kinds)]
+        threads = [threading.Thread(target=client, args=job) for job in jobs]
         for t in threads:
             t.start()
-        return stop, lambda: [t.join() for t in threads], lambda: "tenant A: %d clients, %d updates of %.0f ms on average" % (len(kinds), done[0], done[1] / max(done[0], 1) * 1000)
+        who = "tenant A" if len(tenants) == 1 else "tenants A and C"
+        return stop, lambda: [t.join() for t in threads], lambda: "%s: %d clients, %d updates of %.0f ms on average" % (who, len(jobs), done[0], done[1] / max(done[0], 1) * 1000)
     ctx = multiprocessing.get_context("fork")
     adders = [ctx.Process(target=many_add, args=(k, records)) for k in range(4)]
     for p in adders:

@@ -2,7 +2,8 @@
 // folio_service library. A pool of worker threads, each with its own FCGX_Request and its own database
 // connection (SQLite, or PostgreSQL when --db is a postgresql:// URI or a libpq conninfo), accepts on one
 // unix socket; a tenant holds at most --tenant-workers of them (default: all but one), its requests
-// beyond that wait without a thread (platform/worker_shares.hpp); one more thread, with a connection
+// beyond that wait without a thread, and a free worker runs a waiting request only while another
+// worker accepts (platform/worker_shares.hpp); one more thread, with a connection
 // of its own, compacts records' logs off the request path (crdt/compactor.hpp). SIGTERM/SIGINT: stop accepting, let in-flight requests
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
@@ -235,13 +236,11 @@ void run(accepted& a, folio::service::responder& svc, folio::service::database& 
   }
 }
 
-/// Runs `a`, accepted under `tenant` (worker_shares.hpp): at once, waiting, or refused. While it
-/// runs on a hold of the tenant's, the worker then runs the tenant's waiting requests on that hold
-/// (one whose deadline passed while it waited is answered 503 without running). Returns the
-/// accepted-request object to accept into next (a fresh one when `a` was left waiting). `busy_since`
-/// (the watchdog's view of this worker) is set anew for each waiting request it takes up.
+/// Runs `a`, accepted under `tenant`, as worker_shares admits it: at once (then finish()), left
+/// waiting, or refused (answered 429 at once). Returns the accepted-request object to accept into
+/// next (a fresh one when `a` was left waiting).
 std::unique_ptr<accepted> admit_and_run(std::unique_ptr<accepted> a, const std::string& tenant, shares_t& shares, folio::service::responder& svc,
-                                        folio::service::database& db, int fd, std::atomic<std::int64_t>& busy_since) {
+                                        folio::service::database& db, int fd) {
   if (tenant.empty()) {
     run(*a, svc, db);
     return a;
@@ -260,16 +259,20 @@ std::unique_ptr<accepted> admit_and_run(std::unique_ptr<accepted> a, const std::
     case shares_t::admission::run: break;
   }
   run(*a, svc, db);
-  while (std::unique_ptr<accepted> next = shares.done(tenant)) {
-    busy_since = steady_ms();
-    if (folio::service::deadline_clock::now() < next->r.deadline) {
-      run(*next, svc, db);
-    } else {
-      const folio::service::response late = svc.platform().over_share(next->r, tenant, shares.share(), false);
-      run(*next, svc, db, &late);
-    }
-  }
+  shares.finish(tenant);
   return a;
+}
+
+/// Runs a request that waited for a worker (worker_shares::next): answered 503 without running when
+/// its deadline passed meanwhile. Then its hold passes on (finish).
+void run_waited(std::unique_ptr<accepted> a, const std::string& tenant, shares_t& shares, folio::service::responder& svc, folio::service::database& db) {
+  if (folio::service::deadline_clock::now() < a->r.deadline) {
+    run(*a, svc, db);
+  } else {
+    const folio::service::response late = svc.platform().over_share(a->r, tenant, shares.share(), false);
+    run(*a, svc, db, &late);
+  }
+  shares.finish(tenant);
 }
 
 /// The channel secret: the file's first line (hex from `openssl rand -hex 32`, as scripts/run makes it).
@@ -383,11 +386,26 @@ int main(int argc, char** argv) {
       auto next = std::make_unique<accepted>();
       FCGX_InitRequest(&next->fcgx, fd, 0);
       state.busy_since_ms = worker_state::idle;
-      while (!stopping.load() && FCGX_Accept_r(&next->fcgx) >= 0) {
+      // Each turn: a request that waited for a worker (only while another worker accepts), or a new
+      // one (worker_shares.hpp, next). A failed accept (the stop, or a broken socket) ends accepting
+      // for this worker; it then runs what is ready and ends.
+      bool accepting = true;
+      for (;;) {
+        shares_t::step s = shares.next(stopping.load() || !accepting);
+        if (s.kind == shares_t::step::exit) break;
+        if (s.kind == shares_t::step::run) {
+          state.busy_since_ms = steady_ms();
+          run_waited(std::move(s.job), s.tenant, shares, svc, *db);
+          state.busy_since_ms = worker_state::idle;
+          continue;
+        }
+        accepting = !stopping.load() && FCGX_Accept_r(&next->fcgx) >= 0;
+        shares.accepted();
+        if (!accepting) continue;
         state.busy_since_ms = steady_ms();
         prepare(*next, svc);
         const std::string tenant = svc.platform().tenant_of(*db, next->r);
-        next = admit_and_run(std::move(next), tenant, shares, svc, *db, fd, state.busy_since_ms);
+        next = admit_and_run(std::move(next), tenant, shares, svc, *db, fd);
         state.busy_since_ms = worker_state::idle;
       }
       state.busy_since_ms = worker_state::gone;
@@ -449,8 +467,8 @@ int main(int argc, char** argv) {
   FCGX_ShutdownPending();
   shutdown(fd, SHUT_RDWR);  // wakes the workers blocked in accept; requests in progress finish
   for (std::thread& t : workers) t.join();
-  // A waiting request is run by the worker that finishes its tenant's request before it; none is
-  // left unless a worker ended early (its database did not open).
+  // The workers run every waiting request before they end (worker_shares.hpp); none is left unless
+  // every worker ended early (its database did not open).
   for (std::unique_ptr<accepted>& a : shares.take_waiting()) {
     const folio::service::response late = svc.platform().over_share(a->r, "", shares.share(), false);
     folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);

@@ -160,6 +160,7 @@ principal server::client_principal(database& db, std::string_view token) {
 }
 
 principal server::identify(database& db, const request& r, bool query_token) {
+  identifications_.fetch_add(1, std::memory_order_relaxed);
   const std::optional<std::string_view> bearer = bearer_token(r.authorization);
   std::optional<std::string> in_query;
   if (query_token)

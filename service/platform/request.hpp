@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,8 @@
 #include "wire/body_output.hpp"
 
 namespace folio::service {
+
+struct identification;  // server.hpp
 
 struct request {
   std::string method, path, content_type, api_key, auth_token;
@@ -26,6 +29,9 @@ struct request {
   /// Where a large answer is sent as it is produced (body_output.hpp); none: answers are whole.
   body_output::sink stream{};
   std::string authorization{};  ///< the Authorization header: "Bearer <client token>" (other schemes are ignored)
+  /// Who the caller is, as admission found it before the body was read (server::tenant_of), for
+  /// server::handle to use instead of checking the credentials again; null: not checked yet.
+  std::shared_ptr<const identification> identified{};
 };
 
 struct response {

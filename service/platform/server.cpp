@@ -114,13 +114,27 @@ response server::handle(database& db, const request& r) {
   return res;
 }
 
-std::string server::tenant_of(database& db, const request& r) {
-  if (!routes_.find(r.path) || r.method != "POST") return {};
+std::string server::tenant_of(database& db, request& r) {
+  if (!routes_.find(r.path) || r.method != "POST") return {};  // answered before credentials are checked
+  auto checked = std::make_shared<identification>();
+  checked->at = std::chrono::steady_clock::now();
+  db.set_deadline(r.deadline);  // as in handle(): a wait for the revoked keys ends at the request's deadline
   try {
-    return identify(db, r, false).tenant;
+    checked->who = identify(db, r, false);
   } catch (...) {
-    return {};  // handle() answers the same failure
+    checked->failure = std::current_exception();  // handle() answers it
   }
+  db.set_deadline(deadline_clock::time_point::max());
+  r.identified = checked;
+  return checked->who ? checked->who->tenant : std::string();
+}
+
+principal server::caller_of(database& db, const request& r) {
+  if (const identification* checked = r.identified.get(); checked && std::chrono::steady_clock::now() - checked->at < config_.revocation_refresh) {
+    if (checked->failure) std::rethrow_exception(checked->failure);
+    if (checked->who) return *checked->who;
+  }
+  return identify(db, r, false);
 }
 
 response server::over_share(const request& r, const std::string& tenant, unsigned share, bool refused) {
@@ -141,7 +155,7 @@ response server::answer(database& db, const request& r, const route* rt, std::st
     }
     if (!rt) throw api_error(status::not_found, "No endpoint at " + printable(r.path) + ".");
     if (r.method != "POST") throw api_error(status::invalid_argument, "Method " + printable(r.method) + " is not allowed; every endpoint takes POST.");
-    const principal who = identify(db, r, false);
+    const principal who = caller_of(db, r);
     key_id = who.tenant;
     if (!is_json_content_type(r.content_type)) throw api_error(status::invalid_argument, "Content-Type must be application/json.");
     if (r.content_length > config_.max_body || r.body.size() > config_.max_body)

@@ -44,6 +44,14 @@ namespace folio::service {
 ///   GET /healthz?live   liveness: 200 whenever the responder answers
 ///   GET /metrics        Prometheus text (metrics.hpp)
 
+/// The outcome of one check of a request's credentials (server::identify): the caller, or the failure
+/// to answer, and when it was checked.
+struct identification {
+  std::optional<principal> who;
+  std::exception_ptr failure;
+  std::chrono::steady_clock::time_point at;
+};
+
 class server {
  public:
   /// The platform with its own route (/v2/auth/token); the families add theirs to routes().
@@ -110,8 +118,13 @@ class server {
   /// The tenant a request counts against in folio-fcgi's --tenant-workers (worker_shares.hpp): the
   /// caller's key id when the request is for an endpoint and its credentials are good; "" otherwise
   /// (operators' endpoints, unknown paths, failed credentials: answered without counting). Reads only
-  /// the parameters, not the body; the credentials check is remembered, so handle() repeats it cheaply.
-  std::string tenant_of(database& db, const request& r);
+  /// the parameters, not the body. The check's outcome (the caller, or the failure) goes into
+  /// r.identified, and handle() answers with it, so a request's credentials are checked once — unless
+  /// the request then waited revocation_refresh or more for a worker: handle() checks them again, so
+  /// that a revocation is seen by every request that starts running revocation_refresh after it.
+  std::string tenant_of(database& db, request& r);
+  /// How many times identify() has checked credentials (in this process; tests count it).
+  std::uint64_t identifications() const noexcept { return identifications_.load(std::memory_order_relaxed); }
   /// The answer to a request its tenant's share of the workers kept from running: `refused` at once,
   /// `share` requests of its tenant running and no room for it to wait (429 RESOURCE_EXHAUSTED), or
   /// one whose deadline passed while it waited (503 UNAVAILABLE, as any request past its deadline).
@@ -130,6 +143,9 @@ class server {
   /// that time. Failures are not remembered (they cost the same as a database check).
   std::optional<principal> check_credentials(database& db, const request& r);
   principal client_principal(database& db, std::string_view token);
+  /// The caller of a request for an endpoint: r.identified when admission checked it less than
+  /// revocation_refresh ago, else identify().
+  principal caller_of(database& db, const request& r);
   struct revoked_set {
     std::unordered_set<std::string> ids;
     std::chrono::steady_clock::time_point read_at;  ///< when the read that filled `ids` began
@@ -167,6 +183,7 @@ class server {
   std::uint64_t revoked_reads_ = 0;             ///< reads ended, failed or not
   std::optional<failed_read> revoked_failure_;  ///< the last read's failure, if it failed
   revocation_hooks revocation_hooks_;
+  std::atomic<std::uint64_t> identifications_{0};
 };
 
 /// The answer to a failure `e` (an exception caught while answering): an api_error as its code and

@@ -1,20 +1,31 @@
 // service/platform/worker_shares.hpp — how many of a responder's workers one tenant may hold at once
-// (folio-fcgi --tenant-workers, docs/OPERATIONS.md "Tenants and workers").
+// (folio-fcgi --tenant-workers, docs/OPERATIONS.md "Tenants and workers"), and what a free worker does
+// next: run a request that waited, or accept a new one.
 //
 // Model: every accepted request whose caller is known (its credentials checked, before its body is
-// read) is admitted under its tenant. While the tenant holds fewer than `share` workers, the request
-// runs on the worker that accepted it (admission::run). Otherwise it waits in its tenant's queue
-// without a thread (admission::wait: the job is moved in and the worker goes back to accepting), and
-// the next worker that finishes one of that tenant's requests runs it on the same hold (done()). So a
-// tenant never holds more than `share` workers, and with --workers > share a request of any other
-// tenant always finds a worker the first tenant does not hold. When the tenant's queue holds
-// `max_waiting` jobs, or all queues together `max_waiting_total`, the request is refused
-// (admission::refuse) and answered at once. Waiting jobs of a tenant run in arrival order; a job
-// whose deadline passed while it waited is answered without running (main.cpp).
+// read) is admitted under its tenant. A tenant has `share` holds. A request that arrives while its
+// tenant has a free hold and nothing of its own waiting runs at once on the worker that accepted it
+// (admission::run); otherwise it waits without a thread (admission::wait: the job is moved in, the
+// worker is free again), or, when the tenant's waiting requests number `max_waiting` or all waiting
+// requests `max_waiting_total`, it is refused (admission::refuse) and answered at once. A waiting
+// request is either queued under its tenant (no hold free) or ready (it has a hold and waits only for
+// a worker); when one of the tenant's requests ends (finish), its hold passes to the tenant's first
+// queued request, which becomes ready. Ready requests form one queue in the order they got their holds.
+// A free worker asks next(): it runs the first ready request only while another worker is accepting;
+// otherwise it accepts (and reports accepted() when accept returns). So at most one worker accepts
+// while requests are ready, and while any worker is not running a request, some worker accepts: a
+// request of another tenant is always accepted by a worker not busy with a request in progress, however
+// many tenants are at their share. A ready request never strands: whenever one is ready, some worker
+// is running a request (or deciding), and it takes the ready one when it is free (with one worker,
+// nothing ever waits). At stop, free workers run the ready requests without accepting until none is left.
+// A tenant's requests start in arrival order (one runs at admission only when none of its own waits).
+// A job whose deadline passed while it waited is answered without running (main.cpp).
 // Per process: N nodes each apply the share to their own workers.
-// Invariants: waiting(t) > 0 only while holding(t) == share; a tenant is in the map iff it holds a
-// worker. Cost: one map entry per tenant holding a worker; admit and done are O(1) amortized under
-// one mutex. Thread-safety: every member may be called from many threads at once.
+// Invariants: holding(t) = running(t) + ready(t) <= share; queued(t) > 0 only while holding(t) == share;
+// a tenant is in the map iff it holds a hold; accepting_ is the number of workers between next()
+// answering accept and accepted(). Cost: one map entry per tenant holding a hold; every member is O(1)
+// amortized under one mutex (take_waiting: linear). Thread-safety: every member may be called from many
+// threads at once.
 #pragma once
 
 #include <cstddef>
@@ -40,69 +51,120 @@ class worker_shares {
   std::size_t max_waiting() const noexcept { return max_waiting_; }
 
   /// `job` of `tenant` was accepted. run: the caller runs it now, on a hold of the tenant's, and
-  /// calls done(tenant) after it. wait: `job` was moved into the tenant's queue. refuse: the caller
+  /// calls finish(tenant) after it. wait: `job` was moved in (queued or ready). refuse: the caller
   /// answers it at once (it keeps `job`).
   admission admit(const std::string& tenant, std::unique_ptr<Job>& job) {
     std::lock_guard<std::mutex> g(mu_);
     tenant_state& t = tenants_[tenant];
-    if (t.holding < share_) {
-      ++t.holding;
+    if (t.holding < share_ && t.ready == 0) {
+      ++t.holding, ++running_;
       return admission::run;
     }
-    if (t.waiting.size() >= max_waiting_ || waiting_total_ >= max_waiting_total_) return admission::refuse;
-    t.waiting.push_back(std::move(job));
+    // Here holding > 0 (a tenant without holds runs at once), so the entry stays.
+    if (t.queued.size() + t.ready >= max_waiting_ || waiting_total_ >= max_waiting_total_) return admission::refuse;
     ++waiting_total_;
+    if (t.holding < share_) {  // a hold is free but the tenant's earlier requests are ready: behind them
+      ++t.holding, ++t.ready;
+      ready_.push_back({tenant, std::move(job)});
+    } else {
+      t.queued.push_back(std::move(job));
+    }
     return admission::wait;
   }
 
-  /// The caller finished a job of `tenant` that it ran on a hold: the tenant's next waiting job, to
-  /// run on the same hold (then done() again after it), or null when none waits (the hold is released).
-  std::unique_ptr<Job> done(const std::string& tenant) {
+  /// The caller finished a job of `tenant` that ran on a hold (admit's run, or next's run): the hold
+  /// passes to the tenant's first queued job, which becomes ready, or is released.
+  void finish(const std::string& tenant) {
     std::lock_guard<std::mutex> g(mu_);
     const auto it = tenants_.find(tenant);
-    if (it == tenants_.end()) return nullptr;  // not held: a caller's mistake, nothing to release
+    if (it == tenants_.end() || running_ == 0) return;  // not held: a caller's mistake, nothing to release
     tenant_state& t = it->second;
-    if (!t.waiting.empty()) {
-      std::unique_ptr<Job> next = std::move(t.waiting.front());
-      t.waiting.pop_front();
-      --waiting_total_;
-      return next;
+    --running_;
+    if (!t.queued.empty()) {
+      ++t.ready;
+      ready_.push_back({tenant, std::move(t.queued.front())});
+      t.queued.pop_front();
+      return;
     }
     if (--t.holding == 0) tenants_.erase(it);
-    return nullptr;
   }
 
-  /// Every waiting job, taken out of the queues (at stop: the caller answers them).
+  /// What a free worker does next. run: `job` (of `tenant`, on its hold; then finish(tenant)).
+  /// accept: accept a new request, then call accepted() whether or not one came. exit: `stopping` and
+  /// nothing is ready.
+  struct step {
+    enum kind_t { run, accept, exit } kind;
+    std::unique_ptr<Job> job{};
+    std::string tenant{};
+  };
+  step next(bool stopping) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!ready_.empty() && (accepting_ > 0 || stopping)) {
+      step s{step::run, std::move(ready_.front().second), std::move(ready_.front().first)};
+      ready_.pop_front();
+      --tenants_[s.tenant].ready, --waiting_total_, ++running_;
+      return s;
+    }
+    if (stopping) return {step::exit};
+    ++accepting_;
+    return {step::accept};
+  }
+  /// The caller's accept (after next() said accept) returned.
+  void accepted() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (accepting_ > 0) --accepting_;
+  }
+
+  /// Every waiting job, taken out of the queues (at stop, when no worker is left: the caller answers them).
   std::vector<std::unique_ptr<Job>> take_waiting() {
     std::lock_guard<std::mutex> g(mu_);
     std::vector<std::unique_ptr<Job>> out;
-    for (auto& [id, t] : tenants_)
-      while (!t.waiting.empty()) out.push_back(std::move(t.waiting.front())), t.waiting.pop_front();
+    for (auto& [tenant, job] : ready_) out.push_back(std::move(job));
+    ready_.clear();
+    for (auto& [id, t] : tenants_) {
+      while (!t.queued.empty()) out.push_back(std::move(t.queued.front())), t.queued.pop_front();
+      t.holding -= t.ready, t.ready = 0;
+    }
     waiting_total_ = 0;
     return out;
   }
 
+  /// Holds of `tenant`: its requests running plus its ready ones.
   unsigned holding(const std::string& tenant) const {
     std::lock_guard<std::mutex> g(mu_);
     const auto it = tenants_.find(tenant);
     return it == tenants_.end() ? 0 : it->second.holding;
   }
+  /// Requests of `tenant` accepted and not yet running (queued or ready).
   std::size_t waiting(const std::string& tenant) const {
     std::lock_guard<std::mutex> g(mu_);
     const auto it = tenants_.find(tenant);
-    return it == tenants_.end() ? 0 : it->second.waiting.size();
+    return it == tenants_.end() ? 0 : it->second.queued.size() + it->second.ready;
+  }
+  /// Requests running on a hold, and requests waiting (queued or ready), of every tenant.
+  std::size_t running() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return running_;
+  }
+  std::size_t waiting() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return waiting_total_;
   }
 
  private:
   struct tenant_state {
-    unsigned holding = 0;                       ///< workers running this tenant's jobs
-    std::deque<std::unique_ptr<Job>> waiting;  ///< accepted, not yet run, in arrival order
+    unsigned holding = 0;                      ///< holds: requests running plus ready ones
+    unsigned ready = 0;                        ///< of them, ready (in ready_)
+    std::deque<std::unique_ptr<Job>> queued;  ///< accepted, no hold yet, in arrival order
   };
   const unsigned share_;
   const std::size_t max_waiting_, max_waiting_total_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, tenant_state> tenants_;
-  std::size_t waiting_total_ = 0;
+  std::deque<std::pair<std::string, std::unique_ptr<Job>>> ready_;  ///< in the order they got their holds
+  std::size_t waiting_total_ = 0;                                   ///< queued plus ready, every tenant
+  std::size_t running_ = 0;                                         ///< jobs running on a hold
+  unsigned accepting_ = 0;                                          ///< workers told to accept, not yet back
 };
 
 }  // namespace folio::service

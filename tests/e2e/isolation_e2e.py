@@ -176,6 +176,22 @@ class HeldRequest:
     def send_body(self):
         self.sock.sendall(fcgi_record(5, self.body) + fcgi_record(5))
 
+    def send_body_but_the_last_byte(self):
+        """Sends the body but its last byte; returns once a worker has read nearly all of it: `body` is
+        made far larger than the socket's send buffer (set small), so the send can only end once the
+        request runs. The request then holds its worker until send_rest()."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+        assert len(self.body) > 16 * 65536
+        chunks, sent = b"", 0
+        while sent < len(self.body) - 1:
+            n = min(60000, len(self.body) - 1 - sent)
+            chunks += fcgi_record(5, self.body[sent:sent + n])
+            sent += n
+        self.sock.sendall(chunks)
+
+    def send_rest(self):
+        self.sock.sendall(fcgi_record(5, self.body[-1:]) + fcgi_record(5))
+
     def answer(self):
         """(HTTP status, parsed JSON body) of the answer, read to the end of the request."""
         out, buf = b"", b""
@@ -275,5 +291,47 @@ class WorkerShares(unittest.TestCase):
         for held in [first] + waiting:
             self.assertEqual(held.answer()[0], 200)  # each ran in turn
 
+    def test_a_light_tenant_finds_a_worker_while_two_tenants_hold_their_shares(self):
+        """Two tenants at their shares of 2 of 4 workers, each with requests waiting: a worker that ends one
+        of their requests accepts rather than run a waiting one while no other worker accepts, so a third
+        tenant's request is answered while the first two tenants' requests are still held."""
+        self.restart(["--workers", "4", "--tenant-workers", "2"])
+        if "c" not in CREDS:
+            key = STACK.admin("create-key", "tenant-c")
+            CREDS["c"] = (key, STACK.admin("create-token", key[3:19], "subject-c"))
+        ids = {"organizationId": "share-org", "documentId": "none", "editorId": "e"}
+        body = json.dumps({"data": ids}).encode()
+        large = body + b" " * (2 << 20)  # JSON: the spaces are whitespace after the object
+        # a1, a2 and b1, b2 run (each proven to run: its worker reads its body), holding the four workers;
+        # a3 waits for a's share, accepted before b's took the last two workers. Every worker is busy.
+        a1, a2 = HeldRequest(self.node, "a", large), HeldRequest(self.node, "a", large)
+        a1.send_body_but_the_last_byte()
+        a2.send_body_but_the_last_byte()
+        a3 = HeldRequest(self.node, "a", body)
+        wait_until(lambda: accept_queue(self.node.socket) == 0, what="a3 accepted")
+        b1 = HeldRequest(self.node, "b", large)
+        b1.send_body_but_the_last_byte()
+        b2 = HeldRequest(self.node, "b", large)
+        b2.send_body_but_the_last_byte()
+        # Tenant c's request waits in the listen queue until a1 ends. a1's worker must then accept it
+        # rather than run a3 (whose body the test holds back: running it would hold that worker too).
+        c = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=20)
+        key, token = CREDS["c"]
+        try:
+            c.request("POST", "/v2/crdt/get", json.dumps({"data": {"organizationId": "share-org", "documentId": "none"}}),
+                      {"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token})
+            a1.send_rest()
+            self.assertEqual(a1.answer()[0], 200)
+            r = c.getresponse()
+            self.assertEqual((r.status, json.loads(r.read())["result"]["data"]), (200, []))
+        finally:
+            c.close()
+        # The rest end; a3 runs on a worker that ends a request while another accepts.
+        a3.send_body()
+        for held in (a2, b1, b2):
+            held.send_rest()
+        for held in (a2, a3, b1, b2):
+            self.assertEqual(held.answer()[0], 200)
+
 if __name__ == "__main__":
-    unittest.main(argv=[sys.argv[0], "-v"])
+    unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])

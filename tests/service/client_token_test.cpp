@@ -335,6 +335,49 @@ TEST_F(minting, ARevokedKeysClientTokensAreRefused) {
   EXPECT_EQ(service.platform().read_revoked_keys(db), std::vector<std::string>{key.substr(3, 16)});
 }
 
+// Admission checks the credentials before the body is read (tenant_of) and hands the outcome to
+// handle(): a client token's HMAC and revoked-key lookup, or an API key's check, run once per request,
+// and a failing credential is answered as before. A request that waited revocation_refresh or more
+// (here: a node whose refresh is 0) is checked again, so a revocation meanwhile is seen.
+TEST_F(minting, ARequestsCredentialsAreCheckedOnce) {
+  const svc::response minted = mint(R"("editorId":"e","userId":"u","access":"write")");
+  ASSERT_EQ(minted.http, 200) << minted.body;
+  const std::string get = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})";
+  auto admitted_then_handled = [&](svc::responder& node, svc::database& on, svc::request r, const std::string& tenant) {
+    const std::uint64_t before = node.platform().identifications();
+    EXPECT_EQ(node.platform().tenant_of(on, r), tenant);
+    const svc::response res = node.handle(on, r);
+    return std::make_pair(res, node.platform().identifications() - before);
+  };
+  svc::request client{"POST", "/v2/crdt/get", "application/json", {}, {}, get, get.size(), {}, {}, {}};
+  client.authorization = "Bearer " + token_of(minted);
+  auto [answer, checks] = admitted_then_handled(service, db, client, key.substr(3, 16));
+  EXPECT_EQ(answer.http, 200) << answer.body;
+  EXPECT_EQ(checks, 1u);
+  svc::request with_key{"POST", "/v2/crdt/get", "application/json", key, token, get, get.size(), {}, {}, {}};
+  std::tie(answer, checks) = admitted_then_handled(service, db, with_key, key.substr(3, 16));
+  EXPECT_EQ(answer.http, 200) << answer.body;
+  EXPECT_EQ(checks, 1u);
+  svc::request bad = client;
+  bad.authorization = "Bearer fct1.x";
+  std::tie(answer, checks) = admitted_then_handled(service, db, bad, "");
+  EXPECT_EQ(answer.http, 401);
+  EXPECT_EQ(error_of(answer), "Malformed client token: expected fct1.<tenant>.<key id>.<claims>.<signature>.");
+  EXPECT_EQ(checks, 1u);
+  // Checked at admission, revoked, then run: checked again (the node's refresh is 0: it waited long enough).
+  svc::config now_cfg;
+  now_cfg.revocation_refresh = std::chrono::milliseconds(0);
+  svc::responder node{now_cfg};
+  node.platform().set_client_keys(service.platform().client_keys());
+  svc::database node_db{tmp.path(), svc::responder::tables()};
+  svc::request late = client;
+  EXPECT_EQ(node.platform().tenant_of(node_db, late), key.substr(3, 16));
+  ASSERT_TRUE(svc::revoke_key(db, key.substr(3, 16), svc::now_iso()));
+  const svc::response refused = node.handle(node_db, late);
+  EXPECT_EQ(refused.http, 401) << refused.body;
+  EXPECT_EQ(error_of(refused), "Invalid client token: the API key that minted it is revoked.");
+}
+
 // The watch re-reads the set every revocation_refresh / 4 and reports keys it has not seen revoked
 // (folio-fcgi's publisher sweep) — also when a request's own read saw the revocation first; it stops
 // when told.

@@ -858,9 +858,10 @@ TEST(FastcgiParams, AbsentNamesReadAsEmptyAndThePathFallsBackToScriptName) {
   EXPECT_EQ(none.path, "");
 }
 
-TEST(WorkerShares, ATenantHoldsAtMostItsShareAndItsWaitingRequestsRunOnItsHoldsInOrder) {
+TEST(WorkerShares, ATenantHoldsAtMostItsShareAndItsWaitingRequestsRunInOrder) {
   svc::worker_shares<int> shares(2, 2, 3);
   using adm = svc::worker_shares<int>::admission;
+  using step = svc::worker_shares<int>::step;
   auto job = [](int n) { return std::make_unique<int>(n); };
   std::unique_ptr<int> a1 = job(1), a2 = job(2), a3 = job(3), a4 = job(4), a5 = job(5), b1 = job(6), b2 = job(7), c1 = job(8);
   EXPECT_EQ(shares.admit("a", a1), adm::run);
@@ -875,25 +876,84 @@ TEST(WorkerShares, ATenantHoldsAtMostItsShareAndItsWaitingRequestsRunOnItsHoldsI
   EXPECT_EQ(shares.holding("a"), 2u);
   EXPECT_EQ(shares.holding("b"), 2u);
   EXPECT_EQ(shares.waiting("a"), 2u);
-  // A request of a ends: the worker runs a's waiting ones, in arrival order, on the same hold.
-  std::unique_ptr<int> next = shares.done("a");
-  ASSERT_NE(next, nullptr);
-  EXPECT_EQ(*next, 3);
+  EXPECT_EQ(shares.running(), 4u);
+  // Another worker accepts: a's request ends and its hold passes to a3, which the free worker runs.
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  shares.finish("a");
   EXPECT_EQ(shares.holding("a"), 2u);
+  step s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(std::make_pair(*s.job, s.tenant), std::make_pair(3, std::string("a")));
   std::unique_ptr<int> c2 = job(9);
   EXPECT_EQ(shares.admit("a", c2), adm::wait);
-  next = shares.done("a");
-  ASSERT_NE(next, nullptr);
-  EXPECT_EQ(*next, 4);
-  next = shares.done("a");
-  ASSERT_NE(next, nullptr);
-  EXPECT_EQ(*next, 9);
-  EXPECT_EQ(shares.done("a"), nullptr);  // none waits: the hold is released
+  shares.finish("a");
+  s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(*s.job, 4);
+  shares.finish("a");
+  s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(*s.job, 9);
+  shares.finish("a");  // none waits: the hold is released
   EXPECT_EQ(shares.holding("a"), 1u);
   EXPECT_EQ(shares.admit("c", c1), adm::run);
-  EXPECT_EQ(shares.done("a"), nullptr);
+  shares.finish("a");
   EXPECT_EQ(shares.holding("a"), 0u);
   EXPECT_TRUE(shares.take_waiting().empty());
+}
+
+TEST(WorkerShares, AFreeWorkerAcceptsWhenNoOtherDoesHoweverManyTenantsAreAtTheirShare) {
+  // Four workers, shares of two, tenants a and b at theirs with requests waiting: every worker busy.
+  svc::worker_shares<int> shares(2, 8, 16);
+  using adm = svc::worker_shares<int>::admission;
+  using step = svc::worker_shares<int>::step;
+  std::vector<std::unique_ptr<int>> jobs;
+  for (int i = 0; i < 8; ++i) jobs.push_back(std::make_unique<int>(i));
+  for (int i : {0, 1}) EXPECT_EQ(shares.admit("a", jobs[i]), adm::run);
+  for (int i : {2, 3}) EXPECT_EQ(shares.admit("a", jobs[i]), adm::wait);
+  for (int i : {4, 5}) EXPECT_EQ(shares.admit("b", jobs[i]), adm::run);
+  for (int i : {6, 7}) EXPECT_EQ(shares.admit("b", jobs[i]), adm::wait);
+  // A request of a ends while no worker accepts: its worker accepts, a's next request waits ready.
+  shares.finish("a");
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  EXPECT_EQ(shares.waiting("a"), 2u);
+  EXPECT_EQ(shares.holding("a"), 2u);  // 1 running, 1 ready: a still holds no more than its share
+  std::unique_ptr<int> c = std::make_unique<int>(100);
+  shares.accepted();
+  EXPECT_EQ(shares.admit("c", c), adm::run);  // tenant c's request runs at once
+  // A request of b ends while no worker accepts: that worker accepts too.
+  shares.finish("b");
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  // c's ends: another worker accepts, so this one runs the first ready request (a's, then b's).
+  shares.finish("c");
+  step s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(std::make_pair(*s.job, s.tenant), std::make_pair(2, std::string("a")));
+  shares.finish("a");  // a's last waiting request becomes ready, behind b's
+  s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(std::make_pair(*s.job, s.tenant), std::make_pair(6, std::string("b")));
+  // A new request of a, with a hold free but a's earlier request ready: it waits behind it.
+  std::unique_ptr<int> a_late = std::make_unique<int>(101);
+  shares.finish("a");  // a: 1 running (job 1), 1 ready (job 3), 0 queued
+  EXPECT_EQ(shares.admit("a", a_late), adm::wait);
+  s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(*s.job, 3);
+  // At stop the accepting worker is back: free workers run what is ready without accepting, then end.
+  shares.accepted();
+  s = shares.next(false);
+  EXPECT_EQ(s.kind, step::accept);  // nobody else accepts: ready requests wait for a worker that finishes
+  shares.accepted();
+  s = shares.next(true);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(*s.job, 101);
+  EXPECT_EQ(shares.next(true).kind, step::exit);
+  EXPECT_EQ(shares.waiting(), 1u);  // b's job 7: queued until one of b's running requests ends
+  shares.finish("b");
+  s = shares.next(true);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(*s.job, 7);
 }
 
 TEST(WorkerShares, AllQueuesTogetherAreBounded) {
