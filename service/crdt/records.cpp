@@ -132,6 +132,13 @@ void forget_token_streams(database& db, const std::string& owner, const std::str
 }
 
 std::vector<token_stream_row> adopt_token_streams(database& db, const std::string& owner) {
+  // Nothing kept (the usual start, and any start without client tokens): no write, so a responder
+  // starts while another process holds the database's write lock.
+  const bool any = db.read([&] {
+    query q = db.sql("SELECT 1 FROM crdt_token_streams LIMIT 1");
+    return q.step();
+  });
+  if (!any) return {};
   return db.write([&] {
     // The other owners' rows come back as `owner`'s, the earliest expiry per channel and key (`owner`
     // is drawn anew at each start: it has no rows yet, so the INSERT meets no conflict). PostgreSQL:

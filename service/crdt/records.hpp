@@ -45,7 +45,8 @@ void keep_token_stream(database& db, const std::string& owner, const token_strea
 void forget_token_streams(database& db, const std::string& owner, const std::string& channel);
 /// At a responder's start: makes every row of the table `owner`'s (the earliest expiry per channel and
 /// key; the rows of earlier responders, this node's and other nodes', are taken over) and returns
-/// them, earliest expiry first. One write transaction; O(r log r) for r rows, in the database.
+/// them, earliest expiry first. One write transaction, none when the table is empty (a read finds it so:
+/// a responder then starts while another process holds the write lock); O(r log r) for r rows.
 std::vector<token_stream_row> adopt_token_streams(database& db, const std::string& owner);
 
 struct record_key {
