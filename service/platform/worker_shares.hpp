@@ -11,9 +11,9 @@
 // a thread (admission::wait: the job is moved in, the worker is free again), or, when the tenant's
 // waiting requests number `max_waiting` or all waiting requests `max_waiting_total`, it is refused
 // (admission::refuse) and answered at once. A waiting request is either queued under its tenant (no
-// hold free) or ready (it has a hold and waits only for a worker); when one
-// of the tenant's requests ends (finish), its hold passes to the tenant's first queued request, which
-// becomes ready. Ready requests form one queue in the order they got their holds.
+// hold free) or ready (it has a hold and waits only for a worker); when one of the tenant's requests
+// ends (finish), its hold passes to the tenant's first queued request, which becomes ready. Ready
+// requests form one queue in the order they got their holds.
 // A free worker asks next(): it runs the first ready request only while another worker is accepting
 // (then at most workers - 2 others run, so the reserve allows it); otherwise it accepts (and reports
 // accepted() when accept returns). So at most one worker accepts while requests are ready, and while
@@ -27,14 +27,15 @@
 // A ready request never strands: whenever one is ready, some worker is running a request (or deciding),
 // and it takes the ready one when it is free (or, when no other worker accepts, accepts, and the next
 // worker to be free takes it). At stop, free workers run the ready requests without accepting until
-// none is left.
+// none is left (nothing more is accepted, so the reserve has no one to keep a worker for).
 // A tenant's requests start in arrival order (one runs at admission only when none of its own waits).
 // A job whose deadline passed while it waited is answered without running (main.cpp).
 // Per process: N nodes each apply the share and the reserve to their own workers. Requests without a
-// tenant (main.cpp: answered before a caller is known) run outside this count.
+// tenant (main.cpp: operators' endpoints, the subscriber-authorization hop, failed credentials) are not
+// counted: running() counts requests running on a hold, and the reserve is reckoned on that count.
 // Invariants: holding(t) = running(t) + ready(t) <= share; queued(t) > 0 only while holding(t) == share;
 // running() <= workers - 1 unless the request that started last started while its tenant had none
-// running; a tenant is in the map iff it holds a hold; accepting_ is the number of workers between
+// running, or at stop; a tenant is in the map iff it holds a hold; accepting_ is the number of workers between
 // next() answering accept and accepted(). Cost: one map entry per tenant holding a hold; every member
 // is O(1) amortized under one mutex (take_waiting: linear). Thread-safety: every member may be called
 // from many threads at once.
