@@ -2,8 +2,9 @@
 // folio_service library. A pool of worker threads, each with its own FCGX_Request and its own database
 // connection (SQLite, or PostgreSQL when --db is a postgresql:// URI or a libpq conninfo), accepts on one
 // unix socket; a tenant holds at most --tenant-workers of them (default: all but one), its requests
-// beyond that wait without a thread, and a free worker runs a waiting request only while another
-// worker accepts (platform/worker_shares.hpp); one more thread, with a connection
+// beyond that wait without a thread, the last worker not running a request is kept for tenants with
+// none running, and a free worker runs a waiting request only while another worker accepts
+// (platform/worker_shares.hpp); one more thread, with a connection
 // of its own, compacts records' logs off the request path (crdt/compactor.hpp). SIGTERM/SIGINT: stop accepting, let in-flight requests
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
@@ -368,9 +369,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::atomic<bool> stopping{false};
-  // A request waits without a thread while its tenant holds its share of the workers; at most
+  // A request waits without a thread while its tenant holds its share of the workers, or while it would
+  // take the last free worker and its tenant has a request running (the reserve); at most
   // max_waiting such requests per tenant and 1,024 in all (each holds a connection from nginx).
-  shares_t shares(o.tenant_workers ? o.tenant_workers : std::max(1u, o.workers - 1), 256, 1024);
+  shares_t shares(o.workers, o.tenant_workers ? o.tenant_workers : std::max(1u, o.workers - 1), 256, 1024);
   std::vector<std::thread> workers;
   std::vector<worker_state> states(o.workers);
   for (unsigned i = 0; i < o.workers; ++i)

@@ -291,19 +291,32 @@ class WorkerShares(unittest.TestCase):
         for held in [first] + waiting:
             self.assertEqual(held.answer()[0], 200)  # each ran in turn
 
+    def tenant(self, name):
+        """Credentials of tenant `name` (made on first use): a key and a token of its own."""
+        if name not in CREDS:
+            key = STACK.admin("create-key", "tenant-" + name)
+            CREDS[name] = (key, STACK.admin("create-token", key[3:19], "subject-" + name))
+
+    def get_as(self, who, timeout):
+        """An HTTP request of tenant `who` through nginx, sent (its answer: getresponse())."""
+        c = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=timeout)
+        key, token = CREDS[who]
+        c.request("POST", "/v2/crdt/get", json.dumps({"data": {"organizationId": "share-org", "documentId": "none"}}),
+                  {"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token})
+        return c
+
     def test_a_light_tenant_finds_a_worker_while_two_tenants_hold_their_shares(self):
-        """Two tenants at their shares of 2 of 4 workers, each with requests waiting: a worker that ends one
-        of their requests accepts rather than run a waiting one while no other worker accepts, so a third
-        tenant's request is answered while the first two tenants' requests are still held."""
+        """Every worker busy (a at its share of 2 of 4, b and d with one request each), a's next request
+        waiting: a worker that ends one of a's requests accepts rather than run a's waiting one while no
+        other worker accepts, so a third tenant's request is answered while the others are still held."""
         self.restart(["--workers", "4", "--tenant-workers", "2"])
-        if "c" not in CREDS:
-            key = STACK.admin("create-key", "tenant-c")
-            CREDS["c"] = (key, STACK.admin("create-token", key[3:19], "subject-c"))
+        self.tenant("c")
+        self.tenant("d")
         ids = {"organizationId": "share-org", "documentId": "none", "editorId": "e"}
         body = json.dumps({"data": ids}).encode()
         large = body + b" " * (2 << 20)  # JSON: the spaces are whitespace after the object
-        # a1, a2 and b1, b2 run (each proven to run: its worker reads its body), holding the four workers;
-        # a3 waits for a's share, accepted before b's took the last two workers. Every worker is busy.
+        # a1, a2 run (each proven to run: its worker reads its body); a3 waits for a's share. b1 runs on
+        # the third worker; d1, of a tenant with none running, takes the last one. Every worker is busy.
         a1, a2 = HeldRequest(self.node, "a", large), HeldRequest(self.node, "a", large)
         a1.send_body_but_the_last_byte()
         a2.send_body_but_the_last_byte()
@@ -311,15 +324,12 @@ class WorkerShares(unittest.TestCase):
         wait_until(lambda: accept_queue(self.node.socket) == 0, what="a3 accepted")
         b1 = HeldRequest(self.node, "b", large)
         b1.send_body_but_the_last_byte()
-        b2 = HeldRequest(self.node, "b", large)
-        b2.send_body_but_the_last_byte()
+        d1 = HeldRequest(self.node, "d", large)
+        d1.send_body_but_the_last_byte()
         # Tenant c's request waits in the listen queue until a1 ends. a1's worker must then accept it
         # rather than run a3 (whose body the test holds back: running it would hold that worker too).
-        c = http.client.HTTPConnection("127.0.0.1", self.node.port, timeout=20)
-        key, token = CREDS["c"]
+        c = self.get_as("c", 20)
         try:
-            c.request("POST", "/v2/crdt/get", json.dumps({"data": {"organizationId": "share-org", "documentId": "none"}}),
-                      {"Content-Type": "application/json", "x-folio-api-key": key, "x-folio-auth-token": token})
             a1.send_rest()
             self.assertEqual(a1.answer()[0], 200)
             r = c.getresponse()
@@ -328,10 +338,43 @@ class WorkerShares(unittest.TestCase):
             c.close()
         # The rest end; a3 runs on a worker that ends a request while another accepts.
         a3.send_body()
-        for held in (a2, b1, b2):
+        for held in (a2, b1, d1):
             held.send_rest()
-        for held in (a2, a3, b1, b2):
+        for held in (a2, a3, b1, d1):
             self.assertEqual(held.answer()[0], 200)
+
+    def test_a_light_tenant_finds_a_worker_while_two_tenants_hold_what_they_can_with_the_default_share(self):
+        """4 workers, the default share of 3: tenants a and b each with a request running and more waiting
+        can together run on at most 3 workers (the last free one is kept for a tenant with none running),
+        so a third tenant's request is answered at once while all of theirs are still held."""
+        self.restart(["--workers", "4"])
+        self.tenant("c")
+        ids = {"organizationId": "share-org", "documentId": "none", "editorId": "e"}
+        body = json.dumps({"data": ids}).encode()
+        large = body + b" " * (2 << 20)  # JSON: the spaces are whitespace after the object
+        # a1, a2 and b1 run (each proven to run: its worker reads its body). a3 and b2, whose bodies the
+        # test holds back, would hold the last worker if they ran: they wait, each on a hold of its
+        # tenant's (a3 is accepted first: the listen queue is in arrival order).
+        a1, a2, b1 = HeldRequest(self.node, "a", large), HeldRequest(self.node, "a", large), HeldRequest(self.node, "b", large)
+        for held in (a1, a2, b1):
+            held.send_body_but_the_last_byte()
+        a3 = HeldRequest(self.node, "a", body)
+        wait_until(lambda: accept_queue(self.node.socket) == 0, what="a3 accepted")
+        b2 = HeldRequest(self.node, "b", body)
+        c = self.get_as("c", 10)
+        try:
+            r = c.getresponse()  # while a1, a2 and b1 are held and a3, b2 wait
+            self.assertEqual((r.status, json.loads(r.read())["result"]["data"]), (200, []))
+        finally:
+            c.close()
+        # Everything ends: a3 and b2 run on workers that end a request while another accepts, in turn.
+        a3.send_body()
+        b2.send_body()
+        for held in (a1, a2, b1):
+            held.send_rest()
+        for held in (a1, a2, a3, b1, b2):
+            self.assertEqual(held.answer()[0], 200)
+
 
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"] + sys.argv[3:])

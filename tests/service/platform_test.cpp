@@ -859,7 +859,7 @@ TEST(FastcgiParams, AbsentNamesReadAsEmptyAndThePathFallsBackToScriptName) {
 }
 
 TEST(WorkerShares, ATenantHoldsAtMostItsShareAndItsWaitingRequestsRunInOrder) {
-  svc::worker_shares<int> shares(2, 2, 3);
+  svc::worker_shares<int> shares(16, 2, 2, 3);  // workers enough that the reserve never holds one back
   using adm = svc::worker_shares<int>::admission;
   using step = svc::worker_shares<int>::step;
   auto job = [](int n) { return std::make_unique<int>(n); };
@@ -903,8 +903,9 @@ TEST(WorkerShares, ATenantHoldsAtMostItsShareAndItsWaitingRequestsRunInOrder) {
 }
 
 TEST(WorkerShares, AFreeWorkerAcceptsWhenNoOtherDoesHoweverManyTenantsAreAtTheirShare) {
-  // Four workers, shares of two, tenants a and b at theirs with requests waiting: every worker busy.
-  svc::worker_shares<int> shares(2, 8, 16);
+  // Shares of two, tenants a and b at theirs with requests waiting; workers enough that the reserve
+  // never holds one back.
+  svc::worker_shares<int> shares(16, 2, 8, 16);
   using adm = svc::worker_shares<int>::admission;
   using step = svc::worker_shares<int>::step;
   std::vector<std::unique_ptr<int>> jobs;
@@ -956,8 +957,108 @@ TEST(WorkerShares, AFreeWorkerAcceptsWhenNoOtherDoesHoweverManyTenantsAreAtTheir
   EXPECT_EQ(*s.job, 7);
 }
 
+TEST(WorkerShares, TheLastFreeWorkerIsKeptForTenantsWithNoneRunning) {
+  // Four workers, the default share of three. The calls follow what the workers do: each admit is a
+  // worker that accepted; after wait (or refuse) that worker asks next().
+  svc::worker_shares<int> shares(4, 3, 8, 16);
+  using adm = svc::worker_shares<int>::admission;
+  using step = svc::worker_shares<int>::step;
+  auto job = [](int n) { return std::make_unique<int>(n); };
+  std::unique_ptr<int> a1 = job(1), a2 = job(2), a3 = job(3), a4 = job(4), b1 = job(11), b2 = job(12), c1 = job(21);
+  EXPECT_EQ(shares.admit("a", a1), adm::run);
+  EXPECT_EQ(shares.admit("a", a2), adm::run);
+  EXPECT_EQ(shares.admit("b", b1), adm::run);  // b has none running: it may start with one worker left
+  EXPECT_EQ(shares.admit("a", a3), adm::wait);  // a has two running: the last worker is kept
+  EXPECT_EQ(shares.holding("a"), 3u);           // a3 is ready, on a's third hold
+  EXPECT_EQ(shares.next(false).kind, step::accept);  // the last worker accepts again
+  shares.accepted();
+  EXPECT_EQ(shares.admit("b", b2), adm::wait);  // so does b, with one running
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  shares.accepted();
+  EXPECT_EQ(shares.admit("a", a4), adm::wait);  // a at its share: queued behind a3
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  shares.accepted();
+  EXPECT_EQ(shares.running(), 3u);
+  EXPECT_EQ(shares.admit("c", c1), adm::run);  // a tenant with none running takes the last worker
+  EXPECT_EQ(shares.running(), 4u);
+  // Nothing strands, in arrival order: c's request ends while no worker accepts, so its worker accepts;
+  // each worker that is free next runs the first ready request (a3, then b2, then a4).
+  shares.finish("c");
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  shares.finish("a");  // a1: its hold passes to a4, ready behind b2
+  step s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(std::make_pair(*s.job, s.tenant), std::make_pair(3, std::string("a")));
+  shares.finish("b");
+  s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(std::make_pair(*s.job, s.tenant), std::make_pair(12, std::string("b")));
+  shares.finish("a");
+  s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(std::make_pair(*s.job, s.tenant), std::make_pair(4, std::string("a")));
+  EXPECT_EQ(shares.waiting(), 0u);
+  EXPECT_EQ(shares.running(), 3u);
+}
+
+TEST(WorkerShares, OneTenantRunsOnAllButOneWorkerWhateverItsShare) {
+  // --tenant-workers equal to --workers: the reserve still keeps one worker for another tenant.
+  svc::worker_shares<int> shares(4, 4, 8, 16);
+  using adm = svc::worker_shares<int>::admission;
+  using step = svc::worker_shares<int>::step;
+  std::vector<std::unique_ptr<int>> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(std::make_unique<int>(i));
+  for (int i : {0, 1, 2}) EXPECT_EQ(shares.admit("a", jobs[i]), adm::run);
+  EXPECT_EQ(shares.admit("a", jobs[3]), adm::wait);  // ready on a's fourth hold; the last worker accepts
+  EXPECT_EQ(shares.holding("a"), 4u);
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  shares.accepted();
+  EXPECT_EQ(shares.admit("a", jobs[4]), adm::wait);  // queued: a holds its share
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  shares.accepted();
+  EXPECT_EQ(shares.admit("b", jobs[5]), adm::run);
+  shares.finish("b");
+  EXPECT_EQ(shares.next(false).kind, step::accept);
+  shares.finish("a");
+  step s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(*s.job, 3);
+  shares.finish("a");
+  s = shares.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(*s.job, 4);
+  EXPECT_EQ(shares.running(), 3u);
+}
+
+TEST(WorkerShares, WithOneWorkerEveryRequestRuns) {
+  // One worker: it accepts only when it runs nothing, so each request finds every tenant with none
+  // running and starts at once, on the last (only) worker.
+  svc::worker_shares<int> shares(1, 1, 8, 16);
+  using adm = svc::worker_shares<int>::admission;
+  using step = svc::worker_shares<int>::step;
+  for (const char* tenant : {"a", "a", "b", "a"}) {
+    EXPECT_EQ(shares.next(false).kind, step::accept);
+    shares.accepted();
+    std::unique_ptr<int> j = std::make_unique<int>(0);
+    EXPECT_EQ(shares.admit(tenant, j), adm::run);
+    shares.finish(tenant);
+  }
+  EXPECT_EQ(shares.next(true).kind, step::exit);
+  // Two workers, share two (--tenant-workers 2): a tenant runs one request at a time while the other
+  // worker accepts; its second request waits ready and runs on the first worker free.
+  svc::worker_shares<int> two(2, 2, 8, 16);
+  std::unique_ptr<int> a1 = std::make_unique<int>(1), a2 = std::make_unique<int>(2);
+  EXPECT_EQ(two.admit("a", a1), adm::run);
+  EXPECT_EQ(two.admit("a", a2), adm::wait);
+  EXPECT_EQ(two.next(false).kind, step::accept);
+  two.finish("a");
+  step s = two.next(false);
+  ASSERT_EQ(s.kind, step::run);
+  EXPECT_EQ(*s.job, 2);
+}
+
 TEST(WorkerShares, AllQueuesTogetherAreBounded) {
-  svc::worker_shares<int> shares(1, 5, 2);
+  svc::worker_shares<int> shares(16, 1, 5, 2);
   using adm = svc::worker_shares<int>::admission;
   std::vector<std::unique_ptr<int>> jobs;
   for (int i = 0; i < 6; ++i) jobs.push_back(std::make_unique<int>(i));
