@@ -101,6 +101,9 @@ class held_write {
   if (tmp.postgresql()) GTEST_SKIP() << "SQLite only"
 
 struct fixture : ::testing::Test {
+  fixture() = default;
+  /// With `service` built from `settings` (a derived fixture's).
+  explicit fixture(svc::config settings) : service{std::move(settings)} {}
   temp_db tmp;
   svc::database db{tmp.path(), svc::responder::tables()};
   svc::responder service{svc::config{}};
