@@ -287,10 +287,10 @@ bool publisher::due(const token_streams& t, std::int64_t now) const {
 void publisher::remember(const std::string& channel, const token_streams& t) {
   token_streams& r = streams_[channel];
   if (r.keys.empty() || t.expires < r.expires) r.expires = t.expires;
-  for (const auto& [id, expires] : t.keys) {
-    const auto k = std::find_if(r.keys.begin(), r.keys.end(), [&](const auto& e) { return e.first == id; });
-    if (k == r.keys.end()) r.keys.emplace_back(id, expires);
-    else k->second = std::min(k->second, expires);
+  for (const auto& key : t.keys) {  // (no structured binding: clang before 16 cannot capture one)
+    const auto k = std::find_if(r.keys.begin(), r.keys.end(), [&](const auto& e) { return e.first == key.first; });
+    if (k == r.keys.end()) r.keys.push_back(key);
+    else k->second = std::min(k->second, key.second);
   }
 }
 
