@@ -699,7 +699,7 @@ TEST(Store, TendedStatisticsLetThePlannerPickTheNarrowerIndex) {
   EXPECT_EQ(due, (std::vector<std::uint64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 768, 1024}));
 }
 
-// Every responder reads the revoked API keys every 250 ms (server.hpp, read_revoked_keys): the read
+// Every responder reads the revoked API keys at each revocation tick (server.hpp, read_revoked_keys): the read
 // goes through the partial index of revoked keys (schema 10), linear in them rather than in all keys.
 TEST_F(fixture, TheRevokedKeysAreReadThroughTheirIndex) {
   const char* read = "SELECT key_id FROM api_keys WHERE revoked_at IS NOT NULL";
@@ -858,6 +858,13 @@ TEST(FastcgiParams, AbsentNamesReadAsEmptyAndThePathFallsBackToScriptName) {
   EXPECT_EQ(none.path, "");
 }
 
+/// Jobs 0..n-1 for the worker_shares tests (each job is its number).
+std::vector<std::unique_ptr<int>> numbered_jobs(int n) {
+  std::vector<std::unique_ptr<int>> jobs;
+  for (int i = 0; i < n; ++i) jobs.push_back(std::make_unique<int>(i));
+  return jobs;
+}
+
 TEST(WorkerShares, ATenantHoldsAtMostItsShareAndItsWaitingRequestsRunInOrder) {
   svc::worker_shares<int> shares(16, 2, 2, 3);  // workers enough that the reserve never holds one back
   using adm = svc::worker_shares<int>::admission;
@@ -908,8 +915,7 @@ TEST(WorkerShares, AFreeWorkerAcceptsWhenNoOtherDoesHoweverManyTenantsAreAtTheir
   svc::worker_shares<int> shares(16, 2, 8, 16);
   using adm = svc::worker_shares<int>::admission;
   using step = svc::worker_shares<int>::step;
-  std::vector<std::unique_ptr<int>> jobs;
-  for (int i = 0; i < 8; ++i) jobs.push_back(std::make_unique<int>(i));
+  std::vector<std::unique_ptr<int>> jobs = numbered_jobs(8);
   for (int i : {0, 1}) EXPECT_EQ(shares.admit("a", jobs[i]), adm::run);
   for (int i : {2, 3}) EXPECT_EQ(shares.admit("a", jobs[i]), adm::wait);
   for (int i : {4, 5}) EXPECT_EQ(shares.admit("b", jobs[i]), adm::run);
@@ -1006,8 +1012,7 @@ TEST(WorkerShares, OneTenantRunsOnAllButOneWorkerWhateverItsShare) {
   svc::worker_shares<int> shares(4, 4, 8, 16);
   using adm = svc::worker_shares<int>::admission;
   using step = svc::worker_shares<int>::step;
-  std::vector<std::unique_ptr<int>> jobs;
-  for (int i = 0; i < 6; ++i) jobs.push_back(std::make_unique<int>(i));
+  std::vector<std::unique_ptr<int>> jobs = numbered_jobs(6);
   for (int i : {0, 1, 2}) EXPECT_EQ(shares.admit("a", jobs[i]), adm::run);
   EXPECT_EQ(shares.admit("a", jobs[3]), adm::wait);  // ready on a's fourth hold; the last worker accepts
   EXPECT_EQ(shares.holding("a"), 4u);
@@ -1060,8 +1065,7 @@ TEST(WorkerShares, WithOneWorkerEveryRequestRuns) {
 TEST(WorkerShares, AllQueuesTogetherAreBounded) {
   svc::worker_shares<int> shares(16, 1, 5, 2);
   using adm = svc::worker_shares<int>::admission;
-  std::vector<std::unique_ptr<int>> jobs;
-  for (int i = 0; i < 6; ++i) jobs.push_back(std::make_unique<int>(i));
+  std::vector<std::unique_ptr<int>> jobs = numbered_jobs(6);
   EXPECT_EQ(shares.admit("a", jobs[0]), adm::run);
   EXPECT_EQ(shares.admit("b", jobs[1]), adm::run);
   EXPECT_EQ(shares.admit("a", jobs[2]), adm::wait);

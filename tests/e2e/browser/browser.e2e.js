@@ -526,7 +526,7 @@ test('typing on a slow link and closing the tab 100 ms after the last key: the r
     await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 1500, downloadThroughput: -1, uploadThroughput: -1 });
     await select(page, 'text', 0);
     await page.keyboard.type('hello world');   // the first key's push is on the slow link while the others are typed
-    await new Promise((r) => setTimeout(r, 100)); // the user closes the tab 100 ms after the last key (the case reported)
+    await new Promise((r) => setTimeout(r, 100)); // the user closes the tab just after the last key, while pushes are in flight
     await page.close({ runBeforeUnload: false });
 
     const again = await newPage(ctx);
