@@ -130,16 +130,9 @@ class sequence {
   /// value was dropped from the encoding, so a few bytes could otherwise claim 2^31 items.
   static constexpr std::size_t default_max_ops = std::is_same_v<T, char32_t> ? std::size_t(1) << 26 : std::size_t(1) << 22;
 
-  /// What a sequence holding `ops` (a document's log, one op per entry) holds (units): the insert units
-  /// and one per remove. O(ops).
-  static std::uint64_t held_units(const std::vector<op>& ops) noexcept {
-    std::uint64_t n = 0;
-    for (const op& o : ops) n += o.kind == op_kind::insert ? o.len : 1;
-    return n;
-  }
-
   /// Rebuilds a document from untrusted bytes as replica `self`. A document whose op log holds more
-  /// than `max_ops` units (held_units) is refused (too_large). `out` is left unchanged on failure.
+  /// than `max_ops` units (its inserted items and one per remove: units()) is refused (too_large).
+  /// `out` is left unchanged on failure.
   /// The document's root name goes to `content_key` when given.
   static decode_result decode(std::string_view bytes, replica_id self, sequence& out, std::size_t max_ops = default_max_ops,
                               std::string* content_key = nullptr) {
@@ -151,10 +144,10 @@ class sequence {
     if (!detail::read_header(r, detail::kind_document, detail::value_type_of<T>(), &version) || !detail::read_content_key(r, key)) return r.result();
     const std::size_t ops_at = r.offset();
     if (!detail::read_document_ops(r, log.ops, version)) return r.result();
-    if (held_units(log.ops) > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
-    const std::size_t content_at = r.offset();
-    std::uint64_t inserted = 0;  // live values are at most the items inserted (bounds the content section)
-    for (const op& o : log.ops) inserted += o.kind == op_kind::insert ? o.len : 0;
+    std::uint64_t inserted = 0, removes = 0;  // the log, one op per entry: what the document holds (units())
+    for (const op& o : log.ops) o.kind == op_kind::insert ? inserted += o.len : ++removes;
+    if (inserted + removes > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
+    const std::size_t content_at = r.offset();  // live values are at most the items inserted: the content section's bound
     if (!detail::read_document_content(r, live, version, inserted)) return r.result();
     if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
     detail::rga<T> doc(self);
