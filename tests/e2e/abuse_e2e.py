@@ -218,14 +218,15 @@ class Subscribers(unittest.TestCase):
     @single_node  # one node's hop socket taken away
     def test_an_unreachable_authorization_hop_crashes_no_worker(self):
         # The hop's socket gone (its connect() fails at once): every subscribe crashed a worker. Now the
-        # subscriber gets Nchan's answer to a failed authorization, and the others stay connected.
+        # subscriber gets a JSON 503 (Nchan answers a failed authorization with an empty 502, which the
+        # public location turns into JSON), and the others stay connected.
         sock = os.path.join(STACK.dir, "run", "nginx-authorize.sock")
         before = EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "hop"}, source="127.0.0.4")
         os.rename(sock, sock + ".away")
         try:
             answers = subscribers_at_once(3, "hop", "127.0.0.4")
             for a in answers:
-                self.assertTrue(a.startswith(b"HTTP/1.1 502"), a[:300])
+                self.assert_unavailable(a)
             self.assertEqual(dead_workers(), [])
             update_live("hop", "hop unreachable")
             self.assertEqual(before.next_data()["editorId"], "hop")
@@ -235,11 +236,23 @@ class Subscribers(unittest.TestCase):
         after = EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "hop"}, source="127.0.0.4")  # the hop is back
         after.close()
 
+    @single_node  # one node's hop socket taken away
+    def test_an_unreachable_subscriber_hop_answers_a_json_503_that_a_balancer_may_retry(self):
+        sock = os.path.join(STACK.dir, "run", "nginx-subscribe.sock")
+        os.rename(sock, sock + ".away")
+        try:
+            for a in subscribers_at_once(3, "hop", "127.0.0.4"):
+                self.assert_unavailable(a)
+                self.assertIn(b"\r\nX-Folio-Unhandled: 1\r\n", a)  # the responder never saw it
+            self.assertEqual(dead_workers(), [])
+        finally:
+            os.rename(sock + ".away", sock)
+        EventStream({"organizationId": "abuse", "documentId": "live", "editorId": "hop"}, source="127.0.0.4").close()
 
-
-def raw_answer(request, source="127.0.0.5"):
-    """(status, headers lower-cased, body) of nginx's answer, from a client address of its own."""
-    return stack_raw_answer(request, source)
+    def assert_unavailable(self, answer):
+        head, _, body = answer.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 503") and b"\r\nContent-Type: application/json\r\n" in head, answer[:300])
+        self.assertEqual(json.loads(body), {"error": {"message": "The service is unavailable; retry later.", "status": "UNAVAILABLE"}})
 
 
 class NginxAnswers(unittest.TestCase):

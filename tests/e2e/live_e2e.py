@@ -233,6 +233,22 @@ def sync_call(editor, version=b"\x00", update=None, who="a", incarnation=None, *
     return call("/v2/crdt/sync", data, who=who)
 
 
+def restart_nginx(**env):
+    """Every node's nginx stopped and started again, rendered with `env` (scripts/nginx-conf's settings)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        STACK.nginx.terminate()
+        STACK.nginx.wait(10)
+        STACK.start_nginx()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 class LivePush(unittest.TestCase):
     def test_an_eventsource_client_sees_a_rest_update_and_its_replica_equals_the_rest_value(self):
         add("es", "text", "Hello")
@@ -625,6 +641,43 @@ class NginxMemory(unittest.TestCase):
         self.assertTrue(any('"publish_notice_delivered"' in line for line in log_lines(STACK.fcgi_log)))
 
 
+    def test_subscribers_past_nchans_memory_get_a_json_503(self):
+        # nginx restarted with 32 KiB of Nchan memory (FOLIO_NCHAN_MEMORY): each new channel takes some of
+        # it, so subscribers to new records (through one node, in a cluster) fill it before any publish. Nchan refused the rest with an
+        # empty-bodied 507; the public location now answers each of them a JSON 503.
+        records = 400
+        c = http.client.HTTPConnection("127.0.0.1", STACK.port, timeout=60)
+        for i in range(records):
+            c.request("POST", "/v2/crdt/add", json.dumps({"data": dict(ids("full-%d" % i), type="map", data={})}),
+                      dict(creds_headers("a"), **{"Content-Type": "application/json"}))
+            r = c.getresponse()
+            self.assertEqual(r.status, 200, r.read())
+        c.close()
+        restart_nginx(FOLIO_NCHAN_MEMORY="32k")
+        port = STACK.nodes[0].port if STACK.cluster else STACK.port  # one node's memory
+        streams, refusals = [], []
+        try:
+            for i in range(records):
+                s = socket.create_connection(("127.0.0.1", port), timeout=30)
+                s.sendall(subscription_request(ids("full-%d" % i)))
+                answer = read_answer(s)
+                if answer.startswith(b"HTTP/1.1 200"):
+                    streams.append(s)
+                    continue
+                s.close()
+                head, _, body = answer.partition(b"\r\n\r\n")
+                self.assertTrue(head.startswith(b"HTTP/1.1 503") and b"\r\nContent-Type: application/json\r\n" in head, answer[:300])
+                self.assertEqual(json.loads(body), {"error": {"message": "Live push is out of memory; retry later.", "status": "UNAVAILABLE"}})
+                refusals.append(i)
+                if len(refusals) == 5:
+                    break
+            self.assertEqual(len(refusals), 5, "%d subscribers, none refused: Nchan's memory did not fill" % len(streams))
+        finally:
+            for s in streams:
+                s.close()
+            restart_nginx()
+
+
 class Sync(unittest.TestCase):
     CASES = {
         "text": ("the quick brown fox",
@@ -952,8 +1005,9 @@ class Access(unittest.TestCase):
                     self.assertEqual(json.loads(r.read())["error"]["status"], "NOT_FOUND")
             # The publisher listens on a unix socket only: no TCP port of this nginx publishes.
             conf = open(os.path.join(STACK.dir, "nginx", "nginx.conf")).read()
-            publish_server = conf[conf.index("publish.conf") - 200:conf.index("publish.conf")]
-            self.assertIn("listen unix:", publish_server)
+            for hop in ("publish.conf;", "subscribe.conf;", "authorize.conf;"):
+                server = conf[conf.index(hop) - 200:conf.index(hop)]
+                self.assertIn("listen unix:", server.rsplit("server {", 1)[1], hop)
             with self.assertRaises(socket.timeout):
                 es.next(timeout=0.5)  # the forged POSTs reached no one
             # Through the socket, to the channel the secret gives, a publish does arrive (so the

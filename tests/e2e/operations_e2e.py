@@ -366,7 +366,7 @@ def gone(pid):
 class Crash(unittest.TestCase):
     @single_node  # one nginx's sockets; scripts/cluster starts each node's nginx the same way
     def test_nginx_starts_again_after_sigkill_through_the_path_scripts_run_uses(self):
-        sockets = [os.path.join(STACK.dir, "run", name) for name in ("nginx-authorize.sock", "nginx-publish.sock")]
+        sockets = [os.path.join(STACK.dir, "run", name) for name in ("nginx-authorize.sock", "nginx-subscribe.sock", "nginx-publish.sock")]
         conf = os.path.join(STACK.dir, "nginx", "nginx.conf")
         cleanup = os.path.join(stack.SOURCE, "scripts", "nginx-stale-sockets")
         ids = {"organizationId": "crash", "documentId": "d", "editorId": "e"}
