@@ -7,7 +7,7 @@
 #include <lz4.h>
 #include <lz4hc.h>
 
-#include <folio/detail/lz4_block.hpp>
+#include <folio/detail/encoding/lz4_block.hpp>
 #include <random>
 #include <string>
 #include <vector>

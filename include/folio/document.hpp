@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "array.hpp"
-#include "detail/tree_doc.hpp"
-#include "detail/tree_encoding.hpp"
+#include "detail/tree/tree_doc.hpp"
+#include "detail/tree/tree_encoding.hpp"
 #include "diff.hpp"
 #include "encoding.hpp"
 #include "markup.hpp"
@@ -212,7 +212,7 @@ class document {
               d.impl_.for_each_op_since(since, upto, [&](const op& o, auto&& each_value) {
                 if (first && o.kind == op_kind::insert) {
                   if constexpr (std::is_same_v<T, char32_t>)
-                    each_value([&](char32_t c) { content += detail::utf8_length(std::u32string_view(&c, 1)); });
+                    each_value([&](char32_t c) { content += utf8_length(std::u32string_view(&c, 1)); });
                   else
                     content += o.len;
                 }
@@ -225,7 +225,7 @@ class document {
               if (o.kind != op_kind::insert) return;
               each_value([&](const T& v) {
                 if constexpr (std::is_same_v<T, char32_t>)
-                  detail::append_utf8(out, v);
+                  append_utf8(out, v);
                 else
                   detail::put_string(out, v);
                 if (out.size() >= piece) flush(out);

@@ -44,11 +44,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "detail/compressed_section.hpp"
-#include "detail/op_codec.hpp"
-#include "detail/sequence_columns.hpp"
-#include "detail/utf8.hpp"
-#include "detail/varint.hpp"
+#include "detail/encoding/compressed_section.hpp"
+#include "detail/encoding/op_codec.hpp"
+#include "detail/encoding/sequence_columns.hpp"
+#include "utf8.hpp"
+#include "detail/encoding/varint.hpp"
 #include "error.hpp"
 #include "ops.hpp"
 #include "record_type.hpp"

@@ -36,7 +36,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/utf8.hpp"
+#include "utf8.hpp"
 #include "error.hpp"
 
 namespace folio::markup {
@@ -285,9 +285,9 @@ inline bool is_name(std::string_view s) noexcept {
     return true;  // the common case, all ASCII: one comparison chain per byte
   std::size_t i = 0;
   char32_t c;
-  if (s.empty() || !folio::detail::next_code_point(s, i, c) || !is_name_start(c)) return false;
+  if (s.empty() || !folio::next_code_point(s, i, c) || !is_name_start(c)) return false;
   while (i < s.size())
-    if (!folio::detail::next_code_point(s, i, c) || !is_name_char(c)) return false;
+    if (!folio::next_code_point(s, i, c) || !is_name_char(c)) return false;
   return true;
 }
 
@@ -323,7 +323,7 @@ inline bool unescape(std::string_view raw, std::string& out, std::size_t& bad, s
         else v = v * (hex ? 16 : 10) + static_cast<std::uint32_t>(dv);
       }
       if (!ok || !is_xml_char(v)) return why = "character reference &" + std::string(ref) + "; to a character XML does not allow", false;
-      folio::detail::append_utf8(out, v);
+      folio::append_utf8(out, v);
     } else {
       return why = "undefined entity reference &" + std::string(ref) + ";", false;
     }
@@ -377,7 +377,7 @@ inline parse_result parse(std::string_view markup, flat_fragment& out, std::size
       continue;
     }
     char32_t c;
-    if (!folio::detail::next_code_point(markup, i, c)) return fail(parse_status::invalid_utf8, at, "invalid UTF-8");
+    if (!folio::next_code_point(markup, i, c)) return fail(parse_status::invalid_utf8, at, "invalid UTF-8");
     if (!detail::is_xml_char(c)) return fail(parse_status::invalid_character, at, "character U+" + std::to_string(std::uint32_t(c)) + " (decimal) is not allowed in XML");
   }
   // In-place fragment parsing writes a terminator after trailing text: give it a byte of its own.

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/rga.hpp"
+#include "detail/sequence/rga.hpp"
 #include "encoding.hpp"
 #include "ops.hpp"
 #include "version.hpp"

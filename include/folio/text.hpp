@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "detail/utf8.hpp"
+#include "utf8.hpp"
 #include "sequence.hpp"
 
 namespace folio {

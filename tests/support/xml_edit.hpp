@@ -2,7 +2,7 @@
 // so tests can check that diff_xml(a, b) applied to a gives b.
 #pragma once
 
-#include <folio/detail/xml_diff.hpp>
+#include <folio/detail/tree/xml_diff.hpp>
 #include <folio/markup.hpp>
 
 #include <algorithm>
@@ -35,7 +35,7 @@ inline void apply_xml_edit(std::vector<markup::node>& list, const xml_children_e
         std::u32string cps = detail::xml::code_points(n.text);
         for (auto h = op.text.rbegin(); h != op.text.rend(); ++h) cps.replace(h->a_pos, h->a_len, op.text_source, h->b_pos, h->b_len);
         n.text.clear();
-        for (char32_t c : cps) detail::append_utf8(n.text, c);
+        for (char32_t c : cps) append_utf8(n.text, c);
       } else if (op.type == xml_child_op::kind::update_element) {
         markup::node& n = (*f.list)[op.pos];
         for (const std::string_view name : op.unset) std::erase_if(n.attributes, [&](const markup::attribute& a) { return a.name == name; });

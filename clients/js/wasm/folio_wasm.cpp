@@ -133,7 +133,7 @@ int tracked(replica* r, F&& edit) {
     if (!version.contains(id)) {  // new: inserted here
       hunk();
       ++nums.back();
-      folio::detail::append_utf8(parts.back(), value[new_pos]);
+      folio::append_utf8(parts.back(), value[new_pos]);
       continue;
     }
     while (!b.done() && b.id() != id) removed();  // live before, not after: removed

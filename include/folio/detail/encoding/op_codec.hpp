@@ -36,10 +36,10 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "id_table.hpp"
-#include "small_vector.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../replica/id_table.hpp"
+#include "../util/small_vector.hpp"
 #include "varint.hpp"
 
 namespace folio::detail {

@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "../id.hpp"
-#include "../ops.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
 #include "compressed_section.hpp"
 #include "op_codec.hpp"
 

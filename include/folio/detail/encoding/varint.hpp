@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "../error.hpp"
-#include "utf8.hpp"
+#include "../../error.hpp"
+#include "../../utf8.hpp"
 
 namespace folio::detail {
 

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "../id.hpp"
-#include "hash.hpp"
+#include "../../id.hpp"
+#include "../util/hash.hpp"
 
 namespace folio::detail {
 

@@ -33,11 +33,11 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../ops.hpp"
-#include "../version.hpp"
-#include "hash.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
+#include "../../version.hpp"
+#include "../util/hash.hpp"
 #include "id_table.hpp"
 
 namespace folio::detail {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "../id.hpp"
-#include "../ops.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
 
 namespace folio::detail {
 

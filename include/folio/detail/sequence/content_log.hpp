@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "utf8.hpp"
+#include "../../utf8.hpp"
 
 namespace folio::detail {
 

@@ -25,13 +25,13 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../ops.hpp"
-#include "../version.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
+#include "../../version.hpp"
 #include "id_index.hpp"
 #include "page_directory.hpp"
-#include "replica_core.hpp"
+#include "../replica/replica_core.hpp"
 
 namespace folio::detail {
 

@@ -50,18 +50,18 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../ops.hpp"
-#include "../version.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
+#include "../../version.hpp"
 #include "batch_removes.hpp"
 #include "content_log.hpp"
-#include "hash.hpp"
+#include "../util/hash.hpp"
 #include "id_index.hpp"
 #include "op_log.hpp"
-#include "replica_core.hpp"
+#include "../replica/replica_core.hpp"
 #include "run_tree.hpp"
-#include "utf8.hpp"
+#include "../../utf8.hpp"
 
 namespace folio::detail {
 

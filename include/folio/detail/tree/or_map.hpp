@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
 
 namespace folio::detail {
 

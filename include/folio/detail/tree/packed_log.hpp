@@ -15,11 +15,11 @@
 #include <string>
 #include <string_view>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "id_table.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../replica/id_table.hpp"
 #include "tree_op.hpp"
-#include "varint.hpp"
+#include "../encoding/varint.hpp"
 
 namespace folio::detail {
 

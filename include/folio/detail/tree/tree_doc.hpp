@@ -51,20 +51,20 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../markup.hpp"
-#include "../ops.hpp"
-#include "../version.hpp"
-#include "hash.hpp"
-#include "id_table.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../markup.hpp"
+#include "../../ops.hpp"
+#include "../../version.hpp"
+#include "../util/hash.hpp"
+#include "../replica/id_table.hpp"
 #include "or_map.hpp"
 #include "packed_log.hpp"
-#include "replica_core.hpp"
-#include "rga.hpp"
+#include "../replica/replica_core.hpp"
+#include "../sequence/rga.hpp"
 #include "tree_op.hpp"
-#include "utf8.hpp"
-#include "varint.hpp"
+#include "../../utf8.hpp"
+#include "../encoding/varint.hpp"
 
 namespace folio::detail {
 

@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "../markup.hpp"
-#include "../ops.hpp"
+#include "../../markup.hpp"
+#include "../../ops.hpp"
 #include "or_map.hpp"
 #include "tree_doc.hpp"
-#include "utf8.hpp"
+#include "../../utf8.hpp"
 #include "xml_diff.hpp"
 
 namespace folio::detail {

@@ -27,11 +27,11 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "op_codec.hpp"
+#include "../../error.hpp"
+#include "../encoding/op_codec.hpp"
 #include "tree_doc.hpp"
 #include "tree_op.hpp"
-#include "varint.hpp"
+#include "../encoding/varint.hpp"
 
 namespace folio::detail {
 

@@ -20,12 +20,12 @@
 #include <string_view>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../ops.hpp"
-#include "hash.hpp"
-#include "utf8.hpp"
-#include "varint.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
+#include "../util/hash.hpp"
+#include "../../utf8.hpp"
+#include "../encoding/varint.hpp"
 
 namespace folio::detail {
 

@@ -32,9 +32,9 @@
 #include <utility>
 #include <vector>
 
-#include "../markup.hpp"
-#include "myers.hpp"
-#include "utf8.hpp"
+#include "../../markup.hpp"
+#include "../util/myers.hpp"
+#include "../../utf8.hpp"
 
 namespace folio::detail {
 
