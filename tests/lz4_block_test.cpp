@@ -1,4 +1,4 @@
-// The engine's LZ4 block codec (detail/lz4_block.hpp) against liblz4, the format's reference
+// The engine's LZ4 block codec (detail/encoding/lz4_block.hpp) against liblz4, the format's reference
 // implementation: what the engine writes, liblz4 reads back exactly, and what liblz4 writes (its fast
 // and its high-compression parsers) the engine reads back exactly; over empty and tiny inputs, runs
 // (overlapping matches), incompressible bytes, and real text longer than the 64 KiB window. Then the

@@ -11,7 +11,7 @@
 //   assert(peer.xml() == d.xml());
 //
 // Text and array records are one RGA sequence (sequence.hpp); map and xml records are trees of CRDT
-// objects (detail/tree_doc.hpp) sharing one id space. A batch or document of one type is refused by a
+// objects (detail/tree/tree_doc.hpp) sharing one id space. A batch or document of one type is refused by a
 // record of another. Errors: wrong-type calls throw "[folio.type]"; bad values "[folio.value]" or
 // "[folio.utf8]"; untrusted bytes never throw (apply_result / decode_result).
 // Thread-safety: none; one thread at a time per document.

@@ -8,12 +8,12 @@
 //   3       1     kind: 'B' (0x42) op batch, 'D' (0x44) document
 //   4       1     value type: 1 text (code points), 2 array (JSON values as bytes), 3 map, 4 xml
 //   5       var   document only: root name (contentKey), length + UTF-8
-//   ...     var   the op table (detail/op_codec.hpp): replica count n, then n replica ids (varints;
+//   ...     var   the op table (detail/encoding/op_codec.hpp): replica count n, then n replica ids (varints;
 //                 non-zero, distinct), op count m, then m op records (below; map and xml:
-//                 detail/tree_encoding.hpp)
+//                 detail/tree/tree_encoding.hpp)
 //   ...     var   content: text = byte length + UTF-8; array = count + (length + bytes) each
-// A version 2 document (text and array) has its op table in columns (detail/sequence_columns.hpp)
-// and each column and the content as a section, stored or LZ4-compressed (detail/compressed_section.hpp).
+// A version 2 document (text and array) has its op table in columns (detail/encoding/sequence_columns.hpp)
+// and each column and the content as a section, stored or LZ4-compressed (detail/encoding/compressed_section.hpp).
 //
 // Op record (sequence_op_format; the replica, seq, Lamport and len fields are op_codec.hpp's, shared
 // with map and xml records): a flags byte, then only the fields the flags say are not implied:

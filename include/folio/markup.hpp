@@ -74,7 +74,7 @@ using fragment = std::vector<node>;
 /// A fragment in flat arrays: its nodes, its attributes and one buffer of their characters, three
 /// allocations whatever its size (a `fragment` makes a block per list, attribute list and long string:
 /// 34,000 of them, 6 MB, for a 1 MiB document). It is what parse() builds and serialize() writes, and
-/// what the CRDT tree diffs a new value against (detail/xml_diff.hpp); `fragment` converts both ways.
+/// what the CRDT tree diffs a new value against (detail/tree/xml_diff.hpp); `fragment` converts both ways.
 ///
 /// Layout and invariants: every list of nodes — the top level, an element's children — is a run of
 /// consecutive nodes (`range`), so a list is an index range; a list is placed after the node that owns

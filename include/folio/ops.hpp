@@ -37,7 +37,7 @@ struct op {
 
 namespace detail {
 /// The unit operations of `ops` (a sequence of ops, each with a `len`): op_batch's and the tree
-/// engine's batches (detail/tree_doc.hpp) count theirs with it.
+/// engine's batches (detail/tree/tree_doc.hpp) count theirs with it.
 template <class Ops>
 std::size_t unit_count(const Ops& ops) noexcept {
   std::size_t n = 0;

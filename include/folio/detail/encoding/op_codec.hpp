@@ -1,4 +1,4 @@
-// folio/detail/op_codec.hpp — the op table that every wire encoding of operations is made of: text
+// folio/detail/encoding/op_codec.hpp — the op table that every wire encoding of operations is made of: text
 // and array records (encoding.hpp, sequence_op_format) and map and xml records (tree_encoding.hpp,
 // tree_op_format). docs/FORMAT.md has the field tables.
 //

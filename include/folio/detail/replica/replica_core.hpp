@@ -1,4 +1,4 @@
-// folio/detail/replica_core.hpp — what both engines (detail/rga.hpp, the sequence; detail/tree_doc.hpp,
+// folio/detail/replica/replica_core.hpp — what both engines (detail/sequence/rga.hpp, the sequence; detail/tree/tree_doc.hpp,
 // the tree) keep about replicas: the replica table, the version vector, the Lamport clock, the ops
 // held for missing dependencies and how an op is admitted and released.
 //
@@ -16,7 +16,7 @@
 // Invariants: index_of_[reps_[i].id] == i; version() == {(r.id, r.next_seq)}; clock_ is the largest
 // Lamport value integrated; every parked op waits for an op not integrated when it was parked.
 //
-// Complexity: table lookups O(1) (keyed hash, detail/hash.hpp: replica ids are chosen by peers);
+// Complexity: table lookups O(1) (keyed hash, detail/util/hash.hpp: replica ids are chosen by peers);
 // version() O(1) unless dirty, O(r log r) for r replicas otherwise; release_parked O(ops x their
 // dependencies x the engine's integrate).
 //

@@ -1,5 +1,5 @@
-// folio/detail/op_log.hpp — the op log of the sequence engine (detail/rga.hpp) and the map from a
-// replica's insert seqs to the slots of its content log (detail/content_log.hpp).
+// folio/detail/sequence/op_log.hpp — the op log of the sequence engine (detail/sequence/rga.hpp) and the map from a
+// replica's insert seqs to the slots of its content log (detail/sequence/content_log.hpp).
 //
 // Model:
 //  * The log keeps every operation in the (causal) order it was integrated, run-length merged: an

@@ -1,4 +1,4 @@
-// folio/detail/rga.hpp — the replicated growable array (RGA) behind text and array.
+// folio/detail/sequence/rga.hpp — the replicated growable array (RGA) behind text and array.
 //
 // Model (docs/INTERNALS.md has the long form):
 //  * Every item ever inserted stays in the sequence; a remove only marks it deleted (a tombstone).
@@ -17,18 +17,18 @@
 //    `ops_since` reads it, so nothing has to be reconstructed from the tree.
 //
 // Files, by role (diamond-types splits its list CRDT the same way):
-//  * detail/replica_core.hpp — replica table, version, clock, integrate preamble, parked ops (shared
-//    with the tree engine, detail/tree_doc.hpp);
-//  * detail/run_tree.hpp — the B-tree of runs: positions, the RGA scan, splitting and marking runs;
-//  * detail/id_index.hpp — per replica, item id -> leaf;
-//  * detail/op_log.hpp — the op log (ops_since reads it) and the seq -> content slot map;
-//  * detail/content_log.hpp — per replica, the values inserted; detail/batch_removes.hpp — what an
+//  * detail/replica/replica_core.hpp — replica table, version, clock, integrate preamble, parked ops (shared
+//    with the tree engine, detail/tree/tree_doc.hpp);
+//  * detail/sequence/run_tree.hpp — the B-tree of runs: positions, the RGA scan, splitting and marking runs;
+//  * detail/sequence/id_index.hpp — per replica, item id -> leaf;
+//  * detail/sequence/op_log.hpp — the op log (ops_since reads it) and the seq -> content slot map;
+//  * detail/sequence/content_log.hpp — per replica, the values inserted; detail/sequence/batch_removes.hpp — what an
 //    incoming batch removes;
 //  * this file — the engine tying them: local edits, reading, integration of remote ops;
-//  * detail/rga_invariants.hpp — check_invariants(), the checker of the invariants below.
+//  * detail/sequence/rga_invariants.hpp — check_invariants(), the checker of the invariants below.
 //
 // Invariants (verified by `check_invariants()`):
-//  1. the run tree's (detail/run_tree.hpp): live counts, minimum keys, fill, links, position cache;
+//  1. the run tree's (detail/sequence/run_tree.hpp): live counts, minimum keys, fill, links, position cache;
 //  2. every item id maps through the index to the leaf holding it;
 //  3. each item's origin (from the log) is the nearest item to its left with a smaller key;
 //  4. per replica, the log covers seqs 0..next_seq-1 exactly once, the remove seq ranges are the log's
@@ -472,7 +472,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   }
 
   /// Verifies every invariant listed at the top of this file; throws "[folio.invariant]" on the first
-  /// violation. O(n log n); for tests and fuzzers. Defined in detail/rga_invariants.hpp.
+  /// violation. O(n log n); for tests and fuzzers. Defined in detail/sequence/rga_invariants.hpp.
   void check_invariants() const;
 
  private:

@@ -1,4 +1,4 @@
-// folio/detail/run_tree.hpp — the run B-tree of the sequence engine (detail/rga.hpp): the items of a
+// folio/detail/sequence/run_tree.hpp — the run B-tree of the sequence engine (detail/sequence/rga.hpp): the items of a
 // sequence in document order, as runs in the leaves of a B-tree counted by live items.
 //
 // Model:
@@ -18,7 +18,7 @@
 //
 // The tree knows runs, not replicas: `Host` (the engine, CRTP) gives an item's key,
 // `host.key_of(run, k)` (it maps the run's local replica index to the replica id), and keeps the id
-// index (detail/id_index.hpp) up to date, `host.index_assign(replica, first seq, end seq, leaf)`, which
+// index (detail/sequence/id_index.hpp) up to date, `host.index_assign(replica, first seq, end seq, leaf)`, which
 // the tree calls for the runs a leaf split moves and for new runs.
 //
 // Thread-safety: none.

@@ -1,4 +1,4 @@
-// folio/detail/or_map.hpp — the state of one observed-remove map (OR-map) object.
+// folio/detail/tree/or_map.hpp — the state of one observed-remove map (OR-map) object.
 //
 // Semantics (docs/INTERNALS.md, "one document model"):
 //  * set(key, value) made by operation X removes the entries its author observed for that key (its

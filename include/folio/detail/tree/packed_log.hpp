@@ -1,4 +1,4 @@
-// folio/detail/packed_log.hpp — tree_doc's op log, packed into bytes.
+// folio/detail/tree/packed_log.hpp — tree_doc's op log, packed into bytes.
 //
 // tree_doc keeps every integrated op, in integration order: a small inline entry (author, seq, len,
 // Lamport value: what ops_since filters on) and the rest packed here, at the entry's offset in one

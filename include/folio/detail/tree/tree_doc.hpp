@@ -1,4 +1,4 @@
-// folio/detail/tree_doc.hpp — the document core of records made of several CRDT objects: a map
+// folio/detail/tree/tree_doc.hpp — the document core of records made of several CRDT objects: a map
 // (one OR-map object) and an XML tree (children sequences, attribute maps and texts).
 //
 // Objects. Every object is named by the id of the operation that created it plus a role: the root
@@ -31,9 +31,9 @@
 // encoding read it.
 //
 // Files: the replica table, version, clock, the integrate preamble and the parked ops are the
-// sequence engine's too (detail/replica_core.hpp); this file is the object model, the id translation,
+// sequence engine's too (detail/replica/replica_core.hpp); this file is the object model, the id translation,
 // integration and the log; the local edits (map sets, replace_map, replace_xml) are
-// detail/tree_edit.hpp, which this file includes at its end.
+// detail/tree/tree_edit.hpp, which this file includes at its end.
 //
 // Thread-safety: none; one thread at a time per document.
 #pragma once
@@ -89,7 +89,7 @@ class tree_editor;
 /// The document (see the top of this file). clock() is the largest Lamport value integrated in any
 /// object (0 for an empty document); objects keep their own for new ops.
 class tree_doc : public replica_core<tree_replica, tree_parked> {
-  friend class tree_editor;  // the local edits (detail/tree_edit.hpp)
+  friend class tree_editor;  // the local edits (detail/tree/tree_edit.hpp)
   using core = replica_core<tree_replica, tree_parked>;
   using replica_state = tree_replica;
   using parked = tree_parked;
@@ -288,7 +288,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// The tree as a fragment (flat() converted).
   markup::fragment fragment() const { return flat().to_fragment(); }
 
-  // ---- local edits (detail/tree_edit.hpp) ----------------------------------------------------
+  // ---- local edits (detail/tree/tree_edit.hpp) ----------------------------------------------------
 
   /// Sets `key` of the root map (map records) to `value`. No op if it already is its only value.
   local_change set(const std::string& key, std::string value);

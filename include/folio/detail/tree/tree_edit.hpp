@@ -1,5 +1,5 @@
-// folio/detail/tree_edit.hpp — the local edits of a tree document (detail/tree_doc.hpp): a map set or
-// removed, a whole map replaced, an XML tree replaced through its edit script (detail/xml_diff.hpp).
+// folio/detail/tree/tree_edit.hpp — the local edits of a tree document (detail/tree/tree_doc.hpp): a map set or
+// removed, a whole map replaced, an XML tree replaced through its edit script (detail/tree/xml_diff.hpp).
 //
 // Model: an edit becomes unit ops made here (each integrated by tree_doc::local at once, so the next
 // op may depend on it): map sets and unsets with the entries they observed as preds; inserts of nodes

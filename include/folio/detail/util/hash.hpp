@@ -1,4 +1,4 @@
-// folio/detail/hash.hpp — hashing of the ids that untrusted input chooses (replica ids, object names).
+// folio/detail/util/hash.hpp — hashing of the ids that untrusted input chooses (replica ids, object names).
 //
 // std::hash of an integer is the integer itself, so a table's bucket is the id modulo the bucket
 // count, which the standard library picks deterministically: a peer sending replica ids that are

@@ -1,4 +1,4 @@
-// folio/detail/myers.hpp — minimal edit script between two sequences (Myers' O(ND) algorithm, linear
+// folio/detail/util/myers.hpp — minimal edit script between two sequences (Myers' O(ND) algorithm, linear
 // space, bisecting at the middle snake).
 //
 // Common prefix and suffix are trimmed first, so a small change in a large input costs O(n) plus the

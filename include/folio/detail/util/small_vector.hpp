@@ -1,4 +1,4 @@
-// folio/detail/small_vector.hpp — a vector that keeps its first N elements inline and moves to the
+// folio/detail/util/small_vector.hpp — a vector that keeps its first N elements inline and moves to the
 // heap past them: the per-batch scratch tables of decoding (a batch's replicas, their next seqs) hold
 // one or two entries for a typical batch — one client's keystroke — and any number for a large one,
 // so the common case allocates nothing.
