@@ -60,7 +60,7 @@ inline std::size_t common_suffix(std::string_view a, std::string_view b, std::si
 /// Makes `doc` equal to `value` with the fewest inserted and removed code points.
 inline local_change replace_text(text& doc, std::u32string_view value) {
   for (char32_t c : value)
-    if (!valid_code_point(c)) detail::fail("folio.value", "not a Unicode scalar value");
+    if (!valid_code_point(c)) detail::fail(error_code::value, "not a Unicode scalar value");
   const std::u32string old = doc.to_u32string();
   return detail::apply_hunks(doc, detail::myers_diff(old.data(), old.size(), value.data(), value.size()), value.data());
 }

@@ -69,7 +69,7 @@ class document {
   /// "[folio.value]" for a content key longer than 256 bytes.
   document(record_type type, replica_id self, std::string content_key = "content")
       : type_(type), key_(std::move(content_key)), impl_(make(type, self)) {
-    if (key_.size() > detail::max_content_key) detail::fail("folio.value", "content key longer than 256 bytes");
+    if (key_.size() > detail::max_content_key) detail::fail(error_code::value, "content key longer than 256 bytes");
   }
 
   record_type type() const noexcept { return type_; }
@@ -486,7 +486,7 @@ class document {
   template <class T>
   T& as(const char* want) {
     if (T* p = std::get_if<T>(&impl_)) return *p;
-    detail::fail("folio.type", std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
+    detail::fail(error_code::type, std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
   }
   template <class T>
   const T& as(const char* want) const {
@@ -495,7 +495,7 @@ class document {
   detail::tree_doc& tree(const char* want) {
     detail::tree_doc* p = std::get_if<detail::tree_doc>(&impl_);
     if (!p || (p->shape() == detail::tree_shape::map) != (std::string_view(want) == "map"))
-      detail::fail("folio.type", std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
+      detail::fail(error_code::type, std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
     return *p;
   }
   const detail::tree_doc& tree(const char* want) const { return const_cast<document*>(this)->tree(want); }

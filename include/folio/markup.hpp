@@ -122,7 +122,7 @@ class flat_fragment {
   /// Appends `n` text nodes to be filled in (a list: set_top or an element's children). Throws
   /// "[folio.range]" past 2^32 nodes.
   range add_nodes(std::size_t n) {
-    if (n > max_size - nodes_.size()) folio::detail::fail("folio.range", "an XML fragment of more than 2^32 nodes");
+    if (n > max_size - nodes_.size()) folio::detail::fail(error_code::range, "an XML fragment of more than 2^32 nodes");
     const range r{static_cast<index>(nodes_.size()), static_cast<index>(n)};
     nodes_.resize(nodes_.size() + n);
     return r;
@@ -133,7 +133,7 @@ class flat_fragment {
   std::string& chars() noexcept { return chars_; }
   index mark() const noexcept { return static_cast<index>(chars_.size()); }
   chars_span span_since(index mark) const {
-    if (chars_.size() > max_size) folio::detail::fail("folio.range", "an XML fragment of more than 4 GiB");
+    if (chars_.size() > max_size) folio::detail::fail(error_code::range, "an XML fragment of more than 4 GiB");
     return {mark, static_cast<index>(chars_.size() - mark)};
   }
   chars_span add_chars(std::string_view s) {
@@ -429,7 +429,7 @@ inline parse_result parse(std::string_view markup, flat_fragment& out, std::size
   out.set_top(out.add_nodes(list_size(doc.first_child())));
   std::vector<frame> stack{{doc.first_child(), out.top().first, out.top().end(), false, 1}};
   auto next_slot = [&](frame& f) {
-    if (f.slot == f.end) folio::detail::fail("folio.invariant", "markup::parse counted a list short");
+    if (f.slot == f.end) folio::detail::fail(error_code::invariant, "markup::parse counted a list short");
     return f.slot++;
   };
   // Adds a text piece: extends the open text node (nothing was appended to the characters since), or
@@ -450,7 +450,7 @@ inline parse_result parse(std::string_view markup, flat_fragment& out, std::size
   while (!stack.empty()) {
     frame& f = stack.back();
     if (!f.next) {
-      if (f.slot != f.end) folio::detail::fail("folio.invariant", "markup::parse counted a list long");
+      if (f.slot != f.end) folio::detail::fail(error_code::invariant, "markup::parse counted a list long");
       stack.pop_back();
       continue;
     }

@@ -74,7 +74,7 @@ namespace detail {
 /// several ops checks its whole count before the first, so it never stops half made.
 inline void reserve_counters(std::uint64_t next_seq, std::uint64_t clock, std::uint64_t units) {
   if (units > max_counter || next_seq + units > std::uint64_t(max_counter) + 1 || clock + units > max_counter)
-    fail("folio.overflow", "operation counter would exceed 2^31");
+    fail(error_code::overflow, "operation counter would exceed 2^31");
 }
 }  // namespace detail
 

@@ -66,7 +66,7 @@ class replica_table_writer {
   std::size_t index(replica_id id) const {
     if (id == last_id_ && !ids_.empty()) return last_index_;
     const std::size_t* i = index_.find(id);
-    if (!i) fail("folio.internal", "replica " + std::to_string(id) + " was not added to the table");
+    if (!i) fail(error_code::internal, "replica " + std::to_string(id) + " was not added to the table");
     return *i;
   }
   /// A reference's replica: 0 for none (replica 0), else index + 1.

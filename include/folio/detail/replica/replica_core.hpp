@@ -162,7 +162,7 @@ class replica_core {
 
  protected:
   explicit replica_core(replica_id me) {
-    if (me == 0) fail("folio.replica", "replica id 0 is reserved");
+    if (me == 0) fail(error_code::replica, "replica id 0 is reserved");
     replica_index(me);
   }
   replica_core(replica_core&&) noexcept = default;

@@ -155,7 +155,7 @@ class op_log {
   /// The origin (local replica, seq) of item (rep, seq), whose replica's entries are `log_pos`.
   std::pair<std::uint32_t, std::uint32_t> origin_of(const std::vector<std::uint32_t>& log_pos, std::uint32_t rep, std::uint32_t seq) const {
     const log_entry& e = entries_[*entry_holding(log_pos, seq, *this)];
-    if (e.kind != op_kind::insert) fail("folio.invariant", "item id belongs to a remove");
+    if (e.kind != op_kind::insert) fail(error_code::invariant, "item id belongs to a remove");
     if (seq == e.seq) return {e.ref_replica, e.ref_seq};
     return {rep, seq - 1};
   }

@@ -112,10 +112,10 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// Inserts `n` values before position `pos` (0 = front, size() = end). Amortised O(log n); O(1)
   /// when continuing the previous insert. Throws folio::error "[folio.range]" if pos > size().
   local_change insert(std::size_t pos, const T* values, std::size_t n) {
-    if (pos > size()) fail("folio.range", "insert position " + std::to_string(pos) + " > size " + std::to_string(size()));
+    if (pos > size()) fail(error_code::range, "insert position " + std::to_string(pos) + " > size " + std::to_string(size()));
     if constexpr (std::is_same_v<T, char32_t>)
       for (std::size_t k = 0; k < n; ++k)
-        if (!valid_code_point(values[k])) fail("folio.value", "not a Unicode scalar value");
+        if (!valid_code_point(values[k])) fail(error_code::value, "not a Unicode scalar value");
     replica_state& me = reps_[0];
     const local_change change{me.id, me.next_seq, static_cast<std::uint32_t>(n)};
     if (n == 0) return change;
@@ -150,7 +150,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// Throws folio::error "[folio.range]" if pos + n > size().
   local_change erase(std::size_t pos, std::size_t n) {
     if (pos > size() || n > size() - pos)
-      fail("folio.range", "erase range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
+      fail(error_code::range, "erase range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
     replica_state& me = reps_[0];
     const local_change change{me.id, me.next_seq, static_cast<std::uint32_t>(n)};
     if (n == 0) return change;
@@ -384,7 +384,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
 
   /// The live value at `pos`. O(log n). Throws "[folio.range]" past the end.
   T at(std::size_t pos) const {
-    if (pos >= size()) fail("folio.range", "position " + std::to_string(pos) + " >= size " + std::to_string(size()));
+    if (pos >= size()) fail(error_code::range, "position " + std::to_string(pos) + " >= size " + std::to_string(size()));
     const place p = locate_live(pos);
     const run& r = p.leaf->runs[p.idx];
     const replica_state& rs = reps_[r.replica];
@@ -395,7 +395,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// order: (first id, count). O(log n + runs). Throws "[folio.range]" past the end.
   std::vector<std::pair<op_id, std::uint32_t>> live_ids(std::size_t pos, std::size_t n) const {
     if (pos > size() || n > size() - pos)
-      fail("folio.range", "range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
+      fail(error_code::range, "range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
     std::vector<std::pair<op_id, std::uint32_t>> out;
     if (n == 0) return out;
     place p = locate_live(pos);

@@ -107,7 +107,7 @@ class run_tree {
     return *this;
   }
 
-  [[noreturn]] static void bad(const char* what) { fail("folio.invariant", what); }
+  [[noreturn]] static void bad(const char* what) { fail(error_code::invariant, what); }
 
   /// Forgets the position cache (before positions are looked up after other changes).
   void forget_position() const noexcept { cache_leaf_ = nullptr, cache_idx_ = -1; }

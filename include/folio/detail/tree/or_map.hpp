@@ -107,7 +107,7 @@ class or_map {
   void check_invariants() const {
     std::size_t keys = 0;
     for_each([&](const std::string&, const std::string&) { ++keys; });
-    if (keys != keys_) fail("folio.invariant", "map key count " + std::to_string(keys_) + " differs from the keys present (" + std::to_string(keys) + ")");
+    if (keys != keys_) fail(error_code::invariant, "map key count " + std::to_string(keys_) + " differs from the keys present (" + std::to_string(keys) + ")");
   }
 
  private:

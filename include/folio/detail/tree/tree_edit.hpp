@@ -185,11 +185,11 @@ class tree_editor {
   op_id item_at(std::uint32_t oi, std::size_t pos) const {
     const auto ids = live_ids(oi, pos, 1);
     const object& obj = d_.objects_[oi];
-    if (ids.empty()) fail("folio.range", "position " + std::to_string(pos) + " past the end of a sequence");
+    if (ids.empty()) fail(error_code::range, "position " + std::to_string(pos) + " past the end of a sequence");
     return tree_doc::to_doc(obj, ids[0].first);
   }
   op_id origin_for(std::uint32_t oi, std::size_t pos) const {
-    if (pos > seq_size(oi)) fail("folio.range", "insert position past the end of a sequence");
+    if (pos > seq_size(oi)) fail(error_code::range, "insert position past the end of a sequence");
     return pos == 0 ? document_start : item_at(oi, pos - 1);
   }
 
