@@ -86,12 +86,6 @@ int guarded(F&& f) {
   }
 }
 
-/// The RGA under a text record. The engine keeps it protected in folio::sequence; a class derived from
-/// it may name the member, and reading it through that pointer to member is plain C++.
-struct text_rga : folio::text {
-  static const folio::detail::rga<char32_t>& of(const folio::text& t) { return t.*(&text_rga::impl_); }
-};
-
 using id_runs = std::vector<std::pair<folio::op_id, std::uint32_t>>;
 
 /// A walk over the ids of runs of consecutive ids.
@@ -113,10 +107,10 @@ int tracked(replica* r, F&& edit) {
   if (!r->track || d.type() != folio::record_type::text) return edit();
   const folio::text& t = d.as_text();
   const folio::version_vector version = d.version();
-  const id_runs before = text_rga::of(t).live_ids(0, t.size());
+  const id_runs before = t.live_ids(0, t.size());
   const int result = edit();
   if (result < 0) return result;
-  const id_runs after = text_rga::of(t).live_ids(0, t.size());
+  const id_runs after = t.live_ids(0, t.size());
   const std::u32string value = t.to_u32string();
   id_cursor b{before}, a{after};
   std::size_t old_pos = 0, new_pos = 0;
