@@ -311,7 +311,8 @@ class document {
                 const std::uint64_t own = o.kind == op_kind::insert ? o.len : 0;
                 if (!(options.bounded_lamport &&
                       std::uint64_t(o.lamport) + o.len - 1 > std::max<std::uint64_t>(d.clock(), d.changed() + lamport_slack) + own) &&
-                    !(options.max_units != std::size_t(-1) && units() + (own ? own : 1) > options.max_units) && d.impl_.try_integrate_next(o, b.content, res))
+                    !(options.max_units != std::size_t(-1) && units() + detail::held_units(o.kind == op_kind::remove, o.len) > options.max_units) &&
+                    d.impl_.try_integrate_next(o, b.content, res))
                   return;
                 b.ops.push_back(o), read = true;  // b.ops is empty: scratch_release leaves it so
               }
@@ -456,15 +457,15 @@ class document {
   static bool is_remove(const detail::tree_op& o) noexcept { return o.kind == detail::tree_op_kind::remove; }
 
   /// At most what `ops` would add to units() once integrated: per op with units not integrated yet
-  /// (beyond its replica's entry in the version vector), those units, or 1 for a remove (its log
-  /// entry; it may merge into its author's previous one and add nothing). O(ops log replicas).
+  /// (beyond its replica's entry in the version vector), what those units hold (detail::held_units:
+  /// each unit, or 1 for a remove). O(ops log replicas).
   template <class Op>
   std::uint64_t held_units_at_most(std::span<const Op> ops) const {
     std::uint64_t more = 0;
     const version_vector& v = version();
     for (const Op& o : ops) {
       const std::uint64_t have = v.get(o.id.replica), end = std::uint64_t(o.id.seq) + o.len;
-      if (end > have) more += is_remove(o) ? 1 : end - std::max<std::uint64_t>(have, o.id.seq);
+      if (end > have) more += detail::held_units(is_remove(o), end - std::max<std::uint64_t>(have, o.id.seq));
     }
     return more;
   }

@@ -44,6 +44,12 @@ std::size_t unit_count(const Ops& ops) noexcept {
   for (const auto& o : ops) n += o.len;
   return n;
 }
+
+/// The one rule of what a record holds (document::units, what a decoder counts against its limit): an
+/// op adds each of its `fresh` units not integrated yet, except a remove, which adds one entry to its
+/// log whatever its length (or none, when it merges into its author's previous entry: at most one).
+/// For every kind of op (op, tree_op). O(1).
+constexpr std::uint64_t held_units(bool is_remove, std::uint64_t fresh) noexcept { return is_remove ? 1 : fresh; }
 }  // namespace detail
 
 /// Ops plus the values their inserts carry (concatenated in op order).

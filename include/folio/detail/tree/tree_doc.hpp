@@ -122,8 +122,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// object, plus map sets and unsets. No Lamport value of a history delivered causally passes it
   /// (rga::changed, per object). O(1).
   std::uint64_t changed() const noexcept { return changed_; }
-  /// What op `o` adds to units() once integrated.
-  static std::uint64_t held_units(const tree_op& o) noexcept { return o.kind == tree_op_kind::remove ? 1 : o.len; }
+  /// What op `o` adds to units() once integrated (detail::held_units, ops.hpp).
+  static std::uint64_t held_units(const tree_op& o) noexcept { return detail::held_units(o.kind == tree_op_kind::remove, o.len); }
 
   /// The unit operations of `ops` (a batch's) that would change this record, counted until `need` of
   /// them are found: every unit not integrated yet, except that a remove counts only the distinct
