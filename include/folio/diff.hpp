@@ -38,7 +38,7 @@ local_change apply_hunks(Seq& doc, const std::vector<hunk>& hunks, const T* targ
 }
 
 /// Bytes `a` and `b` have in common at their start: memcmp over blocks (the C library's vector
-/// compare), then byte by byte in the block that differs. A byte loop over 100 KB took about 50 us.
+/// compare), then byte by byte in the block that differs. O(n), a block a step.
 inline std::size_t common_prefix(std::string_view a, std::string_view b) noexcept {
   constexpr std::size_t block = 64;
   const std::size_t n = std::min(a.size(), b.size());

@@ -271,8 +271,8 @@ class document {
                     std::string(to_string(type_));
       return res;
     }
-    // Every way out fills `res` and returns it, so that it is built in the caller's place (moving an
-    // apply_result out of the visitor and std::visit cost a keystroke's batch about 60 instructions).
+    // Every way out fills `res` and returns it, so that it is built in the caller's place (no
+    // apply_result is moved out of the visitor and std::visit on a keystroke's path).
     const auto refuse = [&](std::size_t op_index, std::string why) {
       res.status = apply_status::invalid, res.op_index = op_index, res.message = std::move(why);
     };
@@ -521,7 +521,7 @@ class document {
   }
 
   /// Where apply decodes a text or array batch, kept between calls so that a keystroke's batch
-  /// allocates nothing once the vectors have grown (allocation was a third of applying one). Emptied
+  /// allocates nothing once the vectors have grown. Emptied
   /// after each batch (an array's values freed), and given back when past 4 KiB, so a large batch's
   /// memory is not held.
   template <class T>

@@ -306,8 +306,8 @@ bool read_batch_table(byte_reader& r, op_batch<T>& out) {
 /// general reading's rules (those of read_replica_table, read_op_table, check_flags,
 /// check_op_counters, set_sequence_reference, read_content and read_batch_table's count of values and
 /// trailing bytes), restated over a pointer: what it leaves out is the table's machinery for
-/// many replicas and ops and the byte_reader's failure latch per field, which cost a keystroke's
-/// batch 605 instructions to decode (290 this way, with the header read in one look; bench/instructions.sh). The restated rules are
+/// many replicas and ops and the byte_reader's failure latch per field, which outweigh the reading
+/// itself for one op (docs/INTERNALS.md, "Measurements"). The restated rules are
 /// held to the table's by Encoding.OneOpTextBatchesReadAsTheOpTableReadsThem and the text_batch fuzz
 /// target. O(its bytes).
 inline bool read_single_op_text(std::string_view bytes, op& o, std::vector<char32_t>& content) {

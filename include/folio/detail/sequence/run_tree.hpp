@@ -177,7 +177,8 @@ class run_tree {
   /// item there with a smaller key: keys rise along a run), or the end of the last leaf if there is
   /// none. Runs of the leaf are scanned; beyond it, whole subtrees whose smallest key is larger are
   /// skipped: up to the nearest ancestor with a later child holding a smaller key, then down to that
-  /// child's first such child. O(log n) whatever the siblings passed (walking runs was linear in them).
+  /// child's first such child. O(log n) whatever the siblings passed (not linear in them, as a walk
+  /// over the runs would be).
   std::pair<leaf_node*, int> first_below(leaf_node* l, int i, const item_key& k) const noexcept {
     for (; i < l->count; ++i)
       if (host().key_of(l->runs[i], 0) < k) return {l, i};
