@@ -2,7 +2,7 @@
 //   1 batch (text)   2 batch (array)   3 document (text)   4 document (array)   5 version vector
 //   6 XML markup (parse; what parses must serialise to markup that parses to the same nodes)
 //   7 batch (map or xml record, by its header)   8 document (any record type, folio::document)
-//   9 LZ4 block (detail/lz4_block.hpp): a varint size, then a block read to that size, which liblz4
+//   9 LZ4 block (detail/encoding/lz4_block.hpp): a varint size, then a block read to that size, which liblz4
 //     must read to the same bytes; and the input itself compressed, which must read back to the input
 // Target 1 also holds the reader of one-op text batches to the op table's reading (single_op_reading).
 // Anything accepted must make sense afterwards: batches are applied to a small document and

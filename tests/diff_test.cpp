@@ -45,7 +45,7 @@ TEST(Diff, Utf8ReplaceMakesTheOpsOfTheCodePointDiff) {
   };
   auto utf8 = [](const std::u32string& s) {
     std::string out;
-    for (char32_t c : s) folio::detail::append_utf8(out, c);
+    for (char32_t c : s) folio::append_utf8(out, c);
     return out;
   };
   for (int round = 0; round < 2000; ++round) {
@@ -107,7 +107,7 @@ TEST(Diff, LongAsciiRunsAroundAWideCodePointAreCopiedAndCountedExactly) {
       folio::text t(1);
       folio::replace_text_utf8(t, base);
       ASSERT_EQ(t.to_string(), base) << "at " << at;
-      ASSERT_EQ(folio::detail::code_point_count(base), 100u) << "at " << at;
+      ASSERT_EQ(folio::code_point_count(base), 100u) << "at " << at;
       for (std::size_t change = 0; change < base.size(); ++change) {
         if ((static_cast<unsigned char>(base[change]) & 0x80) != 0) continue;  // a byte of the wide one
         std::string changed = base;
@@ -131,7 +131,7 @@ TEST(Diff, LongAsciiRunsAroundAWideCodePointAreCopiedAndCountedExactly) {
       if (rng() % one_in == 0) b = char(0x80 | rng() % 0x40);
     std::size_t expected = 0;
     while (expected < bytes.size() && static_cast<unsigned char>(bytes[expected]) < 0x80) ++expected;
-    ASSERT_EQ(folio::detail::ascii_run(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()), expected) << "round " << round;
+    ASSERT_EQ(folio::ascii_run(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()), expected) << "round " << round;
   }
 }
 

@@ -2,7 +2,7 @@
 // input (truncations at every byte, random mutations of real encodings) rejected cleanly.
 #include <gtest/gtest.h>
 
-#include <folio/detail/tree_encoding.hpp>
+#include <folio/detail/tree/tree_encoding.hpp>
 #include <folio/folio.hpp>
 #include <optional>
 #include <random>

@@ -6,6 +6,7 @@
 #include <folio/encoding.hpp>
 #include <folio/error.hpp>
 #include <folio/folio.hpp>
+#include <folio/fwd.hpp>
 #include <folio/id.hpp>
 #include <folio/markup.hpp>
 #include <folio/ops.hpp>
@@ -13,6 +14,7 @@
 #include <folio/sequence.hpp>
 #include <folio/sync.hpp>
 #include <folio/text.hpp>
+#include <folio/utf8.hpp>
 #include <folio/version.hpp>
 // second time
 #include <gtest/gtest.h>
@@ -23,6 +25,7 @@
 #include <folio/encoding.hpp>
 #include <folio/error.hpp>
 #include <folio/folio.hpp>
+#include <folio/fwd.hpp>
 #include <folio/id.hpp>
 #include <folio/markup.hpp>
 #include <folio/ops.hpp>
@@ -30,6 +33,7 @@
 #include <folio/sequence.hpp>
 #include <folio/sync.hpp>
 #include <folio/text.hpp>
+#include <folio/utf8.hpp>
 #include <folio/version.hpp>
 
 std::string encoded_in_b();

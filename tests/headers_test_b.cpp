@@ -1,5 +1,7 @@
 // Every public header, twice; the other half of headers_test_a.cpp: each must be
 // self-contained, guarded, and free of non-inline definitions.
+// fwd.hpp first: its declarations must agree with the definitions that follow.
+#include <folio/fwd.hpp>
 #include <folio/array.hpp>
 #include <folio/diff.hpp>
 #include <folio/document.hpp>
@@ -13,6 +15,7 @@
 #include <folio/sequence.hpp>
 #include <folio/sync.hpp>
 #include <folio/text.hpp>
+#include <folio/utf8.hpp>
 #include <folio/version.hpp>
 // second time
 #include <gtest/gtest.h>
@@ -23,6 +26,7 @@
 #include <folio/encoding.hpp>
 #include <folio/error.hpp>
 #include <folio/folio.hpp>
+#include <folio/fwd.hpp>
 #include <folio/id.hpp>
 #include <folio/markup.hpp>
 #include <folio/ops.hpp>
@@ -30,6 +34,7 @@
 #include <folio/sequence.hpp>
 #include <folio/sync.hpp>
 #include <folio/text.hpp>
+#include <folio/utf8.hpp>
 #include <folio/version.hpp>
 
 std::string encoded_in_b() {

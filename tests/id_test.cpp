@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include <folio/detail/id_table.hpp>
+#include <folio/detail/replica/id_table.hpp>
 #include <folio/id.hpp>
 #include <map>
 #include <random>

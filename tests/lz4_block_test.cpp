@@ -1,4 +1,4 @@
-// The engine's LZ4 block codec (detail/lz4_block.hpp) against liblz4, the format's reference
+// The engine's LZ4 block codec (detail/encoding/lz4_block.hpp) against liblz4, the format's reference
 // implementation: what the engine writes, liblz4 reads back exactly, and what liblz4 writes (its fast
 // and its high-compression parsers) the engine reads back exactly; over empty and tiny inputs, runs
 // (overlapping matches), incompressible bytes, and real text longer than the 64 KiB window. Then the
@@ -7,7 +7,7 @@
 #include <lz4.h>
 #include <lz4hc.h>
 
-#include <folio/detail/lz4_block.hpp>
+#include <folio/detail/encoding/lz4_block.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -87,39 +87,29 @@ TEST(Lz4Block, TextCompressesAboutAsWellAsLibLz4HighCompression) {
 
 TEST(Lz4Block, MalformedBlocksAreRefusedAtTheirByte) {
   std::string out;
+  const auto refused = [&out](const std::string& block, std::size_t size) {  // why `block` of `size` bytes is refused
+    out.clear();
+    return decompress(block, size, out).description();
+  };
   // A literal run longer than the size given.
   auto r = decompress(std::string("\x50hello", 6), 4, out);
   EXPECT_EQ(r.status, decode_status::inconsistent);
   EXPECT_EQ(r.description(), "inconsistent at byte 1 (literals past the block's size)");
   // Fewer literal bytes than the token says.
-  out.clear();
-  r = decompress(std::string("\x50hel", 4), 5, out);
-  EXPECT_EQ(r.description(), "truncated input at byte 1 (literals)");
+  EXPECT_EQ(refused(std::string("\x50hel", 4), 5), "truncated input at byte 1 (literals)");
   // Offset 0, and an offset before the output's start (a literal, a match of 8, the 5 last literals).
-  out.clear();
-  r = decompress(std::string("\x14" "a\x00\x00\x50" "bcdef", 10), 14, out);
-  EXPECT_EQ(r.description(), "bad reference at byte 2 (match offset)");
-  out.clear();
-  r = decompress(std::string("\x14" "a\x02\x00\x50" "bcdef", 10), 14, out);
-  EXPECT_EQ(r.description(), "bad reference at byte 2 (match offset)");
+  EXPECT_EQ(refused(std::string("\x14" "a\x00\x00\x50" "bcdef", 10), 14), "bad reference at byte 2 (match offset)");
+  EXPECT_EQ(refused(std::string("\x14" "a\x02\x00\x50" "bcdef", 10), 14), "bad reference at byte 2 (match offset)");
   out.clear();
   ASSERT_TRUE(decompress(std::string("\x14" "a\x01\x00\x50" "bcdef", 10), 14, out));
   EXPECT_EQ(out, "aaaaaaaaabcdef");
   // A match longer than the room left: with its length bytes, and already by its nibble (the length
   // bytes are not read on).
-  out.clear();
-  r = decompress(std::string("\x1e" "a\x01\x00\x50" "bcdef", 10), 14, out);
-  EXPECT_EQ(r.description(), "inconsistent at byte 4 (match past the block's size)");
-  out.clear();
-  r = decompress(std::string("\x1f" "a\x01\x00\x10\x50" "bcdef", 11), 30, out);
-  EXPECT_EQ(r.description(), "inconsistent at byte 5 (match past the block's size)");
+  EXPECT_EQ(refused(std::string("\x1e" "a\x01\x00\x50" "bcdef", 10), 14), "inconsistent at byte 4 (match past the block's size)");
+  EXPECT_EQ(refused(std::string("\x1f" "a\x01\x00\x10\x50" "bcdef", 11), 30), "inconsistent at byte 5 (match past the block's size)");
   // A block that ends before the size given; an empty block.
-  out.clear();
-  r = decompress(std::string("\x30" "abc", 4), 5, out);
-  EXPECT_EQ(r.description(), "inconsistent at byte 4 (compressed block ends before its size)");
-  out.clear();
-  r = decompress(std::string(), 0, out);
-  EXPECT_EQ(r.description(), "truncated input at byte 0 (compressed block)");
+  EXPECT_EQ(refused(std::string("\x30" "abc", 4), 5), "inconsistent at byte 4 (compressed block ends before its size)");
+  EXPECT_EQ(refused(std::string(), 0), "truncated input at byte 0 (compressed block)");
   // Where liblz4 refuses a match, so does the engine: one that ends the block, starts in the output's
   // last 12 bytes or within 8 bytes of the block's end, or ends in the output's last 5 bytes.
   const struct {
@@ -133,8 +123,7 @@ TEST(Lz4Block, MalformedBlocksAreRefusedAtTheirByte) {
       {std::string("\x1f" "a\x01\x00\x05\x50" "bcdef", 11), 28, "inconsistent at byte 5 (match ends in the block's last 5 bytes)"},
   };
   for (const auto& m : misplaced) {
-    out.clear();
-    EXPECT_EQ(decompress(m.block, m.size, out).description(), m.why);
+    EXPECT_EQ(refused(m.block, m.size), m.why);
     std::string lib(m.size, '\0');
     EXPECT_LT(LZ4_decompress_safe(m.block.data(), lib.data(), static_cast<int>(m.block.size()), static_cast<int>(m.size)), 0) << m.why;
   }
@@ -146,13 +135,10 @@ TEST(Lz4Block, MalformedBlocksAreRefusedAtTheirByte) {
   ASSERT_EQ(LZ4_decompress_safe(fine.data(), lib.data(), static_cast<int>(fine.size()), 30), 30);
   EXPECT_EQ(out, lib);
   // No bytes are one empty token (found by the lz4_block fuzz target: liblz4 refuses "02" for 0 bytes).
-  out.clear();
-  EXPECT_EQ(decompress(std::string("\x02", 1), 0, out).description(), "inconsistent at byte 0 (compressed block of no bytes is not one empty token)");
+  EXPECT_EQ(refused(std::string("\x02", 1), 0), "inconsistent at byte 0 (compressed block of no bytes is not one empty token)");
   EXPECT_TRUE(decompress(std::string("\x00", 1), 0, out));
   // A length byte missing at the end.
-  out.clear();
-  r = decompress(std::string("\xf0", 1), 20, out);
-  EXPECT_EQ(r.description(), "truncated input at byte 1 (literal length)");
+  EXPECT_EQ(refused(std::string("\xf0", 1), 20), "truncated input at byte 1 (literal length)");
   // Sizes past what LZ4 can reach are refused before anything is allocated: at most 255 bytes per byte.
   std::string fresh;
   r = decompress(std::string("\x00", 1), 256, fresh);

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include <folio/detail/content_log.hpp>
-#include <folio/detail/small_vector.hpp>
-#include <folio/detail/utf8.hpp>
+#include <folio/detail/sequence/content_log.hpp>
+#include <folio/detail/util/small_vector.hpp>
+#include <folio/utf8.hpp>
 #include <folio/ops.hpp>
 #include <string>
 #include <vector>
@@ -82,7 +82,7 @@ TEST(ContentLog, AppendsAndWidensThroughEveryWidth) {
   std::string utf8;
   log.append_as_utf8(utf8, 0, want.size());
   std::u32string back;
-  ASSERT_TRUE(folio::detail::decode_utf8(utf8, back));
+  ASSERT_TRUE(folio::decode_utf8(utf8, back));
   EXPECT_EQ(back, want);
 }
 
@@ -91,20 +91,20 @@ TEST(ContentLog, AppendsAndWidensThroughEveryWidth) {
 TEST(Utf8, DecodeAppendsAndKeepsTheValidPrefix) {
   std::u32string s = U"x";
   std::size_t bad = 99;
-  EXPECT_TRUE(folio::detail::decode_utf8("a\xc3\xa9" "b", s, &bad));
+  EXPECT_TRUE(folio::decode_utf8("a\xc3\xa9" "b", s, &bad));
   EXPECT_EQ(s, U"xa\u00e9b");
-  EXPECT_FALSE(folio::detail::decode_utf8("cd\xc3" "(e", s, &bad));
+  EXPECT_FALSE(folio::decode_utf8("cd\xc3" "(e", s, &bad));
   EXPECT_EQ(bad, 2u);
   EXPECT_EQ(s, U"xa\u00e9bcd");
   std::vector<char32_t> v;
-  EXPECT_FALSE(folio::detail::decode_utf8("\xe2\x82\xac" "z\xff", v, &bad));
+  EXPECT_FALSE(folio::decode_utf8("\xe2\x82\xac" "z\xff", v, &bad));
   EXPECT_EQ(bad, 4u);
   EXPECT_EQ(v, (std::vector<char32_t>{U'\u20ac', U'z'}));
   struct pushed {
     std::u32string s;
     void push_back(char32_t c) { s.push_back(c); }
   } p;
-  EXPECT_FALSE(folio::detail::decode_utf8("q\xed\xa0\x80", p, &bad));  // a surrogate
+  EXPECT_FALSE(folio::decode_utf8("q\xed\xa0\x80", p, &bad));  // a surrogate
   EXPECT_EQ(bad, 1u);
   EXPECT_EQ(p.s, U"q");
 }

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <folio/detail/or_map.hpp>
+#include <folio/detail/tree/or_map.hpp>
 #include <random>
 #include <set>
 

@@ -66,6 +66,28 @@ TEST(Text, MisuseThrowsWithStableIds) {
   t.check_invariants();
 }
 
+// Each error carries its code, and what() starts with that code's id: a program branches on code().
+TEST(Text, MisuseCarriesTheCodeItsIdNames) {
+  folio::text t(1);
+  t.insert_utf8(0, "abc");
+  const auto code_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const folio::error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(std::string("[") + folio::error_id(e.code()) + "] ", 0), 0u) << e.what();
+      return e.code();
+    }
+    ADD_FAILURE() << "no folio::error";
+    return folio::error_code::internal;
+  };
+  EXPECT_EQ(code_of([&] { t.insert(4, U"x"); }), folio::error_code::range);
+  EXPECT_EQ(code_of([&] { t.at(3); }), folio::error_code::range);
+  EXPECT_EQ(code_of([&] { t.insert_utf8(0, "\xC0\xAF"); }), folio::error_code::utf8);
+  EXPECT_EQ(code_of([&] { t.insert(0, std::u32string(1, char32_t(0xD800))); }), folio::error_code::value);
+  EXPECT_EQ(code_of([] { folio::text(0); }), folio::error_code::replica);
+  EXPECT_STREQ(folio::error(folio::error_code::overflow, "m").what(), "[folio.overflow] m");
+}
+
 TEST(Text, LocalEditsReturnTheirOps) {
   folio::text t(1);
   const auto c1 = t.insert_utf8(0, "abc");

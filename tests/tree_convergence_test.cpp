@@ -213,17 +213,17 @@ std::string mutate(const std::string& xml, std::mt19937_64& rng) {
         std::sort(n.attributes.begin(), n.attributes.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
       } else {
         std::u32string cps;
-        folio::detail::decode_utf8(n.text, cps);
+        folio::decode_utf8(n.text, cps);
         if (!cps.empty() && rng() % 2) {
           const std::size_t at = rng() % cps.size();
           cps.erase(at, 1 + rng() % 3);
         } else {
           std::u32string w;
-          folio::detail::decode_utf8(words[rng() % 6], w);
+          folio::decode_utf8(words[rng() % 6], w);
           cps.insert(cps.empty() ? 0 : rng() % (cps.size() + 1), w);
         }
         n.text.clear();
-        for (char32_t c : cps) folio::detail::append_utf8(n.text, c);
+        for (char32_t c : cps) folio::append_utf8(n.text, c);
       }
   }
   return markup::serialize(f);

@@ -1,7 +1,7 @@
 // The XML edit script: applying diff(a, b) to a gives exactly b, and small changes give small scripts.
 #include <gtest/gtest.h>
 
-#include <folio/detail/xml_diff.hpp>
+#include <folio/detail/tree/xml_diff.hpp>
 #include <random>
 
 #include "support/xml_documents.hpp"

@@ -11,7 +11,7 @@
 //   assert(peer.xml() == d.xml());
 //
 // Text and array records are one RGA sequence (sequence.hpp); map and xml records are trees of CRDT
-// objects (detail/tree_doc.hpp) sharing one id space. A batch or document of one type is refused by a
+// objects (detail/tree/tree_doc.hpp) sharing one id space. A batch or document of one type is refused by a
 // record of another. Errors: wrong-type calls throw "[folio.type]"; bad values "[folio.value]" or
 // "[folio.utf8]"; untrusted bytes never throw (apply_result / decode_result).
 // Thread-safety: none; one thread at a time per document.
@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "array.hpp"
-#include "detail/tree_doc.hpp"
-#include "detail/tree_encoding.hpp"
+#include "detail/tree/tree_doc.hpp"
+#include "detail/tree/tree_encoding.hpp"
 #include "diff.hpp"
 #include "encoding.hpp"
 #include "markup.hpp"
@@ -69,7 +69,7 @@ class document {
   /// "[folio.value]" for a content key longer than 256 bytes.
   document(record_type type, replica_id self, std::string content_key = "content")
       : type_(type), key_(std::move(content_key)), impl_(make(type, self)) {
-    if (key_.size() > detail::max_content_key) detail::fail("folio.value", "content key longer than 256 bytes");
+    if (key_.size() > detail::max_content_key) detail::fail(error_code::value, "content key longer than 256 bytes");
   }
 
   record_type type() const noexcept { return type_; }
@@ -212,7 +212,7 @@ class document {
               d.impl_.for_each_op_since(since, upto, [&](const op& o, auto&& each_value) {
                 if (first && o.kind == op_kind::insert) {
                   if constexpr (std::is_same_v<T, char32_t>)
-                    each_value([&](char32_t c) { content += detail::utf8_length(std::u32string_view(&c, 1)); });
+                    each_value([&](char32_t c) { content += utf8_length(std::u32string_view(&c, 1)); });
                   else
                     content += o.len;
                 }
@@ -225,7 +225,7 @@ class document {
               if (o.kind != op_kind::insert) return;
               each_value([&](const T& v) {
                 if constexpr (std::is_same_v<T, char32_t>)
-                  detail::append_utf8(out, v);
+                  append_utf8(out, v);
                 else
                   detail::put_string(out, v);
                 if (out.size() >= piece) flush(out);
@@ -271,8 +271,8 @@ class document {
                     std::string(to_string(type_));
       return res;
     }
-    // Every way out fills `res` and returns it, so that it is built in the caller's place (moving an
-    // apply_result out of the visitor and std::visit cost a keystroke's batch about 60 instructions).
+    // Every way out fills `res` and returns it, so that it is built in the caller's place (no
+    // apply_result is moved out of the visitor and std::visit on a keystroke's path).
     const auto refuse = [&](std::size_t op_index, std::string why) {
       res.status = apply_status::invalid, res.op_index = op_index, res.message = std::move(why);
     };
@@ -311,7 +311,8 @@ class document {
                 const std::uint64_t own = o.kind == op_kind::insert ? o.len : 0;
                 if (!(options.bounded_lamport &&
                       std::uint64_t(o.lamport) + o.len - 1 > std::max<std::uint64_t>(d.clock(), d.changed() + lamport_slack) + own) &&
-                    !(options.max_units != std::size_t(-1) && units() + (own ? own : 1) > options.max_units) && d.impl_.try_integrate_next(o, b.content, res))
+                    !(options.max_units != std::size_t(-1) && units() + detail::held_units(o.kind == op_kind::remove, o.len) > options.max_units) &&
+                    d.impl_.try_integrate_next(o, b.content, res))
                   return;
                 b.ops.push_back(o), read = true;  // b.ops is empty: scratch_release leaves it so
               }
@@ -456,15 +457,15 @@ class document {
   static bool is_remove(const detail::tree_op& o) noexcept { return o.kind == detail::tree_op_kind::remove; }
 
   /// At most what `ops` would add to units() once integrated: per op with units not integrated yet
-  /// (beyond its replica's entry in the version vector), those units, or 1 for a remove (its log
-  /// entry; it may merge into its author's previous one and add nothing). O(ops log replicas).
+  /// (beyond its replica's entry in the version vector), what those units hold (detail::held_units:
+  /// each unit, or 1 for a remove). O(ops log replicas).
   template <class Op>
   std::uint64_t held_units_at_most(std::span<const Op> ops) const {
     std::uint64_t more = 0;
     const version_vector& v = version();
     for (const Op& o : ops) {
       const std::uint64_t have = v.get(o.id.replica), end = std::uint64_t(o.id.seq) + o.len;
-      if (end > have) more += is_remove(o) ? 1 : end - std::max<std::uint64_t>(have, o.id.seq);
+      if (end > have) more += detail::held_units(is_remove(o), end - std::max<std::uint64_t>(have, o.id.seq));
     }
     return more;
   }
@@ -486,7 +487,7 @@ class document {
   template <class T>
   T& as(const char* want) {
     if (T* p = std::get_if<T>(&impl_)) return *p;
-    detail::fail("folio.type", std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
+    detail::fail(error_code::type, std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
   }
   template <class T>
   const T& as(const char* want) const {
@@ -495,7 +496,7 @@ class document {
   detail::tree_doc& tree(const char* want) {
     detail::tree_doc* p = std::get_if<detail::tree_doc>(&impl_);
     if (!p || (p->shape() == detail::tree_shape::map) != (std::string_view(want) == "map"))
-      detail::fail("folio.type", std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
+      detail::fail(error_code::type, std::string("record is ") + std::string(to_string(type_)) + ", not " + want);
     return *p;
   }
   const detail::tree_doc& tree(const char* want) const { return const_cast<document*>(this)->tree(want); }
@@ -520,7 +521,7 @@ class document {
   }
 
   /// Where apply decodes a text or array batch, kept between calls so that a keystroke's batch
-  /// allocates nothing once the vectors have grown (allocation was a third of applying one). Emptied
+  /// allocates nothing once the vectors have grown. Emptied
   /// after each batch (an array's values freed), and given back when past 4 KiB, so a large batch's
   /// memory is not held.
   template <class T>

@@ -8,12 +8,12 @@
 //   3       1     kind: 'B' (0x42) op batch, 'D' (0x44) document
 //   4       1     value type: 1 text (code points), 2 array (JSON values as bytes), 3 map, 4 xml
 //   5       var   document only: root name (contentKey), length + UTF-8
-//   ...     var   the op table (detail/op_codec.hpp): replica count n, then n replica ids (varints;
+//   ...     var   the op table (detail/encoding/op_codec.hpp): replica count n, then n replica ids (varints;
 //                 non-zero, distinct), op count m, then m op records (below; map and xml:
-//                 detail/tree_encoding.hpp)
+//                 detail/tree/tree_encoding.hpp)
 //   ...     var   content: text = byte length + UTF-8; array = count + (length + bytes) each
-// A version 2 document (text and array) has its op table in columns (detail/sequence_columns.hpp)
-// and each column and the content as a section, stored or LZ4-compressed (detail/compressed_section.hpp).
+// A version 2 document (text and array) has its op table in columns (detail/encoding/sequence_columns.hpp)
+// and each column and the content as a section, stored or LZ4-compressed (detail/encoding/compressed_section.hpp).
 //
 // Op record (sequence_op_format; the replica, seq, Lamport and len fields are op_codec.hpp's, shared
 // with map and xml records): a flags byte, then only the fields the flags say are not implied:
@@ -44,11 +44,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "detail/compressed_section.hpp"
-#include "detail/op_codec.hpp"
-#include "detail/sequence_columns.hpp"
-#include "detail/utf8.hpp"
-#include "detail/varint.hpp"
+#include "detail/encoding/compressed_section.hpp"
+#include "detail/encoding/op_codec.hpp"
+#include "detail/encoding/sequence_columns.hpp"
+#include "utf8.hpp"
+#include "detail/encoding/varint.hpp"
 #include "error.hpp"
 #include "ops.hpp"
 #include "record_type.hpp"
@@ -306,8 +306,8 @@ bool read_batch_table(byte_reader& r, op_batch<T>& out) {
 /// general reading's rules (those of read_replica_table, read_op_table, check_flags,
 /// check_op_counters, set_sequence_reference, read_content and read_batch_table's count of values and
 /// trailing bytes), restated over a pointer: what it leaves out is the table's machinery for
-/// many replicas and ops and the byte_reader's failure latch per field, which cost a keystroke's
-/// batch 605 instructions to decode (290 this way, with the header read in one look; bench/instructions.sh). The restated rules are
+/// many replicas and ops and the byte_reader's failure latch per field, which outweigh the reading
+/// itself for one op (docs/INTERNALS.md, "Measurements"). The restated rules are
 /// held to the table's by Encoding.OneOpTextBatchesReadAsTheOpTableReadsThem and the text_batch fuzz
 /// target. O(its bytes).
 inline bool read_single_op_text(std::string_view bytes, op& o, std::vector<char32_t>& content) {

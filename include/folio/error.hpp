@@ -4,7 +4,8 @@
 //  * untrusted input (encoded bytes, remote operations) never throws: decoders and `apply` return a
 //    result object with a status, a byte offset or operation index, and a description;
 //  * local misuse by the embedding program (a position past the end, an invalid code point handed to
-//    `insert`) throws `folio::error`, whose message starts with a stable id such as "[folio.range]".
+//    `insert`) throws `folio::error`, which carries an error_code and whose message starts with that
+//    code's stable id, such as "[folio.range]".
 #pragma once
 
 #include <cstddef>
@@ -13,15 +14,50 @@
 
 namespace folio {
 
-/// Thrown for local misuse only. `what()` starts with a stable id in brackets.
+/// What a folio::error reports. Each code has a stable id, the first word of the error's what() in
+/// brackets ("[folio.range] ..."): the ids are part of the API (docs/INTERNALS.md, "Errors"), the
+/// codes are how a program tells them apart without reading the text.
+enum class error_code {
+  range,      ///< "folio.range": a position or count past the end of a value
+  value,      ///< "folio.value": a value the operation cannot hold (not a Unicode scalar value, ...)
+  utf8,       ///< "folio.utf8": text given as UTF-8 that is not valid UTF-8
+  type,       ///< "folio.type": an operation on a record of another type, or an unknown type
+  replica,    ///< "folio.replica": a replica id the engine reserves (0)
+  overflow,   ///< "folio.overflow": a record's operation counter would pass 2^31; nothing can be added
+  zstd,       ///< "folio.zstd": the zstd library refused (out of memory, corrupt frame)
+  invariant,  ///< "folio.invariant": a broken invariant of the engine's state (a defect, never input)
+  internal,   ///< "folio.internal": an internal table misses an entry it must hold (a defect)
+};
+
+/// The stable id of `c`, e.g. "folio.range". O(1).
+constexpr const char* error_id(error_code c) noexcept {
+  switch (c) {
+    case error_code::range: return "folio.range";
+    case error_code::value: return "folio.value";
+    case error_code::utf8: return "folio.utf8";
+    case error_code::type: return "folio.type";
+    case error_code::replica: return "folio.replica";
+    case error_code::overflow: return "folio.overflow";
+    case error_code::zstd: return "folio.zstd";
+    case error_code::invariant: return "folio.invariant";
+    case error_code::internal: return "folio.internal";
+  }
+  return "folio.internal";
+}
+
+/// Thrown for local misuse only. `what()` is "[<error_id(code())>] <message>".
 class error : public std::logic_error {
  public:
-  using std::logic_error::logic_error;
+  error(error_code code, const std::string& message) : std::logic_error(std::string("[") + error_id(code) + "] " + message), code_(code) {}
+  error_code code() const noexcept { return code_; }
+
+ private:
+  error_code code_;
 };
 
 namespace detail {
-/// The one helper through which local misuse is reported (id like "folio.range").
-[[noreturn]] inline void fail(const char* id, const std::string& message) { throw error(std::string("[") + id + "] " + message); }
+/// The one helper through which the engine reports local misuse.
+[[noreturn]] inline void fail(error_code code, const std::string& message) { throw error(code, message); }
 }  // namespace detail
 
 /// Why a decoder refused its input.
@@ -47,8 +83,8 @@ struct decode_result {
   explicit operator bool() const noexcept { return status == decode_status::ok; }
 
   /// A one-line human description, e.g. "truncated input at byte 17 (op length)". out_of_range reads
-  /// "bad varint": HTTP answers carry these words (docs/API.md, `update is invalid: batch: <what> at
-  /// byte N.`), and they did before out_of_range was told apart from overlong_varint.
+  /// "bad varint", as overlong_varint does: HTTP answers carry these words (docs/API.md, `update is
+  /// invalid: batch: <what> at byte N.`), which are part of the contract.
   std::string description() const {
     static const char* const names[] = {"ok",           "truncated input", "not a Folio encoding", "wrong kind",     "bad varint", "bad reference",
                                         "inconsistent", "too large",       "trailing bytes",       "bad varint"};

@@ -30,7 +30,7 @@
 // Why no folio/map.hpp and folio/xml.hpp beside text.hpp and array.hpp: text and array are single
 // sequences whose ops (op_batch<T>, ops.hpp) are public, so their classes are replicas of their own
 // with positional editing (document::as_text / as_array give them). A map or xml record is a tree of
-// CRDT objects sharing one id space (detail/tree_doc.hpp) whose ops are internal and travel only
+// CRDT objects sharing one id space (detail/tree/tree_doc.hpp) whose ops are internal and travel only
 // encoded; a class for each would be document less the other types' methods, every method a forward.
 // document checks the type on every call ("[folio.type]") and on every batch it applies.
 //

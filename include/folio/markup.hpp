@@ -36,7 +36,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/utf8.hpp"
+#include "utf8.hpp"
 #include "error.hpp"
 
 namespace folio::markup {
@@ -73,8 +73,8 @@ using fragment = std::vector<node>;
 
 /// A fragment in flat arrays: its nodes, its attributes and one buffer of their characters, three
 /// allocations whatever its size (a `fragment` makes a block per list, attribute list and long string:
-/// 34,000 of them, 6 MB, for a 1 MiB document). It is what parse() builds and serialize() writes, and
-/// what the CRDT tree diffs a new value against (detail/xml_diff.hpp); `fragment` converts both ways.
+/// O(nodes) allocations). It is what parse() builds and serialize() writes, and
+/// what the CRDT tree diffs a new value against (detail/tree/xml_diff.hpp); `fragment` converts both ways.
 ///
 /// Layout and invariants: every list of nodes — the top level, an element's children — is a run of
 /// consecutive nodes (`range`), so a list is an index range; a list is placed after the node that owns
@@ -122,7 +122,7 @@ class flat_fragment {
   /// Appends `n` text nodes to be filled in (a list: set_top or an element's children). Throws
   /// "[folio.range]" past 2^32 nodes.
   range add_nodes(std::size_t n) {
-    if (n > max_size - nodes_.size()) folio::detail::fail("folio.range", "an XML fragment of more than 2^32 nodes");
+    if (n > max_size - nodes_.size()) folio::detail::fail(error_code::range, "an XML fragment of more than 2^32 nodes");
     const range r{static_cast<index>(nodes_.size()), static_cast<index>(n)};
     nodes_.resize(nodes_.size() + n);
     return r;
@@ -133,7 +133,7 @@ class flat_fragment {
   std::string& chars() noexcept { return chars_; }
   index mark() const noexcept { return static_cast<index>(chars_.size()); }
   chars_span span_since(index mark) const {
-    if (chars_.size() > max_size) folio::detail::fail("folio.range", "an XML fragment of more than 4 GiB");
+    if (chars_.size() > max_size) folio::detail::fail(error_code::range, "an XML fragment of more than 4 GiB");
     return {mark, static_cast<index>(chars_.size() - mark)};
   }
   chars_span add_chars(std::string_view s) {
@@ -285,9 +285,9 @@ inline bool is_name(std::string_view s) noexcept {
     return true;  // the common case, all ASCII: one comparison chain per byte
   std::size_t i = 0;
   char32_t c;
-  if (s.empty() || !folio::detail::next_code_point(s, i, c) || !is_name_start(c)) return false;
+  if (s.empty() || !folio::next_code_point(s, i, c) || !is_name_start(c)) return false;
   while (i < s.size())
-    if (!folio::detail::next_code_point(s, i, c) || !is_name_char(c)) return false;
+    if (!folio::next_code_point(s, i, c) || !is_name_char(c)) return false;
   return true;
 }
 
@@ -323,7 +323,7 @@ inline bool unescape(std::string_view raw, std::string& out, std::size_t& bad, s
         else v = v * (hex ? 16 : 10) + static_cast<std::uint32_t>(dv);
       }
       if (!ok || !is_xml_char(v)) return why = "character reference &" + std::string(ref) + "; to a character XML does not allow", false;
-      folio::detail::append_utf8(out, v);
+      folio::append_utf8(out, v);
     } else {
       return why = "undefined entity reference &" + std::string(ref) + ";", false;
     }
@@ -377,7 +377,7 @@ inline parse_result parse(std::string_view markup, flat_fragment& out, std::size
       continue;
     }
     char32_t c;
-    if (!folio::detail::next_code_point(markup, i, c)) return fail(parse_status::invalid_utf8, at, "invalid UTF-8");
+    if (!folio::next_code_point(markup, i, c)) return fail(parse_status::invalid_utf8, at, "invalid UTF-8");
     if (!detail::is_xml_char(c)) return fail(parse_status::invalid_character, at, "character U+" + std::to_string(std::uint32_t(c)) + " (decimal) is not allowed in XML");
   }
   // In-place fragment parsing writes a terminator after trailing text: give it a byte of its own.
@@ -429,7 +429,7 @@ inline parse_result parse(std::string_view markup, flat_fragment& out, std::size
   out.set_top(out.add_nodes(list_size(doc.first_child())));
   std::vector<frame> stack{{doc.first_child(), out.top().first, out.top().end(), false, 1}};
   auto next_slot = [&](frame& f) {
-    if (f.slot == f.end) folio::detail::fail("folio.invariant", "markup::parse counted a list short");
+    if (f.slot == f.end) folio::detail::fail(error_code::invariant, "markup::parse counted a list short");
     return f.slot++;
   };
   // Adds a text piece: extends the open text node (nothing was appended to the characters since), or
@@ -450,7 +450,7 @@ inline parse_result parse(std::string_view markup, flat_fragment& out, std::size
   while (!stack.empty()) {
     frame& f = stack.back();
     if (!f.next) {
-      if (f.slot != f.end) folio::detail::fail("folio.invariant", "markup::parse counted a list long");
+      if (f.slot != f.end) folio::detail::fail(error_code::invariant, "markup::parse counted a list long");
       stack.pop_back();
       continue;
     }
@@ -485,8 +485,8 @@ inline parse_result parse(std::string_view markup, flat_fragment& out, std::size
         attrs.clear();
         for (pugi::xml_attribute a = x.first_attribute(); a; a = a.next_attribute()) attrs.push_back({a.name(), a.value()});
         // Which attributes repeat an earlier name: sorted by (name, position), every one but the first
-        // of a name does. O(k log k) for k attributes (a scan of the earlier ones per attribute was
-        // O(k^2): 200,000 attributes took 117 s). The checks below still run in document order, so the
+        // of a name does. O(k log k) for k attributes (not a scan of the earlier ones per attribute:
+        // O(k^2)). The checks below still run in document order, so the
         // refusal names the same attribute as ever: the first that breaks any rule.
         if (attrs.size() > 1) {
           repeats.assign(attrs.size(), false);

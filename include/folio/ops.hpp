@@ -37,13 +37,19 @@ struct op {
 
 namespace detail {
 /// The unit operations of `ops` (a sequence of ops, each with a `len`): op_batch's and the tree
-/// engine's batches (detail/tree_doc.hpp) count theirs with it.
+/// engine's batches (detail/tree/tree_doc.hpp) count theirs with it.
 template <class Ops>
 std::size_t unit_count(const Ops& ops) noexcept {
   std::size_t n = 0;
   for (const auto& o : ops) n += o.len;
   return n;
 }
+
+/// The one rule of what a record holds (document::units, what a decoder counts against its limit): an
+/// op adds each of its `fresh` units not integrated yet, except a remove, which adds one entry to its
+/// log whatever its length (or none, when it merges into its author's previous entry: at most one).
+/// For every kind of op (op, tree_op). O(1).
+constexpr std::uint64_t held_units(bool is_remove, std::uint64_t fresh) noexcept { return is_remove ? 1 : fresh; }
 }  // namespace detail
 
 /// Ops plus the values their inserts carry (concatenated in op order).
@@ -74,7 +80,7 @@ namespace detail {
 /// several ops checks its whole count before the first, so it never stops half made.
 inline void reserve_counters(std::uint64_t next_seq, std::uint64_t clock, std::uint64_t units) {
   if (units > max_counter || next_seq + units > std::uint64_t(max_counter) + 1 || clock + units > max_counter)
-    fail("folio.overflow", "operation counter would exceed 2^31");
+    fail(error_code::overflow, "operation counter would exceed 2^31");
 }
 }  // namespace detail
 

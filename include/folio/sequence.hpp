@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/rga.hpp"
+#include "detail/sequence/rga.hpp"
 #include "encoding.hpp"
 #include "ops.hpp"
 #include "version.hpp"
@@ -94,6 +94,11 @@ class sequence {
 
   /// The live value at `pos`. O(log n). Throws "[folio.range]".
   T at(std::size_t pos) const { return impl_.at(pos); }
+  /// Ids of the live values [pos, pos + n) as runs of consecutive ids of one replica, in document
+  /// order: (first id, count). An id names its value on every replica, so comparing the ids before and
+  /// after a change tells which values it inserted and removed. O(log n + runs). Throws "[folio.range]"
+  /// past the end.
+  std::vector<std::pair<op_id, std::uint32_t>> live_ids(std::size_t pos, std::size_t n) const { return impl_.live_ids(pos, n); }
   /// Calls f(const T&) for each live value in order. O(n).
   template <class F>
   void for_each(F&& f) const {

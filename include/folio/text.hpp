@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "detail/utf8.hpp"
+#include "utf8.hpp"
 #include "sequence.hpp"
 
 namespace folio {
@@ -18,7 +18,7 @@ namespace detail {
 template <class Out>
 void decode_utf8_or_throw(std::string_view utf8, Out& out, std::size_t at = 0) {
   std::size_t bad = 0;
-  if (!decode_utf8(utf8, out, &bad)) fail("folio.utf8", "invalid UTF-8 at byte " + std::to_string(at + bad));
+  if (!decode_utf8(utf8, out, &bad)) fail(error_code::utf8, "invalid UTF-8 at byte " + std::to_string(at + bad));
 }
 /// The code points of UTF-8 given by the embedding program; throws as decode_utf8_or_throw.
 inline std::u32string code_points_or_throw(std::string_view utf8) {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/varint.hpp"
+#include "detail/encoding/varint.hpp"
 #include "error.hpp"
 #include "id.hpp"
 

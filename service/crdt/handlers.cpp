@@ -85,10 +85,12 @@ folio::local_change replace_value(folio::document& d, const new_value& v) {
   try {
     return replace(d, v);
   } catch (const folio::error& e) {
-    if (std::string_view(e.what()).starts_with("[folio.overflow]"))
-      throw api_error(status::failed_precondition,
-                      "This record has used all the operation ids a record can hold (2^31); add its value as a new record under another editorId.");
-    throw;
+    switch (e.code()) {
+      case folio::error_code::overflow:
+        throw api_error(status::failed_precondition,
+                        "This record has used all the operation ids a record can hold (2^31); add its value as a new record under another editorId.");
+      default: throw;
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 #include "wire/json.hpp"
 
-#include <folio/detail/utf8.hpp>
+#include <folio/utf8.hpp>
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
@@ -254,7 +254,7 @@ unsigned unicode_problem(std::string_view text) noexcept {
   while (p < end) {
     const unsigned c = *p;
     if (c < 0x80) {  // past this run of ASCII, many bytes a test
-      p += folio::detail::ascii_run(p, static_cast<std::size_t>(end - p));
+      p += folio::ascii_run(p, static_cast<std::size_t>(end - p));
       continue;
     }
     int len;

@@ -91,7 +91,7 @@ namespace folio::service {
 /// 0 when `text` is Unicode as UTF-8: well-formed, no overlong forms, nothing beyond U+10FFFF, no
 /// surrogate code points (U+D800-DFFF, which RapidJSON writes for a lone surrogate escape); 1 for
 /// bytes that are not UTF-8; else the first surrogate's code point. O(n), runs of ASCII 32 bytes a
-/// step (folio::detail::ascii_run, the engine's UTF-8 copy uses it too).
+/// step (folio::ascii_run, the engine's UTF-8 copy uses it too).
 unsigned unicode_problem(std::string_view text) noexcept;
 
 /// Parses an untrusted body; throws api_error(INVALID_ARGUMENT) naming the rule it broke (`what`

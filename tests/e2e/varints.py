@@ -1,4 +1,4 @@
-"""LEB128 varints as the engine writes and reads them (include/folio/detail/varint.hpp: put_varint and
+"""LEB128 varints as the engine writes and reads them (include/folio/detail/encoding/varint.hpp: put_varint and
 byte_reader::varint), for the batches and version vectors that tests and bench scripts spell byte by byte.
 
 The end-to-end modules import it from their own directory; bench/support scripts put tests/e2e on

@@ -6,7 +6,7 @@
 #include <zlib.h>
 
 #include <cstdint>
-#include <folio/detail/utf8.hpp>
+#include <folio/utf8.hpp>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -57,7 +57,7 @@ inline std::string gunzip_file(const std::string& path) {
 
 inline std::u32string to_u32(const rapidjson::Value& v) {
   std::u32string s;
-  if (!folio::detail::decode_utf8(std::string_view(v.GetString(), v.GetStringLength()), s)) throw std::runtime_error("bad UTF-8 in trace");
+  if (!folio::decode_utf8(std::string_view(v.GetString(), v.GetStringLength()), s)) throw std::runtime_error("bad UTF-8 in trace");
   return s;
 }
 

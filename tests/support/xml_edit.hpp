@@ -1,8 +1,8 @@
-// tests/support/xml_edit.hpp — applies an XML edit script (detail/xml_diff.hpp) to a plain fragment,
+// tests/support/xml_edit.hpp — applies an XML edit script (detail/tree/xml_diff.hpp) to a plain fragment,
 // so tests can check that diff_xml(a, b) applied to a gives b.
 #pragma once
 
-#include <folio/detail/xml_diff.hpp>
+#include <folio/detail/tree/xml_diff.hpp>
 #include <folio/markup.hpp>
 
 #include <algorithm>
@@ -15,8 +15,8 @@ using detail::xml_child_op;
 using detail::xml_children_edit;
 
 /// Applies `e`, a script made against the new value `to`, to `list` in place. Test support (moved out of the installed
-/// detail/xml_diff.hpp, which only the CRDT tree needs); the tree applies the same script to its own
-/// structure (detail/tree_edit.hpp). Per list: first the updates (an updated element's own children are
+/// detail/tree/xml_diff.hpp, which only the CRDT tree needs); the tree applies the same script to its own
+/// structure (detail/tree/tree_edit.hpp). Per list: first the updates (an updated element's own children are
 /// finished before anything in its list moves, so pointers into the list stay valid), then inserts
 /// and removes from the last to the first, so old positions stay valid.
 inline void apply_xml_edit(std::vector<markup::node>& list, const xml_children_edit& e, const markup::flat_fragment& to) {
@@ -35,7 +35,7 @@ inline void apply_xml_edit(std::vector<markup::node>& list, const xml_children_e
         std::u32string cps = detail::xml::code_points(n.text);
         for (auto h = op.text.rbegin(); h != op.text.rend(); ++h) cps.replace(h->a_pos, h->a_len, op.text_source, h->b_pos, h->b_len);
         n.text.clear();
-        for (char32_t c : cps) detail::append_utf8(n.text, c);
+        for (char32_t c : cps) append_utf8(n.text, c);
       } else if (op.type == xml_child_op::kind::update_element) {
         markup::node& n = (*f.list)[op.pos];
         for (const std::string_view name : op.unset) std::erase_if(n.attributes, [&](const markup::attribute& a) { return a.name == name; });

@@ -62,11 +62,11 @@ std::vector<std::string> unpack(const char* p, std::size_t n) {
   std::vector<std::string> out;
   std::size_t at = 0;
   while (at < n) {
-    if (n - at < 4) folio::detail::fail("folio.value", "packed list ends inside a length");
+    if (n - at < 4) throw folio::error(folio::error_code::value, "packed list ends inside a length");
     const auto* b = reinterpret_cast<const unsigned char*>(p + at);
     const std::size_t len = std::size_t(b[0]) | std::size_t(b[1]) << 8 | std::size_t(b[2]) << 16 | std::size_t(b[3]) << 24;
     at += 4;
-    if (n - at < len) folio::detail::fail("folio.value", "packed list ends inside an item");
+    if (n - at < len) throw folio::error(folio::error_code::value, "packed list ends inside an item");
     out.emplace_back(p + at, len);
     at += len;
   }
@@ -85,12 +85,6 @@ int guarded(F&& f) {
     return fail(e.what());
   }
 }
-
-/// The RGA under a text record. The engine keeps it protected in folio::sequence; a class derived from
-/// it may name the member, and reading it through that pointer to member is plain C++.
-struct text_rga : folio::text {
-  static const folio::detail::rga<char32_t>& of(const folio::text& t) { return t.*(&text_rga::impl_); }
-};
 
 using id_runs = std::vector<std::pair<folio::op_id, std::uint32_t>>;
 
@@ -113,10 +107,10 @@ int tracked(replica* r, F&& edit) {
   if (!r->track || d.type() != folio::record_type::text) return edit();
   const folio::text& t = d.as_text();
   const folio::version_vector version = d.version();
-  const id_runs before = text_rga::of(t).live_ids(0, t.size());
+  const id_runs before = t.live_ids(0, t.size());
   const int result = edit();
   if (result < 0) return result;
-  const id_runs after = text_rga::of(t).live_ids(0, t.size());
+  const id_runs after = t.live_ids(0, t.size());
   const std::u32string value = t.to_u32string();
   id_cursor b{before}, a{after};
   std::size_t old_pos = 0, new_pos = 0;
@@ -133,11 +127,11 @@ int tracked(replica* r, F&& edit) {
     if (!version.contains(id)) {  // new: inserted here
       hunk();
       ++nums.back();
-      folio::detail::append_utf8(parts.back(), value[new_pos]);
+      folio::append_utf8(parts.back(), value[new_pos]);
       continue;
     }
     while (!b.done() && b.id() != id) removed();  // live before, not after: removed
-    if (b.done()) folio::detail::fail("folio.invariant", "an item live after a change was not live before it");
+    if (b.done()) throw folio::error(folio::error_code::invariant, "an item live after a change was not live before it");
     open = false, ++old_pos, b.next();
   }
   while (!b.done()) removed();
@@ -170,7 +164,7 @@ EMSCRIPTEN_KEEPALIVE replica* fw_new(int type, std::uint32_t hi, std::uint32_t l
   replica* out = nullptr;
   guarded([&] {
     const std::optional<folio::record_type> t = folio::record_type_of(static_cast<std::uint64_t>(type));
-    if (!t) folio::detail::fail("folio.type", "unknown record type");
+    if (!t) throw folio::error(folio::error_code::type, "unknown record type");
     auto r = std::make_unique<replica>();
     r->client.emplace(*t, folio::replica_id(hi) << 32 | lo, std::string(key, key_len));
     out = r.release();
@@ -294,7 +288,7 @@ EMSCRIPTEN_KEEPALIVE int fw_replace(replica* r, const char* p, std::size_t n) {
         return count(d.replace_array(unpack(p, n)));
       case folio::record_type::map: {
         std::vector<std::string> kv = unpack(p, n);
-        if (kv.size() % 2) folio::detail::fail("folio.value", "a map's packed list holds a key without a value");
+        if (kv.size() % 2) throw folio::error(folio::error_code::value, "a map's packed list holds a key without a value");
         std::map<std::string, std::string> entries;
         for (std::size_t i = 0; i < kv.size(); i += 2) entries[std::move(kv[i])] = std::move(kv[i + 1]);
         return count(d.replace_map(entries));

@@ -1,4 +1,4 @@
-// folio/detail/xml_diff.hpp — the edit script that turns one XML fragment into another, going down
+// folio/detail/tree/xml_diff.hpp — the edit script that turns one XML fragment into another, going down
 // to attribute sets/removes and code-point edits inside text nodes. The XML CRDT's replace-by-value
 // applies such a script to its tree, so a one-word change in a 1 MiB document becomes a handful of
 // operations rather than a subtree rewrite.
@@ -17,7 +17,7 @@
 //
 // Script positions are *old* positions in the list being edited, ops ascending, an insert before an
 // update or remove at the same position; applying them from the last to the first keeps every
-// position valid (that is how the CRDT tree applies them, detail/tree_edit.hpp; so does the tests'
+// position valid (that is how the CRDT tree applies them, detail/tree/tree_edit.hpp; so does the tests'
 // apply_xml_edit). Nothing recurses on input depth: diff, hashing and equality use explicit stacks.
 // Cost: O(size of both) for the hashes and the equality checks of matched subtrees, plus the Myers
 // diffs (budgeted). Thread-safety: free functions over values.
@@ -32,9 +32,9 @@
 #include <utility>
 #include <vector>
 
-#include "../markup.hpp"
-#include "myers.hpp"
-#include "utf8.hpp"
+#include "../../markup.hpp"
+#include "../util/myers.hpp"
+#include "../../utf8.hpp"
 
 namespace folio::detail {
 

@@ -1,12 +1,12 @@
-// folio/detail/myers.hpp — minimal edit script between two sequences (Myers' O(ND) algorithm, linear
+// folio/detail/util/myers.hpp — minimal edit script between two sequences (Myers' O(ND) algorithm, linear
 // space, bisecting at the middle snake).
 //
 // Common prefix and suffix are trimmed first, so a small change in a large input costs O(n) plus the
 // work on the changed middle. The recursion of the textbook version is replaced by an explicit stack.
 // A work budget bounds pathological inputs (two unrelated values): past it, every subproblem left
 // becomes one replace hunk, which is still correct, merely not minimal. The budget grows with the
-// values (`diff_budget`), so the work a request can cause stays proportional to its size: before, a
-// flat 2·10^8 steps let two unrelated 64 KiB texts cost as much as two 4 MiB ones.
+// values (`diff_budget`), so the work a request can cause stays proportional to its size (a flat
+// budget would let two small unrelated values cost as much as two large ones).
 //
 // Why not a packaged library: the engine depends on the standard library and pugixml only (README.md);
 // Debian's dtl would add a dependency to every consumer of the headers.

@@ -1,5 +1,5 @@
-// folio/detail/page_directory.hpp — which pages of one replica's seq range a per-page table keeps
-// (detail/id_index.hpp, replica_removes in detail/op_log.hpp).
+// folio/detail/sequence/page_directory.hpp — which pages of one replica's seq range a per-page table keeps
+// (detail/sequence/id_index.hpp, replica_removes in detail/sequence/op_log.hpp).
 //
 // Model: a replica's seqs are cut into pages of 2^index_page_bits. A table keeps a slot only for the
 // pages it needs, added in rising page order (a replica's ops integrate in seq order). Kept pages form

@@ -1,4 +1,4 @@
-// folio/detail/run_tree.hpp — the run B-tree of the sequence engine (detail/rga.hpp): the items of a
+// folio/detail/sequence/run_tree.hpp — the run B-tree of the sequence engine (detail/sequence/rga.hpp): the items of a
 // sequence in document order, as runs in the leaves of a B-tree counted by live items.
 //
 // Model:
@@ -18,7 +18,7 @@
 //
 // The tree knows runs, not replicas: `Host` (the engine, CRTP) gives an item's key,
 // `host.key_of(run, k)` (it maps the run's local replica index to the replica id), and keeps the id
-// index (detail/id_index.hpp) up to date, `host.index_assign(replica, first seq, end seq, leaf)`, which
+// index (detail/sequence/id_index.hpp) up to date, `host.index_assign(replica, first seq, end seq, leaf)`, which
 // the tree calls for the runs a leaf split moves and for new runs.
 //
 // Thread-safety: none.
@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
 
 namespace folio::detail {
 
@@ -107,7 +107,7 @@ class run_tree {
     return *this;
   }
 
-  [[noreturn]] static void bad(const char* what) { fail("folio.invariant", what); }
+  [[noreturn]] static void bad(const char* what) { fail(error_code::invariant, what); }
 
   /// Forgets the position cache (before positions are looked up after other changes).
   void forget_position() const noexcept { cache_leaf_ = nullptr, cache_idx_ = -1; }
@@ -177,7 +177,8 @@ class run_tree {
   /// item there with a smaller key: keys rise along a run), or the end of the last leaf if there is
   /// none. Runs of the leaf are scanned; beyond it, whole subtrees whose smallest key is larger are
   /// skipped: up to the nearest ancestor with a later child holding a smaller key, then down to that
-  /// child's first such child. O(log n) whatever the siblings passed (walking runs was linear in them).
+  /// child's first such child. O(log n) whatever the siblings passed (not linear in them, as a walk
+  /// over the runs would be).
   std::pair<leaf_node*, int> first_below(leaf_node* l, int i, const item_key& k) const noexcept {
     for (; i < l->count; ++i)
       if (host().key_of(l->runs[i], 0) < k) return {l, i};

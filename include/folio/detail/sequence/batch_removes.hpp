@@ -1,4 +1,4 @@
-// folio/detail/batch_removes.hpp — the items an incoming batch of the sequence engine (detail/rga.hpp)
+// folio/detail/sequence/batch_removes.hpp — the items an incoming batch of the sequence engine (detail/sequence/rga.hpp)
 // removes: which of the values the batch carries can never show, so a placeholder value (a removed
 // item's, see rga::same_as_integrated) is not taken for a difference and a value rule judges only the
 // values that can show (rga::for_each_showable_value).
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "../id.hpp"
-#include "../ops.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
 
 namespace folio::detail {
 

@@ -1,12 +1,12 @@
-// folio/detail/id_index.hpp — the id index of the sequence engine (detail/rga.hpp): for one replica,
-// which leaf of the run tree (detail/run_tree.hpp) holds each of its items.
+// folio/detail/sequence/id_index.hpp — the id index of the sequence engine (detail/sequence/rga.hpp): for one replica,
+// which leaf of the run tree (detail/sequence/run_tree.hpp) holds each of its items.
 //
 // Model: the replica's seqs are cut into pages of 2^index_page_bits; a page holds sorted entries
 // (first seq, leaf), each mapping the seqs up to the next entry's to that leaf. Seqs that are not
 // items (removes) map to whatever precedes them; the engine checks the leaf's runs. Seqs at or past the
 // replica's next_seq do not exist yet (a replica's ops integrate in seq order), so they need no entry,
 // and extending the newest run within its page needs no index work (extend). Only pages that hold
-// items are kept (detail/page_directory.hpp): the pages a long remove spans cost nothing, so the index
+// items are kept (detail/sequence/page_directory.hpp): the pages a long remove spans cost nothing, so the index
 // is bounded by the replica's items and removes, not by its seqs.
 //
 // Complexity: leaf_of O(log page) (a page holds at most 2^index_page_bits entries) plus the page's

@@ -1,4 +1,4 @@
-// folio/detail/tree_encoding.hpp — the op records of map and xml records (value types 3 and 4).
+// folio/detail/tree/tree_encoding.hpp — the op records of map and xml records (value types 3 and 4).
 //
 // Same header as text and array (encoding.hpp, docs/FORMAT.md), and the same op table (op_codec.hpp:
 // replica table, flags byte, delta-coded replica index, seq, Lamport value and len); each record:
@@ -27,11 +27,11 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "op_codec.hpp"
+#include "../../error.hpp"
+#include "../encoding/op_codec.hpp"
 #include "tree_doc.hpp"
 #include "tree_op.hpp"
-#include "varint.hpp"
+#include "../encoding/varint.hpp"
 
 namespace folio::detail {
 

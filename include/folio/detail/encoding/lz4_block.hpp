@@ -1,4 +1,4 @@
-// folio/detail/lz4_block.hpp — the LZ4 block format (lz4.org's "LZ4 Block Format Description"), written
+// folio/detail/encoding/lz4_block.hpp — the LZ4 block format (lz4.org's "LZ4 Block Format Description"), written
 // and read with the standard library only, so that every program embedding the engine (the browser's
 // WebAssembly too) reads a compressed document. Documents of version 2 compress their content with it
 // (docs/FORMAT.md); the blocks are plain LZ4 blocks, which liblz4's LZ4_decompress_safe reads and whose

@@ -1,4 +1,4 @@
-// folio/detail/rga.hpp — the replicated growable array (RGA) behind text and array.
+// folio/detail/sequence/rga.hpp — the replicated growable array (RGA) behind text and array.
 //
 // Model (docs/INTERNALS.md has the long form):
 //  * Every item ever inserted stays in the sequence; a remove only marks it deleted (a tombstone).
@@ -17,18 +17,18 @@
 //    `ops_since` reads it, so nothing has to be reconstructed from the tree.
 //
 // Files, by role (diamond-types splits its list CRDT the same way):
-//  * detail/replica_core.hpp — replica table, version, clock, integrate preamble, parked ops (shared
-//    with the tree engine, detail/tree_doc.hpp);
-//  * detail/run_tree.hpp — the B-tree of runs: positions, the RGA scan, splitting and marking runs;
-//  * detail/id_index.hpp — per replica, item id -> leaf;
-//  * detail/op_log.hpp — the op log (ops_since reads it) and the seq -> content slot map;
-//  * detail/content_log.hpp — per replica, the values inserted; detail/batch_removes.hpp — what an
+//  * detail/replica/replica_core.hpp — replica table, version, clock, integrate preamble, parked ops (shared
+//    with the tree engine, detail/tree/tree_doc.hpp);
+//  * detail/sequence/run_tree.hpp — the B-tree of runs: positions, the RGA scan, splitting and marking runs;
+//  * detail/sequence/id_index.hpp — per replica, item id -> leaf;
+//  * detail/sequence/op_log.hpp — the op log (ops_since reads it) and the seq -> content slot map;
+//  * detail/sequence/content_log.hpp — per replica, the values inserted; detail/sequence/batch_removes.hpp — what an
 //    incoming batch removes;
 //  * this file — the engine tying them: local edits, reading, integration of remote ops;
-//  * detail/rga_invariants.hpp — check_invariants(), the checker of the invariants below.
+//  * detail/sequence/rga_invariants.hpp — check_invariants(), the checker of the invariants below.
 //
 // Invariants (verified by `check_invariants()`):
-//  1. the run tree's (detail/run_tree.hpp): live counts, minimum keys, fill, links, position cache;
+//  1. the run tree's (detail/sequence/run_tree.hpp): live counts, minimum keys, fill, links, position cache;
 //  2. every item id maps through the index to the leaf holding it;
 //  3. each item's origin (from the log) is the nearest item to its left with a smaller key;
 //  4. per replica, the log covers seqs 0..next_seq-1 exactly once, the remove seq ranges are the log's
@@ -50,18 +50,18 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../ops.hpp"
-#include "../version.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
+#include "../../version.hpp"
 #include "batch_removes.hpp"
 #include "content_log.hpp"
-#include "hash.hpp"
+#include "../util/hash.hpp"
 #include "id_index.hpp"
 #include "op_log.hpp"
-#include "replica_core.hpp"
+#include "../replica/replica_core.hpp"
 #include "run_tree.hpp"
-#include "utf8.hpp"
+#include "../../utf8.hpp"
 
 namespace folio::detail {
 
@@ -112,10 +112,10 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// Inserts `n` values before position `pos` (0 = front, size() = end). Amortised O(log n); O(1)
   /// when continuing the previous insert. Throws folio::error "[folio.range]" if pos > size().
   local_change insert(std::size_t pos, const T* values, std::size_t n) {
-    if (pos > size()) fail("folio.range", "insert position " + std::to_string(pos) + " > size " + std::to_string(size()));
+    if (pos > size()) fail(error_code::range, "insert position " + std::to_string(pos) + " > size " + std::to_string(size()));
     if constexpr (std::is_same_v<T, char32_t>)
       for (std::size_t k = 0; k < n; ++k)
-        if (!valid_code_point(values[k])) fail("folio.value", "not a Unicode scalar value");
+        if (!valid_code_point(values[k])) fail(error_code::value, "not a Unicode scalar value");
     replica_state& me = reps_[0];
     const local_change change{me.id, me.next_seq, static_cast<std::uint32_t>(n)};
     if (n == 0) return change;
@@ -150,7 +150,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// Throws folio::error "[folio.range]" if pos + n > size().
   local_change erase(std::size_t pos, std::size_t n) {
     if (pos > size() || n > size() - pos)
-      fail("folio.range", "erase range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
+      fail(error_code::range, "erase range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
     replica_state& me = reps_[0];
     const local_change change{me.id, me.next_seq, static_cast<std::uint32_t>(n)};
     if (n == 0) return change;
@@ -231,12 +231,12 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// keystroke): as integrate_batch would, by the same steps (counter_fault, check_refs,
   /// integrate_insert or integrate_remove, advance), without the batch's scaffolding that such an op
   /// cannot need (the order check, the batch's removes, the preamble for duplicates and parking, the
-  /// release of parked ops): a quarter of what integrating a keystroke cost. False, with nothing
+  /// release of parked ops), which outweighs the integration itself for one op. False, with nothing
   /// changed but the lookup caches (id_hint_, the last replica found), for anything else (a fault
   /// included), which integrate_batch then takes (and names). While an op is parked every batch goes
   /// to integrate_batch. Public, as integrate_batch is, so that tests hold the two to the same results;
   /// document::apply calls it too, with the op it read from a keystroke's bytes (no batch). Inlined
-  /// into both callers (a call cost a keystroke's batch about 17 instructions).
+  /// into both callers: it is on the path of every remote keystroke.
   [[gnu::always_inline]] bool try_integrate_next(const op& o, const std::vector<T>& content, apply_result& res) {
     const bool insert = o.kind == op_kind::insert;
     if (!parked_.empty() || content.size() != (insert ? o.len : 0) || (insert && o.backward) || !valid_values(content)) return false;
@@ -384,7 +384,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
 
   /// The live value at `pos`. O(log n). Throws "[folio.range]" past the end.
   T at(std::size_t pos) const {
-    if (pos >= size()) fail("folio.range", "position " + std::to_string(pos) + " >= size " + std::to_string(size()));
+    if (pos >= size()) fail(error_code::range, "position " + std::to_string(pos) + " >= size " + std::to_string(size()));
     const place p = locate_live(pos);
     const run& r = p.leaf->runs[p.idx];
     const replica_state& rs = reps_[r.replica];
@@ -395,7 +395,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// order: (first id, count). O(log n + runs). Throws "[folio.range]" past the end.
   std::vector<std::pair<op_id, std::uint32_t>> live_ids(std::size_t pos, std::size_t n) const {
     if (pos > size() || n > size() - pos)
-      fail("folio.range", "range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
+      fail(error_code::range, "range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
     std::vector<std::pair<op_id, std::uint32_t>> out;
     if (n == 0) return out;
     place p = locate_live(pos);
@@ -472,7 +472,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   }
 
   /// Verifies every invariant listed at the top of this file; throws "[folio.invariant]" on the first
-  /// violation. O(n log n); for tests and fuzzers. Defined in detail/rga_invariants.hpp.
+  /// violation. O(n log n); for tests and fuzzers. Defined in detail/sequence/rga_invariants.hpp.
   void check_invariants() const;
 
  private:

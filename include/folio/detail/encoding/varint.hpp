@@ -1,4 +1,4 @@
-// folio/detail/varint.hpp — LEB128 varints and a bounds-checked reader over untrusted bytes.
+// folio/detail/encoding/varint.hpp — LEB128 varints and a bounds-checked reader over untrusted bytes.
 //
 // The reader never reads past its end and never throws: the first failure is latched (status, byte
 // offset, field name) and every later read returns 0, so decoders can read a whole record and check once.
@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "../error.hpp"
-#include "utf8.hpp"
+#include "../../error.hpp"
+#include "../../utf8.hpp"
 
 namespace folio::detail {
 

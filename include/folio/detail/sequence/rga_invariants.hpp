@@ -1,5 +1,5 @@
-// folio/detail/rga_invariants.hpp — rga::check_invariants(): verifies the invariants listed at the top of
-// detail/rga.hpp (the run tree's own via run_tree::check_tree), throwing "[folio.invariant]" at the first
+// folio/detail/sequence/rga_invariants.hpp — rga::check_invariants(): verifies the invariants listed at the top of
+// detail/sequence/rga.hpp (the run tree's own via run_tree::check_tree), throwing "[folio.invariant]" at the first
 // violation. O(n log n) time, O(n) memory; for tests, fuzzers and `folio-admin check`, never on a hot path.
 // Included at the end of rga.hpp.
 #pragma once

@@ -1,4 +1,4 @@
-// folio/detail/tree_op.hpp — the operations of map and xml records (detail/tree_doc.hpp applies them)
+// folio/detail/tree/tree_op.hpp — the operations of map and xml records (detail/tree/tree_doc.hpp applies them)
 // and the one serialisation of their own fields, which both the wire format (tree_encoding.hpp) and
 // tree_doc's packed log (packed_log.hpp) write and read: the per-type payload of op_codec.hpp's records.
 //
@@ -20,12 +20,12 @@
 #include <string_view>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../ops.hpp"
-#include "hash.hpp"
-#include "utf8.hpp"
-#include "varint.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
+#include "../util/hash.hpp"
+#include "../../utf8.hpp"
+#include "../encoding/varint.hpp"
 
 namespace folio::detail {
 

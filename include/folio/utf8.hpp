@@ -1,4 +1,6 @@
-// folio/detail/utf8.hpp — strict UTF-8 <-> code points (no overlongs, no surrogates, max U+10FFFF).
+// folio/utf8.hpp — strict UTF-8 <-> code points (no overlongs, no surrogates, max U+10FFFF), as the
+// engine reads and writes its values. Public so that code around the engine (the service's JSON reader,
+// the WebAssembly binding) uses the same rules. Thread-safety: pure functions.
 #pragma once
 
 #include <bit>
@@ -8,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace folio::detail {
+namespace folio {
 
 inline bool valid_code_point(char32_t c) noexcept { return c <= 0x10FFFF && (c < 0xD800 || c > 0xDFFF); }
 
@@ -32,10 +34,8 @@ inline void append_utf8(std::string& out, char32_t c) {
 
 /// The length of the run of ASCII bytes (< 0x80) that `p` starts, at most `n`: 8 bytes a test of
 /// their high bits, the first other byte found in its word by counting trailing zeros (little-endian;
-/// a byte loop elsewhere); once a word passes, 32 bytes a test while they pass. Under half an
-/// instruction a byte in long runs, where a byte loop spent four (a 100 KB text's UTF-8 copy and the
-/// code point count of its common prefix are part of every update that replaces it by value), and
-/// one word's test where ASCII and other scripts alternate every few bytes.
+/// a byte loop elsewhere); once a word passes, 32 bytes a test while they pass. O(n) with a small
+/// constant in long runs, and one word's test where ASCII and other scripts alternate every few bytes.
 inline std::size_t ascii_run(const unsigned char* p, std::size_t n) noexcept {
   constexpr std::uint64_t high = 0x8080808080808080u;
   std::size_t i = 0;
@@ -167,4 +167,4 @@ bool decode_utf8(std::string_view s, Out& out, std::size_t* bad_at = nullptr) {
   }
 }
 
-}  // namespace folio::detail
+}  // namespace folio

@@ -1,4 +1,4 @@
-// folio/detail/id_table.hpp — a hash table from replica ids to small values (an index into a table
+// folio/detail/replica/id_table.hpp — a hash table from replica ids to small values (an index into a table
 // of replicas, a counter), in one flat array.
 //
 // Model: open addressing with linear probing over a power-of-two array of (id, value) slots, at most
@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "../id.hpp"
-#include "hash.hpp"
+#include "../../id.hpp"
+#include "../util/hash.hpp"
 
 namespace folio::detail {
 

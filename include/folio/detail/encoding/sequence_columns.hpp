@@ -1,8 +1,8 @@
-// folio/detail/sequence_columns.hpp — the op table of a version 2 text or array document, in columns
+// folio/detail/encoding/sequence_columns.hpp — the op table of a version 2 text or array document, in columns
 // (docs/FORMAT.md, "Format versions"). Version 1 writes an op as one record (a flags byte, then its
 // fields: encoding.hpp's sequence_op_format); version 2 writes each kind of field of every op into a
 // column of its own, so that alike values sit together, and stores each column as a compressed section
-// (detail/compressed_section.hpp) when that is smaller.
+// (detail/encoding/compressed_section.hpp) when that is smaller.
 //
 //   replica table and op count m, as in version 1 (op_codec.hpp)
 //   shapes   a nibble per op (the low one of byte i/2 for even i, the high one for odd i; an odd m leaves
@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "../id.hpp"
-#include "../ops.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
 #include "compressed_section.hpp"
 #include "op_codec.hpp"
 

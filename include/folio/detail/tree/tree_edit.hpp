@@ -1,5 +1,5 @@
-// folio/detail/tree_edit.hpp — the local edits of a tree document (detail/tree_doc.hpp): a map set or
-// removed, a whole map replaced, an XML tree replaced through its edit script (detail/xml_diff.hpp).
+// folio/detail/tree/tree_edit.hpp — the local edits of a tree document (detail/tree/tree_doc.hpp): a map set or
+// removed, a whole map replaced, an XML tree replaced through its edit script (detail/tree/xml_diff.hpp).
 //
 // Model: an edit becomes unit ops made here (each integrated by tree_doc::local at once, so the next
 // op may depend on it): map sets and unsets with the entries they observed as preds; inserts of nodes
@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "../markup.hpp"
-#include "../ops.hpp"
+#include "../../markup.hpp"
+#include "../../ops.hpp"
 #include "or_map.hpp"
 #include "tree_doc.hpp"
-#include "utf8.hpp"
+#include "../../utf8.hpp"
 #include "xml_diff.hpp"
 
 namespace folio::detail {
@@ -185,11 +185,11 @@ class tree_editor {
   op_id item_at(std::uint32_t oi, std::size_t pos) const {
     const auto ids = live_ids(oi, pos, 1);
     const object& obj = d_.objects_[oi];
-    if (ids.empty()) fail("folio.range", "position " + std::to_string(pos) + " past the end of a sequence");
+    if (ids.empty()) fail(error_code::range, "position " + std::to_string(pos) + " past the end of a sequence");
     return tree_doc::to_doc(obj, ids[0].first);
   }
   op_id origin_for(std::uint32_t oi, std::size_t pos) const {
-    if (pos > seq_size(oi)) fail("folio.range", "insert position past the end of a sequence");
+    if (pos > seq_size(oi)) fail(error_code::range, "insert position past the end of a sequence");
     return pos == 0 ? document_start : item_at(oi, pos - 1);
   }
 

@@ -1,4 +1,4 @@
-// folio/detail/content_log.hpp — the values a replica inserted, one slot per insert unit, in seq order.
+// folio/detail/sequence/content_log.hpp — the values a replica inserted, one slot per insert unit, in seq order.
 //
 // One log per replica. Remove units hold no slot (rga's replica_state::slot maps an insert's seq to its
 // slot), so memory is linear in the values inserted, whatever the removes. Text uses an adaptive width (1, 2 or 4 bytes a code point, widened on the first
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "utf8.hpp"
+#include "../../utf8.hpp"
 
 namespace folio::detail {
 

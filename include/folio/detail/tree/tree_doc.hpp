@@ -1,4 +1,4 @@
-// folio/detail/tree_doc.hpp — the document core of records made of several CRDT objects: a map
+// folio/detail/tree/tree_doc.hpp — the document core of records made of several CRDT objects: a map
 // (one OR-map object) and an XML tree (children sequences, attribute maps and texts).
 //
 // Objects. Every object is named by the id of the operation that created it plus a role: the root
@@ -31,9 +31,9 @@
 // encoding read it.
 //
 // Files: the replica table, version, clock, the integrate preamble and the parked ops are the
-// sequence engine's too (detail/replica_core.hpp); this file is the object model, the id translation,
+// sequence engine's too (detail/replica/replica_core.hpp); this file is the object model, the id translation,
 // integration and the log; the local edits (map sets, replace_map, replace_xml) are
-// detail/tree_edit.hpp, which this file includes at its end.
+// detail/tree/tree_edit.hpp, which this file includes at its end.
 //
 // Thread-safety: none; one thread at a time per document.
 #pragma once
@@ -51,20 +51,20 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../markup.hpp"
-#include "../ops.hpp"
-#include "../version.hpp"
-#include "hash.hpp"
-#include "id_table.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../markup.hpp"
+#include "../../ops.hpp"
+#include "../../version.hpp"
+#include "../util/hash.hpp"
+#include "../replica/id_table.hpp"
 #include "or_map.hpp"
 #include "packed_log.hpp"
-#include "replica_core.hpp"
-#include "rga.hpp"
+#include "../replica/replica_core.hpp"
+#include "../sequence/rga.hpp"
 #include "tree_op.hpp"
-#include "utf8.hpp"
-#include "varint.hpp"
+#include "../../utf8.hpp"
+#include "../encoding/varint.hpp"
 
 namespace folio::detail {
 
@@ -89,7 +89,7 @@ class tree_editor;
 /// The document (see the top of this file). clock() is the largest Lamport value integrated in any
 /// object (0 for an empty document); objects keep their own for new ops.
 class tree_doc : public replica_core<tree_replica, tree_parked> {
-  friend class tree_editor;  // the local edits (detail/tree_edit.hpp)
+  friend class tree_editor;  // the local edits (detail/tree/tree_edit.hpp)
   using core = replica_core<tree_replica, tree_parked>;
   using replica_state = tree_replica;
   using parked = tree_parked;
@@ -122,8 +122,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// object, plus map sets and unsets. No Lamport value of a history delivered causally passes it
   /// (rga::changed, per object). O(1).
   std::uint64_t changed() const noexcept { return changed_; }
-  /// What op `o` adds to units() once integrated.
-  static std::uint64_t held_units(const tree_op& o) noexcept { return o.kind == tree_op_kind::remove ? 1 : o.len; }
+  /// What op `o` adds to units() once integrated (detail::held_units, ops.hpp).
+  static std::uint64_t held_units(const tree_op& o) noexcept { return detail::held_units(o.kind == tree_op_kind::remove, o.len); }
 
   /// The unit operations of `ops` (a batch's) that would change this record, counted until `need` of
   /// them are found: every unit not integrated yet, except that a remove counts only the distinct
@@ -263,7 +263,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       frame f = stack.back();
       stack.pop_back();
       for_each_child(objects_[f.object], scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
-        if (f.slot == f.end) fail("folio.invariant", "a children list has more items than it counts");
+        if (f.slot == f.end) fail(error_code::invariant, "a children list has more items than it counts");
         markup::flat_fragment::item x;
         if (tag.empty()) {
           const index m = out.mark();
@@ -281,14 +281,14 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
         }
         out.node_at(f.slot++) = x;
       });
-      if (f.slot != f.end) fail("folio.invariant", "a children list has fewer items than it counts");
+      if (f.slot != f.end) fail(error_code::invariant, "a children list has fewer items than it counts");
     }
     return out;
   }
   /// The tree as a fragment (flat() converted).
   markup::fragment fragment() const { return flat().to_fragment(); }
 
-  // ---- local edits (detail/tree_edit.hpp) ----------------------------------------------------
+  // ---- local edits (detail/tree/tree_edit.hpp) ----------------------------------------------------
 
   /// Sets `key` of the root map (map records) to `value`. No op if it already is its only value.
   local_change set(const std::string& key, std::string value);
@@ -324,13 +324,13 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   void check_invariants() const {
     for (std::uint32_t i = 0; i < objects_.size(); ++i) {
       const object& o = objects_[i];
-      if (i != 0 && find_object(o.name) != i) fail("folio.invariant", "an object is not found by its name");
+      if (i != 0 && find_object(o.name) != i) fail(error_code::invariant, "an object is not found by its name");
       if (o.map) o.map->check_invariants();
       if (o.whole != no_entry) {
-        if (o.seq || o.kind == object_kind::map || o.whole >= log_.size()) fail("folio.invariant", "a lazy object's op is not a logged insert");
+        if (o.seq || o.kind == object_kind::map || o.whole >= log_.size()) fail(error_code::invariant, "a lazy object's op is not a logged insert");
         tree_op t;
         unpack(log_[o.whole], t);
-        if (t.kind != tree_op_kind::insert || t.object != o.name || t.ref != document_start) fail("folio.invariant", "a lazy object's op is not its first insert");
+        if (t.kind != tree_op_kind::insert || t.object != o.name || t.ref != document_start) fail(error_code::invariant, "a lazy object's op is not its first insert");
       }
       if (!o.seq) continue;
       if (o.seq->kids) o.seq->kids->check_invariants();
@@ -338,11 +338,11 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       for (const auto& [rep, segs] : o.seq->xlate)
         for (std::size_t k = 1; k < segs.size(); ++k)
           if (segs[k].doc < segs[k - 1].doc + segs[k - 1].len || segs[k].local != segs[k - 1].local + segs[k - 1].len)
-            fail("folio.invariant", "object id translation out of order");
+            fail(error_code::invariant, "object id translation out of order");
     }
     for (const replica_state& r : reps_)
       for (std::size_t i = 1; i < r.created.size(); ++i)
-        if (r.created[i].first <= r.created[i - 1].first) fail("folio.invariant", "a replica's created objects out of seq order");
+        if (r.created[i].first <= r.created[i - 1].first) fail(error_code::invariant, "a replica's created objects out of seq order");
     std::vector<std::uint32_t> seen(reps_.size(), 0), entries(reps_.size(), 0);
     std::uint64_t held = 0;
     tree_op t;
@@ -350,17 +350,17 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       const logged& e = log_[i];
       unpack(e, t);
       held += held_units(t);
-      if (e.seq != seen[e.rep]) fail("folio.invariant", "log out of seq order for a replica");
+      if (e.seq != seen[e.rep]) fail(error_code::invariant, "log out of seq order for a replica");
       const auto& lp = reps_[e.rep].log_pos;
-      if (entries[e.rep] >= lp.size() || lp[entries[e.rep]++] != i) fail("folio.invariant", "a replica's log positions miss an entry");
-      if (e.at > log_bytes_.size()) fail("folio.invariant", "log entry past the end of the log's bytes");
+      if (entries[e.rep] >= lp.size() || lp[entries[e.rep]++] != i) fail(error_code::invariant, "a replica's log positions miss an entry");
+      if (e.at > log_bytes_.size()) fail(error_code::invariant, "log entry past the end of the log's bytes");
       seen[e.rep] += e.len;
     }
     for (std::size_t r = 0; r < reps_.size(); ++r) {
-      if (seen[r] != reps_[r].next_seq) fail("folio.invariant", "log does not cover a replica's ops");
-      if (entries[r] != reps_[r].log_pos.size()) fail("folio.invariant", "a replica's log positions name entries it does not have");
+      if (seen[r] != reps_[r].next_seq) fail(error_code::invariant, "log does not cover a replica's ops");
+      if (entries[r] != reps_[r].log_pos.size()) fail(error_code::invariant, "a replica's log positions name entries it does not have");
     }
-    if (held != held_) fail("folio.invariant", "held unit count");
+    if (held != held_) fail(error_code::invariant, "held unit count");
   }
 
   /// Heap bytes, approximately (objects, their engines, the log).
@@ -391,8 +391,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     std::unique_ptr<rga<char32_t>> chars;    ///< text
     std::vector<std::pair<replica_id, std::vector<seg>>> xlate;  ///< per replica that edited it, in order of its first op
     /// Position in `xlate` by replica, once more than `xlate_scan` replicas edited the object (a scan
-    /// per op of one that many peers edit would be quadratic: 40,000 authors of one text took 127 ms
-    /// against 3 ms for 5,000).
+    /// per op of one that many peers edit would be quadratic in its authors).
     std::unique_ptr<id_table<std::uint32_t>> xlate_index;
   };
   static constexpr std::uint32_t no_entry = UINT32_MAX;
@@ -469,7 +468,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// Index of an object known to exist.
   std::uint32_t find(const object_name& name) const {
     const std::uint32_t i = find_object(name);
-    if (i == no_entry) fail("folio.invariant", "object missing");
+    if (i == no_entry) fail(error_code::invariant, "object missing");
     return i;
   }
 
@@ -527,7 +526,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
       st->kids = std::make_unique<rga<std::string>>(self());
       r = st->kids->apply(op_batch<std::string>{{first}, std::move(t.nodes)});
     }
-    if (!r || r.applied != t.len) fail("folio.invariant", "a lazy sequence's op does not integrate");
+    if (!r || r.applied != t.len) fail(error_code::invariant, "a lazy sequence's op does not integrate");
     obj.seq = std::move(st);  // built whole, or the object stays as it was
     obj.whole = no_entry;
     add_seg(obj, t.id.replica, t.id.seq, 0, t.len);
@@ -740,7 +739,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
         if (o.kind == tree_op_kind::remove) deleted = live - obj.seq->kids->size();
       }
       if (!r) return why = r.message, false;
-      if (r.applied != o.len) fail("folio.invariant", "object rejected a ready operation");
+      if (r.applied != o.len) fail(error_code::invariant, "object rejected a ready operation");
       add_seg(obj, o.id.replica, o.id.seq, local.id.seq, o.len);
     }
     if (o.kind == tree_op_kind::insert && objects_[oi].kind == object_kind::children) {  // add_object moves objects: no reference held
@@ -847,8 +846,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     apply_result res;
     std::string why;
     const outcome oc = integrate(o, res, why);
-    if (oc == outcome::invalid) fail("folio.value", why);
-    if (oc != outcome::done || res.applied != o.len) fail("folio.invariant", "local operation not integrated");
+    if (oc == outcome::invalid) fail(error_code::value, why);
+    if (oc != outcome::done || res.applied != o.len) fail(error_code::invariant, "local operation not integrated");
   }
 
   tree_shape shape_;

@@ -1,5 +1,5 @@
-// folio/detail/op_log.hpp — the op log of the sequence engine (detail/rga.hpp) and the map from a
-// replica's insert seqs to the slots of its content log (detail/content_log.hpp).
+// folio/detail/sequence/op_log.hpp — the op log of the sequence engine (detail/sequence/rga.hpp) and the map from a
+// replica's insert seqs to the slots of its content log (detail/sequence/content_log.hpp).
 //
 // Model:
 //  * The log keeps every operation in the (causal) order it was integrated, run-length merged: an
@@ -25,13 +25,13 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../ops.hpp"
-#include "../version.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
+#include "../../version.hpp"
 #include "id_index.hpp"
 #include "page_directory.hpp"
-#include "replica_core.hpp"
+#include "../replica/replica_core.hpp"
 
 namespace folio::detail {
 
@@ -155,7 +155,7 @@ class op_log {
   /// The origin (local replica, seq) of item (rep, seq), whose replica's entries are `log_pos`.
   std::pair<std::uint32_t, std::uint32_t> origin_of(const std::vector<std::uint32_t>& log_pos, std::uint32_t rep, std::uint32_t seq) const {
     const log_entry& e = entries_[*entry_holding(log_pos, seq, *this)];
-    if (e.kind != op_kind::insert) fail("folio.invariant", "item id belongs to a remove");
+    if (e.kind != op_kind::insert) fail(error_code::invariant, "item id belongs to a remove");
     if (seq == e.seq) return {e.ref_replica, e.ref_seq};
     return {rep, seq - 1};
   }

@@ -1,10 +1,10 @@
-// folio/detail/compressed_section.hpp — a part of an encoding stored as is or LZ4-compressed, whichever
+// folio/detail/encoding/compressed_section.hpp — a part of an encoding stored as is or LZ4-compressed, whichever
 // is smaller (docs/FORMAT.md, "Format versions"): the content of a version 2 document and each column
 // of its op table.
 //
 //   mode 0 (stored)      varint length n, then n bytes
 //   mode 1 (compressed)  varint size n, varint block length b, then an LZ4 block of b bytes that
-//                        decompresses to exactly n bytes (detail/lz4_block.hpp)
+//                        decompresses to exactly n bytes (detail/encoding/lz4_block.hpp)
 //   any other mode is refused
 //
 // Reading from untrusted bytes gives a view of the n bytes (into the input when stored, into a buffer

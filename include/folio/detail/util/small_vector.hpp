@@ -1,4 +1,4 @@
-// folio/detail/small_vector.hpp — a vector that keeps its first N elements inline and moves to the
+// folio/detail/util/small_vector.hpp — a vector that keeps its first N elements inline and moves to the
 // heap past them: the per-batch scratch tables of decoding (a batch's replicas, their next seqs) hold
 // one or two entries for a typical batch — one client's keystroke — and any number for a large one,
 // so the common case allocates nothing.
@@ -6,7 +6,7 @@
 // Model: `data_` points at the inline array or at a heap block of `cap_` elements; `size_` elements
 // from it are set. Access is one pointer away whichever it is (no branch per element). T is
 // trivially copyable, and the inline elements are not value-initialised: a batch's tables are made
-// per batch, and zeroing them cost more than filling them (elements below size_ are written first).
+// per batch and filled before they are read (elements below size_ are written first).
 // Growth doubles the capacity (amortised O(1) push_back). Not copyable or movable: data_ may point
 // into the object itself. Thread-safety: none.
 #pragma once

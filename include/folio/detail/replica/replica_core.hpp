@@ -1,4 +1,4 @@
-// folio/detail/replica_core.hpp — what both engines (detail/rga.hpp, the sequence; detail/tree_doc.hpp,
+// folio/detail/replica/replica_core.hpp — what both engines (detail/sequence/rga.hpp, the sequence; detail/tree/tree_doc.hpp,
 // the tree) keep about replicas: the replica table, the version vector, the Lamport clock, the ops
 // held for missing dependencies and how an op is admitted and released.
 //
@@ -16,7 +16,7 @@
 // Invariants: index_of_[reps_[i].id] == i; version() == {(r.id, r.next_seq)}; clock_ is the largest
 // Lamport value integrated; every parked op waits for an op not integrated when it was parked.
 //
-// Complexity: table lookups O(1) (keyed hash, detail/hash.hpp: replica ids are chosen by peers);
+// Complexity: table lookups O(1) (keyed hash, detail/util/hash.hpp: replica ids are chosen by peers);
 // version() O(1) unless dirty, O(r log r) for r replicas otherwise; release_parked O(ops x their
 // dependencies x the engine's integrate).
 //
@@ -33,11 +33,11 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "../ops.hpp"
-#include "../version.hpp"
-#include "hash.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../../ops.hpp"
+#include "../../version.hpp"
+#include "../util/hash.hpp"
 #include "id_table.hpp"
 
 namespace folio::detail {
@@ -162,7 +162,7 @@ class replica_core {
 
  protected:
   explicit replica_core(replica_id me) {
-    if (me == 0) fail("folio.replica", "replica id 0 is reserved");
+    if (me == 0) fail(error_code::replica, "replica id 0 is reserved");
     replica_index(me);
   }
   replica_core(replica_core&&) noexcept = default;
@@ -240,9 +240,9 @@ class replica_core {
   }
 
   /// Releases the parked ops: each is tried once, then again only when its awaited replica's next seq
-  /// has passed the one it waits for: O(ops x their dependencies x log), where trying every parked op
-  /// until a pass made no progress was quadratic for a batch listing each op before the one it needs
-  /// (8,000 such ops took 1.8 s, 1,000 took 18 ms). An op that proves invalid is dropped and counted
+  /// has passed the one it waits for: O(ops x their dependencies x log), not quadratic, as trying every
+  /// parked op until a pass made no progress would be for a batch listing each op before the one it
+  /// needs. An op that proves invalid is dropped and counted
   /// in rejected(). What still waits at the end is left in `parked_`, in the order it came.
   template <class Retry>
   void release_parked(Retry&& retry) {

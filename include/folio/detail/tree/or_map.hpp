@@ -1,4 +1,4 @@
-// folio/detail/or_map.hpp — the state of one observed-remove map (OR-map) object.
+// folio/detail/tree/or_map.hpp — the state of one observed-remove map (OR-map) object.
 //
 // Semantics (docs/INTERNALS.md, "one document model"):
 //  * set(key, value) made by operation X removes the entries its author observed for that key (its
@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
 
 namespace folio::detail {
 
@@ -107,7 +107,7 @@ class or_map {
   void check_invariants() const {
     std::size_t keys = 0;
     for_each([&](const std::string&, const std::string&) { ++keys; });
-    if (keys != keys_) fail("folio.invariant", "map key count " + std::to_string(keys_) + " differs from the keys present (" + std::to_string(keys) + ")");
+    if (keys != keys_) fail(error_code::invariant, "map key count " + std::to_string(keys_) + " differs from the keys present (" + std::to_string(keys) + ")");
   }
 
  private:

@@ -1,4 +1,4 @@
-// folio/detail/packed_log.hpp — tree_doc's op log, packed into bytes.
+// folio/detail/tree/packed_log.hpp — tree_doc's op log, packed into bytes.
 //
 // tree_doc keeps every integrated op, in integration order: a small inline entry (author, seq, len,
 // Lamport value: what ops_since filters on) and the rest packed here, at the entry's offset in one
@@ -15,11 +15,11 @@
 #include <string>
 #include <string_view>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "id_table.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../replica/id_table.hpp"
 #include "tree_op.hpp"
-#include "varint.hpp"
+#include "../encoding/varint.hpp"
 
 namespace folio::detail {
 
@@ -28,7 +28,7 @@ struct packed_replicas {
   const id_table<std::uint32_t>& index_of;
   std::size_t index(replica_id id) const {
     const std::uint32_t* i = index_of.find(id);
-    if (!i) fail("folio.internal", "replica " + std::to_string(id) + " is not in the document's table");
+    if (!i) fail(error_code::internal, "replica " + std::to_string(id) + " is not in the document's table");
     return *i;
   }
   std::size_t ref_index(replica_id id) const { return id == 0 ? 0 : index(id) + 1; }
@@ -55,7 +55,7 @@ void unpack_tree_op(std::string_view bytes, tree_op& o, ObjectAt&& object_at, st
   o.text.clear(), o.nodes.clear(), o.key.clear(), o.value.clear(), o.preds.clear();
   const auto [name, text] = object_at(static_cast<std::size_t>(in.varint("packed log")));
   o.object = name;
-  if (!read_tree_payload(in, o, text, nrep, replica_at)) fail("folio.invariant", "packed log entry does not read back");
+  if (!read_tree_payload(in, o, text, nrep, replica_at)) fail(error_code::invariant, "packed log entry does not read back");
 }
 
 /// The UTF-8 text of the insert into a text packed at the start of `bytes`, as it lies there (no
@@ -65,7 +65,7 @@ inline std::string_view packed_insert_text(std::string_view bytes) {
   in.byte("packed log");
   in.varint("packed log");  // object
   std::string_view text;
-  if (!read_text_insert_utf8(in, text)) fail("folio.invariant", "packed log entry does not read back");
+  if (!read_text_insert_utf8(in, text)) fail(error_code::invariant, "packed log entry does not read back");
   return text;
 }
 

@@ -1,9 +1,9 @@
-// folio/detail/hash.hpp — hashing of the ids that untrusted input chooses (replica ids, object names).
+// folio/detail/util/hash.hpp — hashing of the ids that untrusted input chooses (replica ids, object names).
 //
 // std::hash of an integer is the integer itself, so a table's bucket is the id modulo the bucket
 // count, which the standard library picks deterministically: a peer sending replica ids that are
-// multiples of it puts them all in one bucket, and every lookup walks that one chain (issue 19: 40,000
-// such ids took 1.3 s to integrate, 5,000 took 3 ms). The ids are mixed here with a key drawn once
+// multiples of it puts them all in one bucket, and every lookup walks that one chain: integrating n
+// such ids costs O(n^2). The ids are mixed here with a key drawn once
 // per process from std::random_device, so which ids share a bucket cannot be known from outside.
 // Nothing Folio writes depends on these hashes (no table is iterated to produce output).
 // Thread-safety: the key is initialised once (a function-local static); hashing is pure.

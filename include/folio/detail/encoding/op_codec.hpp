@@ -1,4 +1,4 @@
-// folio/detail/op_codec.hpp — the op table that every wire encoding of operations is made of: text
+// folio/detail/encoding/op_codec.hpp — the op table that every wire encoding of operations is made of: text
 // and array records (encoding.hpp, sequence_op_format) and map and xml records (tree_encoding.hpp,
 // tree_op_format). docs/FORMAT.md has the field tables.
 //
@@ -36,10 +36,10 @@
 #include <utility>
 #include <vector>
 
-#include "../error.hpp"
-#include "../id.hpp"
-#include "id_table.hpp"
-#include "small_vector.hpp"
+#include "../../error.hpp"
+#include "../../id.hpp"
+#include "../replica/id_table.hpp"
+#include "../util/small_vector.hpp"
 #include "varint.hpp"
 
 namespace folio::detail {
@@ -66,7 +66,7 @@ class replica_table_writer {
   std::size_t index(replica_id id) const {
     if (id == last_id_ && !ids_.empty()) return last_index_;
     const std::size_t* i = index_.find(id);
-    if (!i) fail("folio.internal", "replica " + std::to_string(id) + " was not added to the table");
+    if (!i) fail(error_code::internal, "replica " + std::to_string(id) + " was not added to the table");
     return *i;
   }
   /// A reference's replica: 0 for none (replica 0), else index + 1.
