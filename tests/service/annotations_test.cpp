@@ -140,9 +140,12 @@ TEST(Annotations, GeneratedIdsAreUrlSafeDistinctAndInTimeOrder) {
     seen.insert(id);
   }
   EXPECT_EQ(seen.size(), 1000u);
-  const std::string before = svc::random_annotation_id();
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  EXPECT_LT(before, svc::random_annotation_id());  // time first: inserts stay together in the keys
+  // Time first, big-endian (inserts stay together in the keys): a later millisecond sorts after, whatever
+  // the random bits, across each byte of the time; ids of one millisecond differ.
+  for (const std::int64_t ms : {std::int64_t{0}, std::int64_t{255}, std::int64_t{0xFFFF}, std::int64_t{1767225600000}, (std::int64_t{1} << 48) - 2})
+    for (int i = 0; i < 20; ++i) EXPECT_LT(svc::random_annotation_id(ms), svc::random_annotation_id(ms + 1)) << ms;
+  EXPECT_NE(svc::random_annotation_id(1767225600000), svc::random_annotation_id(1767225600000));
+  EXPECT_EQ(svc::random_annotation_id(1767225600000).substr(0, 8), svc::random_annotation_id(1767225600000).substr(0, 8));
 }
 
 TEST(Annotations, StoredBodiesReadBackThroughTheSameChecks) {
