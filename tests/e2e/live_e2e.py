@@ -468,8 +468,8 @@ class NginxMemory(unittest.TestCase):
         self.assertEqual(value_of(cli("apply", json.dumps(seen[-1]), state=st, editor="budget-0")), rest_value("budget-0"))
 
     def test_one_tenant_flooding_large_changes_does_not_starve_another_tenants_subscribers(self):
-        # Each channel kept 256 messages for an hour in Nchan's 128 MiB: ~650 changes of 200 KB filled it,
-        # publishes failed (507), and another tenant's pushes were dropped without its subscribers knowing.
+        # Nchan's shared memory (128 MiB) must not fill with one tenant's messages: if it did, publishes
+        # would fail (507) and another tenant's pushes would be dropped without its subscribers knowing.
         add("quiet", "text", "q0", who="b")
         st = state_path("quiet")
         cli("sync", state=st, editor="quiet", who="b")

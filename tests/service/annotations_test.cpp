@@ -77,8 +77,8 @@ TEST_F(fixture, AThreadStoredWithALoneSurrogateByAnEarlierBuildStaysWritable) {
 }
 
 TEST_F(fixture, TheLargestCommentIdGivenByAClientNeverBlocksGeneratedIds) {
-  // Ids are handed out after the largest the thread has had; a client giving 2^53 - 1 used to leave no
-  // id for any comment sent without one ("No comment id is left ..."). Now the smallest free ids follow.
+  // Ids are handed out after the largest the thread has had, and when a client gave 2^53 - 1 the
+  // smallest free ids follow: a comment sent without one always gets an id ("No comment id is left ..." never).
   const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
   const std::string from = R"("from":{"userId":"u","name":"U","email":"u@e"})";
   const svc::response added = call("/v2/commentannotations/add", doc + R"(,"commentAnnotations":[{"annotationId":"a",)" + from +
