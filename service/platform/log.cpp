@@ -1,5 +1,7 @@
 #include "platform/log.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -52,6 +54,7 @@ struct log_state {
   std::condition_variable wake;
   line_batch batch{64 * 1024, std::chrono::seconds(1)};
   std::thread flusher;
+  pid_t flusher_pid = 0;  // a forked child has no flusher thread to join
   bool started = false, stopped = false;
 };
 
@@ -83,7 +86,7 @@ void stop_flusher() {
     write_held(s);
   }
   s.wake.notify_one();
-  s.flusher.join();
+  if (getpid() == s.flusher_pid) s.flusher.join();
 }
 
 void emit(rapidjson::StringBuffer& sb) {
@@ -107,6 +110,7 @@ void emit_access(rapidjson::StringBuffer& sb) {
     if (!s.started) {
       s.started = true;
       s.flusher = std::thread(run_flusher, std::ref(s));
+      s.flusher_pid = getpid();
       std::atexit(stop_flusher);
     }
     first = s.batch.held().empty();
