@@ -285,7 +285,7 @@ std::vector<shape> shapes() {
                  for (std::size_t i = 0; i < n; ++i) ops.push_back(tset(2, static_cast<std::uint32_t>(i), 1, root, "k", "1", {}));
                  return apply_tree(record_type::map, ops);
                }});
-  // (n concurrent sets, then n sets each observing all of them, was a batch of n^2 preds: quadratic in n
+  // (n concurrent sets, then n sets each observing all of them, is a batch of n^2 preds: quadratic in n
   // whatever the engine does. These two are linear in their size.)
   s.push_back({"apply map: n concurrent sets of one key, then n sets each observing one", 20000, [](std::size_t n) -> job {
                  std::vector<tree_op> ops;

@@ -223,8 +223,8 @@ TEST(Diff, TheBudgetGrowsWithTheValuesUpToACap) {
 
 // Two unrelated 10,000-character texts differ in ~3,800 places: a minimal script costs ~15 M steps,
 // more than their budget (2.3 M), so the default diff stops and replaces the middle whole, while
-// the same texts with an ample budget get the many-hunk minimal script. (Before the budget was
-// proportional, every diff got 2·10^8 steps and this took the minimal path.)
+// the same texts with an ample budget get the many-hunk minimal script. (With a fixed budget of 2·10^8
+// steps, this takes the minimal path and fails.)
 TEST(Diff, SmallUnrelatedValuesGetABudgetProportionalToTheirSize) {
   std::mt19937 rng(11);
   const std::u32string a = random_binary(rng, 10'000), b = random_binary(rng, 10'000);

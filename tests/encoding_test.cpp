@@ -572,8 +572,8 @@ TEST(Encoding, ReplicaTableRefusalsNameTheFirstProblemInTableOrder) {
   EXPECT_EQ(r.offset, replica_table(1, ids).size() - 2);
 }
 
-// Inputs the fuzzers found (fuzz/decode_fuzz.cpp), kept as regressions: huge zigzag deltas used to
-// overflow a signed addition while decoding a reference seq.
+// Inputs the fuzzers found (fuzz/decode_fuzz.cpp), kept as regressions: huge zigzag deltas must
+// be refused without overflowing a signed addition while decoding a reference seq.
 TEST(Encoding, FuzzFoundHugeDeltasAreRefused) {
   {
     folio::op_batch<std::string> b;
@@ -610,7 +610,7 @@ TEST(Encoding, FuzzFoundHugeDeltasAreRefused) {
 }
 
 // An op whose fields each fit but whose Lamport values or seqs run past 2^31 is refused as
-// out_of_range (it was reported as overlong_varint, though no varint was long), by the text and the
+// out_of_range (not overlong_varint: no varint is long), by the text and the
 // map decoder alike; the description keeps the words HTTP answers have shown ("bad varint").
 TEST(Encoding, CountersPastTheirRangeAreOutOfRange) {
   const std::uint32_t top = folio::max_counter;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 #include <folio/markup.hpp>
 
@@ -24,6 +26,16 @@ folio::markup::parse_result refused(std::string_view s) {
   EXPECT_FALSE(r) << s;
   EXPECT_TRUE(f.empty());
   return r;
+}
+
+/// `s` refused with `status` at byte `offset` (saying `message`, when given).
+void expect_refused(std::string_view s, parse_status status, std::size_t offset, std::optional<std::string_view> message = {}) {
+  const auto r = refused(s);
+  EXPECT_EQ(r.status, status) << s;
+  EXPECT_EQ(r.offset, offset) << s;
+  if (message) {
+    EXPECT_EQ(r.message, *message) << s;
+  }
 }
 
 TEST(Markup, FragmentsHoldSeveralTopLevelNodesAndText) {
@@ -145,11 +157,8 @@ TEST(Markup, BillionLaughsAndExternalEntitiesNeverGetADtd) {
 }
 
 TEST(Markup, ReferencesMustBeDefined) {
-  auto r = refused("<p>caf&eacute;</p>");
-  EXPECT_EQ(r.status, parse_status::bad_reference);
-  EXPECT_EQ(r.offset, 6u);
-  EXPECT_EQ(r.message, "undefined entity reference &eacute;");
-  r = refused("<p a=\"x &nbsp;\"/>");
+  expect_refused("<p>caf&eacute;</p>", parse_status::bad_reference, 6, "undefined entity reference &eacute;");
+  auto r = refused("<p a=\"x &nbsp;\"/>");
   EXPECT_EQ(r.status, parse_status::bad_reference);
   EXPECT_EQ(r.offset, 8u);
   EXPECT_EQ(refused("<p>a & b</p>").status, parse_status::bad_reference);
@@ -161,12 +170,9 @@ TEST(Markup, ReferencesMustBeDefined) {
 
 TEST(Markup, ADuplicateAttributeIsReportedAtItsFirstRepeatInDocumentOrder) {
   // "b" repeats before "a" does; "a" sorts first, but the refusal names the first repeat as written.
-  auto r = refused("<e a=\"1\" b=\"2\" b=\"3\" a=\"4\"/>");
-  EXPECT_EQ(r.status, parse_status::duplicate_attribute);
-  EXPECT_EQ(r.offset, 15u);
-  EXPECT_EQ(r.message, "attribute \"b\" appears twice");
+  expect_refused("<e a=\"1\" b=\"2\" b=\"3\" a=\"4\"/>", parse_status::duplicate_attribute, 15, "attribute \"b\" appears twice");
   // A third occurrence does not move it; an attribute breaking another rule first is reported instead.
-  r = refused("<e z=\"1\" z=\"2\" z=\"3\"/>");
+  auto r = refused("<e z=\"1\" z=\"2\" z=\"3\"/>");
   EXPECT_EQ(r.offset, 9u);
   r = refused("<e a=\"<\" a=\"2\"/>");
   EXPECT_EQ(r.status, parse_status::lt_in_attribute);
@@ -186,20 +192,12 @@ TEST(Markup, ADuplicateAttributeIsReportedAtItsFirstRepeatInDocumentOrder) {
 }
 
 TEST(Markup, WellFormednessRulesPugixmlLeavesToUs) {
-  auto r = refused("<a x=\"1\" y=\"2\" x=\"3\"/>");
-  EXPECT_EQ(r.status, parse_status::duplicate_attribute);
-  EXPECT_EQ(r.offset, 15u);
-  r = refused("<a x=\"1<2\"/>");
-  EXPECT_EQ(r.status, parse_status::lt_in_attribute);
-  EXPECT_EQ(r.offset, 7u);
-  r = refused("<a>x]]>y</a>");
-  EXPECT_EQ(r.status, parse_status::cdata_end_in_text);
-  EXPECT_EQ(r.offset, 4u);
+  expect_refused("<a x=\"1\" y=\"2\" x=\"3\"/>", parse_status::duplicate_attribute, 15);
+  expect_refused("<a x=\"1<2\"/>", parse_status::lt_in_attribute, 7);
+  expect_refused("<a>x]]>y</a>", parse_status::cdata_end_in_text, 4);
   EXPECT_EQ(parsed("<a\xC2\xB7/>")[0].name, "a\xC2\xB7");                       // U+00B7 may follow a name start ...
   EXPECT_EQ(refused("<\xC2\xB7" "a/>").status, parse_status::invalid_name);  // ... but not start a name
-  r = refused("<a\xE2\x98\x83/>");                                       // U+2603 is no name character at all
-  EXPECT_EQ(r.status, parse_status::invalid_name);
-  EXPECT_EQ(r.offset, 1u);
+  expect_refused("<a\xE2\x98\x83/>", parse_status::invalid_name, 1);  // U+2603 is no name character at all
   EXPECT_EQ(refused("<a b\xE2\x80\x8B=\"1\"/>").status, parse_status::invalid_name);  // U+200B
 }
 
@@ -213,12 +211,8 @@ TEST(Markup, UnbalancedOrBrokenMarkupIsMalformed) {
 }
 
 TEST(Markup, CommentsAndProcessingInstructionsAreRefusedNotDropped) {
-  auto r = refused("<p>a<!-- note -->b</p>");
-  EXPECT_EQ(r.status, parse_status::comment);
-  EXPECT_EQ(r.offset, 4u);
-  r = refused("<p>a<?php echo 1; ?>b</p>");
-  EXPECT_EQ(r.status, parse_status::processing_instruction);
-  EXPECT_EQ(r.offset, 4u);
+  expect_refused("<p>a<!-- note -->b</p>", parse_status::comment, 4);
+  expect_refused("<p>a<?php echo 1; ?>b</p>", parse_status::processing_instruction, 4);
 }
 
 TEST(Markup, BytesThatAreNotXmlCharactersAreRefused) {

@@ -370,8 +370,8 @@ TEST(SyncClient, AnUnacknowledgedItemRemovedAfterARestartIsSentAgainWithoutItsVa
   // state keeps no value for it (no document encoding keeps the values of removed items), so the
   // insert goes again with a placeholder — for an array the empty string, never JSON — along with its
   // remove. Nothing can ever show that value, so the server does not judge it, whether the first push
-  // reached it (the insert is a duplicate) or not (the batch removes it). Judged, it was refused on
-  // every sync: the client was stuck for good.
+  // reached it (the insert is a duplicate) or not (the batch removes it). Judged, it would be refused on
+  // every sync: the client would be stuck for good.
   for (const record_type t : {record_type::array, record_type::text})
     for (const bool reached : {false, true}) {
       SCOPED_TRACE(std::string(folio::to_string(t)) + (reached ? ": the push reached the server" : ": the push was lost"));

@@ -196,18 +196,10 @@ std::string repair(folio::service::database& db, const folio::service::record_ke
   const std::uint64_t incarnation = svc::new_incarnation();
   folio::document fresh(old.type(), incarnation, old.content_key());
   switch (old.type()) {
-    case folio::record_type::text:
-      fresh.replace_text(old.text());
-      break;
-    case folio::record_type::array:
-      fresh.replace_array(old.array());
-      break;
-    case folio::record_type::map:
-      fresh.replace_map(old.map());
-      break;
-    case folio::record_type::xml:
-      fresh.replace_xml(old.xml_fragment());
-      break;
+    case folio::record_type::text: fresh.replace_text(old.text()); break;
+    case folio::record_type::array: fresh.replace_array(old.array()); break;
+    case folio::record_type::map: fresh.replace_map(old.map()); break;
+    case folio::record_type::xml: fresh.replace_xml(old.xml_fragment()); break;
   }
   if (fresh.units() > folio::document::max_units(fresh.type()))
     throw std::runtime_error("the record's value alone holds " + std::to_string(fresh.units()) + " operations, past the " +

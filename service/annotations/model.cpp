@@ -3,9 +3,9 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
-#include <chrono>
 #include <initializer_list>
 
+#include "platform/clock.hpp"
 #include "platform/fields.hpp"
 #include "wire/json.hpp"
 #include "wire/status.hpp"
@@ -118,14 +118,15 @@ std::string written(F&& f) {
 
 }  // namespace
 
-std::string random_annotation_id() {
+std::string random_annotation_id() { return random_annotation_id(now_unix_ms()); }
+
+std::string random_annotation_id(std::int64_t unix_ms) {
   // 8 characters of milliseconds since 1970 (48 bits, big-endian: ids sort by creation time), then 12
   // of randomness (72 bits). Time order keeps a batch's inserts together in the primary key and the
   // comments' key — a few pages written per batch instead of one random page per annotation.
   static constexpr char alphabet[] = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";  // ASCII order
   unsigned char bytes[15];
-  const auto ms = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  const auto ms = static_cast<std::uint64_t>(unix_ms);
   for (int i = 0; i < 6; ++i) bytes[i] = static_cast<unsigned char>(ms >> (8 * (5 - i)));
   if (RAND_bytes(bytes + 6, 9) != 1) throw api_error(status::unavailable, "No randomness available for an annotation id; retry.");
   std::string id;

@@ -86,5 +86,8 @@ comment_value stored_comment(const std::string& body);
 /// A fresh annotation id: 20 URL-safe characters, the creation time in milliseconds (so ids of later
 /// calls sort after earlier ones) then 72 random bits.
 std::string random_annotation_id();
+/// The same at `unix_ms` (milliseconds since the epoch, below 2^48): ids compare as their times do, and
+/// ids of one millisecond differ in their random bits.
+std::string random_annotation_id(std::int64_t unix_ms);
 
 }  // namespace folio::service

@@ -5,13 +5,13 @@ namespace folio::service {
 namespace {
 
 // Schema 8 (both dialects; the key columns' types are each dialect's own): an annotation has an
-// integer key, `aid` (SQLite: the rowid), and its comments are keyed by it and their position. A
-// read joined each annotation to its comments by a seek on (tenant, org, doc, annotation_id): text
-// compared column by column at every level of the B-tree, about a microsecond a seek; SQLite's
-// indexes of annotations end in their table's key, so they now lead to the row by an integer too.
+// integer key, `aid` (SQLite: the rowid), and its comments are keyed by it and their position, so a
+// read joins an annotation to its comments by one integer comparison a B-tree level, where a key of
+// (tenant, org, doc, annotation_id) compares text column by column; SQLite's indexes of annotations
+// end in their table's key, so they lead to the row by an integer too.
 // annotations_by_id is only ever searched with all four columns equal, so the id comes first: it
 // tells entries apart at the first column compared, where the document's columns are the same in
-// most entries a seek passes (30% off a hundred lookups by id). Positions are renumbered 1, 2, ...
+// most entries a seek passes. Positions are renumbered 1, 2, ...
 // in each thread in the order they had (ties, which no build wrote, by comment id); a comment
 // without its annotation (none a build wrote) is not copied. An annotation's aid is never seen
 // outside the database and never handed out again (SQLite: AUTOINCREMENT; PostgreSQL: an identity),
@@ -57,14 +57,12 @@ constexpr const char* pg_schema_8 =
 
 // Schema 9: an annotation's row holds its thread's comments as a read gives them (`comments`: the
 // bodies in position order joined by commas, '' for none), or NULL when they pass held_comments_max
-// (65536) bytes (store.hpp). A scan sought each thread's comments by aid, in createdAt order, which
-// is not the order of the aids: a random seek into the comments per thread, about 1.5 us, three
-// quarters of the SQL a read of the whole document did. The migration holds every thread within the
+// (65536) bytes (store.hpp), so a scan of a document reads each thread from its row instead of a
+// seek into the comments per thread (a scan goes in createdAt order, which is not the aids'). The migration holds every thread within the
 // bound, in one pass over the comments: PostgreSQL through string_agg's ORDER BY; SQLite (whose
 // group_concat takes no ORDER BY before 3.44) over each thread's comments as a subquery ordered by
-// position, which an aggregate reads as it runs, never flattened into it. A running group_concat
-// window, tried first, materialised every prefix of every thread: quadratic (100 threads of 300
-// comments: 2.9 s and 948 MB of temporary data, against 0.03 s). `folio-admin check` compares every
+// position, which an aggregate reads as it runs, never flattened into it (a running group_concat
+// window would materialise every prefix of every thread: quadratic). `folio-admin check` compares every
 // held copy with the comments. Triggers keep the
 // copy from going stale whoever writes a comment (this build, an older folio-fcgi still running, a
 // hand): any insert, update or delete of a comment leaves its annotation's row holding none (NULL),
@@ -297,8 +295,7 @@ void scan_listed_threads(database& db, const annotation_scope& s, const std::vec
   // other filters or have no annotation (a.aid NULL: missing), with the annotation's head and the
   // comments its row holds (thread_columns' first four: NULL where there is none). VALUES names its
   // columns column1, column2 in both dialects. A place with no row is an annotation that fails the
-  // filters: leaving those out in the statement, rather than handing over a row per id to classify,
-  // took 14% off a request for a hundred ids of which two pass (callgrind, whole process).
+  // filters: the statement leaves those out, so no row is handed over per id only to be dropped.
   // The rows come in request order: SQLite's plan walks the VALUES rows in order, the LEFT JOIN's left
   // side outermost (an ORDER BY would make it sort every row, bodies included); PostgreSQL, whose hash
   // joins give any order, is asked for it (ORDER BY r.column1). A row out of that order is refused

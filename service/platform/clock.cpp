@@ -30,7 +30,7 @@ iso_chars iso_time_chars(std::int64_t ms) {
     return out;
   }
   // The civil date by the calendar arithmetic of <chrono> (no time zone database, no lock: gmtime_r
-  // takes glibc's process-wide time zone lock, which every worker's log line took), then the digits
+  // takes glibc's process-wide time zone lock, which every worker's log line would take), then the digits
   // by hand.
   using namespace std::chrono;
   const sys_days day = floor<days>(sys_time<milliseconds>(milliseconds(ms)));

@@ -4,9 +4,8 @@
 // nginx's stock set and every header, QUERY_STRING and FOLIO_CHANNEL among them (docs/SERVICE.md).
 // main.cpp passes libfcgi's list; tests pass their own. Nothing else of FastCGI here.
 // Complexity: one pass over the list, each entry's name compared with the dozen wanted ones:
-// O(entries x wanted), no allocation beyond the values' copies. libfcgi's FCGX_GetParam walked the
-// whole list once per name instead (strncmp each), a tenth of a small crdt/get's instructions with
-// nginx's stock fastcgi_params and every request header in the list.
+// O(entries x wanted), no allocation beyond the values' copies (libfcgi's FCGX_GetParam walks the
+// whole list once per name asked, strncmp each).
 // Thread-safety: a free function.
 #pragma once
 

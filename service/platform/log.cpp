@@ -1,10 +1,16 @@
 #include "platform/log.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include "platform/clock.hpp"
+#include "platform/log_batch.hpp"
 #include "wire/json.hpp"
 
 namespace folio::service::log {
@@ -38,11 +44,79 @@ rapidjson::StringBuffer& line_buffer() {
   return sb;
 }
 
-void emit(rapidjson::StringBuffer& sb) {  // one write(2) per line: stderr is unbuffered
+// Access lines are held in one batch (log_batch.hpp: 64 KiB, 1 s) and written by one write(2) (stderr is
+// unbuffered); a flusher thread, started with the first access line, writes them when the oldest has
+// waited a second, and an atexit handler stops it and writes what is held (main returns after SIGTERM's
+// drain). Every other line is written at once, after the held ones. The state is never destroyed:
+// threads may still log while the process exits (their lines are then written at once).
+struct log_state {
+  std::mutex mu;
+  std::condition_variable wake;
+  line_batch batch{64 * 1024, std::chrono::seconds(1)};
+  std::thread flusher;
+  pid_t flusher_pid = 0;  // a forked child has no flusher thread to join
+  bool started = false, stopped = false;
+};
+
+log_state& state() {
+  static log_state* s = new log_state;
+  return *s;
+}
+
+void write_held(log_state& s) {  // s.mu held
+  if (s.batch.held().empty()) return;
+  std::fwrite(s.batch.held().data(), 1, s.batch.held().size(), stderr);
+  s.batch.clear();
+}
+
+void run_flusher(log_state& s) {
+  std::unique_lock<std::mutex> l(s.mu);
+  while (!s.stopped) {
+    if (const auto deadline = s.batch.deadline()) s.wake.wait_until(l, *deadline);
+    else s.wake.wait(l);
+    if (s.batch.due(line_batch::clock::now())) write_held(s);
+  }
+}
+
+void stop_flusher() {
+  log_state& s = state();
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    s.stopped = true;
+    write_held(s);
+  }
+  s.wake.notify_one();
+  if (getpid() == s.flusher_pid) s.flusher.join();
+}
+
+void emit(rapidjson::StringBuffer& sb) {
   sb.Put('\n');
-  static std::mutex mu;
-  std::lock_guard<std::mutex> g(mu);
+  log_state& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  write_held(s);
   std::fwrite(sb.GetString(), 1, sb.GetSize(), stderr);
+}
+
+void emit_access(rapidjson::StringBuffer& sb) {
+  sb.Put('\n');
+  log_state& s = state();
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (s.stopped) {
+      std::fwrite(sb.GetString(), 1, sb.GetSize(), stderr);
+      return;
+    }
+    if (!s.started) {
+      s.started = true;
+      s.flusher = std::thread(run_flusher, std::ref(s));
+      s.flusher_pid = getpid();
+      std::atexit(stop_flusher);
+    }
+    first = s.batch.held().empty();
+    if (s.batch.add({sb.GetString(), sb.GetSize()}, line_batch::clock::now())) write_held(s);
+  }
+  if (first) s.wake.notify_one();  // the flusher now has a deadline
 }
 
 }  // namespace
@@ -77,7 +151,7 @@ void access(const access_entry& e) {
   w.Double(static_cast<double>(static_cast<long long>(e.duration_ms * 1000 + 0.5)) / 1000);
   if (!e.key_id.empty()) str(w, "keyId", e.key_id);
   w.EndObject();
-  emit(sb);
+  emit_access(sb);
 }
 
 void write(std::string_view level, std::string_view event, std::string_view message) {
@@ -88,6 +162,12 @@ void write(std::string_view level, std::string_view event, std::string_view mess
   str(w, "message", message);
   w.EndObject();
   emit(sb);
+}
+
+void flush() {
+  log_state& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  write_held(s);
 }
 
 }  // namespace folio::service::log

@@ -8,6 +8,8 @@
 // requestId is nginx's $request_id (passed as FOLIO_REQUEST_ID; nginx's own access log carries the
 // same id), keyId the caller's API key id. Never logged: tokens, keys' secrets, ids of records,
 // request or document content.
+// Access lines are held and written together, at least every second and at exit (log_batch.hpp); every
+// other line is written at once, after them, so the log keeps its order.
 // Thread-safety: lines from many threads never interleave.
 #pragma once
 
@@ -30,6 +32,9 @@ struct access_entry {
   double duration_ms = 0;
 };
 void access(const access_entry& e);
+
+/// Writes the held access lines now.
+void flush();
 
 /// level "error" or "warn"; `event` a fixed word (storage_error, internal_error, publish_failed, ...).
 void write(std::string_view level, std::string_view event, std::string_view message);

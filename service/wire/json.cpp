@@ -52,10 +52,10 @@ struct rapidjson::StreamTraits<folio::service::json_source> {
 /// control character (0x00-0x1F) or the body's end, which RapidJSON's own loop then reads: the string's
 /// end, the escape (surrogate pairs included), or a refusal naming the byte, as without this scan.
 /// Each run of plain bytes is found by plain_json_run (json.hpp: sixteen bytes a test where SSE2 is)
-/// and pushed with one copy. RapidJSON's own SSE2 scan (for a NUL-terminated StringStream) returned at
-/// every escape, then made a byte loop up to the next 16-byte boundary before its aligned loads, and
-/// pushed its blocks one at a time: LaTeX (a 104 KB text with a backslash or a newline every 26 bytes)
-/// cost it 8.8 instructions a byte; and it took 0x1A-0x1F for plain bytes. O(bytes scanned).
+/// and pushed with one copy. RapidJSON's own SSE2 scan (for a NUL-terminated StringStream) is not
+/// used: it returns at every escape, loops byte by byte up to the next 16-byte boundary before its
+/// aligned loads and pushes its blocks one at a time, and it takes 0x1A-0x1F for plain bytes.
+/// O(bytes scanned).
 template <>
 template <>
 inline void folio::service::json_reader::ScanCopyUnescapedString<folio::service::json_source, folio::service::json_reader::StackStream<char>>(

@@ -126,8 +126,8 @@ class Abuse(unittest.TestCase):
         self.assertGreaterEqual(len(limited), max(1, 4 * 701 - 2000 - int(20 * (elapsed + 1))))
         self.assertEqual(json.loads(limited[0]), {"error": {"message": "Too many requests; retry later.", "status": "RESOURCE_EXHAUSTED"}})
         self.assertEqual({status for status, _ in results}, {401, 429})  # the rest reached the responder
-        # Each rejection is a line of the access log (status 429), none of the error log (nginx logged
-        # one at error level per rejection: 253 MB in a minute of flooding).
+        # Each rejection is a line of the access log (status 429), none of the error log (nginx's default
+        # logs one at error level per rejection: a flood would fill the disk).
         # nginx writes a request's access-log line after its answer is sent (the log phase): wait for them.
         deadline = time.time() + 10
         while access_statuses().count(429) - access_429 < len(limited) and time.time() < deadline:

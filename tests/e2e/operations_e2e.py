@@ -333,10 +333,14 @@ class Logs(unittest.TestCase):
         err(self, call("/v2/crdt/get", {}, who="a_wrong_secret"), 401, "UNAUTHENTICATED")
         status, _, _ = get_from("/no/such/path/" + ORG, method="POST", body=b"{}")
         self.assertEqual(status, 404)
+
+        def logged():  # access lines are written within a second of their answer (docs/OPERATIONS.md, "Logs")
+            entries = [json.loads(line) for line in log_lines(STACK.fcgi_log)]  # every line is one JSON object
+            return (any(e.get("endpoint") == "/v2/crdt/update" and e.get("code") == "NOT_FOUND" and e.get("status") == 404 for e in entries)
+                    and any(e.get("endpoint") == "other" and e.get("status") == 404 for e in entries))
+        self.assertTrue(wait_for(logged))
         lines = log_lines(STACK.fcgi_log)
-        entries = [json.loads(line) for line in lines]  # every line is one JSON object
-        self.assertTrue(any(e.get("endpoint") == "/v2/crdt/update" and e.get("code") == "NOT_FOUND" and e.get("status") == 404 for e in entries))
-        self.assertTrue(any(e.get("endpoint") == "other" and e.get("status") == 404 for e in entries))
+        entries = [json.loads(line) for line in lines]
         self.assertTrue(any(e.get("event") == "started" for e in entries))
         for tenant in ("a", "b", "a_ro", "a_revoked", "a_wrong_secret"):
             key, token = CREDS[tenant]

@@ -451,10 +451,10 @@ class Deadlines(unittest.TestCase):
     def test_a_write_past_its_deadline_commits_nothing(self):
         # The responder's budget runs from when nginx handed the request over (FOLIO_REQUEST_START);
         # here 2 s, while another process holds the database's write lock until the test releases it
-        # (or 30 s pass). The update gives up at its deadline with nothing stored (it used to wait, and
-        # commit, once the lock was free). The lock is taken before the responder starts: its workers
-        # open their connections with the lock held and must not wait for it (they did, in a write
-        # transaction of the schema check, and the request queued until the lock was released).
+        # (or 30 s pass). The update gives up at its deadline with nothing stored (it must not wait, and
+        # commit, once the lock is free). The lock is taken before the responder starts: its workers
+        # open their connections with the lock held and must not wait for it (in a write transaction
+        # of the schema check, which would queue the request until the lock is released).
         ok(self, call("/v2/crdt/add", rec("late", "text", "before", doc="deadline")), "CRDT data added successfully.")
         STACK.fcgi.terminate()
         STACK.fcgi.wait(20)

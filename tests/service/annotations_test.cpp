@@ -77,8 +77,8 @@ TEST_F(fixture, AThreadStoredWithALoneSurrogateByAnEarlierBuildStaysWritable) {
 }
 
 TEST_F(fixture, TheLargestCommentIdGivenByAClientNeverBlocksGeneratedIds) {
-  // Ids are handed out after the largest the thread has had; a client giving 2^53 - 1 used to leave no
-  // id for any comment sent without one ("No comment id is left ..."). Now the smallest free ids follow.
+  // Ids are handed out after the largest the thread has had, and when a client gave 2^53 - 1 the
+  // smallest free ids follow: a comment sent without one always gets an id ("No comment id is left ..." never).
   const std::string doc = R"({"data":{"organizationId":"o","documentId":"d")";
   const std::string from = R"("from":{"userId":"u","name":"U","email":"u@e"})";
   const svc::response added = call("/v2/commentannotations/add", doc + R"(,"commentAnnotations":[{"annotationId":"a",)" + from +
@@ -140,9 +140,12 @@ TEST(Annotations, GeneratedIdsAreUrlSafeDistinctAndInTimeOrder) {
     seen.insert(id);
   }
   EXPECT_EQ(seen.size(), 1000u);
-  const std::string before = svc::random_annotation_id();
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  EXPECT_LT(before, svc::random_annotation_id());  // time first: inserts stay together in the keys
+  // Time first, big-endian (inserts stay together in the keys): a later millisecond sorts after, whatever
+  // the random bits, across each byte of the time; ids of one millisecond differ.
+  for (const std::int64_t ms : {std::int64_t{0}, std::int64_t{255}, std::int64_t{0xFFFF}, std::int64_t{1767225600000}, (std::int64_t{1} << 48) - 2})
+    for (int i = 0; i < 20; ++i) EXPECT_LT(svc::random_annotation_id(ms), svc::random_annotation_id(ms + 1)) << ms;
+  EXPECT_NE(svc::random_annotation_id(1767225600000), svc::random_annotation_id(1767225600000));
+  EXPECT_EQ(svc::random_annotation_id(1767225600000).substr(0, 8), svc::random_annotation_id(1767225600000).substr(0, 8));
 }
 
 TEST(Annotations, StoredBodiesReadBackThroughTheSameChecks) {

@@ -52,8 +52,8 @@ TEST(Json, RefusesANulByteWhereverItIs) {
 }
 
 TEST(Json, ARawControlCharacterIsRefusedWhereverItIs) {
-  // RapidJSON 1.1.0's own sixteen-byte scan took 0x1A-0x1F for ordinary bytes: a body with a raw ESC
-  // in a key was taken, and the refusal that named the key was not JSON. parse_json's scan (json.cpp)
+  // RapidJSON 1.1.0's own sixteen-byte scan takes 0x1A-0x1F for ordinary bytes: with it a body with a
+  // raw ESC in a key is taken, and a refusal naming the key is not JSON. parse_json's scan (json.cpp)
   // stops at each of 0x01-0x1F (a NUL is refused before it runs), before, inside and after a
   // sixteen-byte block.
   for (int c = 0x01; c < 0x20; ++c) {
