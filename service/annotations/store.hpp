@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 
 namespace folio::service {
 

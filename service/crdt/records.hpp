@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 
 namespace folio::service {
 

@@ -1,4 +1,4 @@
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 
 #include <endian.h>
 #include <libpq-fe.h>

@@ -1,4 +1,4 @@
-// service/platform/database.hpp — the storage interface (docs/SERVICE.md, "Storage"):
+// service/storage/database.hpp — the storage interface (docs/SERVICE.md, "Storage"):
 // one SQL-level machinery that every module's store (platform/auth.cpp, crdt/records.cpp,
 // annotations/store.cpp) writes its statements against, with two backends chosen by the `--db` value:
 //
