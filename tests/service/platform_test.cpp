@@ -23,7 +23,10 @@
 
 #include "annotations/store.hpp"
 #include "crdt/record_session.hpp"
+#include "annotations/schema.hpp"
 #include "crdt/records.hpp"
+#include "crdt/schema.hpp"
+#include "platform/schema.hpp"
 #include "platform/client_token.hpp"
 #include "platform/fastcgi_params.hpp"
 #include "platform/worker_shares.hpp"
