@@ -4,41 +4,29 @@ namespace folio::service {
 
 namespace {
 
-// The steps both dialects share (storage/migrations.hpp, ddl). A PostgreSQL database starts at 4.
+// Both dialects' texts (storage/migrations.hpp, ddl). No PostgreSQL database is older than schema 4:
+// its step 4 is SQLite's steps 1 and 4 in its spelling (on its empty tables the UPDATE changes nothing).
 
 // 1 (SQLite): the records with their snapshots, and their logs.
 constexpr const char* records_1 = R"sql(
 CREATE TABLE crdt_records (
   tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
-  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot BLOB NOT NULL,
-  log_len INTEGER NOT NULL, revision INTEGER NOT NULL,
+  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot {BLOB} NOT NULL,
+  log_len {INTEGER} NOT NULL, revision {INTEGER} NOT NULL,
   last_update TEXT NOT NULL, last_updated_by TEXT NOT NULL, session_id TEXT,
-  PRIMARY KEY (tenant, org, doc, editor)) WITHOUT ROWID;
+  PRIMARY KEY (tenant, org, doc, editor)){ROWID};
 CREATE TABLE crdt_log (
   tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
-  seq INTEGER NOT NULL, batch BLOB NOT NULL,
-  PRIMARY KEY (tenant, org, doc, editor, seq)) WITHOUT ROWID;
+  seq {INTEGER} NOT NULL, batch {BLOB} NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor, seq)){ROWID};
 )sql";
 
 // 4: a CRDT record has an incarnation, the replica id its server edits it as, drawn at random when the
 // record is added. Records stored before were edited as the database's one server replica (kept in
-// meta by schemas 1-3), which stays their incarnation. PostgreSQL: the tables as this step leaves them.
+// meta by schemas 1-3), which stays their incarnation.
 constexpr const char* incarnation_4 = R"sql(
-ALTER TABLE crdt_records ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE crdt_records ADD COLUMN incarnation {INTEGER} NOT NULL DEFAULT 0;
 UPDATE crdt_records SET incarnation = (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'server_replica');
-)sql";
-constexpr const char* pg_records_4 = R"sql(
-CREATE TABLE crdt_records (
-  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
-  type TEXT NOT NULL, content_key TEXT NOT NULL, snapshot BYTEA NOT NULL,
-  log_len BIGINT NOT NULL, revision BIGINT NOT NULL,
-  last_update TEXT NOT NULL, last_updated_by TEXT NOT NULL, session_id TEXT,
-  incarnation BIGINT NOT NULL DEFAULT 0,
-  PRIMARY KEY (tenant, org, doc, editor));
-CREATE TABLE crdt_log (
-  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
-  seq BIGINT NOT NULL, batch BYTEA NOT NULL,
-  PRIMARY KEY (tenant, org, doc, editor, seq));
 )sql";
 
 // 5: the snapshot in a table of its own, apart from the columns every request reads and every change
@@ -84,11 +72,13 @@ CREATE TABLE crdt_token_streams (
 }  // namespace
 
 module_migrations crdt_migrations() {
+  static const std::string sqlite_1 = ddl(dialect::sqlite, records_1), sqlite_4 = ddl(dialect::sqlite, incarnation_4);
+  static const std::string pg_4 = ddl(dialect::postgresql, records_1) + ddl(dialect::postgresql, incarnation_4);
   static const std::string sqlite_5 = ddl(dialect::sqlite, snapshots_5), pg_5 = ddl(dialect::postgresql, snapshots_5);
   static const std::string sqlite_7 = ddl(dialect::sqlite, revisions_7), pg_7 = ddl(dialect::postgresql, revisions_7);
   static const std::string sqlite_11 = ddl(dialect::sqlite, token_streams_11), pg_11 = ddl(dialect::postgresql, token_streams_11);
-  static const migration sqlite[] = {{1, records_1}, {4, incarnation_4}, {5, sqlite_5.c_str()}, {6, format_2}, {7, sqlite_7.c_str()}, {11, sqlite_11.c_str()}};
-  static const migration pg[] = {{4, pg_records_4}, {5, pg_5.c_str()}, {6, format_2}, {7, pg_7.c_str()}, {11, pg_11.c_str()}};
+  static const migration sqlite[] = {{1, sqlite_1.c_str()}, {4, sqlite_4.c_str()}, {5, sqlite_5.c_str()}, {6, format_2}, {7, sqlite_7.c_str()}, {11, sqlite_11.c_str()}};
+  static const migration pg[] = {{4, pg_4.c_str()}, {5, pg_5.c_str()}, {6, format_2}, {7, pg_7.c_str()}, {11, pg_11.c_str()}};
   return {sqlite, pg};
 }
 
