@@ -60,9 +60,9 @@ group_commit::counts group_commit::totals() {
   return {committed_, syncs_};
 }
 
-void group_commit::await_pending(std::uint64_t n) {
+bool group_commit::await_pending(std::uint64_t n, std::chrono::milliseconds most) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return committed_ - synced_ >= n; });
+  return cv_.wait_for(lock, most, [&] { return committed_ - synced_ >= n; });
 }
 
 }  // namespace folio::service

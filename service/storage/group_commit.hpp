@@ -18,6 +18,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -48,8 +49,9 @@ class group_commit {
   /// The writes committed through this process and the fsyncs that made them durable.
   counts totals();
 
-  /// Tests: returns once at least `n` commits wait for an fsync (committed, not yet covered).
-  void await_pending(std::uint64_t n);
+  /// Tests: returns true once at least `n` commits wait for an fsync (committed, not yet covered), false
+  /// if they do not within `most` (a bound on a failing test's wait, not an ordering).
+  bool await_pending(std::uint64_t n, std::chrono::milliseconds most);
   /// Tests: called by each leader before it syncs the WAL, without the group's mutex held (empty: none).
   /// Set it before the writers start and clear it after they end.
   static inline std::function<void(group_commit&)> before_sync;

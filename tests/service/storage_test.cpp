@@ -93,9 +93,9 @@ TEST_F(fixture, ConcurrentWritesShareTheWalsFsyncs) {
   std::vector<std::unique_ptr<svc::database>> connections;
   for (int w = 0; w < writers; ++w) connections.push_back(std::make_unique<svc::database>(tmp.path(), svc::responder::tables()));
   const svc::database::space before = db.usage();
-  std::atomic<bool> first{true};
+  std::atomic<bool> first{true}, overlapped{false};
   svc::group_commit::before_sync = [&](svc::group_commit& group) {
-    if (first.exchange(false)) group.await_pending(writers);
+    if (first.exchange(false)) overlapped = group.await_pending(writers, std::chrono::seconds(30));
   };
   std::vector<std::thread> threads;
   for (int w = 0; w < writers; ++w)
@@ -108,6 +108,7 @@ TEST_F(fixture, ConcurrentWritesShareTheWalsFsyncs) {
     });
   for (std::thread& t : threads) t.join();
   svc::group_commit::before_sync = nullptr;
+  EXPECT_TRUE(overlapped) << "the other writers did not commit while the first fsync was held";
   const svc::database::space after = db.usage();
   EXPECT_EQ(after.commits - before.commits, std::uint64_t(writers * each));
   EXPECT_LE(after.wal_syncs - before.wal_syncs, after.commits - before.commits - (writers - 2));
