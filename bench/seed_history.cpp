@@ -8,7 +8,7 @@
 
 #include "platform/clock.hpp"
 #include "responder.hpp"
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 #include "support/trace.hpp"
 
 int main(int argc, char** argv) {

@@ -1,7 +1,9 @@
 #include "responder.hpp"
 
-#include "annotations/store.hpp"
-#include "crdt/records.hpp"
+#include "annotations/schema.hpp"
+#include "crdt/schema.hpp"
+#include "platform/schema.hpp"
+#include "storage/migrations.hpp"
 
 namespace folio::service {
 

@@ -6,7 +6,7 @@
 
 #include "annotations/handlers.hpp"
 #include "crdt/family.hpp"
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 #include "platform/server.hpp"
 
 namespace folio::service {

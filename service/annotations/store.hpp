@@ -1,15 +1,15 @@
-// service/annotations/store.hpp — comment annotations in the database (database.hpp: SQLite or PostgreSQL) (docs/API.md, "Comment annotations").
+// service/annotations/store.hpp — comment annotations in the database (storage/database.hpp: SQLite or PostgreSQL) (docs/API.md, "Comment annotations").
 //
 // An annotation is a row of `annotations` (its filter columns + its JSON body without comments, and
 // an integer key, `aid`, that never leaves the database) and rows of `annotation_comments` (one JSON
 // body per comment, keyed by the annotation's aid and the comment's position in the thread: comments
 // are listed in the order they were added, whatever their ids; a comment's numeric id is unique in its
 // thread). The annotation's row also holds its thread's comments as a read gives them (`comments`: the
-// bodies in order, joined by commas; schema 9) while they take at most held_comments_max bytes, so
+// bodies in order, joined by commas) while they take at most held_comments_max bytes, so
 // that a read finds a thread in one row where a seek per thread into the comments (a random one in a
 // scan: scans go in createdAt order, comments lie in aid order) cost more than the rest of the read.
 // Invariant: `comments` is NULL or exactly the thread's comments so joined. The database keeps it
-// whoever writes a comment (schema 9's triggers: a comment's insert, update or delete makes its
+// whoever writes a comment (triggers, annotations/schema.cpp: a comment's insert, update or delete makes its
 // annotation's `comments` NULL); insert_annotation and touch_annotation hold the comments again after
 // this build's writes. NULL only means that readers take the comments from their table. Readers put
 // threads together in one statement: the annotations through the index that fits the filter, joined by
@@ -20,7 +20,7 @@
 // handed out twice (SQLite: AUTOINCREMENT), so no annotation can find comments that were another's.
 // Order: createdAt, then annotationId (both immutable), which is also the keyset pagination cursor, so
 // a page boundary never moves under concurrent inserts, updates or deletes.
-// This module owns both tables and their migrations (annotation_migrations).
+// Its tables' migrations are annotations/schema.cpp's (annotation_migrations).
 // Thread-safety: as `database` (one thread at a time per connection).
 #pragma once
 
@@ -35,14 +35,9 @@
 #include <utility>
 #include <vector>
 
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 
 namespace folio::service {
-
-/// The tables annotations (schema 1) and annotation_comments (schema 2), status and order columns
-/// (schemas 2 and 3), the integer key that joins them (schema 8), the comments held with their
-/// annotation (schema 9) and their indexes.
-module_migrations annotation_migrations();
 
 /// The most bytes of comments (their bodies and the commas between them) that an annotation's row
 /// holds; a thread with more is read from annotation_comments. A bound on what a row and a write that
@@ -140,8 +135,8 @@ bool delete_annotation(database& db, const annotation_scope& s, const std::strin
 std::vector<std::int64_t> comment_ids(database& db, const annotation_scope& s, const std::string& annotation);
 std::optional<std::string> load_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id);
 /// Inserts a comment after the thread's last; false (nothing written) if the id exists in the annotation.
-/// This and the next two leave the thread's comments unheld (read from their table: the schema 9
-/// triggers) when they write: call touch_annotation after a request's comment writes to hold them again.
+/// This and the next two leave the thread's comments unheld (read from their table: the
+/// comment triggers) when they write: call touch_annotation after a request's comment writes to hold them again.
 bool insert_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body);
 void update_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id, const std::string& body);
 bool delete_comment(database& db, const annotation_scope& s, const std::string& annotation, std::int64_t id);

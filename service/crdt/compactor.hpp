@@ -38,7 +38,7 @@
 #include <unordered_set>
 
 #include "crdt/records.hpp"
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 #include "platform/metrics.hpp"
 
 namespace folio::service {

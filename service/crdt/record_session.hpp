@@ -54,7 +54,7 @@
 
 #include "crdt/doc_cache.hpp"
 #include "crdt/records.hpp"
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 #include "wire/status.hpp"
 
 namespace folio::service {

@@ -1,4 +1,4 @@
-// service/crdt/records.hpp — CRDT records in the database (platform/database.hpp: SQLite or PostgreSQL; docs/SERVICE.md).
+// service/crdt/records.hpp — CRDT records in the database (storage/database.hpp: SQLite or PostgreSQL; docs/SERVICE.md).
 //
 // A CRDT record is a row of crdt_records (type, root name, metadata, a revision that every write
 // bumps, the incarnation that `add` draws), its snapshot (the encoded document, a row of
@@ -10,8 +10,8 @@
 // that compacting pays (wants_compaction) the record is compacted off the request path
 // (crdt/compactor.hpp): its changes up to some revision folded into a new snapshot and deleted, in one
 // transaction that changes neither the revision nor the value, while later changes stay logged.
-// This module owns the three tables and their migrations (crdt_migrations), and crdt_token_streams, the
-// channels of client-token streams kept across restarts (schema 11; crdt/publish.hpp).
+// This module reads and writes the three tables and crdt_token_streams, the channels of client-token
+// streams kept across restarts (crdt/publish.hpp); their migrations are crdt/schema.cpp's.
 // Every record row is keyed by the tenant first; a crdt_token_streams row names its tenant in its
 // stream key and is read by no request.
 // Thread-safety: functions over a caller's `database`.
@@ -23,14 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 
 namespace folio::service {
-
-/// The tables crdt_records and crdt_log (schema 1), the incarnation column (schema 4), the snapshots
-/// in crdt_snapshots (schema 5); schema 6 changes no table (format version 2 snapshots); schema 7 logs
-/// a change under its revision and adds log_bytes and snapshot_bytes; schema 11 adds crdt_token_streams.
-module_migrations crdt_migrations();
 
 /// A row of crdt_token_streams: a channel holding streams of client tokens signed by `stream_key`
 /// ("<signing key id>/<tenant>", crdt/family.hpp stream_key_id) let in by the responder `owner`, and
@@ -74,9 +69,7 @@ std::uint64_t new_incarnation();
 /// rewrites the whole snapshot, so a large record edited in small steps waits until its log is worth
 /// that much (the bytes compactions write stay within compact_log_share times the log's, whatever
 /// the record's size); the log a rebuild folds in stays at most compact_always_after changes, or a
-/// quarter of the snapshot's bytes past the last change. A 1 KB text compacts every 64 changes; a
-/// 100 KB one (automerge-paper's final text: a 37 KB version 2 snapshot, 21-byte batches) edited a
-/// character at a time, every 443 changes.
+/// quarter of the snapshot's bytes past the last change (docs/SERVICE.md gives examples).
 inline constexpr std::int64_t compact_after = 64;
 inline constexpr std::int64_t compact_always_after = 1024;
 inline constexpr std::int64_t compact_log_share = 4;
@@ -88,8 +81,8 @@ bool wants_compaction(std::int64_t log_len, std::int64_t log_bytes, std::int64_t
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot = true);
 /// The editorIds of a document's records, in order.
 std::vector<std::string> document_editors(database& db, const std::string& tenant, const std::string& org, const std::string& doc);
-/// One logged change: the revision it made (logged before schema 7: its position in the log, below
-/// the record's revision then) and its batch.
+/// One logged change: the revision it made (or, for a change logged before the log was kept by
+/// revision, its position in the log: below every later revision, so the order holds) and its batch.
 struct logged_change {
   std::int64_t revision = 0;
   std::string batch;

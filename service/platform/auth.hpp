@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 
 namespace folio::service {
 

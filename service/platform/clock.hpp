@@ -1,6 +1,6 @@
 // service/platform/clock.hpp — the service's wall clock: timestamps as the API writes them (docs/API.md,
 // "Every call": ISO 8601 UTC with milliseconds) and milliseconds since the epoch. Used by the handlers,
-// the log and the tools; steady-clock deadlines live with the database (database.hpp).
+// the log and the tools; steady-clock deadlines live with the database (storage/database.hpp).
 // Thread-safety: free functions.
 #pragma once
 

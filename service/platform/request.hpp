@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 #include "wire/body_output.hpp"
 
 namespace folio::service {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "platform/auth.hpp"
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 #include "wire/body_output.hpp"
 
 namespace folio::service {

@@ -30,7 +30,7 @@
 #include "platform/auth.hpp"
 #include "platform/client_token.hpp"
 #include "platform/config.hpp"
-#include "platform/database.hpp"
+#include "storage/database.hpp"
 #include "platform/log.hpp"
 #include "platform/metrics.hpp"
 #include "platform/request.hpp"

@@ -1,38 +1,29 @@
-// service/platform/database.hpp — the storage interface (docs/SERVICE.md, "Storage"):
-// one SQL-level machinery that every module's store (platform/auth.cpp, crdt/records.cpp,
-// annotations/store.cpp) writes its statements against, with two backends chosen by the `--db` value:
+// service/storage/database.hpp — the storage interface (docs/SERVICE.md, "Storage"): one SQL-level
+// machinery that every module's store (platform/auth.cpp, crdt/records.cpp, annotations/store.cpp)
+// writes its statements against, with two backends chosen by the `--db` value, each in a file of its own:
 //
-//   * SQLite (a file path; the default): one connection per worker thread, WAL, BEGIN IMMEDIATE for
-//     writes behind a process-wide writer mutex (SQLite admits one writer at a time anyway), a busy
-//     handler for writers in other processes, schema version in PRAGMA user_version, an optional page
-//     cap. Group commit: a write commits with synchronous=NORMAL (COMMIT writes the WAL, no fsync) and
-//     leaves the writer section; then it waits for an fsync of the WAL that began after its COMMIT —
-//     the first writer to find none running starts one, and it covers every COMMIT before it — so
-//     concurrent writes of different records share one fsync instead of queueing one each behind the
-//     mutex, and write() still returns only once its change is on disk (what synchronous=FULL gives).
-//     A reader on another connection may see a change in the moment between its COMMIT and that
-//     fsync: it survives a crash of the process then (it is in the OS's page cache), not yet a power
-//     loss. Its writer has not been answered yet; a record's own next writer waits for the record's
-//     lock until then (record_session.hpp). An fsync that fails fails its writers (store_error,
-//     not_durable: their changes are committed but may not be on disk) and every later write of the
-//     file in this process, and write_problem() reports it until a restart (after a failed fsync the
-//     kernel may drop the unwritten pages' error, so no later fsync proves them durable).
+//   * SQLite (a file path; the default; sqlite_connection.cpp): one connection per worker thread, WAL,
+//     BEGIN IMMEDIATE for writes behind a process-wide writer mutex (SQLite admits one writer at a time
+//     anyway), a busy handler for writers in other processes, schema version in PRAGMA user_version, an
+//     optional page cap. A write returns once its change is on disk, sharing the WAL's fsyncs with the
+//     writes that overlap it (group_commit.hpp).
 //   * PostgreSQL (`postgresql://...`, `postgres://...` or a libpq conninfo `key=value ...`; libpq, its C
-//     client, directly): one connection per worker thread, synchronous_commit=on (a success answer means
-//     the commit is durable), READ COMMITTED writes that serialise per *key* (`write(key, f)`: a
-//     transaction-scoped advisory lock on a 64-bit hash of the key — a record's, an annotated
-//     document's), so writes to different records run in parallel; REPEATABLE READ read transactions (one
-//     snapshot across statements); schema version in the table folio_schema; a connection the server
-//     ended while idle is reset before its next use, one lost during a request fails that request
-//     (failure::unavailable) and is reset on the next.
+//     client, directly; postgresql_connection.cpp): one connection per worker thread,
+//     synchronous_commit=on (a success answer means the commit is durable), READ COMMITTED writes that
+//     serialise per *key* (`write(key, f)`: a transaction-scoped advisory lock on a 64-bit hash of the
+//     key — a record's, an annotated document's), so writes to different records run in parallel;
+//     REPEATABLE READ read transactions (one snapshot across statements); schema version in the table
+//     folio_schema; a connection the server ended while idle is reset before its next use, one lost
+//     during a request fails that request (failure::unavailable) and is reset on the next.
 //
 // The model: `query` is a prepared statement with positional parameters, written once in SQLite's
 // spelling (`?`, `?N`) and translated to `$N` for PostgreSQL; `database` is a connection with the
-// statement caches, `read`/`write` transactions and the schema version. The stores' SQL is shared: it
-// keeps to what both dialects accept (upserts as `ON CONFLICT ... DO ...`, row values, CAST where
-// PostgreSQL cannot infer a parameter's type), and asks `kind()` only where they really differ (a
-// planner hint, the schema's DDL: BLOB/BYTEA, INTEGER/BIGINT, WITHOUT ROWID). Each module owns its tables'
-// migrations for both dialects (`schema`).
+// statement caches, `read`/`write` transactions and the schema version. Each public member goes to its
+// backend's half (a `sqlite_`/`pg_` member of the same name). The stores' SQL is shared: it keeps to
+// what both dialects accept (upserts as `ON CONFLICT ... DO ...`, row values, CAST where PostgreSQL
+// cannot infer a parameter's type), and asks `kind()` only where they really differ (a planner hint).
+// Each module owns its tables' migrations (migrations.hpp); the planner's statistics are tended in
+// statistics.cpp.
 // Every row is keyed by the tenant (the API key's id) first, so no query can reach another tenant's data.
 // Thread-safety: a `database` is used by one thread at a time; several may share the file / the server.
 #pragma once
@@ -44,7 +35,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -66,7 +56,7 @@ enum class failure {
   full,         ///< no space: the page cap or the disk (SQLITE_FULL; PostgreSQL disk_full)
   unwritable,   ///< an I/O error or a read-only database
   unavailable,  ///< the database server cannot be reached (the connection is reset on the next use)
-  not_durable,  ///< SQLite: committed, but an fsync of the WAL failed (database.hpp, group commit): maybe not on disk
+  not_durable,  ///< SQLite: committed, but an fsync of the WAL failed (group_commit.hpp): maybe not on disk
   other,        ///< anything else: a defect (500)
 };
 
@@ -86,6 +76,8 @@ struct deadline_exceeded : std::runtime_error {
 using deadline_clock = std::chrono::steady_clock;
 
 class database;
+class schema;
+class group_commit;
 
 /// One prepared statement with positional parameters (1-based), reset on destruction. SQLite steps
 /// the statement row by row; PostgreSQL runs it at the first step() (binary results, all rows held
@@ -125,7 +117,22 @@ class query {
   std::int64_t integer(int col) const;
 
  private:
+  // SQLite's half (sqlite_connection.cpp)
+  void sqlite_release() noexcept;
+  void sqlite_bind_text(int i, std::string_view s, bool copy);
+  void sqlite_bind_blob(int i, std::string_view s);
+  void sqlite_bind_integer(int i, std::int64_t v);
+  void sqlite_bind_null(int i);
+  bool sqlite_step();
+  std::string_view sqlite_text(int col) const;
+  std::string sqlite_blob(int col) const;
+  // PostgreSQL's half (postgresql_connection.cpp)
+  void pg_release() noexcept;
   void pg_param(int i, std::string value, bool binary, bool null);
+  bool pg_step();
+  std::string_view pg_text_view(int col) const;
+  bool pg_is_null(int col) const;
+  std::int64_t pg_integer(int col) const;
   /// PostgreSQL, the first step(): sends the statement with its parameters (in single-row mode when
   /// asked); its results then come through PQgetResult.
   void pg_send();
@@ -147,40 +154,6 @@ class query {
   bool single_row_ = false;  ///< one_row_at_a_time(): result_ holds the current row only
   bool pending_ = false;     ///< results of the sent statement are still coming from the server (either mode)
 };
-
-/// One module's part of a schema version: the SQL that takes the module's tables from `version - 1` to
-/// `version`. Never edit a shipped entry; append a new one.
-struct migration {
-  int version;
-  const char* sql;
-};
-
-/// A module's migrations in both dialects. PostgreSQL support arrived at schema 4: its steps start at
-/// the version that created the module's tables as they are now (no PostgreSQL database is older);
-/// every later step is written in both lists with the same version number.
-struct module_migrations {
-  std::span<const migration> sqlite, postgresql;
-};
-
-/// A database's schema: the migrations of every module that owns tables (the platform's credentials
-/// and meta, each family's own), in the order the modules were added. Version v is reached from v - 1
-/// by running each module's step to v, module by module in that order, in one transaction.
-class schema {
- public:
-  schema& add(module_migrations module);
-  /// The highest version a module's migrations reach (the version of a migrated database).
-  int version() const noexcept { return version_; }
-  /// The SQL texts that take a database of `d` from version `v - 1` to `v`, in module order.
-  std::vector<const char*> step(dialect d, int v) const;
-
- private:
-  std::vector<module_migrations> modules_;
-  int version_ = 0;
-};
-
-/// The platform's tables: meta (the health probe; schema 1-3 kept the server replica there) and the
-/// credentials (api_keys, tokens; auth.hpp).
-module_migrations platform_migrations();
 
 /// Whether a --db value names a PostgreSQL database (a postgresql:// or postgres:// URI, or a libpq
 /// conninfo "key=value ...") rather than a SQLite file.
@@ -285,8 +258,8 @@ class database {
   /// leaves fewer rows to check (annotations filtered by location and by user). Calls 1, 2, 4, ...,
   /// 128 and then every 256th run PRAGMA optimize, holding this process's writer mutex: ANALYZE of
   /// each table this connection has queried whose indexes were never analysed or that has grown
-  /// 25-fold since, reading about 1,000 entries an index (analysis_limit), so it costs milliseconds
-  /// on any size of table; otherwise it writes nothing (no transaction, no fsync). Each connection
+  /// 25-fold since, reading at most about 1,000 entries an index (analysis_limit), so its cost is
+  /// bounded whatever the table's size; otherwise it writes nothing (no transaction, no fsync). Each connection
   /// learns statistics by its own ANALYZE (SQLite loads them when it reads the schema). For between
   /// requests (folio-fcgi's workers call it after each answer has gone), never inside a transaction;
   /// it waits for the lock no more than 5 s, then throws store_error (busy), leaving the next try to
@@ -324,11 +297,15 @@ class database {
 
  private:
   friend class query;
-  /// The constructor's work: connects, sets the connection up, migrates. May throw.
-  void set_up(const std::string& target, const schema& tables, std::int64_t max_pages);
+  /// Connects to `target` and sets the connection up (the constructor's work before migrating). May throw.
+  void sqlite_open(const std::string& target, std::int64_t max_pages);
+  void pg_open(const std::string& target, std::int64_t max_pages);
   /// Finalizes the statements and closes the connection: the destructor's, and the constructor's when
-  /// set_up() throws (a destructor does not run for an object never constructed).
+  /// connecting or migrating throws (a destructor does not run for an object never constructed).
   void release() noexcept;
+  void sqlite_release() noexcept;
+  void pg_release() noexcept;
+  /// Takes the database to `tables`' version (migrations.cpp).
   void migrate(const schema& tables);
   template <class F>
   auto transaction(const char* begin, F&& f, bool writes) {
@@ -353,9 +330,20 @@ class database {
     pg_ ? exec("COMMIT") : void(sql("COMMIT").step());
   }
   void rollback() noexcept;
+  void pg_rollback() noexcept;
+  void sqlite_exec(const char* text);
+  void pg_exec(const char* text);
+  query sqlite_sql(const char* text);
+  query pg_sql(const char* text);
+  query sqlite_prepare(const std::string& text);
+  query pg_prepare(const std::string& text);
+  space sqlite_usage();
+  /// SQLite: what keeps the file from taking writes before a probe write is tried (a failed fsync, the
+  /// page cap, the disk), or "".
+  std::string sqlite_space_problem();
   /// SQLite, right after a write's COMMIT, with the writer section held: notes the commit, leaves the
-  /// section and returns once an fsync of the WAL that began after the COMMIT has completed (group
-  /// commit, above). Throws store_error (not_durable) when the fsync fails, or one failed before.
+  /// section and returns once an fsync of the WAL that began after the COMMIT has completed
+  /// (group_commit.hpp). Throws store_error (not_durable) when the fsync fails, or one failed before.
   void durable(std::unique_lock<std::timed_mutex>& writer);
   /// PostgreSQL: the statements that open a write transaction of `key` (one round trip).
   std::string begin_write(std::string_view key) const;
@@ -386,8 +374,7 @@ class database {
   std::uint64_t statistics_calls_ = 0;  ///< tend_statistics() calls on this connection
   deadline_clock::time_point deadline_ = deadline_clock::time_point::max();
   bool busy_past_deadline_ = false;  ///< busy_wait stopped waiting because of the deadline
-  struct wal_group;                  ///< the group commit of one SQLite file in this process
-  std::shared_ptr<wal_group> group_;
+  std::shared_ptr<group_commit> group_;  ///< SQLite: the group commit of the file in this process
 };
 
 }  // namespace folio::service
