@@ -17,7 +17,7 @@
 #include "crdt/commit_events.hpp"
 #include "crdt/compactor.hpp"
 #include "crdt/doc_cache.hpp"
-#include "crdt/publish.hpp"
+#include "crdt/publish/publisher.hpp"
 #include "crdt/records.hpp"
 #include "platform/server.hpp"
 

@@ -63,7 +63,7 @@ class server {
   void add_gauges(std::function<void(metrics::gauges&)> fill) { gauges_.push_back(std::move(fill)); }
 
   /// After-response hooks: work a family defers until a request's answer has been handed to nginx
-  /// (the CRDT family: its publishes, crdt/publish.hpp answer_first). `hook()` runs on the request's
+  /// (the CRDT family: its publishes, crdt/publish/publisher.hpp answer_first). `hook()` runs on the request's
   /// thread as the request starts and returns what to run once its answer has gone (or nothing).
   /// The FastCGI loop brackets each request with an answer_scope and knows nothing of what the hooks do.
   /// Add hooks before the first request.

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "crdt/doc_cache.hpp"
-#include "crdt/publish.hpp"
+#include "crdt/publish/publisher.hpp"
 #include "crdt/record_session.hpp"
 #include "crdt/records.hpp"
 #include "platform/fields.hpp"
@@ -27,7 +27,7 @@ namespace {
 
 using namespace folio_service_test;
 
-// crdt_token_streams (schema 11; crdt/publish.hpp "kept across restarts"), on both backends: a responder
+// crdt_token_streams (schema 11; crdt/publish/publisher.hpp "kept across restarts"), on both backends: a responder
 // rewrites its own row of a channel and key, deletes its own rows of a channel only, and one that starts
 // takes over every row, the earliest expiry per channel and key, earliest first.
 TEST_F(fixture, TokenStreamRowsAreKeptForgottenAndTakenOver) {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "crdt/commit_events.hpp"
-#include "crdt/publish.hpp"
+#include "crdt/publish/publisher.hpp"
 
 namespace folio::service {
 

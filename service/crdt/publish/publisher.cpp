@@ -1,4 +1,4 @@
-#include "crdt/publish.hpp"
+#include "crdt/publish/publisher.hpp"
 
 #include <curl/curl.h>
 #include <openssl/hmac.h>

@@ -1,4 +1,4 @@
-// service/crdt/publish.hpp — live push (docs/API.md, crdt/sync and crdt/subscribe): the channel a record's changes go to, and publishing a
+// service/crdt/publish/publisher.hpp — live push (docs/API.md, crdt/sync and crdt/subscribe): the channel a record's changes go to, and publishing a
 // committed change to it through nginx's Nchan publisher location.
 //
 // A channel id is hex(HMAC-SHA256(secret, keyId "\n" organizationId "\n" documentId "\n" editorId)):
