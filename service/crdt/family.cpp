@@ -18,7 +18,7 @@ crdt_family::crdt_family(server& platform)
       compactor_(platform.settings().request_timeout) {
   register_crdt_routes(platform.routes(), *this);
   commits_.subscribe([this](const committed_change& c) { publish_committed(publisher_, c); });
-  // A request's publishes go to nginx once its answer has (publish.hpp, answer_first).
+  // A request's publishes go to nginx once its answer has (publish/publisher.hpp, answer_first).
   platform.add_after_response([this]() -> std::function<void()> {
     auto held = std::make_shared<std::optional<publisher::answer_first>>(std::in_place, publisher_);
     return [held] { held->reset(); };

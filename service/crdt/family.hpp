@@ -1,6 +1,6 @@
 // service/crdt/family.hpp — the CRDT records' part of the service (docs/API.md, the /v2/crdt endpoints;
 // docs/SERVICE.md): the decoded documents kept in memory (doc_cache.hpp), the live push to nginx's
-// Nchan (publish.hpp; it hears every commit through commit_events.hpp and holds a request's messages
+// Nchan (publish/publisher.hpp; it hears every commit through commit_events.hpp and holds a request's messages
 // until its answer has gone, through the server's after-response hook), the logs' compaction off the request path (compactor.hpp), the five endpoints (handlers.cpp, registered on the server's route table) and
 // the subscribe authorization nginx asks for (subscribe.cpp). Its tables are crdt/records.hpp's.
 // Thread-safety: as the server; the cache and the publisher lock themselves.
@@ -36,6 +36,10 @@ class crdt_family {
   publisher& live() noexcept { return publisher_; }
   /// Every record_session's commits go to these subscribers (the live push first).
   commit_events& commits() noexcept { return commits_; }
+  /// Tests' hook (none in production): runs on a request's thread as its record_session starts to
+  /// commit (after open() and the change, before the writer section). Set before the first request.
+  void set_before_commit(std::function<void(const record_key&)> hook) { before_commit_ = std::move(hook); }
+  const std::function<void(const record_key&)>& before_commit() const noexcept { return before_commit_; }
   /// The records waiting for compaction; folio-fcgi gives its run() a thread and a connection.
   compactor& compactions() noexcept { return compactor_; }
 
@@ -45,7 +49,7 @@ class crdt_family {
   /// Never throws.
   response authorize_subscriber(database& db, const request& r);
 
-  /// Keeps the channels of client-token streams across restarts (publish.hpp; crdt_token_streams): takes
+  /// Keeps the channels of client-token streams across restarts (publish/token_streams.hpp; crdt_token_streams): takes
   /// over the rows earlier responders kept (adopt_token_streams, on `db`) and remembers them, and from
   /// now on has subscribe authorizations write rows and deletions remove them — the latter on
   /// connections `connect` opens, one per thread that deletes. Once, at start, after the client-token
@@ -57,6 +61,7 @@ class crdt_family {
   server& server_;
   doc_cache cache_;
   commit_events commits_;
+  std::function<void(const record_key&)> before_commit_;
   // Before the publisher: its threads call `forget` (keep_token_streams), which reads them, until it is destroyed.
   std::string stream_owner_;      ///< this responder's crdt_token_streams rows' owner, drawn at start
   bool keeping_streams_ = false;  ///< keep_token_streams was called: subscribers' rows are written

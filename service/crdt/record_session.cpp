@@ -169,6 +169,10 @@ void record_session::unchanged() {
   if (entry_->doc && row_) entry_->revision = row_->revision;
 }
 
+void record_session::committing() {
+  if (const std::function<void(const record_key&)>& hook = family_.before_commit()) hook(key_);
+}
+
 void record_session::committed(std::int64_t revision) {
   changing_ = false;
   hold_.reset();  // other nodes' writers go on now; the entry's lock still orders this node's publish

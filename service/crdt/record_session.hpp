@@ -121,6 +121,7 @@ class record_session {
   /// committed either way).
   template <class F>
   std::int64_t commit(F&& write) {
+    committing();
     const std::int64_t revision = db_.write(cache_key_, [&] {
       const std::optional<record_row> now = load_record(db_, key_, false);
       if (now.has_value() != row_.has_value() || (now && (now->revision != row_->revision || now->incarnation != row_->incarnation)))
@@ -132,6 +133,7 @@ class record_session {
   }
   void hold(folio::document d, std::int64_t revision);  ///< add()'s: `d` in the entry, if it can be taken at once
   void forget();                                        ///< erase()'s: drops the entry
+  void committing();  ///< the family's before_commit hook, if any
   void committed(std::int64_t revision);
   void account();
   void lock(std::shared_ptr<cached_doc> entry);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <future>
 #include <memory>
 #include <numeric>
@@ -289,12 +290,18 @@ TEST_F(fixture, AnAddIsAnsweredAsCommittedWhenAnotherRequestHoldsTheNewRecordsEn
   svc::response res;
   {
     held_write writer(tmp, k.cache_key());  // the add stops at its commit
+    std::promise<void> committing;
+    std::atomic<bool> told{false};
+    service.crdt().set_before_commit([&](const svc::record_key& at) {
+      if (at.editor == "held" && !told.exchange(true)) committing.set_value();
+    });
     auto f = std::async(std::launch::async, [&] { return service.handle(db, r); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past its open(), which finds no record
+    committing.get_future().wait();  // past its open(), which found no record: at its commit
     const std::shared_ptr<svc::cached_doc> entry = service.crdt().cache().get(k.cache_key());
     std::unique_lock<std::timed_mutex> held(entry->lock);  // "the get" holds the entry from now on
     writer.release();
     res = f.get();
+    service.crdt().set_before_commit({});
   }
   EXPECT_EQ(res.http, 200) << res.body;
   EXPECT_NE(call("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"held"}})").body.find(R"("data":"stored")"), std::string::npos);
