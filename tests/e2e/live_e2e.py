@@ -395,7 +395,7 @@ class LivePush(unittest.TestCase):
 class NginxMemory(unittest.TestCase):
     """What a channel holds in Nchan's shared memory is bounded, and a subscriber learns of every change
     it could not be pushed: large changes go as notices (no update: sync now), and a failed publish is
-    followed by a notice resent until nginx takes one (service/crdt/publish/publisher.hpp)."""
+    followed by a notice resent until nginx takes one (service/crdt/publish/owed_notices.hpp)."""
 
     def test_a_large_change_goes_as_a_notice_that_makes_clients_sync(self):
         add("big", "text", "small")

@@ -28,7 +28,7 @@ namespace {
 
 using namespace folio_service_test;
 
-// crdt_token_streams (schema 11; crdt/publish/publisher.hpp "kept across restarts"), on both backends: a responder
+// crdt_token_streams (schema 11; crdt/publish/token_streams.hpp "Kept across restarts"), on both backends: a responder
 // rewrites its own row of a channel and key, deletes its own rows of a channel only, and one that starts
 // takes over every row, the earliest expiry per channel and key, earliest first.
 TEST_F(fixture, TokenStreamRowsAreKeptForgottenAndTakenOver) {

@@ -1,4 +1,4 @@
-// The publisher's bookkeeping of client-token streams (service/crdt/publish/publisher.hpp): a channel whose earliest
+// The publisher's bookkeeping of client-token streams (service/crdt/publish/token_streams.hpp): a channel whose earliest
 // token expired, or one of whose keys left the ring, is deleted before the next message, at the expiry
 // even without one, and at a sweep after the ring changed; a failed deletion publishes nothing and keeps
 // the channel remembered; at most max_token_channels channels.
