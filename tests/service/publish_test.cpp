@@ -181,7 +181,7 @@ TEST(Publisher, AMessageHeldForItsAnswerWaitsAndKeepsItsPlace) {
     p.enqueue(ch, "a1", "{}");
     p.enqueue(other, "b0", "{}");
   }).join();
-  for (int i = 0; i < 1000 && p.queued() > 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // b0 sent
+  ASSERT_TRUE(p.drain(std::chrono::seconds(30), 2));  // b0 sent
   EXPECT_EQ(p.queued(), 2u);  // a0 held, a1 behind it: never sent while held, however long this waits
   ASSERT_EQ(nginx.posts().size(), 1u);
   EXPECT_EQ(nginx.posts()[0].second, "b0");
@@ -206,7 +206,7 @@ TEST(Publisher, AMessageHeldBehindOneInFlightGoesOnceReleased) {
     svc::publisher::answer_first held(p);
     p.enqueue(ch, "a1", "{}");
     nginx.gate(false);
-    for (int i = 0; i < 1000 && p.queued() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a0 answered
+    ASSERT_TRUE(p.drain(std::chrono::seconds(30), 1));  // a0 answered
     EXPECT_EQ(p.queued(), 1u);
     EXPECT_EQ(nginx.posts().size(), 1u);
   }
@@ -249,16 +249,24 @@ TEST(Publisher, EndsStreamsWhoseKeyLeftTheRing) {
 TEST(Publisher, EndsStreamsAtTheirExpiryAndAtASweepWithoutAPublish) {
   fake_nginx nginx;
   std::atomic<bool> k2_in_ring{true};
+  std::mutex mu;  // before the publisher: its sweeper calls the hook until it is destroyed
+  std::condition_variable cv;
+  bool waits_an_hour = false;
   svc::publisher p(svc::live_config{"secret", nginx.path()}, [&](std::string_view id) { return id != "k2" || k2_in_ring.load(); });
+  p.set_sweep_hook([&](std::uint64_t, std::chrono::milliseconds wait) {
+    std::lock_guard<std::mutex> g(mu);
+    waits_an_hour = wait > std::chrono::minutes(30);
+    cv.notify_all();
+  });
   ASSERT_TRUE(p.token_subscribed(ch, now_s() + 1, "k1"));
   ASSERT_TRUE(p.token_subscribed(other, now_s() + 3600, "k2"));
-  std::vector<std::string> seen;
-  for (int waited = 0; waited < 300 && seen.empty(); ++waited) {  // up to 3 s: the expiry is within 1 s
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    seen = nginx.take();
+  {
+    // The sweeper waits for the other channel's expiry, an hour away, only once the first channel's
+    // (within a second) has passed and its pass has ended it.
+    std::unique_lock<std::mutex> g(mu);
+    ASSERT_TRUE(cv.wait_for(g, std::chrono::seconds(30), [&] { return waits_an_hour; }));
   }
-  EXPECT_EQ(seen, methods{"DELETE"});
-  EXPECT_EQ(nginx.take(), methods{});  // the other channel's token is valid for an hour
+  EXPECT_EQ(nginx.take(), methods{"DELETE"});  // the first channel's alone: the other's token is valid for an hour
   k2_in_ring = false;
   p.request_sweep(std::chrono::seconds(30));  // what a key-file reload (SIGHUP) does
   EXPECT_EQ(nginx.take(), methods{"DELETE"});
@@ -274,16 +282,16 @@ TEST(Publisher, EndsStreamsAtTheirExpiryAndAtASweepWithoutAPublish) {
 TEST(Publisher, AFailedDeletionEndsItsSweep) {
   fake_nginx nginx;
   nginx.delete_status = 500;
-  svc::publisher p(svc::live_config{"secret", nginx.path()});
   struct wait_seen {
     std::uint64_t sweeps_done;
     std::size_t deletions;  ///< requests nginx had received by then
     std::chrono::milliseconds wait;
   };
-  std::mutex mu;
+  std::mutex mu;  // before the publisher: its sweeper calls the hook until it is destroyed
   std::condition_variable cv;
   std::vector<wait_seen> waits;
   std::size_t deletions = 0;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
   p.set_sweep_hook([&](std::uint64_t done, std::chrono::milliseconds wait) {
     std::lock_guard<std::mutex> g(mu);
     deletions += nginx.take().size();  // every pass finished: its deletion was answered, so recorded

@@ -82,8 +82,8 @@ class publisher {
    private:
     send_queue::hold hold_;
   };
-  /// Waits until no message is queued or being sent, at most `wait`; false when some still are.
-  bool drain(std::chrono::milliseconds wait) { return queue_.drain(wait); }
+  /// Waits until at most `left` messages are queued or being sent, at most `wait`; false when more still are.
+  bool drain(std::chrono::milliseconds wait, std::size_t left = 0) { return queue_.drain(wait, left); }
   std::size_t queued() const { return queue_.queued(); }  ///< messages queued or being sent
 
   /// Publishes one message to `channel` now, on the calling thread (above): `full` when it is at most

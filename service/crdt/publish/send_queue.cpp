@@ -99,13 +99,14 @@ void send_queue::send_loop() {
     else if (q.messages.empty())
       queues_.erase(channel);  // else its front is held: its release makes it ready
     queued_bytes_ -= m.full.size() + m.notice.size();
-    if (--queued_ == 0) drained_cv_.notify_all();
+    --queued_;
+    drained_cv_.notify_all();  // drain()s waiting for this many or fewer
   }
 }
 
-bool send_queue::drain(std::chrono::milliseconds wait) {
+bool send_queue::drain(std::chrono::milliseconds wait, std::size_t left) {
   std::unique_lock<std::mutex> lock(mu_);
-  return drained_cv_.wait_for(lock, wait, [&] { return queued_ == 0; });
+  return drained_cv_.wait_for(lock, wait, [&] { return queued_ <= left; });
 }
 
 std::size_t send_queue::queued() const {

@@ -46,8 +46,8 @@ class send_queue {
   /// max_queued_bytes the notice is queued alone. False when max_queued messages wait or stopping.
   /// While the calling thread holds a hold of this queue, the message is held (above).
   bool push(std::string&& channel, std::string&& full, std::string&& notice, const std::string& tenant);
-  /// Waits until no message is queued or being sent, at most `wait`; false when some still are.
-  bool drain(std::chrono::milliseconds wait);
+  /// Waits until at most `left` messages are queued or being sent, at most `wait`; false when more still are.
+  bool drain(std::chrono::milliseconds wait, std::size_t left = 0);
   std::size_t queued() const;  ///< messages queued or being sent
   /// Sends what is queued for a moment (2 s) at most, then ends the senders after the sends in
   /// flight; what is left is dropped with a warning line.
