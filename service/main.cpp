@@ -216,8 +216,8 @@ void serve(accepted& a, folio::service::responder& svc, folio::service::database
 void run(accepted& a, folio::service::responder& svc, folio::service::database& db, const folio::service::response* instead = nullptr) {
   FCGX_Request& req = a.fcgx;
   {
-    // The changes this request publishes go to nginx once its answer has (publish.hpp, answer_first).
-    std::optional<folio::service::publisher::answer_first> answer_first(std::in_place, svc.crdt().live());
+    // What the families defer until the answer has gone (server.hpp, after-response hooks).
+    folio::service::server::answer_scope after_response(svc.platform());
     if (instead) respond(req, *instead);  // its body stays unread: the lingering close below
     else serve(a, svc, db);
     // libfcgi ends a connection with a lingering close: shutdown, then a poll until nginx closes
@@ -225,9 +225,9 @@ void run(accepted& a, folio::service::responder& svc, folio::service::database& 
     // a wait and two context switches per request, with the worker idle meanwhile. When the
     // request has been read to its end (the body, then the empty record that ends it), nothing is
     // left to reset it: the request is "detached", which makes FCGX_Finish_r close at once.
-    // Otherwise the publishes go before that wait.
+    // Otherwise the after-response hooks run before that wait.
     if (!instead && FCGX_GetChar(req.in) == EOF && FCGX_GetError(req.in) == 0) FCGX_Detach(&req);
-    else FCGX_FFlush(req.out), answer_first.reset();  // the answer's bytes to nginx, then the publishes
+    else FCGX_FFlush(req.out), after_response.answered();  // the answer's bytes to nginx, then the hooks
     FCGX_Finish_r(&req);
   }
   try {
@@ -294,9 +294,9 @@ bool load_client_keys(folio::service::responder& svc, const std::string& path) {
     auto ring = std::make_shared<const folio::service::key_ring>(folio::service::key_ring::load(path));
     const std::string what = std::to_string(ring->size()) + " key(s) from " + path + ", signing with " + ring->signer().id;
     svc.platform().set_client_keys(std::move(ring));
-    // Open streams of tokens whose key left the ring end now (the background thread's sweep; waited for
-    // a while, so that "loaded" in the log means they were ended, but not long: signals wait meanwhile).
-    svc.crdt().live().request_sweep(std::chrono::seconds(5));
+    // Open streams of tokens whose key left the ring end now (waited for a while, so that "loaded" in
+    // the log means they were ended, but not long: signals wait meanwhile).
+    svc.credentials_changed(std::chrono::seconds(5));
     folio::service::log::write("info", "client_token_keys_loaded", what);
     return true;
   } catch (const std::exception& e) {
@@ -324,14 +324,10 @@ int main(int argc, char** argv) {
     setrlimit(RLIMIT_NOFILE, &files);
   }
 
-  // The C heap keeps what freed documents held. In the soak (bench/soak.sh: 4 workers decoding and
-  // evicting documents that grow as they are edited) glibc's defaults let the memory it held free
-  // grow past the cache's own size: it gives threads that allocate at once arenas of their own (up
-  // to 8 per core), each keeping its free memory, and after a large block is freed it raises the
-  // size from which blocks are mmapped (up to 32 MiB), so large blocks too come from the arenas. Two
-  // arenas, and blocks of 128 KiB or more always mmapped (returned to the system when freed), kept
-  // the held memory at 0.5-0.6x the live heap (19-22 MB against 35-36 MB) and the heap's mean at
-  // 0.66x the defaults'. The environment's MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_ win.
+  // The C heap: at most two arenas, and blocks of 128 KiB or more always mmapped (returned to the
+  // system when freed), so the memory glibc holds free stays below the live heap however many threads
+  // allocate at once and however large the documents decoded and evicted (docs/OPERATIONS.md, "Memory").
+  // The environment's MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_ win.
   if (!std::getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 2);
   if (!std::getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   folio::service::log::set_access(o.access_log);
@@ -343,8 +339,8 @@ int main(int argc, char** argv) {
   }
   if (FCGX_Init() != 0) return folio::service::log::write("error", "startup_failed", "FCGX_Init failed"), 1;
   unlink(o.socket.c_str());
-  // A burst of (re)subscribing clients each costs an authorization (bench/subscriber_burst.sh: 2,000 at
-  // once); listen() caps the backlog at net.core.somaxconn (4,096 on Debian 12).
+  // A burst of (re)subscribing clients each costs an authorization; listen() caps the backlog at
+  // net.core.somaxconn (docs/OPERATIONS.md).
   const int fd = FCGX_OpenSocket(o.socket.c_str(), 4096);
   if (fd < 0) return folio::service::log::write("error", "startup_failed", "cannot listen on " + o.socket + ": " + std::strerror(errno)), 1;
   chmod(o.socket.c_str(), 0666);  // nginx's workers may run as another user
@@ -358,12 +354,11 @@ int main(int argc, char** argv) {
   cfg.live.publish_socket = o.publish_socket;
   folio::service::responder svc(cfg);
   if (!o.client_token_keys.empty() && !load_client_keys(svc, o.client_token_keys)) return 1;
-  // The client-token streams earlier responders let in, still open in nginx, are remembered again (and
-  // ended when due); from now on every one let in is kept (crdt/publish.hpp). After the keys: a row's key
-  // must be known, or its channel is ended as the key's.
+  // What earlier responders left that outlives them (the client-token streams still open in nginx,
+  // ended when due) is taken over. After the keys: a kept stream's key must be known, or it is ended as the key's.
   try {
     folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
-    svc.crdt().keep_token_streams(db, [&o] { return std::make_unique<folio::service::database>(o.db, folio::service::responder::tables(), o.max_db_pages); });
+    svc.resume(db, [&o] { return std::make_unique<folio::service::database>(o.db, folio::service::responder::tables(), o.max_db_pages); });
   } catch (const std::exception& e) {
     folio::service::log::write("error", "startup_failed", std::string("cannot read the kept client-token streams: ") + e.what());
     return 1;
@@ -413,22 +408,23 @@ int main(int argc, char** argv) {
       state.busy_since_ms = worker_state::gone;
       FCGX_Free(&next->fcgx, 1);
     });
-  // Compactions of the records' logs, off the request path (crdt/compactor.hpp), on a connection of their own.
+  // The families' background work (compactions of the records' logs), off the request path, on a
+  // connection of its own.
   std::thread compaction([&] {
     try {
       folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
-      svc.crdt().compactions().run(db);
+      svc.run_background(db);
     } catch (const std::exception& e) {
       folio::service::log::write("error", "compaction_stopped", std::string("no more compactions until a restart: ") + e.what());
     }
   });
   // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
   // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
-  // streams end at the read that sees the revocation (a publisher sweep). A connection that will not open
+  // streams end at the read that sees the revocation (credentials_changed). A connection that will not open
   // (PostgreSQL still starting) or a read that fails is tried again, with a backoff, until the stop.
   std::thread revocations([&] {
     svc.platform().watch_revoked_keys([&] { return std::make_unique<folio::service::database>(o.db, folio::service::responder::tables(), o.max_db_pages); },
-                                      [&] { svc.crdt().live().request_sweep(std::chrono::milliseconds(0)); }, stopping);
+                                      [&] { svc.credentials_changed(std::chrono::milliseconds(0)); }, stopping);
   });
   folio::service::log::write("info", "started",
                              "listening on " + o.socket + " (" + std::to_string(o.workers) + " workers, database " + (folio::service::is_postgresql(o.db) ? std::string("PostgreSQL") : o.db) + ", live push " +
@@ -476,7 +472,7 @@ int main(int argc, char** argv) {
     folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
     run(*a, svc, db, &late);
   }
-  svc.crdt().compactions().stop();
+  svc.stop_background();
   compaction.join();
   revocations.join();
   close(fd);

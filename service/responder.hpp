@@ -4,6 +4,10 @@
 // Thread-safety: as server.
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <memory>
+
 #include "annotations/handlers.hpp"
 #include "crdt/family.hpp"
 #include "storage/database.hpp"
@@ -29,6 +33,18 @@ class responder {
   response handle(database& db, const request& r) { return server_.handle(db, r); }
   /// crdt_family::authorize_subscriber: nginx's question for GET /v2/crdt/subscribe. Never throws.
   response authorize_subscriber(database& db, const request& r) { return crdt_.authorize_subscriber(db, r); }
+
+  /// At start, after the client-token keys are loaded: takes over what earlier responders left that
+  /// outlives them (crdt_family::keep_token_streams: the client-token streams still open in nginx),
+  /// reading on `db`; `connect` opens a connection per thread that needs one later. Throws store_error.
+  void resume(database& db, std::function<std::unique_ptr<database>()> connect) { crdt_.keep_token_streams(db, std::move(connect)); }
+  /// The client-token keys or the revoked API keys changed: what they let in and no longer would ends
+  /// now (the publisher's sweep of open streams), waited for at most `wait`.
+  void credentials_changed(std::chrono::milliseconds wait) { crdt_.live().request_sweep(wait); }
+  /// The families' background work (the records' compactions), on the calling thread with its own
+  /// connection, until stop_background().
+  void run_background(database& db) { crdt_.compactions().run(db); }
+  void stop_background() { crdt_.compactions().stop(); }
 
  private:
   server server_;

@@ -3,8 +3,7 @@
 #include <openssl/rand.h>
 
 #include "crdt/handlers.hpp"
-#include "wire/base64.hpp"
-#include "wire/json.hpp"
+#include "crdt/publish/live_messages.hpp"
 
 namespace folio::service {
 
@@ -18,6 +17,12 @@ crdt_family::crdt_family(server& platform)
       }),
       compactor_(platform.settings().request_timeout) {
   register_crdt_routes(platform.routes(), *this);
+  commits_.subscribe([this](const committed_change& c) { publish_committed(publisher_, c); });
+  // A request's publishes go to nginx once its answer has (publish/publisher.hpp, answer_first).
+  platform.add_after_response([this]() -> std::function<void()> {
+    auto held = std::make_shared<std::optional<publisher::answer_first>>(std::in_place, publisher_);
+    return [held] { held->reset(); };
+  });
   platform.add_gauges([this](metrics::gauges& g) {
     g.cache_hits = cache_.hits(), g.cache_misses = cache_.misses(), g.cache_bytes = cache_.bytes(), g.cache_entries = cache_.size();
     g.published = publisher_.published(), g.publish_failures = publisher_.failures(), g.publish_queued = publisher_.queued();
@@ -59,39 +64,6 @@ std::string stream_key_id(const client_scope& s, const std::string& tenant) { re
 record_key scoped_key(const principal& who, std::string org, std::string doc, const std::optional<std::string>& named) {
   check_scope(who, org, doc, named);
   return record_key{who.tenant, std::move(org), std::move(doc), named.value_or(std::string())};
-}
-
-void crdt_family::publish_change(const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
-                                 std::int64_t revision, const std::string& last_update, const std::string& by, const std::optional<std::string>& session) {
-  const live_config& live = publisher_.settings();
-  if (live.channel_secret.empty() || live.publish_socket.empty()) return;
-  const auto message = [&](bool with_ops) {
-    rapidjson::StringBuffer sb;
-    json_writer w(sb);
-    w.StartObject();
-    write_member(w, "editorId", k.editor);
-    write_member(w, "incarnation", incarnation);
-    if (!ops) {
-      w.Key("deleted");
-      w.Bool(true);
-    } else {
-      w.Key("revision");
-      w.Int64(revision);
-      if (with_ops) {
-        write_member(w, "update", base64_encode(*ops));
-        write_member(w, "version", base64_encode(version->encode()));
-      }
-      write_member(w, "lastUpdatedBy", by);
-      write_optional_member(w, "sessionId", session);
-    }
-    write_member(w, "lastUpdate", last_update);
-    w.EndObject();
-    return std::string(sb.GetString(), sb.GetSize());
-  };
-  const std::string notice = message(false);
-  // Ops that alone exceed the largest message are not even encoded.
-  const std::string full = ops && ops->size() <= publisher::max_message_bytes ? message(true) : notice;
-  publisher_.enqueue(channel_id(live.channel_secret, k.tenant, k.org, k.doc, k.editor), full, notice, k.tenant);
 }
 
 }  // namespace folio::service

@@ -1,6 +1,7 @@
 // service/crdt/family.hpp — the CRDT records' part of the service (docs/API.md, the /v2/crdt endpoints;
 // docs/SERVICE.md): the decoded documents kept in memory (doc_cache.hpp), the live push to nginx's
-// Nchan (publish.hpp), the logs' compaction off the request path (compactor.hpp), the five endpoints (handlers.cpp, registered on the server's route table) and
+// Nchan (publish/publisher.hpp; it hears every commit through commit_events.hpp and holds a request's messages
+// until its answer has gone, through the server's after-response hook), the logs' compaction off the request path (compactor.hpp), the five endpoints (handlers.cpp, registered on the server's route table) and
 // the subscribe authorization nginx asks for (subscribe.cpp). Its tables are crdt/records.hpp's.
 // Thread-safety: as the server; the cache and the publisher lock themselves.
 #pragma once
@@ -13,9 +14,10 @@
 
 #include <folio/document.hpp>
 
+#include "crdt/commit_events.hpp"
 #include "crdt/compactor.hpp"
 #include "crdt/doc_cache.hpp"
-#include "crdt/publish.hpp"
+#include "crdt/publish/publisher.hpp"
 #include "crdt/records.hpp"
 #include "platform/server.hpp"
 
@@ -23,7 +25,8 @@ namespace folio::service {
 
 class crdt_family {
  public:
-  /// Registers the /v2/crdt routes on `platform` and the cache's, publisher's and compactor's gauges on its /metrics.
+  /// Registers the /v2/crdt routes on `platform`, the cache's, publisher's and compactor's gauges on its
+  /// /metrics and the publisher's hold on its after-response hooks; subscribes the live push to commits().
   explicit crdt_family(server& platform);
   crdt_family(const crdt_family&) = delete;
   crdt_family& operator=(const crdt_family&) = delete;
@@ -31,6 +34,12 @@ class crdt_family {
   server& platform() noexcept { return server_; }
   doc_cache& cache() noexcept { return cache_; }
   publisher& live() noexcept { return publisher_; }
+  /// Every record_session's commits go to these subscribers (the live push first).
+  commit_events& commits() noexcept { return commits_; }
+  /// Tests' hook (none in production): runs on a request's thread as its record_session starts to
+  /// commit (after open() and the change, before the writer section). Set before the first request.
+  void set_before_commit(std::function<void(const record_key&)> hook) { before_commit_ = std::move(hook); }
+  const std::function<void(const record_key&)>& before_commit() const noexcept { return before_commit_; }
   /// The records waiting for compaction; folio-fcgi gives its run() a thread and a connection.
   compactor& compactions() noexcept { return compactor_; }
 
@@ -40,7 +49,7 @@ class crdt_family {
   /// Never throws.
   response authorize_subscriber(database& db, const request& r);
 
-  /// Keeps the channels of client-token streams across restarts (publish.hpp; crdt_token_streams): takes
+  /// Keeps the channels of client-token streams across restarts (publish/token_streams.hpp; crdt_token_streams): takes
   /// over the rows earlier responders kept (adopt_token_streams, on `db`) and remembers them, and from
   /// now on has subscribe authorizations write rows and deletions remove them — the latter on
   /// connections `connect` opens, one per thread that deletes. Once, at start, after the client-token
@@ -48,21 +57,11 @@ class crdt_family {
   /// without a publisher socket (nothing could be deleted). Throws store_error.
   void keep_token_streams(database& db, std::function<std::unique_ptr<database>()> connect);
 
-  /// Queues one committed change of `k` for publishing (docs/API.md, "live messages"; sent off the
-  /// request path, in the order of the calls for one record, publish.hpp): its ops, the server's
-  /// version after it and its metadata, all under the record's `incarnation`; and its notice, the
-  /// same without `update` and `version` (subscribers sync), which the publisher sends instead when
-  /// the whole message is over 64 KiB or the minute's budget is spent, and owes the channel when nginx
-  /// refuses a message (publish.hpp). Both carry `revision`, the record's revision the change
-  /// committed: nodes publish independently, so subscribers may get a record's messages out of commit
-  /// order, and the revision orders them (docs/API.md). `ops` null: the record was deleted (one small
-  /// message, `deleted: true`, no revision). Nothing when live push is off.
-  void publish_change(const record_key& k, const std::string& incarnation, const std::string* ops, const folio::version_vector* version,
-                      std::int64_t revision, const std::string& last_update, const std::string& by, const std::optional<std::string>& session);
-
  private:
   server& server_;
   doc_cache cache_;
+  commit_events commits_;
+  std::function<void(const record_key&)> before_commit_;
   // Before the publisher: its threads call `forget` (keep_token_streams), which reads them, until it is destroyed.
   std::string stream_owner_;      ///< this responder's crdt_token_streams rows' owner, drawn at start
   bool keeping_streams_ = false;  ///< keep_token_streams was called: subscribers' rows are written

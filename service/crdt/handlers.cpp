@@ -6,9 +6,9 @@
 // Each goes through a record_session (record_session.hpp): everything that depends only on the request
 // and the record — parsing the value, decoding a batch, the diff, encoding — happens before the
 // process-wide writer section, which holds only the statements and the commit.
-// Every committed change is then published to the record's channel (crdt_family::publish_change),
-// still under the record's lock so that subscribers see changes in commit order. So each handler reads:
-// parse the request, then one record_session (open, change, append or commit), then publish.
+// The session's add, append or erase commits and emits the commit event (commit_events.hpp), which the
+// live push and any other subscriber hear, still under the record's lock. So each handler reads: parse
+// the request, then one record_session (open, change, add, append or erase).
 //
 // Incarnations (docs/API.md, the /v2/crdt endpoints): `add` draws a random incarnation, the replica id the server edits the
 // record as, so a record deleted and added again never repeats an op id of the old one. Sync answers
@@ -170,11 +170,7 @@ std::string crdt_add(context& c, crdt_family& f) {
     if (d.units() > folio::document::max_units(type)) refuse_past_max_units(d, 0, d.units());
     row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d.encode();
     row.revision = 1, row.last_update = now_iso(), row.last_updated_by = author(c.who, user), row.session_id = session;
-    s.commit([&] {
-      insert_record(c.db, k, row);
-      return row.revision;
-    });
-    s.hold(std::move(d), row.revision);
+    s.add(std::move(d), row);
   });
   return success_body("CRDT data added successfully.", nullptr);
 }
@@ -197,7 +193,6 @@ std::string crdt_update(context& c, crdt_family& f) {
       throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row.content_key + "\".");
     if (const folio::record_type stored = *folio::parse_record_type(row.type); !value || value->type != stored) value = value_of(stored, c.data);
     const change_meta meta{now_iso(), author(c.who, user), session};
-    const std::string incarnation = incarnation_text(row);
     // Diff and encode before the writer section.
     folio::document& d = s.change();
     const std::uint64_t held = d.units();
@@ -205,8 +200,7 @@ std::string crdt_update(context& c, crdt_family& f) {
     // Checked after the diff (its op count is known only then); the session drops the changed document.
     if (d.units() > folio::document::max_units(d.type())) refuse_past_max_units(d, held, d.units());
     const std::string batch = change.count ? d.encode_change(change) : std::string();
-    const std::int64_t revision = s.append(change.count ? &batch : nullptr, meta);
-    if (!batch.empty()) f.publish_change(k, incarnation, &batch, &d.version(), revision, meta.when, meta.by, meta.session);
+    s.append(change.count ? &batch : nullptr, meta);
   });
   return success_body("CRDT data updated successfully.", nullptr);
 }
@@ -242,13 +236,8 @@ std::string crdt_delete(context& c, crdt_family& f) {
   const record_key k = key_of(c);
   with_retries([&](bool exclusive) {
     record_session s(f, c.db, k, exclusive);
-    const record_row& row = s.open_existing(false);
-    s.commit([&] {
-      delete_record(c.db, k);
-      return std::int64_t(-1);
-    });
-    s.forget();
-    f.publish_change(k, incarnation_text(row), nullptr, nullptr, 0, now_iso(), c.who.subject, std::nullopt);
+    s.open_existing(false);
+    s.erase(change_meta{now_iso(), c.who.subject, std::nullopt});
   });
   return success_body("CRDT data deleted successfully.", nullptr);
 }
@@ -310,9 +299,7 @@ std::string crdt_sync(context& c, crdt_family& f) {
         s.unchanged();  // all duplicates: nothing to store
       } else {
         const std::string ops = d.encode_since(before);
-        const change_meta meta{now_iso(), by, session};
-        const std::int64_t revision = s.append(&ops, meta);
-        f.publish_change(k, record_incarnation, &ops, &d.version(), revision, meta.when, meta.by, meta.session);
+        s.append(&ops, change_meta{now_iso(), by, session});
       }
     }
     // Streamed (body_output.hpp), under the record's lock: the update is encoded and sent a piece at a

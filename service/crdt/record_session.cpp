@@ -2,9 +2,22 @@
 
 #include "crdt/family.hpp"
 
+#include <exception>
 #include <utility>
 
+#include "platform/log.hpp"
+
 namespace folio::service {
+
+void commit_events::emit(const committed_change& c) const noexcept {
+  for (const subscriber& s : subscribers_) {
+    try {
+      s(c);
+    } catch (const std::exception& e) {
+      log::write("error", "commit_subscriber_failed", std::string("a subscriber of committed changes failed (the change is committed): ") + e.what());
+    }
+  }
+}
 
 std::optional<stored_record> read_stored(database& db, const record_key& k) {
   std::optional<stored_record> out;
@@ -118,11 +131,31 @@ const record_row& record_session::open_existing(bool with_document) {
   return *row;
 }
 
+void record_session::add(folio::document d, const record_row& row) {
+  commit([&] {
+    insert_record(db_, key_, row);
+    return row.revision;
+  });
+  const change_meta meta{row.last_update, row.last_updated_by, row.session_id};
+  family_.commits().emit({committed_change::kind::added, key_, row.incarnation, row.revision, nullptr, &d.version(), meta});
+  hold(std::move(d), row.revision);
+}
+
 std::int64_t record_session::append(const std::string* batch, const change_meta& meta) {
   const std::int64_t revision = commit([&] { return append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session); });
   if (batch && wants_compaction(row_->log_len + 1, row_->log_bytes + static_cast<std::int64_t>(batch->size()), row_->snapshot_bytes))
     family_.compactions().schedule(key_);
+  family_.commits().emit({committed_change::kind::changed, key_, row_->incarnation, revision, batch, &entry_->doc->version(), meta});
   return revision;
+}
+
+void record_session::erase(const change_meta& meta) {
+  commit([&] {
+    delete_record(db_, key_);
+    return std::int64_t(-1);
+  });
+  forget();
+  family_.commits().emit({committed_change::kind::deleted, key_, row_->incarnation, -1, nullptr, nullptr, meta});
 }
 
 folio::document& record_session::change() {
@@ -134,6 +167,10 @@ folio::document& record_session::change() {
 void record_session::unchanged() {
   changing_ = false;
   if (entry_->doc && row_) entry_->revision = row_->revision;
+}
+
+void record_session::committing() {
+  if (const std::function<void(const record_key&)>& hook = family_.before_commit()) hook(key_);
 }
 
 void record_session::committed(std::int64_t revision) {

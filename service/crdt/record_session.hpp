@@ -13,10 +13,14 @@
 //      every node and writes of different records do not — checks that the stored row is still the
 //      one open() read (another process or node may have written; then the change is dropped and
 //      record_moved thrown, and the handler starts again), runs `write` and commits. Only then does the entry say it holds
-//      the new revision. append() is commit() for a change of an existing record: the change's batch
-//      appended to the log with its metadata; a log long enough that compacting pays
-//      (records.hpp, wants_compaction) is then scheduled for compaction, which happens off the request path (compactor.hpp) and moves
-//      neither the revision nor the cached document.
+//      the new revision. A handler commits through add() (a new record), append() (a change of an
+//      existing record: the change's batch appended to the log with its metadata; a log long enough
+//      that compacting pays, records.hpp wants_compaction, is then scheduled for compaction, which
+//      happens off the request path, compactor.hpp, and moves neither the revision nor the cached
+//      document) or erase() (a deletion).
+//   4. Each of those then emits the commit event (commit_events.hpp) to the family's subscribers —
+//      the live push among them — still under the record's entry lock, so a record's events follow
+//      its commit order. Handlers do not publish, or notify anything else, themselves.
 //
 //   A read of the value alone (crdt/get) takes open_rendered() instead of open(): it reads the row
 //   (one statement) and, when the entry holds the value rendered at that row's revision and
@@ -52,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "crdt/commit_events.hpp"
 #include "crdt/doc_cache.hpp"
 #include "crdt/records.hpp"
 #include "storage/database.hpp"
@@ -65,12 +70,6 @@ struct record_moved : std::runtime_error {
 };
 
 class crdt_family;
-
-/// Who changed a record and when (the metadata every write of a record stores).
-struct change_meta {
-  std::string when, by;
-  std::optional<std::string> session;
-};
 
 class record_session {
  public:
@@ -102,12 +101,27 @@ class record_session {
   /// integrated), so the entry holds the opened revision again.
   void unchanged();
 
+  /// Commits `row` (with `d`, its document, encoded in row.snapshot) as a new record — the opened
+  /// record must be absent — then puts `d` in the record's entry at row.revision, or nothing when
+  /// another request holds the entry (it never waits: the record is committed already), and emits
+  /// `added`. Throws as commit().
+  void add(folio::document d, const record_row& row);
+  /// After change(): commits the change — `batch` appended to the record's log (null: no ops, only the
+  /// metadata and the revision move) — schedules the record's compaction when its log has become long
+  /// enough that compacting pays (wants_compaction), and emits `changed`. Returns the new revision;
+  /// throws as commit().
+  std::int64_t append(const std::string* batch, const change_meta& meta);
+  /// Deletes the opened record, drops its entry and emits `deleted` with `meta`. Throws as commit().
+  void erase(const change_meta& meta);
+
+ private:
   /// Runs `write` (returning the record's new revision) in a write transaction after checking that
   /// the stored row is still the opened one (or still absent); then the entry holds that revision.
   /// Throws record_moved when the row changed, deadline_exceeded when the deadline passed (nothing is
   /// committed either way).
   template <class F>
   std::int64_t commit(F&& write) {
+    committing();
     const std::int64_t revision = db_.write(cache_key_, [&] {
       const std::optional<record_row> now = load_record(db_, key_, false);
       if (now.has_value() != row_.has_value() || (now && (now->revision != row_->revision || now->incarnation != row_->incarnation)))
@@ -117,17 +131,9 @@ class record_session {
     committed(revision);
     return revision;
   }
-  /// After change(): commits the change — `batch` appended to the record's log (null: no ops, only the
-  /// metadata and the revision move) — and schedules the record's compaction when its log has
-  /// become long enough that compacting pays (wants_compaction). Returns the new revision; throws as commit().
-  std::int64_t append(const std::string* batch, const change_meta& meta);
-  /// Puts `d` (a new record just inserted by commit's `write`) in the record's entry at `revision`, or
-  /// nothing when another request holds the entry (it never waits: the record is committed already).
-  void hold(folio::document d, std::int64_t revision);
-  /// Drops the entry (the record was deleted).
-  void forget();
-
- private:
+  void hold(folio::document d, std::int64_t revision);  ///< add()'s: `d` in the entry, if it can be taken at once
+  void forget();                                        ///< erase()'s: drops the entry
+  void committing();  ///< the family's before_commit hook, if any
   void committed(std::int64_t revision);
   void account();
   void lock(std::shared_ptr<cached_doc> entry);

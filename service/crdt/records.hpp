@@ -11,7 +11,7 @@
 // (crdt/compactor.hpp): its changes up to some revision folded into a new snapshot and deleted, in one
 // transaction that changes neither the revision nor the value, while later changes stay logged.
 // This module reads and writes the three tables and crdt_token_streams, the channels of client-token
-// streams kept across restarts (crdt/publish.hpp); their migrations are crdt/schema.cpp's.
+// streams kept across restarts (crdt/publish/token_streams.hpp); their migrations are crdt/schema.cpp's.
 // Every record row is keyed by the tenant first; a crdt_token_streams row names its tenant in its
 // stream key and is read by no request.
 // Thread-safety: functions over a caller's `database`.

@@ -59,7 +59,7 @@ constexpr const char* revisions_7 =
     "  snapshot_bytes = coalesce((SELECT length(s.snapshot) FROM crdt_snapshots s WHERE s.tenant = crdt_records.tenant AND s.org = crdt_records.org\n"
     "               AND s.doc = crdt_records.doc AND s.editor = crdt_records.editor), 0);\n";
 
-// 11: the channels of client-token streams a responder let in (crdt/publish.hpp): one row per responder
+// 11: the channels of client-token streams a responder let in (crdt/publish/token_streams.hpp): one row per responder
 // (`owner`, drawn at each start), channel and stream key ("<signing key id>/<tenant>") with the
 // earliest expiry among that key's tokens let in; a responder that starts takes over every row
 // (adopt_token_streams).

@@ -25,7 +25,7 @@ response crdt_family::authorize_subscriber(database& db, const request& r) {
       // Nchan asks once per stream: the publisher ends it when the token expires, loses its signing key or
       // its API key is revoked (stream_key_id).
       if (publisher_.memory_full()) throw api_error(status::unavailable, "Live push is out of memory; retry later.");
-      // Its channel is kept in crdt_token_streams before it is let in (publish.hpp): a failed write
+      // Its channel is kept in crdt_token_streams before it is let in (publish/token_streams.hpp): a failed write
       // refuses it with the storage failure's answer (docs/API.md).
       const std::string stream_key = who.scope ? stream_key_id(*who.scope, who.tenant) : std::string();
       const auto keep = [&](std::int64_t expires) { keep_token_stream(db, stream_owner_, {r.channel, stream_key, expires}); };

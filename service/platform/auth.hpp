@@ -24,7 +24,7 @@ struct client_scope {
   std::string org, doc;
   std::optional<std::string> editor;
   std::int64_t expires = 0;  ///< the token's expiry (seconds since the epoch)
-  std::string key_id;        ///< the key that signed it: open streams end when it leaves the ring (publish.hpp)
+  std::string key_id;        ///< the key that signed it: open streams end when it leaves the ring (crdt/publish/token_streams.hpp)
 };
 
 struct principal {

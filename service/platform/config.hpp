@@ -7,7 +7,7 @@
 
 namespace folio::service {
 
-/// Live push (docs/API.md, crdt/sync and crdt/subscribe; crdt/publish.hpp).
+/// Live push (docs/API.md, crdt/sync and crdt/subscribe; crdt/publish/publisher.hpp).
 struct live_config {
   std::string channel_secret;  ///< shared with nginx; empty: live push is off (subscribe answers 503)
   std::string publish_socket;  ///< nginx's publisher listener (unix socket); empty: nothing is published

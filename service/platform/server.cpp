@@ -93,6 +93,24 @@ server::server(config c)
   register_auth_routes(routes_);
 }
 
+server::answer_scope::answer_scope(server& s) {
+  after_.reserve(s.after_response_.size());
+  for (const after_response_hook& hook : s.after_response_)
+    if (std::function<void()> after = hook()) after_.push_back(std::move(after));
+}
+
+void server::answer_scope::answered() noexcept {
+  while (!after_.empty()) {
+    const std::function<void()> after = std::move(after_.back());
+    after_.pop_back();
+    try {
+      after();
+    } catch (const std::exception& e) {
+      log::write("error", "after_response_failed", std::string("work deferred until an answer was sent failed: ") + e.what());
+    }
+  }
+}
+
 response server::observed(std::string_view endpoint, const request& r, const std::function<response(std::string& key_id)>& answer) {
   const auto start = std::chrono::steady_clock::now();
   log::begin_request(r.request_id, endpoint);

@@ -62,6 +62,27 @@ class server {
   /// Adds a family's gauges to /metrics (the document cache's, the publisher's), read at every scrape.
   void add_gauges(std::function<void(metrics::gauges&)> fill) { gauges_.push_back(std::move(fill)); }
 
+  /// After-response hooks: work a family defers until a request's answer has been handed to nginx
+  /// (the CRDT family: its publishes, crdt/publish/publisher.hpp answer_first). `hook()` runs on the request's
+  /// thread as the request starts and returns what to run once its answer has gone (or nothing).
+  /// The FastCGI loop brackets each request with an answer_scope and knows nothing of what the hooks do.
+  /// Add hooks before the first request.
+  using after_response_hook = std::function<std::function<void()>()>;
+  void add_after_response(after_response_hook hook) { after_response_.push_back(std::move(hook)); }
+  /// One request's after-response hooks: begun on construction; answered() (or the destructor, at the
+  /// latest) runs what they returned, in the reverse order, once. On the request's thread; not movable.
+  class answer_scope {
+   public:
+    explicit answer_scope(server& s);
+    ~answer_scope() { answered(); }
+    answer_scope(const answer_scope&) = delete;
+    answer_scope& operator=(const answer_scope&) = delete;
+    void answered() noexcept;
+
+   private:
+    std::vector<std::function<void()>> after_;
+  };
+
   /// The client-token key ring (client_token.hpp) from now on; requests in flight keep the one they
   /// started with. Without one, minting and client tokens answer 503 UNAVAILABLE.
   void set_client_keys(std::shared_ptr<const key_ring> ring);
@@ -171,6 +192,7 @@ class server {
   route_table routes_;
   metrics metrics_;
   std::vector<std::function<void(metrics::gauges&)>> gauges_;
+  std::vector<after_response_hook> after_response_;
   double start_time_;
   std::mutex auth_mu_;
   std::unordered_map<std::string, remembered> auth_cache_;

@@ -422,7 +422,7 @@ class Failures(unittest.TestCase):
         try:
             wait_until(lambda: self.watched(watch_out) == "new", what="folio-cli watch showing the record")
             old = json.dumps({"editorId": "again", "incarnation": "1", "deleted": True, "lastUpdate": "2025-01-20T10:30:00.000Z"}).encode()
-            with socket.socket(socket.AF_UNIX) as s:  # as a node's responder publishes (service/crdt/publish.cpp)
+            with socket.socket(socket.AF_UNIX) as s:  # as a node's responder publishes (service/crdt/publish/nchan.cpp)
                 s.connect(STACK.nodes[1].publish_socket)
                 s.sendall(b"POST /_folio/publish/%s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                           b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (channel_of(ids("again")).encode(), len(old), old))

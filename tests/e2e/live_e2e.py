@@ -385,7 +385,7 @@ class LivePush(unittest.TestCase):
         update("resume", "ab")
         first_id, _ = es.next()
         es.close()
-        # Messages go to nginx after the answer (publish.hpp), and in a cluster to the other nodes through
+        # Messages go to nginx after the answer (crdt/publish/send_queue.hpp), and in a cluster to the other nodes through
         # Redis: subscribe again only once every node has "abc"'s message (a watcher per node sees that
         # version), or the new subscriber could receive it live, as it should, which is not a replay.
         watchers = [EventSource("resume", port=n.port) for n in STACK.nodes]
@@ -429,7 +429,7 @@ class LivePush(unittest.TestCase):
 class NginxMemory(unittest.TestCase):
     """What a channel holds in Nchan's shared memory is bounded, and a subscriber learns of every change
     it could not be pushed: large changes go as notices (no update: sync now), and a failed publish is
-    followed by a notice resent until nginx takes one (service/crdt/publish.hpp)."""
+    followed by a notice resent until nginx takes one (service/crdt/publish/owed_notices.hpp)."""
 
     def test_a_large_change_goes_as_a_notice_that_makes_clients_sync(self):
         add("big", "text", "small")

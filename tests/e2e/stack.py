@@ -277,7 +277,7 @@ class Stack:
 
 
 def channel_of(ids, who="a"):
-    """The channel id of the record `ids` for tenant `who` (service/crdt/publish.hpp)."""
+    """The channel id of the record `ids` for tenant `who` (service/crdt/publish/nchan.hpp)."""
     with open(STACK.secret) as f:
         secret = f.readline().strip().encode()
     text = "\n".join([CREDS[who][0][3:19], ids["organizationId"], ids["documentId"], ids["editorId"]])

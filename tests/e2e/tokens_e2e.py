@@ -385,7 +385,7 @@ def received_before_end(stream, marker):
 
 class OpenStreams(unittest.TestCase):
     """Nchan authorizes an EventSource subscriber once, when it opens: a token that expires, or whose key
-    is removed, while its stream is open must not keep receiving changes (publish.hpp)."""
+    is removed, while its stream is open must not keep receiving changes (crdt/publish/token_streams.hpp)."""
 
     def test_a_stream_ends_before_the_first_change_after_its_token_expired(self):
         status, body = call("/v2/auth/token", {"organizationId": ORG, "documentId": DOC, "editorId": "expiring", "userId": "ana",

@@ -288,7 +288,8 @@ TEST_F(fixture, PagesHoldTheirLimitInOrderAcrossTiesOfCreatedAt) {
   std::vector<std::string> expected;
   db.write([&] {
     for (int i = 0; i < 23; ++i) {
-      const std::string id = "a" + std::to_string((i * 7) % 23), at = "2025-01-0" + std::to_string(1 + i % 3) + "T00:00:00.000Z";
+      const std::string id = std::string("a").append(std::to_string((i * 7) % 23));
+      const std::string at = std::string("2025-01-0").append(std::to_string(1 + i % 3)).append("T00:00:00.000Z");
       ASSERT_TRUE(svc::insert_annotation(db, s, {id, i % 2 ? "L1" : "L2", "u", "OPEN", at, at, "{}", 1}));
       ASSERT_TRUE(svc::insert_comment(db, s, id, 1, id + "/1"));
       ASSERT_TRUE(svc::insert_comment(db, s, id, 2, id + "/2"));

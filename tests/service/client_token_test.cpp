@@ -271,7 +271,7 @@ TEST_F(minting, UnknownFieldsAndNullsAreRefusedByName) {
   EXPECT_EQ(bearer("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d"}})", token_of(ok)).http, 403);  // one editor only
 }
 
-// A client token's stream is let in only once its channel is kept in crdt_token_streams (crdt/publish.hpp):
+// A client token's stream is let in only once its channel is kept in crdt_token_streams (crdt/publish/token_streams.hpp):
 // a write that fails refuses the subscriber with the storage failure's answer and remembers nothing (the
 // next subscriber writes again), and the polls of a subscriber let in write nothing more.
 TEST_F(minting, AClientTokensStreamIsLetInOnlyOnceItsChannelIsKept) {

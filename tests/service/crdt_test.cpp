@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <future>
 #include <memory>
 #include <numeric>
@@ -17,7 +18,7 @@
 #include <vector>
 
 #include "crdt/doc_cache.hpp"
-#include "crdt/publish.hpp"
+#include "crdt/publish/publisher.hpp"
 #include "crdt/record_session.hpp"
 #include "crdt/records.hpp"
 #include "platform/fields.hpp"
@@ -27,7 +28,7 @@ namespace {
 
 using namespace folio_service_test;
 
-// crdt_token_streams (schema 11; crdt/publish.hpp "kept across restarts"), on both backends: a responder
+// crdt_token_streams (schema 11; crdt/publish/token_streams.hpp "Kept across restarts"), on both backends: a responder
 // rewrites its own row of a channel and key, deletes its own rows of a channel only, and one that starts
 // takes over every row, the earliest expiry per channel and key, earliest first.
 TEST_F(fixture, TokenStreamRowsAreKeptForgottenAndTakenOver) {
@@ -289,12 +290,18 @@ TEST_F(fixture, AnAddIsAnsweredAsCommittedWhenAnotherRequestHoldsTheNewRecordsEn
   svc::response res;
   {
     held_write writer(tmp, k.cache_key());  // the add stops at its commit
+    std::promise<void> committing;
+    std::atomic<bool> told{false};
+    service.crdt().set_before_commit([&](const svc::record_key& at) {
+      if (at.editor == "held" && !told.exchange(true)) committing.set_value();
+    });
     auto f = std::async(std::launch::async, [&] { return service.handle(db, r); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past its open(), which finds no record
+    committing.get_future().wait();  // past its open(), which found no record: at its commit
     const std::shared_ptr<svc::cached_doc> entry = service.crdt().cache().get(k.cache_key());
     std::unique_lock<std::timed_mutex> held(entry->lock);  // "the get" holds the entry from now on
     writer.release();
     res = f.get();
+    service.crdt().set_before_commit({});
   }
   EXPECT_EQ(res.http, 200) << res.body;
   EXPECT_NE(call("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"held"}})").body.find(R"("data":"stored")"), std::string::npos);
