@@ -15,6 +15,8 @@ void commit_events::emit(const committed_change& c) const noexcept {
       s(c);
     } catch (const std::exception& e) {
       log::write("error", "commit_subscriber_failed", std::string("a subscriber of committed changes failed (the change is committed): ") + e.what());
+    } catch (...) {
+      log::write("error", "commit_subscriber_failed", "a subscriber of committed changes failed (the change is committed)");
     }
   }
 }
@@ -154,8 +156,10 @@ void record_session::erase(const change_meta& meta) {
     delete_record(db_, key_);
     return std::int64_t(-1);
   });
-  forget();
+  // Emitted while the entry is still locked: once forgotten, a request that adds the record again
+  // takes a fresh entry, and its events must come after this one.
   family_.commits().emit({committed_change::kind::deleted, key_, row_->incarnation, -1, nullptr, nullptr, meta});
+  forget();
 }
 
 folio::document& record_session::change() {

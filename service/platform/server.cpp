@@ -107,6 +107,8 @@ void server::answer_scope::answered() noexcept {
       after();
     } catch (const std::exception& e) {
       log::write("error", "after_response_failed", std::string("work deferred until an answer was sent failed: ") + e.what());
+    } catch (...) {
+      log::write("error", "after_response_failed", "work deferred until an answer was sent failed");
     }
   }
 }
