@@ -262,6 +262,7 @@ class NginxAnswers(unittest.TestCase):
         code, headers, body = raw_answer(request)
         self.assertEqual((code, headers.get("content-type")), (http, "application/json"), body[:300])
         self.assertEqual(json.loads(body), {"error": {"message": message, "status": status}})
+        self.assertRegex(headers.get("x-request-id", ""), "^[0-9a-f]{32}$")  # every answer names its request
 
     def test_malformed_requests(self):
         malformed = "Malformed HTTP request: nginx could not parse its request line, a header or the body's framing."
@@ -281,6 +282,15 @@ class NginxAnswers(unittest.TestCase):
                          "Transfer-Encoding must be chunked or absent.")
         self.assert_json(b"POST /v2/crdt/get HTTP/2.0\r\nHost: x\r\n\r\n", 505, "INVALID_ARGUMENT", "HTTP version not supported; use HTTP/1.1.")
         self.assert_json(b"TRACE /v2/crdt/get HTTP/1.1\r\nHost: x\r\n\r\n", 400, "INVALID_ARGUMENT", "Method not allowed; every endpoint takes POST.")
+
+    def test_a_subscribe_with_a_body_gets_json(self):
+        # The subscribe location has error pages of its own (folio.conf): nginx's 413 there, and a body
+        # whose framing nginx would fail to read, are answered in JSON too.
+        target = b"GET /v2/crdt/subscribe?organizationId=abuse&documentId=live&editorId=hop HTTP/1.1\r\nHost: x\r\n"
+        self.assert_json(target + b"Content-Length: 5000000\r\n\r\n", 413, "INVALID_ARGUMENT", "Request body is larger than the limit.")
+        self.assert_json(target + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 400, "INVALID_ARGUMENT", "A subscribe request has no body.")
+        self.assert_json(target + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n\r\n", 400, "INVALID_ARGUMENT",
+                         "Malformed HTTP request: nginx could not parse its request line, a header or the body's framing.")
 
     def test_a_subscriber_gets_a_json_503_while_the_responder_is_down(self):
         STACK.fcgi.terminate()
