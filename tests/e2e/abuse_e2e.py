@@ -288,7 +288,8 @@ class NginxAnswers(unittest.TestCase):
         # whose framing nginx would fail to read, are answered in JSON too.
         target = b"GET /v2/crdt/subscribe?organizationId=abuse&documentId=live&editorId=hop HTTP/1.1\r\nHost: x\r\n"
         self.assert_json(target + b"Content-Length: 5000000\r\n\r\n", 413, "INVALID_ARGUMENT", "Request body is larger than the limit.")
-        self.assert_json(target + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 400, "INVALID_ARGUMENT", "A subscribe request has no body.")
+        for body in (b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", b"Content-Length: 5\r\n\r\nhello"):
+            self.assert_json(target + body, 400, "INVALID_ARGUMENT", "A subscribe request has no body.")
         self.assert_json(target + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n\r\n", 400, "INVALID_ARGUMENT",
                          "Malformed HTTP request: nginx could not parse its request line, a header or the body's framing.")
 
