@@ -107,7 +107,8 @@ void database::durable(std::unique_lock<std::timed_mutex>& writer) { group_->dur
 
 int database::busy_wait(void* self, int attempt) {
   using namespace std::chrono;
-  // SQLite's own steps (sqliteDefaultBusyCallback), then 100 ms a turn.
+  // SQLite's own back-off steps (sqliteDefaultBusyCallback), then the last of them repeated; gives up
+  // when the waits would pass the busy limit below, or the request's deadline.
   static constexpr int steps_ms[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
   constexpr int steps = sizeof steps_ms / sizeof steps_ms[0];
   int waited = 0;

@@ -669,7 +669,8 @@ class NginxMemory(unittest.TestCase):
             c.request("POST", "/v2/crdt/add", json.dumps({"data": dict(ids("full-%d" % i), type="map", data={})}),
                       dict(creds_headers("a"), **{"Content-Type": "application/json"}))
             r = c.getresponse()
-            self.assertEqual(r.status, 200, r.read())
+            body = r.read()
+            self.assertEqual(r.status, 200, body)
         c.close()
         restart_nginx(FOLIO_NCHAN_MEMORY="32k")
         port = STACK.nodes[0].port if STACK.cluster else STACK.port  # one node's memory
