@@ -416,9 +416,11 @@ def redis_stall(test, update):
 
 
 def log_lines(path):
-    """A log file's non-empty lines."""
+    """A log file's whole non-empty lines. A line still being written is left out: a reader can see the
+    first pages of a writer's append before the rest (a batch of lines is one write of up to 64 KiB)."""
     with open(path) as f:
-        return [line for line in f.read().splitlines() if line.strip()]
+        text = f.read()
+    return [line for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
 
 
 def unique_keys(pairs):
