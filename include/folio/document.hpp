@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "array.hpp"
+#include "detail/replica/rebase.hpp"
 #include "detail/tree/tree_doc.hpp"
 #include "detail/tree/tree_encoding.hpp"
 #include "diff.hpp"
@@ -342,6 +343,78 @@ class document {
         },
         impl_);
     return res;
+  }
+
+  // ---- earlier versions -------------------------------------------------------------------------
+
+  /// A new document holding exactly the operations of this one that `at` names: the record as it was
+  /// at that version (text(), array(), map(), xml() answer its values then), of the same type and
+  /// content key, edited as replica(). `at` must be a version this document had: contained in
+  /// version() and causally closed (with every op it names, what that op names: its replica's earlier
+  /// ops, its origin, targets, object and observed entries); else throws "[folio.value]" saying which.
+  /// Values this document holds only as placeholders (removed items of a decoded text or array record
+  /// written without them) show as placeholders. O(ops and values up to `at`), whatever the number
+  /// of versions between.
+  document checkout(const version_vector& at) const {
+    const version_order order = at.compare(version());
+    if (order != version_order::equal && order != version_order::before)
+      detail::fail(error_code::value, "checkout: the version names operations this document does not hold");
+    document out(type_, replica(), key_);
+    apply_result res;
+    std::visit(
+        [&](const auto& d) {
+          using D = std::decay_t<decltype(d)>;
+          if constexpr (std::is_same_v<D, detail::tree_doc>)
+            res = std::get<D>(out.impl_).apply(d.ops_since(version_vector{}, &at));
+          else
+            res = std::get<D>(out.impl_).apply(d.ops_between(version_vector{}, at));
+        },
+        impl_);
+    if (!res || out.pending() != 0 || out.version().compare(at) != version_order::equal)
+      detail::fail(error_code::value, "checkout: the version is not causally closed (it names an operation without one it depends on), so this "
+                                      "document never had it");
+    return out;
+  }
+
+  /// Integrates here, as this replica's next operations, the local change `c` made on `base`, a
+  /// checkout() of this document (an earlier version of it, edited as the same replica) on which `c`
+  /// was the last edit: the change merges with everything this document integrated since that
+  /// version as the offline edit of a replica that had only the checkout would. Its ids (replica(),
+  /// s), s >= c.first, become (replica(), s - c.first + version()[replica()]), in the ops and in every
+  /// reference to them; references to what `base` held before `c` stay; its Lamport values rise by
+  /// one constant that puts them above clock() (docs/INTERNALS.md, "Checkout and rebase"). Returns
+  /// the change as made here (encode_change gives its batch). Throws "[folio.type]" for a base of
+  /// another type, "[folio.value]" for a base or change that is not that (another replica, a change
+  /// not the base's last, a reference this document lacks) and "[folio.overflow]" when the ids or
+  /// Lamport values would pass 2^31; it throws before integrating anything. O(the change's ops, their
+  /// values and references) plus integrating them.
+  local_change rebase(const document& base, const local_change& c) {
+    const replica_id self = replica();
+    if (base.type_ != type_)
+      detail::fail(error_code::type, std::string("rebase: the base is a ") + std::string(to_string(base.type_)) + " record, this one " +
+                                         std::string(to_string(type_)));
+    if (base.replica() != self || (c.count != 0 && c.replica != self))
+      detail::fail(error_code::value, "rebase: the base and its change must be edited as this document's replica");
+    const std::uint32_t next = version().get(self);
+    if (c.count == 0) return local_change{self, next, 0};
+    if (std::uint64_t(c.first) + c.count != base.version().get(self))
+      detail::fail(error_code::value, "rebase: the change is not the last edit of the base");
+    if (c.first > next) detail::fail(error_code::value, "rebase: the base holds operations of this replica that this document does not");
+    const local_change out{self, next, c.count};
+    std::visit(
+        [&](auto& d) {
+          using D = std::decay_t<decltype(d)>;
+          auto b = std::get<D>(base.impl_).ops(c);
+          const auto [low, high] = detail::lamport_span(b.ops);
+          const std::uint32_t lamport_shift = clock() >= low ? clock() + 1 - low : 0;
+          detail::reserve_counters(next, 0, c.count);
+          detail::reserve_counters(0, low - 1 + std::uint64_t(lamport_shift), high - low + 1);
+          detail::rebase_ops(b.ops, detail::rebase_shift{self, c.first, next - c.first, lamport_shift}, version());
+          const apply_result res = d.apply(b);
+          if (!res || version().get(self) != next + c.count) detail::fail(error_code::invariant, "rebase: the change did not integrate whole");
+        },
+        impl_);
+    return out;
   }
 
   // ---- the whole document -----------------------------------------------------------------------
