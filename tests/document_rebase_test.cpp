@@ -1,12 +1,14 @@
 // document::checkout (a record's value at an earlier version) and document::rebase (a local change
 // made on such a checkout, integrated as the replica's next ops): the merged value, and convergence of
-// every replica whatever order the batches reach it in.
+// every replica whatever order the batches reach it in; and the document encoding that keeps removed
+// values (kept_values::all, format version 3), which a checkout of a decoded record needs.
 #include <gtest/gtest.h>
 
 #include <folio/document.hpp>
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -514,3 +516,166 @@ TEST(DocumentRebase, RandomConcurrentEditsAndRebasedReplacesConverge) {
 }
 
 }  // namespace
+
+// ---- encodings that keep removed values (format version 3) ----------------------------------
+
+namespace all_values {
+
+using folio::decode_result;
+using folio::decode_status;
+using folio::kept_values;
+
+/// A text and an array record with removed items: `old` is the version at which they were live.
+struct history {
+  document d;
+  version_vector old;
+  std::string old_value;
+};
+history removed_items(record_type t) {
+  history h{document(t, 1, "body"), {}, {}};
+  if (t == record_type::text) {
+    h.d.replace_text("Hello wörld 😀 and more");
+    h.old = h.d.version(), h.old_value = h.d.text();
+    h.d.replace_text("Hi");
+  } else {
+    h.d.replace_array({"1", "{\"k\":2}", "3", "4"});
+    h.old = h.d.version(), h.old_value = value_of(h.d);
+    h.d.replace_array({"3"});
+  }
+  return h;
+}
+
+std::optional<document> decoded(const std::string& bytes, decode_result* why = nullptr) {
+  std::optional<document> out;
+  const decode_result r = document::decode(bytes, 1, out);
+  if (why) *why = r;
+  return out;
+}
+
+TEST(DocumentAllValues, RoundTripKeepsRemovedValuesForCheckout) {
+  for (record_type t : {record_type::text, record_type::array}) {
+    SCOPED_TRACE(std::string(folio::to_string(t)));
+    history h = removed_items(t);
+    const std::string all = h.d.encode(kept_values::all), live = h.d.encode();
+    EXPECT_EQ(all[2], 3);
+    EXPECT_EQ(live[2], 2);
+    EXPECT_EQ(live, h.d.encode(kept_values::live));
+    EXPECT_EQ(all.substr(3, live.size() - 3), live.substr(3));  // version 2, then one more section
+    std::optional<document> e = decoded(all);
+    ASSERT_TRUE(e);
+    e->check_invariants();
+    EXPECT_EQ(value_of(*e), value_of(h.d));
+    EXPECT_EQ(e->content_key(), "body");
+    EXPECT_EQ(value_of(e->checkout(h.old)), h.old_value);
+    EXPECT_EQ(e->encode(kept_values::all), all);
+    EXPECT_EQ(e->encode(), live);
+    EXPECT_EQ(e->encode_since({}), h.d.encode_since({}));  // batches carry the real values again
+    // Version 2 still decodes; its removed items are placeholders, so the old value is not there.
+    std::optional<document> v2 = decoded(live);
+    ASSERT_TRUE(v2);
+    EXPECT_EQ(value_of(*v2), value_of(h.d));
+    const std::string at_old = value_of(v2->checkout(h.old));
+    EXPECT_NE(at_old, h.old_value);
+    // A version 3 copy of the version 2 one keeps what it has: placeholders.
+    std::optional<document> again = decoded(v2->encode(kept_values::all));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(value_of(again->checkout(h.old)), at_old);
+  }
+}
+
+TEST(DocumentAllValues, MapAndXmlKeepEveryValueAlready) {
+  for (record_type t : {record_type::map, record_type::xml}) {
+    SCOPED_TRACE(std::string(folio::to_string(t)));
+    document d(t, 1);
+    if (t == record_type::map) {
+      d.replace_map({{"a", "1"}, {"b", "2"}});
+    } else {
+      d.replace_xml("<p x=\"1\">old text</p><q/>");
+    }
+    const version_vector old = d.version();
+    const std::string old_value = value_of(d);
+    if (t == record_type::map) {
+      d.replace_map({{"a", "3"}});
+    } else {
+      d.replace_xml("<p x=\"2\">new</p>");
+    }
+    EXPECT_EQ(d.encode(kept_values::all), d.encode());
+    std::optional<document> e = decoded(d.encode());
+    ASSERT_TRUE(e);
+    EXPECT_EQ(value_of(*e), value_of(d));
+    EXPECT_EQ(value_of(e->checkout(old)), old_value);
+  }
+}
+
+/// The version 2 encoding of `h.d` marked version 3, followed by `removed_section` (raw bytes).
+std::string v3_with(const history& h, const std::string& removed_section) {
+  std::string bytes = h.d.encode();
+  bytes[2] = 3;
+  return bytes + removed_section;
+}
+
+void expect_refused(const std::string& bytes, decode_status status, const char* detail) {
+  decode_result r;
+  EXPECT_FALSE(decoded(bytes, &r));
+  EXPECT_EQ(r.status, status) << r.description();
+  EXPECT_STREQ(r.detail, detail) << r.description();
+}
+
+TEST(DocumentAllValues, MalformedVersion3IsRefusedSayingWhy) {
+  history text = removed_items(record_type::text), array = removed_items(record_type::array);
+  const auto section = [](const std::string& raw) {
+    std::string s;
+    folio::detail::put_section(s, raw);
+    return s;
+  };
+  const auto text_content = [](const std::string& utf8) {
+    std::string raw;
+    folio::detail::put_string(raw, utf8);
+    return raw;
+  };
+  // No section at all: the version 2 bytes marked 3.
+  expect_refused(v3_with(text, ""), decode_status::truncated, "removed values");
+  // A count that is not the removed items'.
+  expect_refused(v3_with(text, section(text_content("x"))), decode_status::inconsistent, "removed value count differs from the op log");
+  std::string one_value;
+  folio::detail::put_varint(one_value, 1);
+  folio::detail::put_string(one_value, std::string("9"));
+  expect_refused(v3_with(array, section(one_value)), decode_status::inconsistent, "removed value count differs from the op log");
+  // Strict UTF-8 (a lone continuation byte, a surrogate).
+  expect_refused(v3_with(text, section(text_content("ab\x80"))), decode_status::inconsistent, "text content is not valid UTF-8");
+  expect_refused(v3_with(text, section(text_content("\xED\xA0\x80"))), decode_status::inconsistent, "text content is not valid UTF-8");
+  // Bytes after the values inside the section, and after the section.
+  const std::string all = text.d.encode(kept_values::all);
+  expect_refused(all + "x", decode_status::trailing_bytes, "after document");
+  std::optional<document> ok = decoded(all);
+  ASSERT_TRUE(ok);
+  std::string removed_raw;
+  const std::string live = text.d.encode();
+  {  // the section as written, with one byte more inside it
+    folio::detail::byte_reader r(std::string_view(all).substr(live.size()));
+    std::string buffer;
+    folio::detail::section s;
+    ASSERT_TRUE(folio::detail::read_section(r, buffer, s, "removed values"));
+    removed_raw.assign(s.bytes);
+  }
+  expect_refused(v3_with(text, section(removed_raw + "!")), decode_status::trailing_bytes, "after the removed values");
+  // A section claiming more than the op log's items could hold is refused before it is read.
+  std::string huge;
+  huge.push_back(0);  // stored
+  folio::detail::put_varint(huge, std::uint64_t(1) << 40);
+  expect_refused(v3_with(text, huge), decode_status::too_large, "removed values");
+  // Version 3 is a text and array document's only; versions past 3 are unknown.
+  document m(record_type::map, 1);
+  m.set("a", "1");
+  std::string map3 = m.encode();
+  map3[2] = 3;
+  expect_refused(map3, decode_status::bad_magic, "format version");
+  std::string v4 = all;
+  v4[2] = 4;
+  expect_refused(v4, decode_status::bad_magic, "format version");
+  std::string batch3 = text.d.encode_since({});
+  batch3[2] = 3;
+  EXPECT_FALSE(document(record_type::text, 2).apply(batch3));
+}
+
+}  // namespace all_values

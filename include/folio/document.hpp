@@ -352,9 +352,9 @@ class document {
   /// content key, edited as replica(). `at` must be a version this document had: contained in
   /// version() and causally closed (with every op it names, what that op names: its replica's earlier
   /// ops, its origin, targets, object and observed entries); else throws "[folio.value]" saying which.
-  /// Values this document holds only as placeholders (removed items of a decoded text or array record
-  /// written without them) show as placeholders. O(ops and values up to `at`), whatever the number
-  /// of versions between.
+  /// Values this document holds only as placeholders (removed items of a text or array record decoded
+  /// from an encoding without them: encode(kept_values::live)) show as placeholders. O(ops and values
+  /// up to `at`), whatever the number of versions between.
   document checkout(const version_vector& at) const {
     const version_order order = at.compare(version());
     if (order != version_order::equal && order != version_order::before)
@@ -419,14 +419,17 @@ class document {
 
   // ---- the whole document -----------------------------------------------------------------------
 
-  /// Type, root name, full causal history and values. Pending ops are not included.
-  std::string encode() const {
+  /// Type, root name, full causal history and values. Pending ops are not included. A text or array
+  /// record keeps the values of its live items (format version 2; removed ones decode as
+  /// placeholders) or, with kept_values::all, of every item (version 3: a decoded copy's checkout()
+  /// shows removed values as they were). Map and xml records keep every value either way (version 1).
+  std::string encode(kept_values kept = kept_values::live) const {
     return std::visit(
         [&](const auto& d) -> std::string {
           if constexpr (std::is_same_v<std::decay_t<decltype(d)>, detail::tree_doc>) {
             return tree_bytes(d, detail::kind_document, version_vector{});
           } else {
-            return d.encode(key_);
+            return d.encode(key_, kept);
           }
         },
         impl_);

@@ -4,7 +4,8 @@
 //
 //   offset  size  field
 //   0       2     magic "Fo" (0x46 0x6F)
-//   2       1     format version: 2 for text and array documents, 1 for everything else
+//   2       1     format version: 2 for text and array documents (3 when they keep removed values),
+//                 1 for everything else
 //   3       1     kind: 'B' (0x42) op batch, 'D' (0x44) document
 //   4       1     value type: 1 text (code points), 2 array (JSON values as bytes), 3 map, 4 xml
 //   5       var   document only: root name (contentKey), length + UTF-8
@@ -14,6 +15,8 @@
 //   ...     var   content: text = byte length + UTF-8; array = count + (length + bytes) each
 // A version 2 document (text and array) has its op table in columns (detail/encoding/sequence_columns.hpp)
 // and each column and the content as a section, stored or LZ4-compressed (detail/encoding/compressed_section.hpp).
+// A version 3 document is version 2 plus one more section after the content: the values of the removed
+// items, in document order, in the content's format (kept_values::all).
 //
 // Op record (sequence_op_format; the replica, seq, Lamport and len fields are op_codec.hpp's, shared
 // with map and xml records): a flags byte, then only the fields the flags say are not implied:
@@ -26,9 +29,9 @@
 //   then the reference seq: zigzag(ref - (seq - 1)) for the op's own replica, a plain varint otherwise.
 //
 // A batch carries the values of all its inserts, in op order. A document is the whole op log (so the
-// full causal history: every id, every origin, every remove) plus only the *live* values in document
-// order; deleted values are dropped. Decoding rebuilds the document by integrating the log. Decoders
-// read documents of both versions.
+// full causal history: every id, every origin, every remove) plus the *live* values in document
+// order; deleted values are dropped (version 3 keeps them). Decoding rebuilds the document by
+// integrating the log. Decoders read documents of every version.
 //
 // Decoders take untrusted bytes: every count is checked against the bytes left before anything is
 // allocated, every index and counter against its range; failures return a decode_result with the byte
@@ -55,6 +58,12 @@
 
 namespace folio {
 
+/// Which values a text or array document's encoding keeps (document::encode): the live ones (format
+/// version 2: removed items decode with placeholders, U+0000 or "") or all of them (version 3: a
+/// decoded document holds every value, as the one encoded did, so a checkout of an earlier version
+/// shows what was live then). Map and xml documents keep every value either way.
+enum class kept_values { live, all };
+
 namespace detail {
 
 inline constexpr unsigned char kind_batch = 'B', kind_document = 'D';
@@ -65,6 +74,16 @@ inline constexpr unsigned char kind_batch = 'B', kind_document = 'D';
 /// their records).
 constexpr unsigned char format_version_of(unsigned char kind, record_type type) {
   return kind == kind_document && (type == record_type::text || type == record_type::array) ? 2 : 1;
+}
+/// The version written for `kept`: 3 for a text or array document keeping all values (version 2 and
+/// the removed values' section), else format_version_of(kind, type).
+constexpr unsigned char format_version_of(unsigned char kind, record_type type, kept_values kept) {
+  const unsigned char v = format_version_of(kind, type);
+  return v == 2 && kept == kept_values::all ? 3 : v;
+}
+/// The versions a decoder reads for `kind` and `type`: 1, and 2 and 3 where a writer writes them.
+constexpr bool readable_format_version(unsigned char kind, record_type type, unsigned char v) {
+  return v == 1 || v == format_version_of(kind, type) || v == format_version_of(kind, type, kept_values::all);
 }
 
 /// The record type of a sequence of T: text (code points) or array (opaque values).
@@ -122,15 +141,18 @@ void put_document_content(std::string& out, const std::vector<T>& values) {
 /// A fault inside the content is reported at its byte, or at the block's first byte when compressed.
 /// `units`: the items the document's op log inserts; a text's content holds at most 4 bytes for each
 /// (and its length), so a longer one is refused before it is decompressed.
+/// `what` names the section in failures, `after` its trailing bytes (the removed values' section of a
+/// version 3 document is read the same way: "removed values").
 template <class T>
-bool read_document_content(byte_reader& r, std::vector<T>& values, unsigned char version, std::uint64_t units) {
+bool read_document_content(byte_reader& r, std::vector<T>& values, unsigned char version, std::uint64_t units, const char* what = "content",
+                           const char* after = "after the content") {
   if (version == 1) return read_content(r, values);
   std::string buffer;
   section s;
   const std::uint64_t most = std::is_same_v<T, char32_t> ? 10 + 4 * units : UINT64_MAX;
-  if (!read_section(r, buffer, s, "content", most)) return false;
+  if (!read_section(r, buffer, s, what, most)) return false;
   byte_reader inner(s.bytes);
-  if (read_content(inner, values) && !inner.at_end()) inner.fail(decode_status::trailing_bytes, "after the content");
+  if (read_content(inner, values) && !inner.at_end()) inner.fail(decode_status::trailing_bytes, after);
   return inner.ok() || s.fail(r, inner);
 }
 
@@ -206,13 +228,13 @@ inline bool read_document_ops(byte_reader& r, std::vector<op>& ops, unsigned cha
 }
 
 /// Reads the header of a batch or document (`kind`) of any record type into `type`, and its format
-/// version into `version` when given: 1, or 2 where format_version_of allows it.
+/// version into `version` when given: 1, or 2 and 3 where readable_format_version allows them.
 inline bool read_header_any(byte_reader& r, unsigned char kind, record_type& type, unsigned char* version = nullptr) {
   // A well-formed header, the usual case, is taken in one look at its five bytes (as the field by
   // field reading below would take it); anything else is read field by field, which names the fault.
   if (const std::string_view h = r.rest(); h.size() >= 5 && h[0] == 'F' && h[1] == 'o' && static_cast<unsigned char>(h[3]) == kind) {
     const auto v = static_cast<unsigned char>(h[2]);
-    if (const std::optional<record_type> t = record_type_of(static_cast<unsigned char>(h[4])); t && (v == 1 || v == format_version_of(kind, *t))) {
+    if (const std::optional<record_type> t = record_type_of(static_cast<unsigned char>(h[4])); t && readable_format_version(kind, *t, v)) {
       r.bytes(5, "header");
       type = *t;
       if (version) *version = v;
@@ -223,13 +245,13 @@ inline bool read_header_any(byte_reader& r, unsigned char kind, record_type& typ
   if (!r.ok()) return false;
   if (magic != "Fo") return r.fail(decode_status::bad_magic, "magic");
   const unsigned char v = r.byte("format version");
-  if (r.ok() && v != 1 && v != 2) return r.fail(decode_status::bad_magic, "format version");
+  if (r.ok() && (v == 0 || v > 3)) return r.fail(decode_status::bad_magic, "format version");
   const unsigned char k = r.byte("kind");
   if (r.ok() && k != kind) return r.fail(decode_status::wrong_kind, kind == kind_batch ? "expected an op batch" : "expected a document");
   const std::optional<record_type> t = record_type_of(r.byte("value type"));
   if (r.ok() && !t) return r.fail(decode_status::wrong_kind, "unknown value type");
   if (!r.ok()) return false;
-  if (v != 1 && v != format_version_of(k, *t)) return r.fail_at(3, decode_status::bad_magic, "format version");  // where an unknown version is reported
+  if (!readable_format_version(k, *t, v)) return r.fail_at(3, decode_status::bad_magic, "format version");  // where an unknown version is reported
   type = *t;
   if (version) *version = v;
   return true;
@@ -243,9 +265,9 @@ inline bool read_header(byte_reader& r, unsigned char kind, record_type type, un
   return true;
 }
 
-inline void put_header(std::string& out, unsigned char kind, record_type type) {
+inline void put_header(std::string& out, unsigned char kind, record_type type, kept_values kept = kept_values::live) {
   out += "Fo";
-  out.push_back(static_cast<char>(format_version_of(kind, type)));
+  out.push_back(static_cast<char>(format_version_of(kind, type, kept)));
   out.push_back(static_cast<char>(kind));
   out.push_back(static_cast<char>(type));
 }

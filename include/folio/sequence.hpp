@@ -119,15 +119,24 @@ class sequence {
   std::size_t run_count() const noexcept { return impl_.run_count(); }
   std::size_t log_size() const noexcept { return impl_.log_size(); }
 
-  /// The whole document: op log (full causal history) + live values. Pending ops are not included.
-  /// O(L + n); allocates the output.
+  /// The whole document: op log (full causal history) + live values (format version 2), and with
+  /// kept_values::all the removed items' values too, in document order (version 3). Pending ops are
+  /// not included. O(L + n), n the values written; allocates the output.
   /// `content_key` is the name of the record's root (docs/API.md, the /v2/crdt endpoints), kept with the document.
-  std::string encode(std::string_view content_key = "content") const {
+  std::string encode(std::string_view content_key = "content", kept_values kept = kept_values::live) const {
     std::string out;
-    detail::put_header(out, detail::kind_document, detail::value_type_of<T>());
+    detail::put_header(out, detail::kind_document, detail::value_type_of<T>(), kept);
     detail::put_content_key(out, content_key);
     detail::put_document_ops(out, impl_.ops_since(version_vector{}, nullptr, false).ops);
     detail::put_document_content(out, values());
+    if (kept == kept_values::all) {
+      std::vector<T> removed;
+      removed.reserve(static_cast<std::size_t>(impl_.removed_count()));
+      impl_.for_each_removed_span([&](const auto& content, std::size_t at, std::size_t n) {
+        for (std::size_t k = 0; k < n; ++k) removed.push_back(content[at + k]);
+      });
+      detail::put_document_content(out, removed);
+    }
     return out;
   }
 
@@ -137,6 +146,7 @@ class sequence {
 
   /// Rebuilds a document from untrusted bytes as replica `self`. A document whose op log holds more
   /// than `max_ops` units (its inserted items and one per remove: units()) is refused (too_large).
+  /// Removed items get their values from a version 3 document, placeholders (T{}) from the others.
   /// `out` is left unchanged on failure.
   /// The document's root name goes to `content_key` when given.
   static decode_result decode(std::string_view bytes, replica_id self, sequence& out, std::size_t max_ops = default_max_ops,
@@ -154,11 +164,16 @@ class sequence {
     if (inserted + removes > max_ops) return decode_result{decode_status::too_large, ops_at, "document holds more operations than the limit"};
     const std::size_t content_at = r.offset();  // live values are at most the items inserted: the content section's bound
     if (!detail::read_document_content(r, live, version, inserted)) return r.result();
+    const std::size_t removed_at = r.offset();  // so are the removed values (version 3)
+    std::vector<T> removed;
+    if (version == 3 && !detail::read_document_content(r, removed, version, inserted, "removed values", "after the removed values")) return r.result();
     if (!r.at_end()) return r.fail(decode_status::trailing_bytes, "after document"), r.result();
     detail::rga<T> doc(self);
     const apply_result res = doc.apply(log, detail::rga<T>::content_mode::placeholders);
     if (!res || res.pending != 0) return decode_result{decode_status::inconsistent, ops_at, "op log does not integrate"};
     if (!doc.assign_live_values(live)) return decode_result{decode_status::inconsistent, content_at, "live value count differs from the op log"};
+    if (version == 3 && !doc.assign_removed_values(removed))
+      return decode_result{decode_status::inconsistent, removed_at, "removed value count differs from the op log"};
     out.impl_ = std::move(doc);
     if (content_key) *content_key = std::move(key);
     return {};

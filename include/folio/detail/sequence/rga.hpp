@@ -430,18 +430,21 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
     for_each_live_run([&](const run& r) { f(reps_[r.replica].content, reps_[r.replica].slot(r.seq), std::size_t(r.len())); });
   }
 
+  /// Calls f(content, slot, n) for each run of removed items in document order, as for_each_live_span
+  /// does for live ones (their values may be placeholders: content_mode::placeholders). O(runs).
+  template <class F>
+  void for_each_removed_span(F&& f) const {
+    for_each_run(true, [&](const run& r) { f(reps_[r.replica].content, reps_[r.replica].slot(r.seq), std::size_t(r.len())); });
+  }
+  /// Removed items: inserted, then deleted. O(1).
+  std::uint64_t removed_count() const noexcept { return inserted_ - size(); }
+
   /// Replaces the values of the live items in document order (document decoding, where only live
   /// content is stored). False if the count differs from size().
-  bool assign_live_values(const std::vector<T>& values) {
-    if (values.size() != size()) return false;
-    std::size_t v = 0;
-    for_each_live_run([&](const run& r) {
-      replica_state& rs = reps_[r.replica];
-      rs.content.assign(rs.slot(r.seq), values.data() + v, r.len());
-      v += r.len();
-    });
-    return true;
-  }
+  bool assign_live_values(const std::vector<T>& values) { return assign_values(false, values); }
+  /// Replaces the values of the removed items in document order (decoding a document that keeps
+  /// them: encode(kept_values::all)). False if the count differs from removed_count().
+  bool assign_removed_values(const std::vector<T>& values) { return assign_values(true, values); }
 
   std::size_t log_size() const noexcept { return log_.size(); }
 
@@ -480,9 +483,26 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// one walk over live runs of the readers and of assign_live_values. O(runs).
   template <class F>
   void for_each_live_run(F&& f) const {
+    for_each_run(false, std::forward<F>(f));
+  }
+  /// Calls f(run) for each run, in document order, that is `deleted` or, if not, live. O(runs).
+  template <class F>
+  void for_each_run(bool deleted, F&& f) const {
     for (const leaf_node* l = first_leaf_; l; l = l->next)
       for (int i = 0; i < l->count; ++i)
-        if (!l->runs[i].deleted()) f(l->runs[i]);
+        if (l->runs[i].deleted() == deleted) f(l->runs[i]);
+  }
+  /// The values of the removed (`deleted`) or live items, in document order, replaced by `values`;
+  /// false, with nothing changed, if their count differs. O(runs + values).
+  bool assign_values(bool deleted, const std::vector<T>& values) {
+    if (values.size() != (deleted ? removed_count() : size())) return false;
+    std::size_t v = 0;
+    for_each_run(deleted, [&](const run& r) {
+      replica_state& rs = reps_[r.replica];
+      rs.content.assign(rs.slot(r.seq), values.data() + v, r.len());
+      v += r.len();
+    });
+    return true;
   }
 
 
