@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
   folio::array v(9);
   v.insert(0, std::vector<std::string>(40, R"({"same":"value"})"));
   put(root / "array_document", "compressed", v.encode());
+  // Documents keeping their removed items' values (format version 3).
+  put(root / "text_document", "all_values", c.encode("content", folio::kept_values::all));
+  put(root / "text_document", "merged_all_values", a.encode("content", folio::kept_values::all));
+  put(root / "array_document", "all_values", y.encode("content", folio::kept_values::all));
+  put(root / "record_document", "text_all_values", c.encode("default", folio::kept_values::all));
   std::string block;
   folio::detail::put_varint(block, c.to_string().size());
   folio::detail::lz4_compress(c.to_string(), block);

@@ -100,6 +100,13 @@ void expect_rebased_merge(record_type t, const std::function<void(document&)>& s
   EXPECT_EQ(base.version(), v);
   EXPECT_EQ(base.replica(), server.replica());
   const local_change c = backend(base);
+  // The same rebase on the record as stored and read back (version 3 keeps every value), checked out
+  // there: the same batch.
+  std::optional<document> stored;
+  ASSERT_TRUE(document::decode(server.encode(folio::kept_values::all), 1, stored));
+  document stored_base = stored->checkout(v);
+  EXPECT_EQ(value_of(stored_base), at_v);
+  const local_change stored_c = backend(stored_base);
   const version_vector before = server.version();
   const local_change r = server.rebase(base, c);
   EXPECT_EQ(r.replica, 1u);
@@ -109,6 +116,8 @@ void expect_rebased_merge(record_type t, const std::function<void(document&)>& s
   EXPECT_EQ(value_of(server), want);
   const std::string rebased = server.encode_change(r);
   EXPECT_EQ(rebased, server.encode_since(before));
+  EXPECT_EQ(stored->encode_change(stored->rebase(stored_base, stored_c)), rebased);
+  EXPECT_EQ(value_of(*stored), want);
   EXPECT_EQ(value_of(round_trip(server, 5)), want);
   // Each client gets what it lacks, in the order the server integrated it.
   for (std::size_t i = 0; i < replicas.size(); ++i) {
@@ -442,7 +451,11 @@ void random_history(record_type t, unsigned seed) {
         break;
     }
   };
+  std::string written;  // what the backend's last write must leave in the server's value at once ("" nothing)
+  int writes = 0;
   const auto backend_value = [&](document& base) -> local_change {
+    written.clear();
+    const std::string mine = "B" + std::to_string(++writes);  // a value no one else writes
     switch (t) {
       case record_type::text: {
         std::string s = base.text();
@@ -452,14 +465,17 @@ void random_history(record_type t, unsigned seed) {
       }
       case record_type::array: {
         std::vector<std::string> v = base.array();
-        v.insert(v.begin() + std::ptrdiff_t(pick(v.size() + 1)), "B" + token());
+        v.insert(v.begin() + std::ptrdiff_t(pick(v.size() + 1)), mine);
         if (v.size() > 2 && pick(2) == 0) v.erase(v.begin() + std::ptrdiff_t(pick(v.size())));
+        if (std::find(v.begin(), v.end(), mine) != v.end()) written = mine + "|";
         return base.replace_array(v);
       }
       case record_type::map: {
         std::map<std::string, std::string> m = base.map();
-        m[std::string(1, char('a' + pick(6)))] = "B" + token();
+        const std::string key(1, char('a' + pick(6)));
+        m[key] = mine;
         if (!m.empty() && pick(2) == 0) m.erase(std::next(m.begin(), std::ptrdiff_t(pick(m.size()))));
+        if (m.count(key)) written = key + "=" + mine + ";";  // the newest write of the key: it shows
         return base.replace_map(m);
       }
       case record_type::xml:
@@ -488,6 +504,7 @@ void random_history(record_type t, unsigned seed) {
       const version_vector before = server.version();
       const local_change r = server.rebase(base, c);
       EXPECT_EQ(r.first, before.get(1));
+      EXPECT_NE(value_of(server).find(written), std::string::npos) << "the backend's write " << written << " is not in " << value_of(server);
       if (!r.empty()) log.push_back(server.encode_change(r));
       history.push_back(server.version());
     } else {  // a client catches up with the server (its own batches come back as duplicates)

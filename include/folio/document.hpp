@@ -387,7 +387,8 @@ class document {
   /// another type, "[folio.value]" for a base or change that is not that (another replica, a change
   /// not the base's last, a reference this document lacks) and "[folio.overflow]" when the ids or
   /// Lamport values would pass 2^31; it throws before integrating anything. O(the change's ops, their
-  /// values and references) plus integrating them.
+  /// values and references) plus integrating them, plus for map and xml one pass over the base's log
+  /// (reading a change's ops there: tree_doc::ops).
   local_change rebase(const document& base, const local_change& c) {
     const replica_id self = replica();
     if (base.type_ != type_)
