@@ -24,26 +24,12 @@ namespace {
 /// misspelt or null editorId read as absent would mint a token for every editor of the document.
 constexpr std::string_view token_fields[] = {"organizationId", "documentId", "editorId", "userId", "access", "expiresInSeconds"};
 
-/// A member name for a message: at most 64 bytes (cut at a UTF-8 character's start), with control
-/// characters, '"' and '\\' shown as '?'.
-std::string shown_name(std::string_view name) {
-  std::size_t n = std::min<std::size_t>(name.size(), 64);
-  if (n < name.size())
-    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
-  std::string out(name.substr(0, n));
-  for (char& ch : out)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '"' || ch == '\\') ch = '?';
-  return out;
-}
-
-/// 400 INVALID_ARGUMENT for the first member of `data` that is not one of token_fields, or is null.
+/// 400 INVALID_ARGUMENT for the first member of `data` that is not one of token_fields, or the first that is null.
 /// Linear in the members.
 void check_token_fields(const rapidjson::Value& data) {
+  check_known_fields(data, token_fields, "a client token takes organizationId, documentId, editorId, userId, access and expiresInSeconds");
   for (auto m = data.MemberBegin(); m != data.MemberEnd(); ++m) {
     const std::string_view name(m->name.GetString(), m->name.GetStringLength());
-    if (std::find(std::begin(token_fields), std::end(token_fields), name) == std::end(token_fields))
-      throw api_error(status::invalid_argument, "Unknown field \"" + shown_name(name) +
-                                                    "\"; a client token takes organizationId, documentId, editorId, userId, access and expiresInSeconds.");
     if (m->value.IsNull())
       throw api_error(status::invalid_argument, name == "editorId" ? std::string("editorId must not be null; leave it out for a token of every editor of the document.")
                                                                    : std::string(name) + " must not be null.");

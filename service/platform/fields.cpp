@@ -1,5 +1,6 @@
 #include "platform/fields.hpp"
 
+#include <algorithm>
 #include <ctime>
 
 
@@ -122,6 +123,24 @@ const rapidjson::Value* selection(const rapidjson::Value& data, const char* fiel
   if (m->value.IsNull())
     throw api_error(status::invalid_argument, std::string(field) + " is null; send a list (an empty one selects nothing), or leave the field out.");
   return &m->value;
+}
+
+std::string shown_name(std::string_view name) {
+  std::size_t n = std::min<std::size_t>(name.size(), 64);
+  if (n < name.size())
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+  std::string out(name.substr(0, n));
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f || ch == '"' || ch == '\\') ch = '?';
+  return out;
+}
+
+void check_known_fields(const rapidjson::Value& data, std::span<const std::string_view> known, std::string_view takes) {
+  for (auto m = data.MemberBegin(); m != data.MemberEnd(); ++m) {
+    const std::string_view name(m->name.GetString(), m->name.GetStringLength());
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw api_error(status::invalid_argument, "Unknown field \"" + shown_name(name) + "\"; " + std::string(takes) + ".");
+  }
 }
 
 }  // namespace folio::service

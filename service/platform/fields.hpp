@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,12 @@ std::vector<std::string> id_list(const rapidjson::Value& data, const char* field
 /// exactly its members, so an empty one selects nothing (never everything; docs/API.md). null is
 /// refused: a client that sends null for "no ids" must not select by the other fields, or all.
 std::optional<std::vector<std::string>> selected_ids(const rapidjson::Value& data, const char* field);
+/// A member name as a message shows it: at most 64 bytes (cut at a UTF-8 character's start), with
+/// control characters, '"' and '\\' shown as '?'.
+std::string shown_name(std::string_view name);
+/// 400 INVALID_ARGUMENT `Unknown field "<name>"; <takes>.` for the first member of `data` whose name is
+/// not in `known`. Linear in the members.
+void check_known_fields(const rapidjson::Value& data, std::span<const std::string_view> known, std::string_view takes);
 /// The member `field` of a write's or delete's selection: nullptr when absent; null is refused (as in
 /// selected_ids).
 const rapidjson::Value* selection(const rapidjson::Value& data, const char* field);
