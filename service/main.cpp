@@ -15,7 +15,8 @@
 //   folio-fcgi --socket var/run/folio.sock --db var/folio.db|postgresql://... [--workers 4] [--tenant-workers 3] [--max-body 4194304]
 //              [--channel-secret-file var/channel.secret --publish-socket var/run/nginx-publish.sock]
 //              [--max-db-pages N] [--access-log on|off] [--request-timeout 50]
-//              [--client-token-keys /etc/folio/client-token.keys]
+//              [--client-token-keys /etc/folio/client-token.keys] [--auto-version-quiet 30] [--auto-version-at-most 600]
+//              [--versions-keep-all-hours 24] [--versions-hourly-days 30] [--history-days 30]
 #include <fcgiapp.h>
 #include <malloc.h>
 #include <signal.h>
@@ -56,13 +57,15 @@ struct options {
   bool access_log = true;
   unsigned request_timeout_s = 50;
   std::string client_token_keys;
+  folio::service::history_config history;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH|postgresql://...] [--workers N] [--tenant-workers N] [--max-body BYTES]\n"
                "                  [--cache-mb MB] [--cache-entries N] [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
-               "                  [--request-timeout SECONDS] [--client-token-keys PATH]\n",
+               "                  [--request-timeout SECONDS] [--client-token-keys PATH] [--auto-version-quiet SECONDS] [--auto-version-at-most SECONDS]\n"
+               "                  [--versions-keep-all-hours N] [--versions-hourly-days N] [--history-days N]\n",
                why);
   std::exit(2);
 }
@@ -98,6 +101,11 @@ options parse(int argc, char** argv) {
     }
     else if (a == "--request-timeout") o.request_timeout_s = static_cast<unsigned>(number(value()));
     else if (a == "--client-token-keys") o.client_token_keys = value();
+    else if (a == "--auto-version-quiet") o.history.quiet = std::chrono::seconds(number(value()));
+    else if (a == "--auto-version-at-most") o.history.at_most = std::chrono::seconds(number(value()));
+    else if (a == "--versions-keep-all-hours") o.history.keep_all = std::chrono::hours(number(value()));
+    else if (a == "--versions-hourly-days") o.history.hourly_for = std::chrono::hours(24 * number(value()));
+    else if (a == "--history-days") o.history.history = std::chrono::hours(24 * number(value()));
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
@@ -350,6 +358,7 @@ int main(int argc, char** argv) {
   cfg.cache_bytes = o.cache_mb << 20;
   cfg.cache_entries = o.cache_entries;
   cfg.request_timeout = std::chrono::seconds(o.request_timeout_s);
+  cfg.history = o.history;
   if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
   cfg.live.publish_socket = o.publish_socket;
   folio::service::responder svc(cfg);
@@ -418,6 +427,15 @@ int main(int argc, char** argv) {
       folio::service::log::write("error", "compaction_stopped", std::string("no more compactions until a restart: ") + e.what());
     }
   });
+  // The records' history upkeep (automatic versions, thinning, retention), on a connection of its own.
+  std::thread history([&] {
+    try {
+      folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
+      svc.run_history(db);
+    } catch (const std::exception& e) {
+      folio::service::log::write("error", "history_upkeep_stopped", std::string("no more automatic versions until a restart: ") + e.what());
+    }
+  });
   // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
   // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
   // streams end at the read that sees the revocation (credentials_changed). A connection that will not open
@@ -474,6 +492,7 @@ int main(int argc, char** argv) {
   }
   svc.stop_background();
   compaction.join();
+  history.join();
   revocations.join();
   close(fd);
   unlink(o.socket.c_str());

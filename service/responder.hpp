@@ -26,6 +26,7 @@ class responder {
   static const schema& tables();
 
   server& platform() noexcept { return server_; }
+  /// The CRDT records' part (tests reach its background work through it).
   crdt_family& crdt() noexcept { return crdt_; }
   const config& settings() const noexcept { return server_.settings(); }
 
@@ -44,7 +45,12 @@ class responder {
   /// The families' background work (the records' compactions), on the calling thread with its own
   /// connection, until stop_background().
   void run_background(database& db) { crdt_.compactions().run(db); }
-  void stop_background() { crdt_.compactions().stop(); }
+  /// The records' history upkeep (automatic versions, thinning, retention), likewise until stop_background().
+  void run_history(database& db) { crdt_.history().run(crdt_, db); }
+  void stop_background() {
+    crdt_.compactions().stop();
+    crdt_.history().stop();
+  }
 
  private:
   server server_;

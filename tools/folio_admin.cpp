@@ -205,7 +205,7 @@ std::string repair(folio::service::database& db, const folio::service::record_ke
     throw std::runtime_error("the record's value alone holds " + std::to_string(fresh.units()) + " operations, past the " +
                              std::to_string(folio::document::max_units(fresh.type())) + " a record can hold: export it instead");
   svc::record_row now = row;
-  now.snapshot = fresh.encode();
+  now.snapshot = fresh.encode(folio::kept_values::all);
   now.incarnation = incarnation;
   now.last_update = svc::now_iso();
   now.last_updated_by = "folio-admin repair";

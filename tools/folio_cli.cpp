@@ -201,7 +201,7 @@ void sync(const options& o, std::optional<folio::sync_client>& c) {
       c.emplace(*t, folio::random_replica_id(), field(data, "contentKey"));
     }
     const std::optional<std::string> update = svc::base64_decode(field(data, "update"));
-    if (!update || !c->on_answer(*update, decode_version(field(data, "version")), field(data, "incarnation"))) die("the server sent a malformed update");
+    if (!update || !c->on_answer(*update, decode_version(field(data, "version")), field(data, "incarnation"), field(data, "recordVersion"))) die("the server sent a malformed update");
     if (!c->needs_sync()) return;
   }
   if (c->needs_sync()) die("still out of step with the server after three syncs");

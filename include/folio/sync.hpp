@@ -5,7 +5,7 @@
 //   c.doc().replace_text("Hello");                 // local edits, online or offline
 //   keep(c.save());                                // persist BEFORE sending (below)
 //   folio::sync_request q = c.request();           // -> POST /v2/crdt/sync {version, update, incarnation}
-//   c.on_answer(answer_update, answer_version, answer_incarnation);  // <- the ops it lacked, the server's version
+//   c.on_answer(answer_update, answer_version, answer_incarnation, answer_record_version);  // <- the ops it lacked, the server's version
 //   c.on_push(pushed_update, pushed_version, pushed_incarnation);    // <- each change the server publishes
 //   if (c.needs_sync()) { /* send c.request() again */ }
 //
@@ -92,6 +92,12 @@ class sync_client {
   const version_vector& server_version() const noexcept { return server_; }
   /// The incarnation of the record this client's state belongs to; "" before the first answer.
   const std::string& incarnation() const noexcept { return incarnation_; }
+  /// The record version (docs/API.md: crdt/get's `version`, a sync answer's `recordVersion`) of the last
+  /// answer this client applied: its state holds everything that version names, so a backend may send
+  /// it as an update's `baseVersion` for a value computed from this copy without the client's own
+  /// edits since. "" before the first answer that carried one, and after load() (not saved: the next
+  /// sync answers it again).
+  const std::string& record_version() const noexcept { return record_version_; }
   /// True when the client knows it is behind the server, or has local ops the server lacks.
   bool needs_sync() const { return behind_ || !covers(server_, doc_.version()); }
 
@@ -111,7 +117,8 @@ class sync_client {
   /// and changes nothing. The first answer names the record the client's state joins; a client that
   /// holds other replicas' ops before it (put into doc() by hand: they are of some record, maybe one
   /// deleted since) is `invalid` too, never merged into whichever record answers.
-  apply_result on_answer(std::string_view update, const version_vector& server_version, std::string_view incarnation) {
+  apply_result on_answer(std::string_view update, const version_vector& server_version, std::string_view incarnation,
+                         std::string_view record_version = {}) {
     const auto refuse = [](const char* why) {
       apply_result bad;
       bad.status = apply_status::invalid;
@@ -124,6 +131,7 @@ class sync_client {
     if (!r) return r;
     server_ = server_version;  // assigned, not merged: a server restored from a backup went back
     incarnation_ = incarnation;
+    record_version_ = record_version;
     refused_ = false;
     behind_ = !covers(doc_.version(), server_version);
     return r;
@@ -218,6 +226,7 @@ class sync_client {
   document doc_;
   version_vector server_;  ///< everything the server is known to hold
   std::string incarnation_;  ///< the record's incarnation this state belongs to ("" until the first answer)
+  std::string record_version_;  ///< the last applied answer's recordVersion ("" when none)
   bool behind_ = true;     ///< the client may lack ops the server has (never synced, a gap, a bad push)
   bool refused_ = false;   ///< the last push was refused; pull before pushing again
 };

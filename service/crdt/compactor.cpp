@@ -75,7 +75,7 @@ void compactor::compact(database& db, const record_key& k) {
     const std::optional<stored_record> stored = read_stored(db, k);
     if (!stored || !wants_compaction(stored->row.log_len, stored->row.log_bytes, stored->row.snapshot_bytes))
       return;  // deleted, or compacted already (by another node)
-    const std::string snapshot = fold_log(stored->row, stored->log).encode();
+    const std::string snapshot = fold_log(stored->row, stored->log).encode(folio::kept_values::all);
     // What replaces the stored snapshot must read back: decoded before it is written (a document
     // past its type's limit, or an encoder's fault, leaves the record as it is, logged and counted).
     std::optional<folio::document> back;

@@ -15,8 +15,10 @@ crdt_family::crdt_family(server& platform)
         const std::shared_ptr<const key_ring> ring = platform.client_keys();
         return ring && ring->find(id.substr(0, slash)) && (slash == std::string_view::npos || !platform.api_key_revoked(id.substr(slash + 1)));
       }),
-      compactor_(platform.settings().request_timeout) {
+      compactor_(platform.settings().request_timeout),
+      history_(platform.settings().history) {
   register_crdt_routes(platform.routes(), *this);
+  register_version_routes(platform.routes(), *this);
   commits_.subscribe([this](const committed_change& c) { publish_committed(publisher_, c); });
   // A request's publishes go to nginx once its answer has (publish/publisher.hpp, answer_first).
   platform.add_after_response([this]() -> std::function<void()> {

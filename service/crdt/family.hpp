@@ -1,7 +1,7 @@
 // service/crdt/family.hpp — the CRDT records' part of the service (docs/API.md, the /v2/crdt endpoints;
 // docs/SERVICE.md): the decoded documents kept in memory (doc_cache.hpp), the live push to nginx's
 // Nchan (publish/publisher.hpp; it hears every commit through commit_events.hpp and holds a request's messages
-// until its answer has gone, through the server's after-response hook), the logs' compaction off the request path (compactor.hpp), the five endpoints (handlers.cpp, registered on the server's route table) and
+// until its answer has gone, through the server's after-response hook), the logs' compaction off the request path (compactor.hpp), the history's upkeep (auto_versions.hpp), the endpoints (handlers.cpp, version_handlers.cpp, registered on the server's route table) and
 // the subscribe authorization nginx asks for (subscribe.cpp). Its tables are crdt/records.hpp's.
 // Thread-safety: as the server; the cache and the publisher lock themselves.
 #pragma once
@@ -14,6 +14,7 @@
 
 #include <folio/document.hpp>
 
+#include "crdt/auto_versions.hpp"
 #include "crdt/commit_events.hpp"
 #include "crdt/compactor.hpp"
 #include "crdt/doc_cache.hpp"
@@ -42,6 +43,9 @@ class crdt_family {
   const std::function<void(const record_key&)>& before_commit() const noexcept { return before_commit_; }
   /// The records waiting for compaction; folio-fcgi gives its run() a thread and a connection.
   compactor& compactions() noexcept { return compactor_; }
+  /// Automatic versions, thinning, the change rows' retention (auto_versions.hpp); folio-fcgi gives its
+  /// run() a thread and a connection.
+  history_keeper& history() noexcept { return history_; }
 
   /// Answers nginx's nchan_authorize_request for GET /v2/crdt/subscribe (`r.query`, `r.channel`):
   /// 200 to let the subscriber in; otherwise the JSON error nginx passes to the client — the same
@@ -67,6 +71,7 @@ class crdt_family {
   bool keeping_streams_ = false;  ///< keep_token_streams was called: subscribers' rows are written
   publisher publisher_;
   compactor compactor_;
+  history_keeper history_;
 };
 
 /// The record `org`/`doc`/`editor` of the caller's tenant, kept inside a client token's scope

@@ -22,6 +22,7 @@
 
 #include "crdt/family.hpp"
 #include "crdt/handlers.hpp"
+#include "crdt/history.hpp"
 #include "crdt/record_session.hpp"
 #include "platform/clock.hpp"
 #include "platform/fields.hpp"
@@ -79,11 +80,13 @@ std::string content_key_of(const rapidjson::Value& data) {
 /// its 63 bits).
 std::string incarnation_text(const record_row& row) { return std::to_string(row.incarnation); }
 
-/// replace() through the engine, with a record whose op counter is spent answered as a client error:
-/// nothing can be added to it (its ids are capped at 2^31), and every later update would fail alike.
-folio::local_change replace_value(folio::document& d, const new_value& v) {
+/// An edit through the engine (`edit()`: replace(), or a rebase), with a record whose op counter is
+/// spent answered as a client error: nothing can be added to it (its ids are capped at 2^31), and every
+/// later update would fail alike.
+template <class Edit>
+folio::local_change counted_edit(Edit&& edit) {
   try {
-    return replace(d, v);
+    return edit();
   } catch (const folio::error& e) {
     switch (e.code()) {
       case folio::error_code::overflow:
@@ -94,19 +97,33 @@ folio::local_change replace_value(folio::document& d, const new_value& v) {
   }
 }
 
-/// The refusal of a change after which `d`'s record would hold more unit operations than a record of
-/// its type can (folio::document::max_units: what the service reads back from its snapshot, the one
-/// limit of the decoder and of this check). `held` and `after`: its units before and after the change.
-[[noreturn]] void refuse_past_max_units(const folio::document& d, std::uint64_t held, std::uint64_t after) {
-  throw api_error(status::failed_precondition,
-                  "This record holds " + std::to_string(held) + " operations (its whole history, removes included) and the change would take it to " +
-                      std::to_string(after) + ", past the " + std::to_string(folio::document::max_units(d.type())) +
-                      (d.type() == folio::record_type::array || d.type() == folio::record_type::xml ? " an " : " a ") + std::string(folio::to_string(d.type())) +
-                      " record can hold; nothing was stored. Add its value as a new record under another editorId (or delete the record and add it "
-                      "again) to start a fresh history.");
+
+/// The update's `baseVersion`, when given: the revision it names (history.hpp), which the record's
+/// history still holds. 400 for a string that is no version of this record; 409 ABORTED for one older
+/// than the history kept.
+std::optional<std::int64_t> base_revision(const std::optional<std::string>& text, const record_key& k, const record_row& row) {
+  if (!text) return std::nullopt;
+  const std::int64_t base = revision_of_version(*text, k, row.incarnation, row.revision, "baseVersion");
+  if (base < row.history_from)
+    throw api_error(status::aborted, "baseVersion " + *text + " is older than the history this record keeps (from revision " +
+                                         std::to_string(row.history_from) +
+                                         " on): get the record again, compute the new value from what it answers, and update with that answer's version.");
+  return base;
 }
 
-void write_record(json_writer& w, body_output& out, const record_row& row, const rendered_value& value) {
+/// replace-by-value made at revision `base` and merged with every change committed since, as a
+/// client replica's offline edit merges: the value is diffed against `d` checked out at that revision
+/// (its version read from the change rows), and the operations made there become `d`'s next ones
+/// (document::rebase). At the current revision: a plain replace.
+folio::local_change replace_value_at(database& db, const record_key& k, const record_row& row, folio::document& d, std::int64_t base, const new_value& v) {
+  if (base == row.revision) return replace_value(d, v);
+  const folio::version_vector at = db.read([&] { return version_at(db, k, d.version(), base); });
+  folio::document checked_out = d.checkout(at);
+  const folio::local_change made = replace_value(checked_out, v);
+  return counted_edit([&] { return d.rebase(checked_out, made); });
+}
+
+void write_record(json_writer& w, body_output& out, const record_key& k, const record_row& row, const rendered_value& value) {
   w.StartObject();
   w.Key("data");
   w.RawValue(value.json.data(), 0, rapidjson::kStringType);  // the writer's separator and count of the value; then its
@@ -117,6 +134,7 @@ void write_record(json_writer& w, body_output& out, const record_row& row, const
   write_optional_member(w, "sessionId", row.session_id);
   write_member(w, "type", row.type);
   write_member(w, "contentKey", row.content_key);
+  write_member(w, "version", record_version(k, row.incarnation, row.revision));
   w.EndObject();
 }
 
@@ -144,15 +162,8 @@ std::optional<std::string> incarnation_field(const rapidjson::Value& data) {
   return std::string(s);
 }
 
-/// The record the request names, inside the caller's tenant and a client token's scope (scoped_key).
-record_key key_of(context& c) {
-  std::string org = required_id(c.data, "organizationId", "Organization ID is required");
-  std::string doc = required_id(c.data, "documentId", "Document ID is required");
-  return scoped_key(c.who, std::move(org), std::move(doc), required_id(c.data, "editorId", "Editor ID is required."));
-}
-
 std::string crdt_add(context& c, crdt_family& f) {
-  const record_key k = key_of(c);
+  const record_key k = requested_record(c);
   const rapidjson::Value* t = field_value(c.data, "type");
   if (!t) throw api_error(status::invalid_argument, "Type is required.");
   const folio::record_type type = parse_type(*t);
@@ -168,7 +179,7 @@ std::string crdt_add(context& c, crdt_family& f) {
     folio::document d(type, row.incarnation, content_key);
     replace(d, value);
     if (d.units() > folio::document::max_units(type)) refuse_past_max_units(d, 0, d.units());
-    row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d.encode();
+    row.editor = k.editor, row.type = std::string(folio::to_string(type)), row.content_key = content_key, row.snapshot = d.encode(folio::kept_values::all);
     row.revision = 1, row.last_update = now_iso(), row.last_updated_by = author(c.who, user), row.session_id = session;
     s.add(std::move(d), row);
   });
@@ -176,13 +187,18 @@ std::string crdt_add(context& c, crdt_family& f) {
 }
 
 std::string crdt_update(context& c, crdt_family& f) {
-  const record_key k = key_of(c);
+  const record_key k = requested_record(c);
   std::optional<folio::record_type> type;
   if (const rapidjson::Value* t = field_value(c.data, "type")) type = parse_type(*t);
   const std::optional<std::string> content_key = optional_id(c.data, "contentKey");
   const std::optional<std::string> user = optional_id(c.data, "userId"), session = optional_id(c.data, "sessionId");
   std::optional<new_value> value;
   if (type) value = value_of(*type, c.data);  // else once the record's type is known
+  std::optional<std::string> base_text;
+  if (const rapidjson::Value* b = field_value(c.data, "baseVersion")) {
+    if (!b->IsString()) throw api_error(status::invalid_argument, "baseVersion must be a version string that crdt/get answered (like \"12-3f2a9c0d1e4b\").");
+    base_text.emplace(b->GetString(), b->GetStringLength());
+  }
 
   with_retries([&](bool exclusive) {
     record_session s(f, c.db, k, exclusive);
@@ -192,11 +208,12 @@ std::string crdt_update(context& c, crdt_family& f) {
     if (content_key && *content_key != row.content_key)
       throw api_error(status::invalid_argument, "contentKey \"" + *content_key + "\" does not match the record's contentKey \"" + row.content_key + "\".");
     if (const folio::record_type stored = *folio::parse_record_type(row.type); !value || value->type != stored) value = value_of(stored, c.data);
+    const std::optional<std::int64_t> base = base_revision(base_text, k, row);
     const change_meta meta{now_iso(), author(c.who, user), session};
     // Diff and encode before the writer section.
     folio::document& d = s.change();
     const std::uint64_t held = d.units();
-    const folio::local_change change = replace_value(d, *value);
+    const folio::local_change change = base ? replace_value_at(c.db, k, row, d, *base, *value) : replace_value(d, *value);
     // Checked after the diff (its op count is known only then); the session drops the changed document.
     if (d.units() > folio::document::max_units(d.type())) refuse_past_max_units(d, held, d.units());
     const std::string batch = change.count ? d.encode_change(change) : std::string();
@@ -225,7 +242,7 @@ std::string crdt_get(context& c, crdt_family& f) {
       // revision (record_session::open_rendered).
       record_session s(f, c.db, std::move(rk));
       std::shared_ptr<const rendered_value> value;
-      if (const std::optional<record_row>& row = s.open_rendered(value_json, value)) write_record(w, c.out, *row, *value);
+      if (const std::optional<record_row>& row = s.open_rendered(value_json, value)) write_record(w, c.out, s.key(), *row, *value);
       c.out.flush_if_full();
     }
     w.EndArray();
@@ -233,7 +250,7 @@ std::string crdt_get(context& c, crdt_family& f) {
 }
 
 std::string crdt_delete(context& c, crdt_family& f) {
-  const record_key k = key_of(c);
+  const record_key k = requested_record(c);
   with_retries([&](bool exclusive) {
     record_session s(f, c.db, k, exclusive);
     s.open_existing(false);
@@ -243,7 +260,7 @@ std::string crdt_delete(context& c, crdt_family& f) {
 }
 
 std::string crdt_sync(context& c, crdt_family& f) {
-  const record_key k = key_of(c);
+  const record_key k = requested_record(c);
   const std::string version_bytes = *binary_field(c.data, "version", true);
   folio::version_vector client_version;
   if (const folio::decode_result r = folio::version_vector::decode(version_bytes, client_version); !r)
@@ -270,6 +287,7 @@ std::string crdt_sync(context& c, crdt_family& f) {
     // The answer is what the client lacks before the push (it has its own ops): the ops since its
     // version, cut at the record's version before the push (document::encode_since).
     const folio::version_vector before_push = s.doc().version();
+    std::int64_t revision = row.revision;  // the answer's: after the push, when it stored something
     if (push) {
       // Decode and integrate before the writer section; only the append is written inside it.
       folio::document& d = s.change();
@@ -299,7 +317,7 @@ std::string crdt_sync(context& c, crdt_family& f) {
         s.unchanged();  // all duplicates: nothing to store
       } else {
         const std::string ops = d.encode_since(before);
-        s.append(&ops, change_meta{now_iso(), by, session});
+        revision = s.append(&ops, change_meta{now_iso(), by, session});
       }
     }
     // Streamed (body_output.hpp), under the record's lock: the update is encoded and sent a piece at a
@@ -315,6 +333,7 @@ std::string crdt_sync(context& c, crdt_family& f) {
       update_text.end();
       c.out.append("\"");
       write_member(w, "version", base64_encode(s.doc().version().encode()));
+      write_member(w, "recordVersion", record_version(k, row.incarnation, revision));
       write_member(w, "type", row.type);
       write_member(w, "contentKey", row.content_key);
       w.EndObject();
@@ -323,6 +342,28 @@ std::string crdt_sync(context& c, crdt_family& f) {
 }
 
 }  // namespace
+
+folio::local_change replace_value(folio::document& d, const new_value& v) {
+  return counted_edit([&] { return replace(d, v); });
+}
+
+/// The refusal of a change after which `d`'s record would hold more unit operations than a record of
+/// its type can (folio::document::max_units: what the service reads back from its snapshot, the one
+/// limit of the decoder and of this check). `held` and `after`: its units before and after the change.
+void refuse_past_max_units(const folio::document& d, std::uint64_t held, std::uint64_t after) {
+  throw api_error(status::failed_precondition,
+                  "This record holds " + std::to_string(held) + " operations (its whole history, removes included) and the change would take it to " +
+                      std::to_string(after) + ", past the " + std::to_string(folio::document::max_units(d.type())) +
+                      (d.type() == folio::record_type::array || d.type() == folio::record_type::xml ? " an " : " a ") + std::string(folio::to_string(d.type())) +
+                      " record can hold; nothing was stored. Add its value as a new record under another editorId (or delete the record and add it "
+                      "again) to start a fresh history.");
+}
+
+record_key requested_record(context& c) {
+  std::string org = required_id(c.data, "organizationId", "Organization ID is required");
+  std::string doc = required_id(c.data, "documentId", "Document ID is required");
+  return scoped_key(c.who, std::move(org), std::move(doc), required_id(c.data, "editorId", "Editor ID is required."));
+}
 
 void register_crdt_routes(route_table& routes, crdt_family& f) {
   const auto with = [&f](std::string (*handler)(context&, crdt_family&)) { return [&f, handler](context& c) { return handler(c, f); }; };

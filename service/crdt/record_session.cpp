@@ -1,6 +1,7 @@
 #include "crdt/record_session.hpp"
 
 #include "crdt/family.hpp"
+#include "crdt/history.hpp"
 
 #include <exception>
 #include <utility>
@@ -134,17 +135,23 @@ const record_row& record_session::open_existing(bool with_document) {
 }
 
 void record_session::add(folio::document d, const record_row& row) {
+  const change_meta meta{row.last_update, row.last_updated_by, row.session_id};
   commit([&] {
     insert_record(db_, key_, row);
+    record_change(db_, key_, row.revision, folio::version_vector{}, d.version(), meta);
     return row.revision;
   });
-  const change_meta meta{row.last_update, row.last_updated_by, row.session_id};
   family_.commits().emit({committed_change::kind::added, key_, row.incarnation, row.revision, nullptr, &d.version(), meta});
   hold(std::move(d), row.revision);
 }
 
-std::int64_t record_session::append(const std::string* batch, const change_meta& meta) {
-  const std::int64_t revision = commit([&] { return append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session); });
+std::int64_t record_session::append(const std::string* batch, const change_meta& meta, const std::function<void(std::int64_t)>& beside) {
+  const std::int64_t revision = commit([&] {
+    const std::int64_t made = append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session);
+    if (batch) record_change(db_, key_, made, before_change_, entry_->doc->version(), meta);
+    if (beside) beside(made);
+    return made;
+  });
   if (batch && wants_compaction(row_->log_len + 1, row_->log_bytes + static_cast<std::int64_t>(batch->size()), row_->snapshot_bytes))
     family_.compactions().schedule(key_);
   family_.commits().emit({committed_change::kind::changed, key_, row_->incarnation, revision, batch, &entry_->doc->version(), meta});
@@ -163,6 +170,7 @@ void record_session::erase(const change_meta& meta) {
 }
 
 folio::document& record_session::change() {
+  if (!changing_) before_change_ = entry_->doc->version();
   changing_ = true;
   entry_->revision = -1;
   return *entry_->doc;

@@ -50,6 +50,7 @@
 #include <folio/document.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -110,7 +111,19 @@ class record_session {
   /// metadata and the revision move) — schedules the record's compaction when its log has become long
   /// enough that compacting pays (wants_compaction), and emits `changed`. Returns the new revision;
   /// throws as commit().
-  std::int64_t append(const std::string* batch, const change_meta& meta);
+  /// `beside`, when given, runs inside the commit's transaction with the new revision (a restore's
+  /// version of the state it replaces), so both are committed or neither.
+  std::int64_t append(const std::string* batch, const change_meta& meta, const std::function<void(std::int64_t)>& beside = nullptr);
+  /// Writes beside the opened record without changing it (a version of it): `write` runs in a write
+  /// transaction after the check a commit makes (the stored row is still the opened one, else
+  /// record_moved). Throws as commit().
+  template <class F>
+  void write_beside(F&& write) {
+    commit([&] {
+      write();
+      return row_->revision;
+    });
+  }
   /// Deletes the opened record, drops its entry and emits `deleted` with `meta`. Throws as commit().
   void erase(const change_meta& meta);
 
@@ -146,6 +159,7 @@ class record_session {
   std::shared_ptr<cached_doc> entry_;
   std::unique_lock<std::timed_mutex> lock_;
   std::optional<record_row> row_;
+  folio::version_vector before_change_;  ///< change()'s: the document's version before the change (the change row's `before`)
   bool changing_ = false;
   bool exclusive_ = false;
   bool too_large_ = false;  ///< the entry's document and value are above what the cache keeps: dropped when the session ends

@@ -75,17 +75,20 @@ record_row row_of(query& q, bool with_snapshot) {
   r.last_update = q.text(6), r.last_updated_by = q.text(7), r.session_id = q.text_opt(8);
   r.incarnation = static_cast<std::uint64_t>(q.integer(9));
   r.log_bytes = q.integer(10), r.snapshot_bytes = q.integer(11);
+  r.history_from = q.integer(12), r.versions_made = q.integer(13), r.versioned_revision = q.integer(14), r.unversioned_since = q.text_opt(15);
   return r;
 }
 }  // namespace
 
 std::optional<record_row> load_record(database& db, const record_key& k, bool with_snapshot) {
   query q = db.sql(with_snapshot ? "SELECT r.editor, r.type, r.content_key, s.snapshot, r.log_len, r.revision, r.last_update, r.last_updated_by, "
-                                   "r.session_id, r.incarnation, r.log_bytes, r.snapshot_bytes FROM crdt_records r LEFT JOIN crdt_snapshots s "
+                                   "r.session_id, r.incarnation, r.log_bytes, r.snapshot_bytes, r.history_from, r.versions_made, r.versioned_revision, r.unversioned_since "
+                                   "FROM crdt_records r LEFT JOIN crdt_snapshots s "
                                    "ON s.tenant = r.tenant AND s.org = r.org AND s.doc = r.doc AND s.editor = r.editor "
                                    "WHERE r.tenant=? AND r.org=? AND r.doc=? AND r.editor=?"
                                  : "SELECT editor, type, content_key, NULL, log_len, revision, last_update, last_updated_by, session_id, incarnation, "
-                                   "log_bytes, snapshot_bytes FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
+                                   "log_bytes, snapshot_bytes, history_from, versions_made, versioned_revision, unversioned_since FROM crdt_records "
+                                   "WHERE tenant=? AND org=? AND doc=? AND editor=?");
   q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
   if (!q.step()) return std::nullopt;
   return row_of(q, with_snapshot);
@@ -109,10 +112,10 @@ std::vector<logged_change> load_log(database& db, const record_key& k) {
 
 void insert_record(database& db, const record_key& k, const record_row& r) {
   db.sql("INSERT INTO crdt_records (tenant, org, doc, editor, type, content_key, log_len, revision, last_update, last_updated_by, session_id, "
-         "incarnation, log_bytes, snapshot_bytes) VALUES (?,?,?,?,?,?,0,?,?,?,?,?,0,?)")
+         "incarnation, log_bytes, snapshot_bytes, history_from, unversioned_since) VALUES (?,?,?,?,?,?,0,?,?,?,?,?,0,?,?,?)")
       .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, r.type).bind(6, r.content_key)
       .bind(7, r.revision).bind(8, r.last_update).bind(9, r.last_updated_by).bind_opt(10, r.session_id).bind(11, static_cast<std::int64_t>(r.incarnation))
-      .bind(12, static_cast<std::int64_t>(r.snapshot.size()))
+      .bind(12, static_cast<std::int64_t>(r.snapshot.size())).bind(13, r.revision).bind(14, r.last_update)
       .step();
   db.sql("INSERT INTO crdt_snapshots (tenant, org, doc, editor, snapshot) VALUES (?,?,?,?,?)")
       .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind_blob(5, r.snapshot)
@@ -127,10 +130,13 @@ std::int64_t append_change(database& db, const record_key& k, const record_row& 
         .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, revision).bind_blob(6, *batch)
         .step();
   // The log's size counted in the statement: a compaction may have shortened it since `before` was read.
-  db.sql("UPDATE crdt_records SET log_len=log_len+?, log_bytes=log_bytes+?, revision=?, last_update=?, last_updated_by=?, session_id=? "
+  // A change with operations starts the wait for an automatic version, unless one is running.
+  db.sql("UPDATE crdt_records SET log_len=log_len+?, log_bytes=log_bytes+?, revision=?, last_update=?, last_updated_by=?, session_id=?, "
+         "unversioned_since=CASE WHEN ? = 1 AND unversioned_since IS NULL THEN ? ELSE unversioned_since END "
          "WHERE tenant=? AND org=? AND doc=? AND editor=?")
       .bind(1, std::int64_t(batch ? 1 : 0)).bind(2, static_cast<std::int64_t>(batch ? batch->size() : 0)).bind(3, revision).bind(4, last_update)
-      .bind(5, by).bind_opt(6, session).bind(7, k.tenant).bind(8, k.org).bind(9, k.doc).bind(10, k.editor)
+      .bind(5, by).bind_opt(6, session).bind(7, std::int64_t(batch ? 1 : 0)).bind(8, last_update)
+      .bind(9, k.tenant).bind(10, k.org).bind(11, k.doc).bind(12, k.editor)
       .step();
   return revision;
 }
@@ -164,6 +170,8 @@ bool compact(database& db, const record_key& k, std::uint64_t incarnation, const
 }
 
 bool delete_record(database& db, const record_key& k) {
+  db.sql("DELETE FROM crdt_changes WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
+  db.sql("DELETE FROM crdt_versions WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
   db.sql("DELETE FROM crdt_log WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
   db.sql("DELETE FROM crdt_snapshots WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();
   db.sql("DELETE FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?").bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).step();

@@ -59,6 +59,11 @@ struct record_row {
   std::uint64_t incarnation = 0;
   /// The log's batches' bytes, and the stored snapshot's (what wants_compaction weighs).
   std::int64_t log_bytes = 0, snapshot_bytes = 0;
+  /// The earliest revision whose version vector is known (crdt/history.hpp); the versions the record
+  /// has numbered (crdt_versions.number); the revision its latest automatic or restore version is of.
+  std::int64_t history_from = 1, versions_made = 0, versioned_revision = 0;
+  /// When the first change after the newest version was committed (ISO text), if any.
+  std::optional<std::string> unversioned_since;
 };
 
 /// A fresh incarnation: 63 random bits, never 0 (a valid replica id that fits a signed column).

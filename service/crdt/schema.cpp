@@ -69,6 +69,40 @@ CREATE TABLE crdt_token_streams (
   PRIMARY KEY (owner, channel, stream_key)){ROWID};
 )sql";
 
+// 12: a record's history (crdt/history.hpp). crdt_changes: one row per committed change that integrated
+// operations — the revision it made, who made it and when, and, for each replica whose operations it
+// added, that replica's count before and after (two version-vector encodings, docs/FORMAT.md): the
+// record's version at an earlier revision is its version now with the later rows undone, and an
+// operation's author is the row whose range holds its seq. history_from: the earliest revision whose
+// version is known (the rows after it are all kept); a record stored before keeps its revision then.
+// crdt_versions: named and automatic versions, each the record's version vector at a revision (the
+// value is the record's document checked out there), numbered per record by versions_made.
+// versioned_revision: the revision of the record's newest version (an automatic one is due only after
+// it); unversioned_since: when the first change after it was committed, NULL when there is none (the
+// partial index is the automatic versions' queue, crdt/auto_versions.hpp).
+// Snapshots written from now on may be documents of format version 3 (all values kept), which
+// earlier builds cannot read.
+constexpr const char* history_12 = R"sql(
+CREATE TABLE crdt_changes (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  revision {INTEGER} NOT NULL, before_counts {BLOB} NOT NULL, after_counts {BLOB} NOT NULL,
+  changed_by TEXT NOT NULL, changed_at TEXT NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor, revision)){ROWID};
+CREATE TABLE crdt_versions (
+  tenant TEXT NOT NULL, org TEXT NOT NULL, doc TEXT NOT NULL, editor TEXT NOT NULL,
+  number {INTEGER} NOT NULL, revision {INTEGER} NOT NULL, version_vector {BLOB} NOT NULL,
+  kind TEXT NOT NULL, name TEXT, pinned {INTEGER} NOT NULL, created_at TEXT NOT NULL, created_by TEXT NOT NULL,
+  authors TEXT NOT NULL,
+  PRIMARY KEY (tenant, org, doc, editor, number)){ROWID};
+ALTER TABLE crdt_records ADD COLUMN history_from {INTEGER} NOT NULL DEFAULT 0;
+ALTER TABLE crdt_records ADD COLUMN versions_made {INTEGER} NOT NULL DEFAULT 0;
+ALTER TABLE crdt_records ADD COLUMN versioned_revision {INTEGER} NOT NULL DEFAULT 0;
+ALTER TABLE crdt_records ADD COLUMN unversioned_since TEXT;
+UPDATE crdt_records SET history_from = revision, versioned_revision = revision;
+CREATE INDEX crdt_records_unversioned ON crdt_records (unversioned_since) WHERE unversioned_since IS NOT NULL;
+CREATE INDEX crdt_changes_by_time ON crdt_changes (changed_at);
+)sql";
+
 }  // namespace
 
 module_migrations crdt_migrations() {
@@ -77,8 +111,10 @@ module_migrations crdt_migrations() {
   static const std::string sqlite_5 = ddl(dialect::sqlite, snapshots_5), pg_5 = ddl(dialect::postgresql, snapshots_5);
   static const std::string sqlite_7 = ddl(dialect::sqlite, revisions_7), pg_7 = ddl(dialect::postgresql, revisions_7);
   static const std::string sqlite_11 = ddl(dialect::sqlite, token_streams_11), pg_11 = ddl(dialect::postgresql, token_streams_11);
-  static const migration sqlite[] = {{1, sqlite_1.c_str()}, {4, sqlite_4.c_str()}, {5, sqlite_5.c_str()}, {6, format_2}, {7, sqlite_7.c_str()}, {11, sqlite_11.c_str()}};
-  static const migration pg[] = {{4, pg_4.c_str()}, {5, pg_5.c_str()}, {6, format_2}, {7, pg_7.c_str()}, {11, pg_11.c_str()}};
+  static const std::string sqlite_12 = ddl(dialect::sqlite, history_12), pg_12 = ddl(dialect::postgresql, history_12);
+  static const migration sqlite[] = {{1, sqlite_1.c_str()}, {4, sqlite_4.c_str()}, {5, sqlite_5.c_str()}, {6, format_2}, {7, sqlite_7.c_str()},
+                                     {11, sqlite_11.c_str()}, {12, sqlite_12.c_str()}};
+  static const migration pg[] = {{4, pg_4.c_str()}, {5, pg_5.c_str()}, {6, format_2}, {7, pg_7.c_str()}, {11, pg_11.c_str()}, {12, pg_12.c_str()}};
   return {sqlite, pg};
 }
 

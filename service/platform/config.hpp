@@ -13,6 +13,16 @@ struct live_config {
   std::string publish_socket;  ///< nginx's publisher listener (unix socket); empty: nothing is published
 };
 
+/// CRDT records' history (crdt/auto_versions.hpp; docs/OPERATIONS.md, "History").
+struct history_config {
+  std::chrono::milliseconds quiet{std::chrono::seconds(30)};          ///< an automatic version once a record was this quiet
+  std::chrono::milliseconds at_most{std::chrono::minutes(10)};        ///< or this long after its first unversioned change
+  std::chrono::milliseconds keep_all{std::chrono::hours(24)};         ///< automatic versions younger than this all stay
+  std::chrono::milliseconds hourly_for{std::chrono::hours(24 * 30)};  ///< then one an hour until this old, then one a day
+  std::chrono::milliseconds history{std::chrono::hours(24 * 30)};     ///< change rows (baseVersion, authors of operations) kept this long
+  std::chrono::milliseconds pass_every{std::chrono::seconds(5)};      ///< how often automatic versions are looked for
+};
+
 struct config {
   std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
   std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
@@ -25,6 +35,7 @@ struct config {
   /// A request's time budget from when nginx sent it; below nginx's fastcgi_read_timeout (60 s), so a
   /// request nginx gave up on never commits afterwards (folio-fcgi sets request::deadline with it).
   std::chrono::milliseconds request_timeout{50000};
+  history_config history;  ///< automatic versions, their thinning, the change rows' retention
   live_config live;  ///< channel secret and nginx's publisher socket (docs/API.md, crdt/sync and crdt/subscribe)
 };
 

@@ -65,6 +65,20 @@ folio::local_change replace(folio::document& d, const new_value& v) {
   return d.replace_xml(v.xml);
 }
 
+new_value value_of_document(const folio::document& d, std::string& text) {
+  new_value out{d.type(), {}, {}, {}, {}};
+  switch (d.type()) {
+    case folio::record_type::text:
+      text = d.text();
+      out.text = text;
+      break;
+    case folio::record_type::map: out.map = d.map(); break;
+    case folio::record_type::array: out.array = d.array(); break;
+    case folio::record_type::xml: out.xml = folio::markup::flat_fragment::from(d.xml_fragment()); break;
+  }
+  return out;
+}
+
 std::string value_json(const folio::document& d) {
   rapidjson::StringBuffer sb;
   json_writer w(sb);

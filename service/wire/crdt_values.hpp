@@ -35,6 +35,9 @@ new_value parse_value(folio::record_type type, const rapidjson::Value& v);
 std::string json_value_rule(folio::record_type type, std::string_view value);
 /// Replaces the document's value by `v` through CRDT operations (the local change made).
 folio::local_change replace(folio::document& d, const new_value& v);
+/// The value `d` holds as a new value of its type (a version's value, restored into the record); a
+/// text's characters are kept in `text`, which must outlive the result. O(size of the value).
+new_value value_of_document(const folio::document& d, std::string& text);
 /// The document's value as the API returns it (`data` of a record), as JSON. O(size of the value).
 std::string value_json(const folio::document& d);
 

@@ -40,7 +40,7 @@ struct temp_db {
     std::getline(in, conninfo);
     if (conninfo.empty()) throw std::runtime_error(std::string("no conninfo in ") + pg + " (scripts/pg-test-cluster start)");
     static int made = 0;
-    schema = "t" + std::to_string(::getpid()) + "_" + std::to_string(++made);
+    schema = std::string("t").append(std::to_string(::getpid())).append("_").append(std::to_string(++made));
     admin("DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " + schema);
   }
   ~temp_db() {
