@@ -41,6 +41,12 @@ bool take_version(crdt_family& f, database& db, const record_key& k, const std::
     query q = db.sql("SELECT versioned_revision FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
     q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
     if (!q.step() || q.integer(0) >= v.revision) return;
+    if (count_versions(db, k).all >= max_versions) {  // full: this state is passed over, not tried at every pass
+      db.sql("UPDATE crdt_records SET versioned_revision=?, unversioned_since=NULL WHERE tenant=? AND org=? AND doc=? AND editor=?")
+          .bind(1, v.revision).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor)
+          .step();
+      return;
+    }
     insert_version(db, k, v);
     took = true;
   });
@@ -95,7 +101,7 @@ std::size_t thin_versions(database& db, const history_config& cfg, std::int64_t 
         if (thinnable && kept && kept_bucket == bucket) {
           std::vector<std::string>& to = authors.try_emplace(kept->number, kept->authors).first->second;
           for (const std::string& a : v.authors)
-            if (std::find(to.begin(), to.end(), a) == to.end()) to.push_back(a);
+            if (to.size() < max_version_authors && std::find(to.begin(), to.end(), a) == to.end()) to.push_back(a);
           delete_version(db, k, v.number);
           ++n;
           continue;

@@ -49,6 +49,17 @@ std::optional<std::optional<std::string>> name_field(const rapidjson::Value& dat
   return std::optional<std::optional<std::string>>(std::move(name));
 }
 
+/// Inside the write that adds a version: refuses it when the record keeps all the versions it may (versions.hpp).
+void check_room(database& db, const record_key& k, bool named) {
+  const version_count c = count_versions(db, k);
+  if (c.all >= max_versions)
+    throw api_error(status::failed_precondition, "This record keeps " + std::to_string(max_versions) +
+                                                     " versions, the most it may; delete some (versions/delete) before adding or restoring.");
+  if (named && c.named >= max_named_versions)
+    throw api_error(status::failed_precondition, "This record keeps " + std::to_string(max_named_versions) +
+                                                     " named versions, the most it may; delete some (versions/delete) before adding another.");
+}
+
 /// The request's versionId: required, a versionId of this record's incarnation, of a version that
 /// exists — else 400 (not a versionId) or 404.
 std::int64_t requested_number(context& c, const record_key& k, const record_row& row) {
@@ -128,7 +139,10 @@ std::string versions_add(context& c, crdt_family& f) {
     version_row v;
     v.revision = row.revision, v.version_vector = s.doc().version().encode(), v.kind = "named", v.name = name ? *name : std::nullopt;
     v.created_at = now_iso(), v.created_by = by;
-    s.write_beside([&] { v.number = insert_version(c.db, k, v); });
+    s.write_beside([&] {
+      check_room(c.db, k, true);
+      v.number = insert_version(c.db, k, v);
+    });
     v = existing_version(c.db, k, v.number);
     return success_body("Version added successfully.", [&](json_writer& w) { write_version(w, k, row.incarnation, v); });
   });
@@ -246,7 +260,10 @@ std::string versions_restore(context& c, crdt_family& f) {
     const folio::local_change change = replace_value(d, value);
     if (d.units() > folio::document::max_units(d.type())) refuse_past_max_units(d, held, d.units());
     const std::string batch = change.count ? d.encode_change(change) : std::string();
-    const std::int64_t revision = s.append(change.count ? &batch : nullptr, meta, [&](std::int64_t) { backup.number = insert_version(c.db, k, backup); });
+    const std::int64_t revision = s.append(change.count ? &batch : nullptr, meta, [&](std::int64_t) {
+      check_room(c.db, k, false);
+      backup.number = insert_version(c.db, k, backup);
+    });
     return success_body("Version restored successfully.", [&](json_writer& w) {
       w.StartObject();
       write_member(w, "version", record_version(k, row.incarnation, revision));

@@ -61,7 +61,7 @@ std::int64_t insert_version(database& db, const record_key& k, version_row v) {
   {
     query q = db.sql("SELECT changed_by FROM crdt_changes WHERE tenant=? AND org=? AND doc=? AND editor=? AND revision>? AND revision<=? ORDER BY revision");
     q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, since).bind(6, v.revision);
-    while (q.step())
+    while (q.step() && v.authors.size() < max_version_authors)
       if (std::string by = q.text(0); std::find(v.authors.begin(), v.authors.end(), by) == v.authors.end()) v.authors.push_back(std::move(by));
   }
   // A version of the current revision is the newest state's: no automatic version is due until the next change.
@@ -81,6 +81,15 @@ std::int64_t insert_version(database& db, const record_key& k, version_row v) {
       .bind(13, authors_text(v.authors))
       .step();
   return v.number;
+}
+
+version_count count_versions(database& db, const record_key& k) {
+  query q = db.sql("SELECT count(*), coalesce(sum(CASE WHEN kind='named' THEN 1 ELSE 0 END), 0) FROM crdt_versions "
+                   "WHERE tenant=? AND org=? AND doc=? AND editor=?");
+  q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
+  version_count c;
+  if (q.step()) c.all = q.integer(0), c.named = q.integer(1);
+  return c;
 }
 
 std::vector<version_row> list_versions(database& db, const record_key& k, std::int64_t before, std::size_t limit) {

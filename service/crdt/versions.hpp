@@ -41,9 +41,20 @@ std::string version_id(const record_key& k, std::uint64_t incarnation, std::int6
 /// The number a versionId names, or nullopt for a string that is no versionId of this record's incarnation.
 std::optional<std::int64_t> version_number(std::string_view id, const record_key& k, std::uint64_t incarnation);
 
+/// Most versions a record keeps (named ones among them at most max_named_versions), and most authors a
+/// version lists: what a writer can make the record's history hold is bounded, whatever it sends.
+inline constexpr std::int64_t max_versions = 10000, max_named_versions = 1000;
+inline constexpr std::size_t max_version_authors = 100;
+/// The record's versions, all and named.
+struct version_count {
+  std::int64_t all = 0, named = 0;
+};
+version_count count_versions(database& db, const record_key& k);
+
 /// Inside a write transaction holding the record's lock: numbers `v` (the record's next number) and
 /// inserts it; returns its number. Its authors: the distinct authors of the record's changes after the
-/// newest version's revision up to v.revision, in the order they first changed it.
+/// newest version's revision up to v.revision, in the order they first changed it, the first
+/// max_version_authors of them.
 std::int64_t insert_version(database& db, const record_key& k, version_row v);
 /// The record's versions, newest first, numbered below `before` (0: from the newest), at most `limit`.
 std::vector<version_row> list_versions(database& db, const record_key& k, std::int64_t before, std::size_t limit);

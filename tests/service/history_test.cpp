@@ -168,5 +168,25 @@ TEST_F(history, ABaseVersionIsTheVectorOfItsRevision) {
   EXPECT_TRUE(db.read([&] { return svc::version_at(db, rk, now, 0); }).empty());
 }
 
+TEST_F(history, ARecordKeepsABoundedNumberOfVersions) {
+  const svc::record_key rk = key();
+  db.write([&] {
+    for (std::int64_t n = 0; n < svc::max_named_versions; ++n) {
+      svc::version_row v;
+      v.revision = 1, v.version_vector = std::string("\x00", 1), v.kind = "named", v.created_at = svc::iso_time(n);
+      svc::insert_version(db, rk, v);
+    }
+  });
+  const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e")";
+  const svc::response refused = call("/v2/crdt/versions/add", ids + "}}");
+  EXPECT_EQ(refused.http, 400);
+  EXPECT_NE(refused.body.find("This record keeps 1000 named versions, the most it may; delete some (versions/delete) before adding another."),
+            std::string::npos) << refused.body;
+  EXPECT_EQ(listed().size(), static_cast<std::size_t>(svc::max_named_versions));  // nothing was added
+  // Automatic versions are still taken until the record keeps max_versions in all.
+  update("ab", "bo");
+  EXPECT_EQ(take(since_change() + day), 1u);
+}
+
 }  // namespace
 }  // namespace folio_service_test
