@@ -417,25 +417,21 @@ int main(int argc, char** argv) {
       state.busy_since_ms = worker_state::gone;
       FCGX_Free(&next->fcgx, 1);
     });
-  // The families' background work (compactions of the records' logs), off the request path, on a
-  // connection of its own.
-  std::thread compaction([&] {
-    try {
-      folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
-      svc.run_background(db);
-    } catch (const std::exception& e) {
-      folio::service::log::write("error", "compaction_stopped", std::string("no more compactions until a restart: ") + e.what());
-    }
-  });
-  // The records' history upkeep (automatic versions, thinning, retention), on a connection of its own.
-  std::thread history([&] {
-    try {
-      folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
-      svc.run_history(db);
-    } catch (const std::exception& e) {
-      folio::service::log::write("error", "history_upkeep_stopped", std::string("no more automatic versions until a restart: ") + e.what());
-    }
-  });
+  // The families' background work, off the request path, each on a thread with a connection of its own:
+  // the compactions of the records' logs, and the records' history upkeep (automatic versions,
+  // thinning, retention). One that fails to start or dies is logged and stays stopped until a restart.
+  const auto background = [&](void (folio::service::responder::*work)(folio::service::database&), const char* event, const char* what) {
+    return std::thread([&, work, event, what] {
+      try {
+        folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
+        (svc.*work)(db);
+      } catch (const std::exception& e) {
+        folio::service::log::write("error", event, std::string(what) + " until a restart: " + e.what());
+      }
+    });
+  };
+  std::thread compaction = background(&folio::service::responder::run_background, "compaction_stopped", "no more compactions");
+  std::thread history = background(&folio::service::responder::run_history, "history_upkeep_stopped", "no more automatic versions");
   // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
   // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
   // streams end at the read that sees the revocation (credentials_changed). A connection that will not open

@@ -65,11 +65,29 @@ std::string bucket_of(const std::string& created_at, const std::string& keep_all
 std::size_t take_due_versions(crdt_family& f, database& db, const history_config& cfg, std::int64_t now_ms, std::size_t limit) {
   const std::string now = iso_time(now_ms), quiet_before = iso_time(now_ms - cfg.quiet.count()), started_before = iso_time(now_ms - cfg.at_most.count());
   std::size_t taken = 0;
+  // Each record's wait for its lock and write is bounded like a request's; the caller's deadline is back after.
+  struct deadline_scope {
+    database& db;
+    deadline_clock::time_point before = db.deadline();
+    ~deadline_scope() { db.set_deadline(before); }
+  } scope{db};
   for (const record_key& k : due_records(db, quiet_before, started_before, limit)) {
+    db.set_deadline(deadline_clock::now() + f.platform().settings().request_timeout);
     try {
       taken += take_version(f, db, k, now, quiet_before, started_before) ? 1 : 0;
     } catch (const record_moved&) {
       // written meanwhile: due again at a later pass
+    } catch (const deadline_exceeded&) {
+      // held by writers meanwhile: due again at a later pass
+    } catch (const std::exception& e) {
+      // A record that cannot be read (damage: folio-admin check names it) is passed over until its next change.
+      log::write("error", "auto_version_failed", "no automatic version of a record (passed over until it changes): " + std::string(e.what()));
+      db.set_deadline(deadline_clock::now() + f.platform().settings().request_timeout);
+      db.write(k.cache_key(), [&] {
+        db.sql("UPDATE crdt_records SET unversioned_since=NULL WHERE tenant=? AND org=? AND doc=? AND editor=?")
+            .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor)
+            .step();
+      });
     }
   }
   return taken;

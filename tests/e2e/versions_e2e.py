@@ -89,29 +89,26 @@ class Replica:
 
 
 class BaseVersion(unittest.TestCase):
-    def test_the_issue_example_keeps_both_edits(self):
-        add(self, "ex", "t", "text", "Hello world")
-        read = record(self, "ex", "t")
+    def typed_while_a_backend_wrote(self, doc, with_base):
+        """The issue's example: a backend reads "Hello world", a client types "big " meanwhile, the backend
+        writes "Hello world!" (with the version it read as baseVersion, or none). Answers the server's
+        value and the client's after a sync."""
+        add(self, doc, "t", "text", "Hello world")
+        read = record(self, doc, "t")
         self.assertRegex(read["version"], r"^[1-9][0-9]*-[0-9a-f]{12}$")
-        client = Replica("ex", "t")
+        client = Replica(doc, "t")
         try:
             self.assertEqual(client.edit("--insert", "6", "big "), "Hello big world")
-            update(self, "ex", "t", "Hello world!", base=read["version"])
-            self.assertEqual(record(self, "ex", "t")["data"], "Hello big world!")
-            self.assertEqual(client.sync(), "Hello big world!")
+            update(self, doc, "t", "Hello world!", base=read["version"] if with_base else None)
+            return record(self, doc, "t")["data"], client.sync()
         finally:
             client.close()
 
+    def test_the_issue_example_keeps_both_edits(self):
+        self.assertEqual(self.typed_while_a_backend_wrote("ex", True), ("Hello big world!", "Hello big world!"))
+
     def test_without_base_version_an_update_overwrites(self):
-        add(self, "ow", "t", "text", "Hello world")
-        client = Replica("ow", "t")
-        try:
-            client.edit("--insert", "6", "big ")
-            update(self, "ow", "t", "Hello world!")
-            self.assertEqual(record(self, "ow", "t")["data"], "Hello world!")
-            self.assertEqual(client.sync(), "Hello world!")
-        finally:
-            client.close()
+        self.assertEqual(self.typed_while_a_backend_wrote("ow", False), ("Hello world!", "Hello world!"))
 
     def test_each_version_names_its_state(self):
         add(self, "vs", "t", "text", "a")
@@ -207,6 +204,19 @@ class ConcurrentRounds(unittest.TestCase):
     def unique(n):
         return chr(0x4E00 + n)  # CJK ideographs: one code point each, all different
 
+    @staticmethod
+    def typed(text, rng, token):
+        """A backend's edit of `text`: `token` inserted somewhere, and now and then one character removed.
+        Answers the new text, the token and the character removed (or None)."""
+        at = rng.randint(0, len(text))
+        text = text[:at] + token + text[at:]
+        gone = None
+        if len(text) > 3 and rng.random() < 0.3:
+            i = rng.randrange(len(text))
+            gone = text[i]
+            text = text[:i] + text[i + 1:]
+        return text, token, gone
+
     def rounds(self, doc, editor, type_, initial, client_edit, backend_value, tokens_of):
         add(self, doc, editor, type_, initial)
         rng = random.Random(51)
@@ -247,15 +257,7 @@ class ConcurrentRounds(unittest.TestCase):
             return token
 
         def backend_value(text, rng, n):
-            token = self.unique(2 * n + 1)
-            at = rng.randint(0, len(text))
-            text = text[:at] + token + text[at:]
-            gone = None
-            if len(text) > 3 and rng.random() < 0.3:
-                i = rng.randrange(len(text))
-                gone = text[i]
-                text = text[:i] + text[i + 1:]
-            return text, token, gone
+            return self.typed(text, rng, self.unique(2 * n + 1))
 
         self.rounds("rounds", "text", "text", "", client_edit, backend_value, list)
 
@@ -294,15 +296,7 @@ class ConcurrentRounds(unittest.TestCase):
     def test_xml(self):
         # Two backends (no client tool edits XML): each writes from its own stale reads.
         def backend_value(markup, rng, n):
-            text = markup[len('<p k="v">'):-len("</p>")]
-            token = self.unique(n)
-            at = rng.randint(0, len(text))
-            text = text[:at] + token + text[at:]
-            gone = None
-            if len(text) > 3 and rng.random() < 0.3:
-                i = rng.randrange(len(text))
-                gone = text[i]
-                text = text[:i] + text[i + 1:]
+            text, token, gone = self.typed(markup[len('<p k="v">'):-len("</p>")], rng, self.unique(n))
             return '<p k="v">' + text + "</p>", token, gone
 
         self.rounds("rounds", "xml", "xml", '<p k="v">x</p>', None, backend_value,
