@@ -2,7 +2,8 @@
 // (260k patches, a 104 kB text at the end) replayed through `/v2/crdt/update` as REST-sized changes —
 // each update carries the value after the next `--step` patches (default 100: about 2,600 updates, each
 // one a backend's read-compute-write of a few lines' worth of typing, and a few thousand requests keep
-// the run under a minute) — on a SQLite database through the responder (no socket, no nginx), with an
+// the run under a minute) — on a database through the responder (no socket, no nginx): a SQLite file
+// in TMPDIR, or the PostgreSQL conninfo given (a fresh database: bench/versions.sh), with an
 // automatic version taken every 1,000 patches by the background pass's own function
 // (take_due_versions, crdt/auto_versions.hpp) run at an injected time past the quiet interval.
 // Prints, each beside its baseline from the same run:
@@ -15,7 +16,7 @@
 //   * crdt/update with a baseVersion 1,000 patches old, and one 1,000 updates old, against one with the
 //     current version (each a one-character insertion into the value read at that version; a stale one
 //     merges it past what was committed since).
-//   version_bench [--step N] [--samples N] [--trace FILE]
+//   version_bench [POSTGRESQL_CONNINFO] [--step N] [--samples N] [--trace FILE]
 #include <unistd.h>
 
 #include <rapidjson/stringbuffer.h>
@@ -109,13 +110,15 @@ read_record get(bench_service& s) {
 
 int main(int argc, char** argv) {
   std::size_t step = 100, samples = 41;
+  std::string pg;
   std::string trace_file = "automerge-paper.json.gz";  // in FOLIO_TRACES_DIR
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--step" && i + 1 < argc) step = std::strtoul(argv[++i], nullptr, 10);
     else if (a == "--samples" && i + 1 < argc) samples = std::strtoul(argv[++i], nullptr, 10);
     else if (a == "--trace" && i + 1 < argc) trace_file = argv[++i];
-    else return std::fprintf(stderr, "usage: version_bench [--step N] [--samples N] [--trace FILE]\n"), 2;
+    else if (pg.empty() && a.rfind("--", 0) != 0) pg = a;
+    else return std::fprintf(stderr, "usage: version_bench [POSTGRESQL_CONNINFO] [--step N] [--samples N] [--trace FILE]\n"), 2;
   }
   if (step == 0 || patches_per_version % step != 0 || samples == 0)
     return std::fprintf(stderr, "version_bench: --step must divide %zu; --samples must be positive\n", patches_per_version), 2;
@@ -126,7 +129,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   int status = 0;
   {
-    bench_service s((dir / "folio.db").string());
+    bench_service s(pg.empty() ? (dir / "folio.db").string() : pg);
     s.call("/v2/crdt/add", body({{"type", "text"}, {"data", ""}}));
     const svc::history_config cfg;  // the defaults: a version once a record is 30 s quiet
     const std::int64_t quiet_ms = cfg.quiet.count();
@@ -231,8 +234,8 @@ int main(int argc, char** argv) {
 
     const spread r = of(replay_ms), g10 = of(get10), g250 = of(get250), gnow = of(get_now), cur = of(current_ms);
     std::printf("automerge-paper: %zu patches as %zu updates of %zu patches (replay %.1f s, update median %.3f ms, p90 %.3f ms), "
-                "SQLite; %zu automatic versions (take_due_versions every %zu patches)\n",
-                applied, updates, step, replay_s, r.median_ms, r.p90_ms, versions, patches_per_version);
+                "%s; %zu automatic versions (take_due_versions every %zu patches)\n",
+                applied, updates, step, replay_s, r.median_ms, r.p90_ms, pg.empty() ? "SQLite" : "PostgreSQL", versions, patches_per_version);
     std::printf("%-40s %12s %14s %10s\n", "storage", "bytes", "baseline", "ratio");
     std::printf("%-40s %12.1f %14lld %9.4fx   (baseline: the record's snapshot, a full copy per version)\n", "per version row", double(version_bytes) / double(version_rows),
                 static_cast<long long>(snapshot_bytes), double(version_bytes) / double(version_rows) / double(snapshot_bytes));
