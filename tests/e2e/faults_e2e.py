@@ -367,13 +367,14 @@ class VersionsUnderKill(unittest.TestCase):
         rng, writer_rng = random.Random(seed), random.Random(seed + 1)
         ids = {"organizationId": ORG, "documentId": "versions-kill", "editorId": "t"}
         ok(self, call("/v2/crdt/add", dict(ids, type="text", data="value 0\n")), "CRDT data added successfully.")
-        started = [0]  # the writer's requests started
+        started, in_flight = [0], [None]  # the writer's requests started, the last one's path
         counted = threading.Condition()
         values = {}  # versionId -> its value, as versions/get answered it (a version's value never changes)
 
         def request(path, data):
             with counted:
                 started[0] += 1
+                in_flight[0] = path
                 counted.notify_all()
             try:
                 return call(path, dict(ids, **data))
@@ -440,7 +441,7 @@ class VersionsUnderKill(unittest.TestCase):
             for _ in range(kills):
                 with counted:
                     target = started[0] + rng.randint(1, 8)
-                    self.assertTrue(counted.wait_for(lambda: started[0] >= target or failure, 60), "the writer stalled")
+                    self.assertTrue(counted.wait_for(lambda: started[0] >= target or failure, 60), "the writer stalled in " + str(in_flight[0]))
                 time.sleep(rng.uniform(0, 0.02))  # a random moment of the request's course
                 kill_responder()
                 STACK.start_fcgi()
