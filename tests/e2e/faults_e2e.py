@@ -2,12 +2,15 @@
 """End-to-end fault tests: the responder SIGKILLed at random moments under concurrent writes — REST
 updates, comments and folio-cli client replicas (text and array) editing and syncing — (every
 acknowledged write survives, every client ends equal to the server, every record decodes and passes
-check_invariants()), a client whose answers are lost before it removes what it inserted, and a full
-database (writes refused with RESOURCE_EXHAUSTED, reads served, nothing corrupted, writes back once
-space returns).
+check_invariants()), versions added and restored under SIGKILL (each whole or not at all, every
+acknowledged one kept, every listed version readable, versions still usable as baseVersion after
+restarts), a client whose answers are lost before it removes what it inserted, and a full database
+(writes refused with RESOURCE_EXHAUSTED, reads served, nothing corrupted, writes back once space
+returns).
 
 Run by ctest (tests/CMakeLists.txt) as:  faults_e2e.py BUILD_DIR SOURCE_DIR
-FOLIO_CRASH_KILLS sets the number of kills (default 20); FOLIO_CRASH_SEED the random seed.
+FOLIO_CRASH_KILLS sets the number of kills (default 20), FOLIO_VERSION_KILLS those of the versions'
+test (default 30); FOLIO_CRASH_SEED the random seed.
 """
 import json
 import os
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import unittest
 import xml.etree.ElementTree as ET
 
@@ -333,6 +337,174 @@ class CrashDurability(unittest.TestCase):
         print("\n%d kills; acknowledged %s; unanswered or refused %s; %s" % (
             kills, {w.name: len(w.acked) for w in writers.values()}, {w.name: w.failed for w in writers.values()}, admin_check(self).strip()),
             file=sys.stderr)
+
+
+class VersionsUnderKill(unittest.TestCase):
+    """Versions taken and restored while the responders are SIGKILLed: one writer thread adds versions,
+    restores them and updates the record (with the version it read as baseVersion), one request at a
+    time, reading the record and its version list before and after each write; the test kills every
+    responder after a random number of the writer's requests started (and a random moment more), then
+    starts them again. Each write's outcome is then checked against the reads around it: acknowledged,
+    it happened; unacknowledged, it happened whole or not at all (a restore: its backup version AND the
+    restored value, or neither)."""
+
+    def setUp(self):
+        # No automatic version but the restores' backups (the list must change only by the writer's requests).
+        self.restart(["--auto-version-quiet", "86400", "--auto-version-at-most", "86400"])
+
+    def tearDown(self):
+        self.restart([])
+
+    def restart(self, args):
+        STACK.fcgi.terminate()
+        STACK.fcgi.wait()
+        STACK.fcgi_args = args
+        STACK.start_fcgi()
+
+    def test_versions_and_restores_are_whole_and_kept_across_sigkill(self):
+        kills = int(os.environ.get("FOLIO_VERSION_KILLS", "30"))
+        seed = int(os.environ.get("FOLIO_CRASH_SEED", str(int(time.time()))))
+        rng, writer_rng = random.Random(seed), random.Random(seed + 1)
+        ids = {"organizationId": ORG, "documentId": "versions-kill", "editorId": "t"}
+        ok(self, call("/v2/crdt/add", dict(ids, type="text", data="value 0\n")), "CRDT data added successfully.")
+        started, in_flight = [0], [None]  # the writer's requests started, the last one's path
+        counted = threading.Condition()
+        values = {}  # versionId -> its value, as versions/get answered it (a version's value never changes)
+
+        def request(path, data):
+            with counted:
+                started[0] += 1
+                in_flight[0] = path
+                counted.notify_all()
+            try:
+                return call(path, dict(ids, **data))
+            except OSError:  # the connection cut by the kill
+                return None, None
+
+        def answered(res, message):
+            status, body = res
+            if status == 200 and body["result"]["status"] == "success":
+                self.assertEqual(body["result"]["message"], message)
+                return body["result"].get("data", {})  # crdt/update answers no data
+            self.assertIn(status, (None, 502, 503, 504), body)  # the responder gone (nginx's 502), or not yet back
+            return None
+
+        def read():
+            """(value, version, [(versionId, kind)] newest first), retried until the responders answer."""
+            while True:
+                got = answered(request("/v2/crdt/get", {}), "CRDT data retrieved successfully.")
+                listed = answered(request("/v2/crdt/versions/get", {"pageSize": 1000}), "Versions fetched successfully.")
+                if got is None or listed is None:
+                    continue
+                for v in listed:
+                    if v["versionId"] not in values:
+                        one = answered(request("/v2/crdt/versions/get", {"versionId": v["versionId"]}), "Version retrieved successfully.")
+                        if one is None:
+                            break
+                        values[v["versionId"]] = one[0]["data"]
+                else:
+                    return got[0]["data"], got[0]["version"], [(v["versionId"], v["kind"]) for v in listed]
+
+        steps = []  # (op, before, answer or None, after, detail)
+        stopping = threading.Event()
+        failure = []
+
+        def write():
+            n = 0
+            try:
+                before = read()
+                while not stopping.is_set():
+                    n += 1
+                    value, version, listed = before
+                    targets = [vid for vid, _ in listed if values[vid] != value]
+                    op = writer_rng.choice(["update", "update", "add", "restore"] if targets else ["update", "add"])
+                    if op == "update":
+                        detail = value + "value %d\n" % n  # sent with the version just read: merged, it is exactly this
+                        answer = answered(request("/v2/crdt/update", {"data": detail, "baseVersion": version}), "CRDT data updated successfully.")
+                    elif op == "add":
+                        detail = "v%d" % n
+                        answer = answered(request("/v2/crdt/versions/add", {"name": detail}), "Version added successfully.")
+                    else:
+                        detail = writer_rng.choice(targets)
+                        answer = answered(request("/v2/crdt/versions/restore", {"versionId": detail}), "Version restored successfully.")
+                    after = read()
+                    steps.append((op, before, answer, after, detail))
+                    before = after
+            except Exception:  # reported by the test's thread
+                failure.append(traceback.format_exc())
+                with counted:
+                    counted.notify_all()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        try:
+            for _ in range(kills):
+                with counted:
+                    target = started[0] + rng.randint(1, 8)
+                    self.assertTrue(counted.wait_for(lambda: started[0] >= target or failure, 60), "the writer stalled in " + str(in_flight[0]))
+                time.sleep(rng.uniform(0, 0.02))  # a random moment of the request's course
+                kill_responder()
+                STACK.start_fcgi()
+        finally:
+            stopping.set()
+            writer.join(120)
+        self.assertFalse(failure, failure)
+        self.assertFalse(writer.is_alive())
+
+        acked = {op: 0 for op in ("update", "add", "restore")}
+        unacked = {op: 0 for op in ("update", "add", "restore")}
+        committed_unacked = dict(unacked)
+        for op, (value, version, listed), answer, (value_after, version_after, listed_after), detail in steps:
+            where = "%s %s (acknowledged: %s)" % (op, detail, answer is not None)
+            (acked if answer is not None else unacked)[op] += 1
+            new = [v for v in listed_after if v not in listed]
+            if answer is None and (new or value_after != value):
+                committed_unacked[op] += 1
+            self.assertEqual([v for v in listed_after if v in listed], listed, where)  # no version lost
+            if op == "update":
+                self.assertEqual(new, [], where)
+                self.assertIn(value_after, [detail] if answer is not None else [value, detail], where)
+            elif op == "add":
+                self.assertEqual(value_after, value, where)
+                self.assertIn(len(new), (1,) if answer is not None else (0, 1), where)
+                if new:
+                    self.assertEqual(new[0][1], "named", where)
+                    self.assertEqual(values[new[0][0]], value, where)  # the state it was taken of
+                if answer is not None:
+                    self.assertEqual(new[0][0], answer["versionId"], where)
+                    self.assertEqual(answer["name"], detail, where)
+            else:
+                # Whole or not at all: the backup (an automatic version of the value replaced) and the
+                # restored value together, or neither.
+                if answer is not None or new:
+                    self.assertEqual(len(new), 1, where)
+                    self.assertEqual(new[0][1], "auto", where)
+                    self.assertEqual(values[new[0][0]], value, where)
+                    self.assertEqual(value_after, values[detail], where)
+                    if answer is not None:
+                        self.assertEqual(new[0][0], answer["backupVersionId"], where)
+                        self.assertEqual(version_after, answer["version"], where)
+                else:
+                    self.assertEqual(value_after, value, where)
+        self.assertGreater(acked["add"], 0, acked)
+        self.assertGreater(acked["restore"], 0, acked)
+        self.assertGreater(sum(unacked.values()), 0, "no kill cut off a write")
+
+        # After the last restart: every version listed has its value, and the version crdt/get answers
+        # still merges as baseVersion (an edit made on it, then a write from an older read beside it).
+        final, version, listed = read()
+        self.assertEqual(len(listed), len(set(listed)))
+        for vid, _ in listed:
+            got = ok(self, call("/v2/crdt/versions/get", dict(ids, versionId=vid)), "Version retrieved successfully.")
+            self.assertEqual(got[0]["data"], values[vid])
+        kill_responder()
+        STACK.start_fcgi()
+        ok(self, call("/v2/crdt/update", dict(ids, data="head\n" + final, baseVersion=version)), "CRDT data updated successfully.")
+        ok(self, call("/v2/crdt/update", dict(ids, data=final + "tail\n", baseVersion=version)), "CRDT data updated successfully.")
+        self.assertEqual(record_value(self, "versions-kill", "t"), "head\n" + final + "tail\n")
+        admin_check(self)
+        print("\n%d kills; acknowledged %s; unacknowledged %s, of which committed %s; %d versions" % (
+            kills, acked, unacked, committed_unacked, len(listed)), file=sys.stderr)
 
 
 class LostAnswers(unittest.TestCase):
