@@ -3,7 +3,11 @@
 // token for the document in the fragment (#token=...&org=...&doc=..., never sent to a server);
 // `text` and `list` name the editors (default "text" and "tasks").
 //   * a text record in a <textarea> (bindTextarea: remote changes keep the caret);
-//   * an array record as a task list ({ title, done } items), edited with insert, delete and replace.
+//   * an array record as a task list ({ title, done } items), edited with insert, delete and replace;
+//   * the text's versions (the client's listVersions, addVersion, restoreVersion, with the same token):
+//     "Save version" takes a named one, Restore gives the text a version's value as a forward change
+//     that reaches every open tab through the subscription (nothing reloads); the list is read again
+//     after each, and a second after remote changes pause (another tab's restore adds a version).
 import { bindTextarea, connect } from '/client/folio.js';
 
 const params = new URLSearchParams(location.hash.slice(1));
@@ -53,6 +57,56 @@ function renderTasks(list) {
   }));
 }
 
+/** Lists the record's versions (newest first) with a Restore button each; read again after each action. */
+function versionList(record) {
+  const ol = $('versions');
+  const act = async (f) => {
+    try {
+      await f();
+    } catch (e) {
+      show('error', `${e.status ?? 'error'}: ${e.message}`);
+    }
+    await refresh();
+  };
+  async function refresh() {
+    let versions;
+    try {
+      ({ versions } = await record.listVersions({ pageSize: 20 }));
+    } catch (e) {
+      show('error', `${e.status ?? 'error'}: ${e.message}`);
+      return;
+    }
+    ol.replaceChildren(...versions.map((v) => {
+      const li = document.createElement('li');
+      li.dataset.versionId = v.versionId;
+      const label = document.createElement('span');
+      const when = new Date(v.createdAt).toLocaleTimeString();
+      label.textContent = `${v.name ?? (v.kind === 'auto' ? 'automatic' : 'unnamed')} · ${when}${v.createdBy ? ` · ${v.createdBy}` : ''}`;
+      label.title = v.authors.length ? `changed by ${v.authors.join(', ')}` : '';
+      const restore = document.createElement('button');
+      restore.textContent = 'Restore';
+      restore.addEventListener('click', () => act(() => record.restoreVersion(v.versionId)));
+      li.append(label, restore);
+      return li;
+    }));
+  }
+  // A restore in another tab (or any remote change) may have added a version: read the list again
+  // once the changes pause for a second.
+  let pause = null;
+  record.on('change', ({ remote }) => {
+    if (!remote) return;
+    clearTimeout(pause);
+    pause = setTimeout(refresh, 1000);
+  });
+  $('save-version').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const name = $('version-name').value.trim();
+    $('version-name').value = '';
+    act(() => record.addVersion(name || undefined));
+  });
+  return refresh();
+}
+
 async function main() {
   if (!token || !organizationId || !documentId) {
     show('error', 'no token');
@@ -79,6 +133,7 @@ async function main() {
       if (title) list.insert(list.length, { title, done: false });
       $('task-title').value = '';
     });
+    await versionList(text);
     $('records').hidden = false;
     $('tips').hidden = false;
     watch([text, list]);

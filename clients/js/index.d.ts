@@ -104,6 +104,33 @@ export interface RecordMetadata {
   lastUpdate: string | null;
 }
 
+/** A version of the record, as versions/add and versions/get list it. */
+export interface VersionInfo {
+  versionId: string;
+  kind: 'named' | 'auto';
+  name: string | null;
+  createdAt: string;
+  createdBy: string | null;
+  /** The userIds that changed the record since the version before this one, in order of first change. */
+  authors: string[];
+  pinned: boolean;
+  /** The record's version at that state (as crdt/get's). */
+  version: string;
+}
+
+/** A version's value (versions/get with a versionId): the record as crdt/get answers it, then. */
+export interface VersionValue {
+  /** text: string; map: an object; array: objects; xml: markup (as crdt/get renders each). */
+  data: string | JsonObject[] | JsonObject;
+  id: string;
+  type: RecordType;
+  contentKey: string;
+  version: string;
+  versionId: string;
+  createdAt: string;
+  createdBy: string | null;
+}
+
 export interface RecordEvents {
   change: ChangeEvent;
   error: Error;
@@ -138,6 +165,14 @@ export class FolioRecord {
    * before the first (sync answers carry none) and after the record was added again.
    */
   readonly metadata: RecordMetadata | null;
+  /**
+   * The record's version (crdt/get's `version`) of the last sync answer applied; '' before the first
+   * (a replica resumed from `saved`, or after the record was added again). The replica holds all that
+   * it names, so a backend may send it as crdt/update's `baseVersion` with a value computed from this
+   * copy as it was then, without the client's edits since. It changes with each sync answer, not with
+   * pushed changes (`value` may be ahead of it: `await sync()` first).
+   */
+  readonly recordVersion: string;
 
   /** Makes the record equal to `value` through the engine's diff. Throws TypeError for a wrong shape. */
   replace(value: string | JsonObject[] | JsonObject): this;
@@ -155,6 +190,21 @@ export class FolioRecord {
   save(): Uint8Array;
   /** Syncs now; resolves once in step with the service, rejects with a FolioError. */
   sync(): Promise<void>;
+
+  // Versions (docs/API.md, "Versions and history"), with the record's token: a read token may list and
+  // get, a write token also add and restore. Each rejects with a FolioError (the service's refusal).
+  /** The versions, newest first, a page at a time: pass `nextPageToken` as `pageToken` for the next. */
+  listVersions(options?: { pageSize?: number; pageToken?: string }): Promise<{ versions: VersionInfo[]; nextPageToken?: string }>;
+  /** A version's value, in the shape crdt/get answers a record; null if the service answered none. */
+  getVersion(versionId: string): Promise<VersionValue | null>;
+  /** Takes a version (kind "named") of the record as the service holds it now. */
+  addVersion(name?: string | null): Promise<VersionInfo>;
+  /**
+   * Gives the record the value of a version, as a forward change the service publishes (it reaches
+   * this replica and every other through the subscription). `version`: the record's version after it;
+   * `backupVersionId`: the automatic version of the state it replaced.
+   */
+  restoreVersion(versionId: string): Promise<{ version: string; backupVersionId: string }>;
   /**
    * Stops syncing and listening and frees the replica; the record is unusable afterwards. Resolves
    * (never rejects) once every edit made is stored by `persist`, or its failure was an `error` event:
@@ -251,6 +301,8 @@ export class Replica {
   /** The replica id, decimal. */
   readonly replicaId: string;
   readonly incarnation: string;
+  /** The record version of the last sync answer applied ('' before one, and after load). */
+  readonly recordVersion: string;
   readonly value: string | JsonObject[] | JsonObject;
   readonly length: number;
   /** Unit operations waiting for what they depend on. */
@@ -272,7 +324,7 @@ export class Replica {
   /** Integrates a batch; a FolioError if it is refused (nothing changes then). */
   apply(batch: Uint8Array): { applied: number; changes?: TextChange[] };
   request(): { version: Uint8Array; update: Uint8Array; incarnation: string };
-  onAnswer(update: Uint8Array, version: Uint8Array, incarnation: string): { changed: boolean; changes?: TextChange[] };
+  onAnswer(update: Uint8Array, version: Uint8Array, incarnation: string, recordVersion?: string): { changed: boolean; changes?: TextChange[] };
   onPush(update: Uint8Array, version: Uint8Array, incarnation: string): { status: 'applied' | 'gap' | 'invalid' | 'recreated'; changed: boolean; changes?: TextChange[] };
   onRefused(): void;
   free(): void;

@@ -156,6 +156,17 @@ export class FolioRecord {
     return m ? { ...m } : null;
   }
 
+  /**
+   * The record's version (crdt/get's `version`) of the last sync answer this replica applied, '' before
+   * the first one (and after the record was deleted and added again, until the new record's answer).
+   * This replica holds everything that version names, so a backend may send it as crdt/update's
+   * `baseVersion` with a value computed from `value` as it was then, without this client's own edits
+   * since: that update is merged with what others wrote after it. It changes with each sync answer
+   * (not with a change the subscription brings: `value` may already hold newer changes; `await sync()`
+   * before reading both).
+   */
+  get recordVersion() { return this._live().recordVersion; }
+
   /** Makes the record equal to `value` through the engine's diff (like REST update, but local). */
   replace(value) {
     const { ops, changes } = this._live().replace(value);
@@ -208,6 +219,60 @@ export class FolioRecord {
     })();
     this._queued = queued;
     return queued;
+  }
+
+  // ---- versions (docs/API.md, "Versions and history") ------------------------------------------------
+  // With this record's token: a read token may list and get versions, a write token also add and
+  // restore. Failures reject with a FolioError (the service's status and message).
+
+  /**
+   * The record's versions, newest first: { versions: [{ versionId, kind, name, createdAt, createdBy,
+   * authors, pinned, version }], nextPageToken } (nextPageToken: pass it as `pageToken` for the next
+   * page; absent on the last).
+   */
+  async listVersions({ pageSize, pageToken } = {}) {
+    const data = this._recordIds();
+    if (pageSize !== undefined) data.pageSize = pageSize;
+    if (pageToken !== undefined) data.pageToken = pageToken;
+    const r = (await this._post('/v2/crdt/versions/get', data))?.result ?? {};
+    const out = { versions: Array.isArray(r.data) ? r.data : [] };
+    if (typeof r.nextPageToken === 'string') out.nextPageToken = r.nextPageToken;
+    return out;
+  }
+
+  /**
+   * One version's value, as crdt/get answers a record: { data, id, type, contentKey, version, versionId,
+   * createdAt, createdBy } (data: the value as crdt/get renders it).
+   */
+  async getVersion(versionId) {
+    const r = await this._post('/v2/crdt/versions/get', { ...this._recordIds(), versionId });
+    return r?.result?.data?.[0] ?? null;
+  }
+
+  /** Takes a version of the record as the service holds it now (named `name`, if given); answers it. */
+  async addVersion(name) {
+    const data = this._recordIds();
+    if (name !== undefined) data.name = name;
+    if (this._o.userId !== undefined) data.userId = this._o.userId;
+    return (await this._post('/v2/crdt/versions/add', data))?.result?.data;
+  }
+
+  /**
+   * Makes the record's value that of version `versionId`, as a forward change the service publishes:
+   * this replica (and every other open one) gets it through the subscription, as any change. Answers
+   * { version, backupVersionId } (the record's version after it; the version keeping the state it
+   * replaced).
+   */
+  async restoreVersion(versionId) {
+    const data = { ...this._recordIds(), versionId };
+    if (this._o.userId !== undefined) data.userId = this._o.userId;
+    if (this._o.sessionId !== undefined) data.sessionId = this._o.sessionId;
+    return (await this._post('/v2/crdt/versions/restore', data))?.result?.data;
+  }
+
+  _recordIds() {
+    if (this._closed) throw closedError();
+    return { organizationId: this._o.organizationId, documentId: this._o.documentId, editorId: this._o.editorId };
   }
 
   /**
@@ -480,7 +545,7 @@ export class FolioRecord {
     }
     let res;
     try {
-      res = this._replica.onAnswer(fromBase64(d.update ?? '', 'update'), fromBase64(d.version, 'version'), String(d.incarnation ?? ''));
+      res = this._replica.onAnswer(fromBase64(d.update ?? '', 'update'), fromBase64(d.version, 'version'), String(d.incarnation ?? ''), typeof d.recordVersion === 'string' ? d.recordVersion : '');
     } catch (e) {
       throw e instanceof FolioError ? e : new FolioError(`the sync answer is malformed: ${e.message}`, { status: 'INTERNAL', httpStatus: 200 });
     }

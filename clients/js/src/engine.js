@@ -304,6 +304,15 @@ export class Replica {
     return this.e.text(1);
   }
 
+  /**
+   * The record version (crdt/get's `version`) of the last sync answer applied: the state it names is in
+   * this replica. '' before the first answer, and after load (a saved state keeps none).
+   */
+  get recordVersion() {
+    this.e.check(this.x.fw_info(this.h));
+    return this.e.text(3);
+  }
+
   /** Text records: report the change of replaces and remote batches (costs a diff of the value). */
   track(on) {
     this.tracking = !!on;
@@ -494,9 +503,12 @@ export class Replica {
     return { version: this.e.part(0), update: this.e.part(1), incarnation: this.e.text(2) };
   }
 
-  /** Applies a sync answer. Returns { changed, changes }; throws a FolioError if the answer is refused. */
-  onAnswer(update, version, incarnation) {
-    const rc = this.e.with([update, version, encoder.encode(incarnation)], (...a) => this.x.fw_on_answer(this.h, ...a));
+  /**
+   * Applies a sync answer (its recordVersion: '' for a service that sends none). Returns { changed,
+   * changes }; throws a FolioError if the answer is refused.
+   */
+  onAnswer(update, version, incarnation, recordVersion = '') {
+    const rc = this.e.with([update, version, encoder.encode(incarnation), encoder.encode(recordVersion)], (...a) => this.x.fw_on_answer(this.h, ...a));
     if (rc < 0) throw new FolioError(`the server's sync answer was refused: ${this.e.text(0)}`, { status: 'INTERNAL' });
     const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
     if (rc & 1) this.changed();

@@ -316,3 +316,33 @@ test('resume: a saved state under a new replica id each time; copies resumed fro
   assert.throws(() => Replica.resume(engine, new Uint8Array([0x46, 0x6f, 0x43, 2, 0x80])), (e) => e instanceof FolioError && e.status === 'INVALID_ARGUMENT');
   assert.throws(() => Replica.resume(engine, new Uint8Array([1, 2, 3])), (e) => e instanceof FolioError && e.status === 'INVALID_ARGUMENT');
 });
+
+test('recordVersion: the last applied answer\'s; a refused answer, a pushed change and load leave none of theirs', () => {
+  const server = Replica.create(engine, 'map');
+  server.set('a', 1);
+  const r = Replica.create(engine, 'map');
+  try {
+    assert.equal(r.recordVersion, '');
+    r.onAnswer(server.encodeSince(r.version()), server.version(), '7', '2-ab');
+    assert.equal(r.recordVersion, '2-ab');
+    assert.deepEqual(r.value, { a: 1 });
+    // An answer of another incarnation is refused and changes nothing, its record version included.
+    assert.throws(() => r.onAnswer(new Uint8Array(0), server.version(), '8', '9-cd'), FolioError);
+    assert.equal(r.recordVersion, '2-ab');
+    // A pushed change moves the value on, not the version the last answer named.
+    const before = server.version();
+    server.set('b', 2);
+    assert.equal(r.onPush(server.encodeSince(before), server.version(), '7').status, 'applied');
+    assert.equal(r.recordVersion, '2-ab');
+    // An answer without one (a service from before record versions): ''.
+    r.onAnswer(server.encodeSince(server.version()), server.version(), '7');
+    assert.equal(r.recordVersion, '');
+    r.onAnswer(server.encodeSince(server.version()), server.version(), '7', '3-ab');
+    const loaded = Replica.load(engine, r.save());
+    assert.equal(loaded.recordVersion, ''); // not saved: the next answer names it
+    loaded.free();
+  } finally {
+    r.free();
+    server.free();
+  }
+});

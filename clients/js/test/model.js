@@ -49,6 +49,8 @@ export class ModelService {
     this.readOnly = false; // the token's access: syncs with an update are refused (403)
     this.expired = false; // every request is refused with 401, whatever its token
     this.refusals = []; // queued answers: { status, body } served before anything else
+    this.versions = []; // versions/add and restore's backups, oldest first: { ...the answer's, value }
+    this.published = []; // the live messages of restores, for the test to send
     this.fetch = (url, init) => this.handle(url, init);
   }
 
@@ -58,6 +60,11 @@ export class ModelService {
     f(this.doc);
     ++this.revision;
     return this.message(this.doc.encodeSince(before), by);
+  }
+
+  /** The record's version (crdt/get's `version`) now. */
+  recordVersion() {
+    return `${this.revision}-${this.incarnation}`;
   }
 
   message(update, by = 'ana') {
@@ -97,6 +104,7 @@ export class ModelService {
       const r = this.refusals.shift();
       return json(r.httpStatus, r.body);
     }
+    if (u.pathname.startsWith('/v2/crdt/versions/')) return this.versionsEndpoint(u.pathname, request.body.data);
     if (u.pathname !== '/v2/crdt/sync') return json(404, { error: { message: `No endpoint at ${u.pathname}.`, status: 'NOT_FOUND' } });
     const d = request.body.data;
     if (this.readOnly && d.update)
@@ -116,9 +124,44 @@ export class ModelService {
       probe.free();
       if (pending > 0)
         return json(400, { error: { message: 'update depends on operations the server does not have; sync without an update first, then send the operations the server\'s version lacks.', status: 'FAILED_PRECONDITION' } });
-      this.doc.apply(fromBase64(d.update, 'update'));
+      if (this.doc.apply(fromBase64(d.update, 'update')).applied > 0) ++this.revision;
     }
-    return json(200, { result: { status: 'success', message: 'CRDT data synced successfully.', data: { incarnation: this.incarnation, update: toBase64(answer), version: toBase64(this.doc.version()), type: this.type, contentKey: this.contentKey } } });
+    return json(200, { result: { status: 'success', message: 'CRDT data synced successfully.', data: { incarnation: this.incarnation, update: toBase64(answer), version: toBase64(this.doc.version()), recordVersion: this.recordVersion(), type: this.type, contentKey: this.contentKey } } });
+  }
+
+  /** versions/add, get (list, paged by index; one) and restore (its live message goes to `published`). */
+  versionsEndpoint(path, d) {
+    const ok = (message, data, extra = {}) => json(200, { result: { status: 'success', message, data, ...extra } });
+    const take = (kind, name, by) => {
+      const v = { versionId: `v${this.versions.length + 1}`, kind, name: name ?? null, createdAt: '2025-01-20T10:30:00.000Z', createdBy: by, authors: [], pinned: false, version: this.recordVersion() };
+      this.versions.push({ ...v, value: this.doc.value });
+      return v;
+    };
+    const find = () => this.versions.find((v) => v.versionId === d.versionId);
+    const public_ = ({ value, ...v }) => v;
+    if (this.readOnly && path !== '/v2/crdt/versions/get')
+      return json(403, { error: { message: 'This client token may only read.', status: 'PERMISSION_DENIED' } });
+    if (path === '/v2/crdt/versions/add') return ok('Version added successfully.', take('named', d.name, d.userId ?? 'tok'));
+    if (path === '/v2/crdt/versions/get') {
+      if (d.versionId !== undefined) {
+        const v = find();
+        if (!v) return json(404, { error: { message: 'No version found for this versionId.', status: 'NOT_FOUND' } });
+        return ok('Version retrieved successfully.', [{ data: v.value, id: d.editorId, type: this.type, contentKey: this.contentKey, version: v.version, versionId: v.versionId, createdAt: v.createdAt, createdBy: v.createdBy }]);
+      }
+      const newest = [...this.versions].reverse();
+      const from = d.pageToken === undefined ? 0 : Number(d.pageToken);
+      const size = d.pageSize ?? 100;
+      const page = newest.slice(from, from + size).map(public_);
+      return ok('Versions fetched successfully.', page, from + size < newest.length ? { nextPageToken: String(from + size) } : {});
+    }
+    if (path === '/v2/crdt/versions/restore') {
+      const v = find();
+      if (!v) return json(404, { error: { message: 'No version found for this versionId.', status: 'NOT_FOUND' } });
+      const backup = take('auto', null, d.userId ?? 'tok');
+      this.published.push(this.edit((doc) => doc.replace(v.value), d.userId ?? 'tok'));
+      return ok('Version restored successfully.', { version: this.recordVersion(), backupVersionId: backup.versionId });
+    }
+    return json(404, { error: { message: `No endpoint at ${path}.`, status: 'NOT_FOUND' } });
   }
 }
 

@@ -863,3 +863,105 @@ test('never-synced states: one merged twice adds nothing twice; map keys of the 
     m.close();
   }
 });
+
+test('recordVersion: the sync answer\'s; kept while pushed changes apply; \'\' for a saved state until an answer', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('Hello');
+  const { record, es } = await open(service);
+  try {
+    assert.equal(record.recordVersion, service.recordVersion());
+    const joined = record.recordVersion;
+    // A pushed change: the value moves on, the version it names does not (the answer named it).
+    es.send(service.edit((d) => d.insert(5, ' world')));
+    await until(() => record.value === 'Hello world');
+    assert.equal(record.recordVersion, joined);
+    // A push's answer names the state after the push, which holds the pushed change too.
+    record.insert(0, '> ');
+    await record.sync();
+    assert.equal(service.doc.value, '> Hello world');
+    assert.notEqual(service.recordVersion(), joined);
+    assert.equal(record.recordVersion, service.recordVersion());
+    // A saved state keeps no record version: '' until the service answers again.
+    service.offline = true;
+    const state = record.save();
+    const before = FakeEventSource.instances.length;
+    const connecting = connect({ ...ids, token: 'tok', fetch: service.fetch, EventSource: FakeEventSource, saved: state });
+    await until(() => FakeEventSource.instances.length > before);
+    const es2 = FakeEventSource.instances[before];
+    es2.fail(false);
+    const resumed = await connecting;
+    try {
+      assert.equal(resumed.recordVersion, '');
+      service.offline = false;
+      es2.open();
+      await until(() => resumed.recordVersion === service.recordVersion());
+    } finally {
+      resumed.close();
+    }
+  } finally {
+    record.close();
+  }
+  // A service that sends no recordVersion: ''.
+  const old = new ModelService(engine, 'map');
+  const handle = old.fetch;
+  old.fetch = async (url, init) => {
+    const res = await handle(url, init);
+    const body = await res.json();
+    if (body?.result?.data) delete body.result.data.recordVersion;
+    return new Response(JSON.stringify(body), { status: res.status, headers: { 'Content-Type': 'application/json' } });
+  };
+  const { record: r2 } = await open(old);
+  try {
+    assert.equal(r2.recordVersion, '');
+  } finally {
+    r2.close();
+  }
+});
+
+test('versions: add, list (paged), get and restore with the record\'s token; a restore arrives as a pushed change', async () => {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace('first');
+  const { record, es } = await open(service, { userId: 'ana' });
+  try {
+    const v1 = await record.addVersion('Draft');
+    const add = service.requests.at(-1);
+    assert.equal(add.path, '/v2/crdt/versions/add');
+    assert.equal(add.headers.Authorization, 'Bearer tok');
+    assert.deepEqual(add.body, { data: { organizationId: 'org 1', documentId: 'doc', editorId: 'body', name: 'Draft', userId: 'ana' } });
+    assert.equal(v1.kind, 'named');
+    assert.equal(v1.name, 'Draft');
+    assert.equal(v1.version, record.recordVersion);
+    record.replace('second');
+    await record.sync();
+    const v2 = await record.addVersion();
+    assert.equal(service.requests.at(-1).body.data.name, undefined);
+    assert.deepEqual((await record.listVersions()).versions.map((v) => v.versionId), [v2.versionId, v1.versionId]);
+    const page1 = await record.listVersions({ pageSize: 1 });
+    assert.deepEqual(page1.versions.map((v) => v.versionId), [v2.versionId]);
+    const page2 = await record.listVersions({ pageSize: 1, pageToken: page1.nextPageToken });
+    assert.deepEqual(page2, { versions: [{ ...v1 }] });
+    const got = await record.getVersion(v1.versionId);
+    assert.equal(got.data, 'first');
+    assert.equal(got.versionId, v1.versionId);
+    // Restore: the service publishes the change; the replica takes it as any pushed change.
+    const changes = [];
+    record.on('change', (e) => changes.push(e));
+    const restored = await record.restoreVersion(v1.versionId);
+    assert.deepEqual(service.requests.at(-1).body, { data: { organizationId: 'org 1', documentId: 'doc', editorId: 'body', versionId: v1.versionId, userId: 'ana' } });
+    assert.equal(restored.version, service.recordVersion());
+    assert.equal(typeof restored.backupVersionId, 'string');
+    assert.equal(record.value, 'second');
+    es.send(service.published.at(-1));
+    await until(() => record.value === 'first');
+    assert.ok(changes.every((e) => e.remote));
+    await assert.rejects(record.getVersion('v99'), (e) => e instanceof FolioError && e.status === 'NOT_FOUND' && e.httpStatus === 404);
+    // A read token may list but not add or restore: the service's refusal, as a FolioError.
+    service.readOnly = true;
+    assert.equal((await record.listVersions()).versions.length, 3);
+    await assert.rejects(record.addVersion('x'), (e) => e instanceof FolioError && e.status === 'PERMISSION_DENIED' && e.httpStatus === 403);
+    await assert.rejects(record.restoreVersion(v2.versionId), (e) => e instanceof FolioError && e.httpStatus === 403);
+  } finally {
+    record.close();
+  }
+  await assert.rejects(record.listVersions(), (e) => e instanceof FolioError && e.status === 'CANCELLED');
+});

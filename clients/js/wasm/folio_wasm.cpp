@@ -189,13 +189,15 @@ EMSCRIPTEN_KEEPALIVE void fw_delete(replica* r) { delete r; }
 
 EMSCRIPTEN_KEEPALIVE void fw_track(replica* r, int on) { r->track = on != 0; }
 
-/// The record type; parts: content key, incarnation, replica id (decimal).
+/// The record type; parts: content key, incarnation, replica id (decimal), the record version of the
+/// last answer applied (sync_client::record_version: "" before one).
 EMSCRIPTEN_KEEPALIVE int fw_info(replica* r) {
   return guarded([&] {
     const folio::sync_client& c = client(r);
     parts.push_back(c.doc().content_key());
     parts.push_back(c.incarnation());
     parts.push_back(std::to_string(c.doc().replica()));
+    parts.push_back(c.record_version());
     return static_cast<int>(c.doc().type());
   });
 }
@@ -221,15 +223,16 @@ EMSCRIPTEN_KEEPALIVE int fw_request(replica* r) {
   });
 }
 
-/// Applies a sync answer: 1 if it integrated operations, else 0; -1 with why it was refused (nothing
-/// changed then).
-EMSCRIPTEN_KEEPALIVE int fw_on_answer(replica* r, const char* u, std::size_t un, const char* v, std::size_t vn, const char* inc, std::size_t in) {
+/// Applies a sync answer (its update, version, incarnation and recordVersion): 1 if it integrated
+/// operations, else 0; -1 with why it was refused (nothing changed then).
+EMSCRIPTEN_KEEPALIVE int fw_on_answer(replica* r, const char* u, std::size_t un, const char* v, std::size_t vn, const char* inc, std::size_t in,
+                                      const char* rv, std::size_t rvn) {
   return guarded([&] {
     bool ok = false;
     const folio::version_vector version = read_version(v, vn, ok);
     if (!ok) return fail("the answer's version is not a version vector");
     return tracked(r, [&] {
-      const folio::apply_result res = client(r).on_answer(view(u, un), version, view(inc, in));
+      const folio::apply_result res = client(r).on_answer(view(u, un), version, view(inc, in), view(rv, rvn));
       return res ? (res.applied > 0 ? 1 : 0) : fail(res.message);
     });
   });

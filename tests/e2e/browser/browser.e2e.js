@@ -399,7 +399,7 @@ test('a CodeMirror EditorView (folioSync) and a textarea page converge', async (
   }
 });
 
-test('the demo page: two tabs converge, a REST update appears, and a screenshot is saved', async () => {
+test('the demo page: two tabs converge, a REST update appears, a saved version restores in both, and a screenshot is saved', async () => {
   const documentId = newDoc('demo');
   const text = { organizationId: org, documentId, editorId: 'text' };
   const tasks = { organizationId: org, documentId, editorId: 'tasks' };
@@ -442,6 +442,37 @@ test('the demo page: two tabs converge, a REST update appears, and a screenshot 
       const seen = [await shown(one), await shown(two)];
       return seen.every((v) => v === 'Hello from curl!\nTyped in tab one.') || seen;
     }, 'both tabs show the REST update');
+
+    // Versions: tab one saves one; the text changes; tab two restores it: both tabs show it, live.
+    const saved = 'Hello from curl!\nTyped in tab one.';
+    const versionIds = (page) => page.$$eval('#versions li', (l) => l.map((x) => x.dataset.versionId));
+    const before = await versionIds(one);
+    await one.bringToFront();
+    await one.type('#version-name', 'Before the rewrite');
+    await one.click('#save-version button');
+    await until(async () => (await versionIds(one)).length === before.length + 1 || (await versionIds(one)), 'tab one lists the saved version');
+    const [named] = await versionIds(one);
+    assert.match(await one.$eval('#versions li span', (s) => s.textContent), /^Before the rewrite · /);
+    assert.equal((await rest('/v2/crdt/update', { ...text, data: 'Rewritten.' })).status, 200);
+    await until(async () => {
+      const seen = [await shown(one), await shown(two)];
+      return seen.every((v) => v === 'Rewritten.') || seen;
+    }, 'both tabs show the rewrite');
+    await two.bringToFront();
+    await two.reload({ timeout: DEADLINE_MS }); // tab two lists the versions as they are now
+    await two.waitForFunction(() => document.getElementById('status').dataset.state === 'online', { timeout: DEADLINE_MS, polling: POLL_MS });
+    await until(async () => (await versionIds(two))[0] === named || (await versionIds(two)), 'tab two lists the saved version');
+    const listedBefore = (await versionIds(two)).length;
+    await two.click(`#versions li[data-version-id="${named}"] button`);
+    await until(async () => {
+      const seen = [await shown(one), await shown(two)];
+      return seen.every((v) => v === saved) || seen;
+    }, 'both tabs show the restored text');
+    assert.equal((await stored(text)), saved);
+    // The list was read again: the restore's backup of "Rewritten." is the newest version.
+    await until(async () => (await versionIds(two)).length === listedBefore + 1 || (await versionIds(two)), 'tab two lists the backup');
+    await until(async () => (await versionIds(one)).length === listedBefore + 1 || (await versionIds(one)), 'tab one lists it after the remote change');
+    await one.bringToFront(); // Chromium paints (and screenshots) only the tab in front
     if (artifacts) {
       mkdirSync(artifacts, { recursive: true });
       await one.screenshot({ path: join(artifacts, 'demo.png') });

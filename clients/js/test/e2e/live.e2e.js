@@ -228,3 +228,56 @@ test('a token function is asked again when the token expires', async () => {
     r.close();
   }
 });
+
+test('recordVersion is crdt/get\'s version after a sync; a backend write with it merges with the client\'s edits', async () => {
+  const ids = await add('text', 'Hello world');
+  const a = await open(ids);
+  try {
+    await a.sync();
+    const got = await rest('/v2/crdt/get', ids);
+    assert.equal(a.recordVersion, got.body.result.data[0].version);
+    // The backend computes from the client's copy at that version; the client edits meanwhile.
+    const base = a.recordVersion;
+    const computed = `${a.value}!`;
+    a.insert(6, 'big ');
+    await a.sync();
+    assert.notEqual(a.recordVersion, base);
+    const r = await rest('/v2/crdt/update', { ...ids, data: computed, baseVersion: base });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    await until(() => a.value === 'Hello big world!', 'the merged value arrives');
+    await a.sync();
+    assert.equal(a.recordVersion, (await rest('/v2/crdt/get', ids)).body.result.data[0].version);
+    assert.equal(await stored(ids), 'Hello big world!');
+  } finally {
+    a.close();
+  }
+});
+
+test('versions through the client: a write token adds and restores, the restore reaches every client; a read token lists only', async () => {
+  const ids = await add('text', 'first draft');
+  const a = await open(ids);
+  const b = await open(ids);
+  const reader = await open(ids, { token: (await mint(ids, { access: 'read', userId: 'reader' })).token });
+  try {
+    const v1 = await a.addVersion('Draft');
+    assert.deepEqual([v1.kind, v1.name, v1.createdBy], ['named', 'Draft', 'js-user']);
+    a.replace('second draft');
+    await until(() => b.value === 'second draft', 'b sees the edit');
+    const listed = await reader.listVersions();
+    assert.deepEqual(listed.versions.map((v) => v.versionId), [v1.versionId]);
+    assert.equal((await reader.getVersion(v1.versionId)).data, 'first draft');
+    await assert.rejects(reader.addVersion('no'), (e) => e instanceof FolioError && e.httpStatus === 403);
+    await assert.rejects(reader.restoreVersion(v1.versionId), (e) => e instanceof FolioError && e.httpStatus === 403);
+    const restored = await b.restoreVersion(v1.versionId);
+    await until(() => a.value === 'first draft' && b.value === 'first draft' && reader.value === 'first draft', 'the restore reaches every client');
+    assert.equal(restored.version, (await rest('/v2/crdt/get', ids)).body.result.data[0].version);
+    const after = await a.listVersions({ pageSize: 1 });
+    assert.deepEqual([after.versions[0].versionId, typeof after.nextPageToken], [restored.backupVersionId, 'string']);
+    assert.equal((await a.getVersion(restored.backupVersionId)).data, 'second draft');
+    await assert.rejects(a.getVersion('v999-0000'), (e) => e instanceof FolioError && (e.httpStatus === 404 || e.httpStatus === 400));
+  } finally {
+    a.close();
+    b.close();
+    reader.close();
+  }
+});

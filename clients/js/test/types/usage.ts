@@ -4,7 +4,7 @@ import { EditorState } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { folioRemote, folioSync } from '@folio/client/codemirror';
 import { bindTextarea, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, indexedDbPersistence, loadEngine, Replica } from '@folio/client';
-import type { ChangeEvent, JsonObject, RecordMetadata, TextChange } from '@folio/client';
+import type { ChangeEvent, JsonObject, RecordMetadata, TextChange, VersionInfo, VersionValue } from '@folio/client';
 
 export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement): Promise<void> {
   const record: FolioRecord = await connect({
@@ -31,6 +31,22 @@ export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement):
   record.on('deleted', (m) => void m.incarnation);
   const metadata: RecordMetadata | null = record.metadata;
   void metadata?.lastUpdatedBy;
+  const base: string = record.recordVersion;
+  const { versions, nextPageToken } = await record.listVersions({ pageSize: 10 });
+  const first: VersionInfo | undefined = versions[0];
+  if (first) {
+    const then: VersionValue | null = await record.getVersion(first.versionId);
+    void [then?.data, then?.version, first.kind, first.authors, first.pinned, nextPageToken, base];
+    const { version, backupVersionId } = await record.restoreVersion(first.versionId);
+    void [version, backupVersionId];
+  }
+  const named: VersionInfo = await record.addVersion('Before the review');
+  await record.addVersion();
+  void named.versionId;
+  // @ts-expect-error recordVersion is read-only
+  record.recordVersion = 'x';
+  // @ts-expect-error a version's id is a string
+  await record.getVersion(7);
   const saved: Uint8Array = record.save();
   const store = await indexedDbPersistence('acme/doc-1/body');
   const stored: Uint8Array[] | undefined = store.saved;
