@@ -696,3 +696,78 @@ TEST(DocumentAllValues, MalformedVersion3IsRefusedSayingWhy) {
 }
 
 }  // namespace all_values
+
+// ---- every item with its removes: what a diff between two versions reads -------------------------
+
+namespace {
+/// The text at `v` from the walk alone: the items whose insert v holds and none of whose removes.
+std::string text_at(const document& d, const version_vector& v) {
+  std::string out;
+  d.as_text().for_each_item_with_removes([&](folio::op_id id, char32_t c, const std::vector<folio::op_id>& removes) {
+    const bool removed = std::any_of(removes.begin(), removes.end(), [&](folio::op_id r) { return v.contains(r); });
+    if (v.contains(id) && !removed) folio::append_utf8(out, c);
+  });
+  return out;
+}
+}  // namespace
+
+TEST(DocumentItems, EveryItemInOrderWithTheRemovesThatTargetedIt) {
+  document a(record_type::text, 1), b(record_type::text, 2);
+  a.as_text().insert_utf8(0, "abcd");  // items (1,0..3)
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  b.as_text().erase(1, 2);  // removes b and c: (2,0), (2,1)
+  a.as_text().erase(2, 1);  // removes c concurrently: (1,4)
+  ASSERT_TRUE(a.apply(b.encode_since({})));
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  for (const document* d : {&a, &b}) {  // the same walk on both replicas
+    std::vector<std::pair<folio::op_id, std::vector<folio::op_id>>> seen;
+    std::u32string values;
+    d->as_text().for_each_item_with_removes([&](folio::op_id id, char32_t c, const std::vector<folio::op_id>& removes) {
+      std::vector<folio::op_id> sorted = removes;
+      std::sort(sorted.begin(), sorted.end());
+      seen.emplace_back(id, sorted);
+      values += c;
+    });
+    EXPECT_EQ(values, U"abcd");
+    ASSERT_EQ(seen.size(), 4u);
+    EXPECT_EQ(seen[0], (std::pair<folio::op_id, std::vector<folio::op_id>>{{1, 0}, {}}));
+    EXPECT_EQ(seen[1], (std::pair<folio::op_id, std::vector<folio::op_id>>{{1, 1}, {{2, 0}}}));
+    EXPECT_EQ(seen[2], (std::pair<folio::op_id, std::vector<folio::op_id>>{{1, 2}, {{1, 4}, {2, 1}}}));
+    EXPECT_EQ(seen[3], (std::pair<folio::op_id, std::vector<folio::op_id>>{{1, 3}, {}}));
+  }
+}
+
+TEST(DocumentItems, LiveAtAVersionIsTheCheckoutsText) {
+  std::mt19937 rng(51);
+  document server(record_type::text, 1), a(record_type::text, 2), b(record_type::text, 3);
+  std::vector<version_vector> versions{server.version()};
+  for (int round = 0; round < 60; ++round) {
+    for (document* d : {&a, &b, &server}) {
+      folio::text& t = d->as_text();
+      if (t.size() > 3 && rng() % 3 == 0)
+        t.erase(rng() % (t.size() - 2), 1 + rng() % 2);
+      else
+        t.insert_utf8(t.size() ? rng() % t.size() : 0, std::string(1, char('a' + rng() % 26)) + "é");
+    }
+    ASSERT_TRUE(server.apply(a.encode_since(server.version())));
+    ASSERT_TRUE(server.apply(b.encode_since(server.version())));
+    if (round % 2) {
+      ASSERT_TRUE(a.apply(server.encode_since(a.version())));
+    }
+    if (round % 3) {
+      ASSERT_TRUE(b.apply(server.encode_since(b.version())));
+    }
+    versions.push_back(server.version());
+  }
+  const std::optional<document> decoded_all = [&] {
+    std::optional<document> out;
+    EXPECT_TRUE(document::decode(server.encode(folio::kept_values::all), 1, out));
+    return out;
+  }();
+  ASSERT_TRUE(decoded_all);
+  for (const version_vector& v : versions) {
+    const std::string expected = server.checkout(v).text();
+    EXPECT_EQ(text_at(server, v), expected);
+    EXPECT_EQ(text_at(*decoded_all, v), expected);
+  }
+}

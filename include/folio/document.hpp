@@ -169,6 +169,8 @@ class document {
   /// The typed replica underneath, for position-based editing of text and arrays.
   folio::text& as_text() { return as<folio::text>("text"); }
   folio::array& as_array() { return as<folio::array>("array"); }
+  const folio::text& as_text() const { return as<folio::text>("text"); }
+  const folio::array& as_array() const { return as<folio::array>("array"); }
 
   // ---- exchanging operations --------------------------------------------------------------------
 
