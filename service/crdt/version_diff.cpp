@@ -3,6 +3,8 @@
 #include <folio/utf8.hpp>
 
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +95,60 @@ void write_sequence_diff(json_writer& w, const folio::document& d, const folio::
     write_diff(w, d.as_text(), from, to, authors);
   else
     write_diff(w, d.as_array(), from, to, authors);
+}
+
+void write_map_diff(json_writer& w, const folio::document& d, const folio::version_vector& from, const folio::version_vector& to, bool to_now,
+                    const change_authors& authors) {
+  const std::map<std::string, std::string> old_entries = d.checkout(from).map(), new_entries = to_now ? d.map() : d.checkout(to).map();
+  std::unordered_map<std::string, std::vector<std::string>> users;  // key -> who changed it between the versions
+  d.for_each_map_change([&](folio::op_id id, std::string_view key) {
+    if (from.contains(id) == to.contains(id)) return;
+    if (const change_authors::change* c = authors.of(id)) users[std::string(key)].push_back(c->by);
+  });
+  const auto write_users = [&](const std::string& key) {
+    w.Key("userIds");
+    w.StartArray();
+    if (const auto it = users.find(key); it != users.end()) {
+      std::vector<std::string>& u = it->second;
+      std::sort(u.begin(), u.end());
+      u.erase(std::unique(u.begin(), u.end()), u.end());
+      for (const std::string& name : u) write_string(w, name);
+    }
+    w.EndArray();
+  };
+  const auto raw = [&](const std::string& json) { w.RawValue(json.data(), json.size(), rapidjson::kObjectType); };
+  // One section: the keys of `a` that `keep` selects, with what `write` writes of each.
+  const auto section = [&](const char* name, const std::map<std::string, std::string>& a, auto&& keep, auto&& write) {
+    w.Key(name);
+    w.StartObject();
+    for (const auto& [key, value] : a)
+      if (keep(key, value)) {
+        write_string(w, key);
+        w.StartObject();
+        write(key, value);
+        write_users(key);
+        w.EndObject();
+      }
+    w.EndObject();
+  };
+  w.StartObject();
+  section(
+      "added", new_entries, [&](const std::string& k, const std::string&) { return !old_entries.contains(k); },
+      [&](const std::string&, const std::string& v) { w.Key("value"), raw(v); });
+  section(
+      "removed", old_entries, [&](const std::string& k, const std::string&) { return !new_entries.contains(k); },
+      [&](const std::string&, const std::string& v) { w.Key("value"), raw(v); });
+  section(
+      "changed", new_entries,
+      [&](const std::string& k, const std::string& v) {
+        const auto it = old_entries.find(k);
+        return it != old_entries.end() && it->second != v;
+      },
+      [&](const std::string& k, const std::string& v) {
+        w.Key("old"), raw(old_entries.at(k));
+        w.Key("new"), raw(v);
+      });
+  w.EndObject();
 }
 
 void write_text_attribution(json_writer& w, const folio::document& d, const change_authors& authors) {

@@ -2,6 +2,10 @@
 // with who changed it (versions/diff), and who wrote each run of a text record's value now (crdt/get
 // with "attribution": true). docs/API.md, "Versions and history".
 //
+// Map records: each key's values at the two versions (the checkouts'), and as its userIds the authors
+// of the sets and removals of that key one version holds and the other does not (document::
+// for_each_map_change). Cost: two checkouts and one pass over the log, linear in the record's size.
+//
 // Model: every item a sequence ever held stays in its document with its insert id and the ids of the
 // removes that targeted it (folio::sequence::for_each_item_with_removes). An item is in version v when v
 // holds its insert and none of its removes; so a diff is one walk in document order: in both versions
@@ -22,6 +26,11 @@ namespace folio::service {
 /// JSON array of runs docs/API.md describes.
 void write_sequence_diff(json_writer& w, const folio::document& d, const folio::version_vector& from, const folio::version_vector& to,
                          const change_authors& authors);
+/// The diff of a map record `d` from version `from` to `to`: {added, removed, changed} by key, values
+/// read from the two checkouts (`to_now`: `to` is d's own version, d is read as it is), each key's
+/// userIds the authors of the ops on it that one version holds and the other does not.
+void write_map_diff(json_writer& w, const folio::document& d, const folio::version_vector& from, const folio::version_vector& to, bool to_now,
+                    const change_authors& authors);
 /// The live text of `d` (a text record) as runs of the characters one change inserted:
 /// [{text, userId, lastUpdate}], null userId and lastUpdate where that change's row was pruned.
 void write_text_attribution(json_writer& w, const folio::document& d, const change_authors& authors);

@@ -268,9 +268,8 @@ std::string versions_diff(context& c, crdt_family& f) {
   const bool to_now = field_value(c.data, "to") == nullptr;
   const std::optional<version_row> to = to_now ? std::nullopt : std::optional<version_row>(existing_version(c.db, k, requested_number(c, k, row, "to")));
   const folio::version_vector from_vector = vector_of(from), to_vector = to ? vector_of(*to) : d.version();
-  if (d.type() != folio::record_type::text && d.type() != folio::record_type::array)
-    throw api_error(status::failed_precondition, "versions/diff compares text and array records; this record is a " +
-                                                     std::string(folio::to_string(d.type())) + ".");
+  if (d.type() == folio::record_type::xml)
+    throw api_error(status::failed_precondition, "versions/diff compares text, array and map records; this record is an xml.");
   const change_authors authors = c.db.read([&] { return change_authors::load(c.db, k); });
   return success_body(c.out, "Versions compared successfully.", [&](json_writer& w) {
     w.StartObject();
@@ -280,7 +279,10 @@ std::string versions_diff(context& c, crdt_family& f) {
     write_optional_member(w, "to", to ? std::optional<std::string>(version_id(k, row.incarnation, to->number)) : std::nullopt);
     write_member(w, "toVersion", record_version(k, row.incarnation, to ? to->revision : row.revision));
     w.Key("changes");
-    write_sequence_diff(w, d, from_vector, to_vector, authors);
+    if (d.type() == folio::record_type::map)
+      write_map_diff(w, d, from_vector, to_vector, to_now, authors);
+    else
+      write_sequence_diff(w, d, from_vector, to_vector, authors);
     w.EndObject();
   });
 }

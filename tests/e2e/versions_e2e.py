@@ -493,6 +493,26 @@ class Diffs(unittest.TestCase):
         self.assertEqual(runs(got["changes"], "values"), [("equal", [one], []), ("delete", [two], ["ana"]), ("equal", [three], []),
                                                           ("insert", [four], ["bo"])])
 
+    def test_map_diff(self):
+        add(self, "dm", "m", "map", {"a": 1, "b": 2, "c": 3})
+        v1 = named(self, "dm", "m")
+        update(self, "dm", "m", {"a": 1, "b": {"x": 20}, "c": 3, "d": 4}, userId="ana")
+        client = Replica("dm", "m")  # edits as subject-a
+        try:
+            client.edit("--remove", "c")
+        finally:
+            client.close()
+        v2 = named(self, "dm", "m")
+        update(self, "dm", "m", {"a": 1, "b": {"x": 20}, "d": 5}, userId="bo")
+        got = diff(self, "dm", "m", **{"from": v1, "to": v2})
+        self.assertEqual(got["changes"], {"added": {"d": {"value": 4, "userIds": ["ana"]}},
+                                          "removed": {"c": {"value": 3, "userIds": ["subject-a"]}},
+                                          "changed": {"b": {"old": 2, "new": {"x": 20}, "userIds": ["ana"]}}})
+        now = diff(self, "dm", "m", **{"from": v1})
+        self.assertEqual(now["changes"]["added"], {"d": {"value": 5, "userIds": ["ana", "bo"]}})
+        self.assertEqual(diff(self, "dm", "m", **{"from": v2})["changes"],
+                         {"added": {}, "removed": {}, "changed": {"d": {"old": 4, "new": 5, "userIds": ["bo"]}}})
+
     def test_attribution_runs_after_edits_by_two_users(self):
         add(self, "at", "t", "text", "Hello world")
         update(self, "at", "t", "Hello big world", userId="ana")
@@ -527,9 +547,9 @@ class Diffs(unittest.TestCase):
             "No version found for this versionId.")
         err(self, call("/v2/crdt/versions/diff", dict(ids("de", "t"), **{"from": v, "extra": 1})), 400, "INVALID_ARGUMENT",
             'Unknown field "extra"; versions/diff takes organizationId, documentId, editorId, from and to.')
-        add(self, "de", "m", "map", {"k": 1})
-        err(self, call("/v2/crdt/versions/diff", dict(ids("de", "m"), **{"from": named(self, "de", "m")})), 400, "FAILED_PRECONDITION",
-            "versions/diff compares text and array records; this record is a map.")
+        add(self, "de", "x", "xml", "<p>x</p>")
+        err(self, call("/v2/crdt/versions/diff", dict(ids("de", "x"), **{"from": named(self, "de", "x")})), 400, "FAILED_PRECONDITION",
+            "versions/diff compares text, array and map records; this record is an xml.")
         minted = ok(self, call("/v2/auth/token", {"organizationId": ORG, "documentId": "de", "userId": "ana", "access": "read"}), "Client token created.")
         read = {"Authorization": "Bearer " + minted["token"]}
         self.assertEqual(diff(self, "de", "t", who=None, headers=read, **{"from": v})["changes"], [{"op": "equal", "text": "one", "userIds": []}])
