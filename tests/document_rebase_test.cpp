@@ -771,3 +771,39 @@ TEST(DocumentItems, LiveAtAVersionIsTheCheckoutsText) {
     EXPECT_EQ(text_at(*decoded_all, v), expected);
   }
 }
+
+TEST(DocumentItems, XmlElementsPairByTheirInsertAcrossCheckouts) {
+  document d(record_type::xml, 1);
+  ASSERT_TRUE(d.replace_xml(R"(<doc><p class="a">x</p><q/></doc>)").first);
+  const version_vector v1 = d.version();
+  ASSERT_TRUE(d.replace_xml(R"(<doc><p class="b">x</p><h1/></doc>)").first);
+  const auto elements = [](const document& doc) {
+    std::vector<std::tuple<folio::op_id, std::string, std::map<std::string, std::string>>> out;
+    doc.for_each_xml_element([&](folio::op_id id, std::string_view tag, const std::map<std::string, std::string>& a) { out.emplace_back(id, tag, a); });
+    return out;
+  };
+  const auto before = elements(d.checkout(v1)), after = elements(d);
+  ASSERT_EQ(before.size(), 3u);  // doc, p, q: an element before its children
+  ASSERT_EQ(after.size(), 3u);   // doc, p, h1
+  EXPECT_EQ(std::get<1>(before[0]), "doc");
+  EXPECT_EQ(std::get<1>(before[2]), "q");
+  EXPECT_EQ(std::get<1>(after[2]), "h1");
+  EXPECT_EQ(std::get<0>(before[1]), std::get<0>(after[1]));  // p kept its id, its attribute changed
+  EXPECT_EQ(std::get<2>(before[1]).at("class"), "a");
+  EXPECT_EQ(std::get<2>(after[1]).at("class"), "b");
+  EXPECT_NE(std::get<0>(before[2]), std::get<0>(after[2]));
+}
+
+TEST(DocumentItems, MapChangesNameTheirKeys) {
+  document a(record_type::map, 1), b(record_type::map, 2);
+  a.set("k", "1");
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  b.set("k", "2");
+  b.remove("k");
+  a.set("j", "3");
+  ASSERT_TRUE(a.apply(b.encode_since({})));
+  std::vector<std::pair<folio::op_id, std::string>> seen;
+  a.for_each_map_change([&](folio::op_id id, std::string_view key) { seen.emplace_back(id, std::string(key)); });
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::pair<folio::op_id, std::string>>{{{1, 0}, "k"}, {{1, 1}, "j"}, {{2, 0}, "k"}, {{2, 1}, "k"}}));
+}

@@ -150,6 +150,13 @@ class document {
       if (o.kind == detail::tree_op_kind::set || o.kind == detail::tree_op_kind::unset) f(o.id, std::string_view(o.key));
     });
   }
+  /// XML records: calls f(op_id id, std::string_view tag, const std::map<std::string, std::string>&
+  /// attributes) for every live element in document order, `id` the op that inserted it (the same in
+  /// every checkout holding it, so two checkouts' elements pair by id). O(live size).
+  template <class F>
+  void for_each_xml_element(F&& f) const {
+    tree("xml").for_each_element(std::forward<F>(f));
+  }
   /// The XML fragment, serialised canonically (the same bytes on every replica with the same ops).
   std::string xml() const { return markup::serialize(tree("xml").flat()); }
   markup::fragment xml_fragment() const { return tree("xml").fragment(); }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <string>
 #include <string_view>
@@ -148,6 +149,116 @@ void write_map_diff(json_writer& w, const folio::document& d, const folio::versi
         w.Key("old"), raw(old_entries.at(k));
         w.Key("new"), raw(v);
       });
+  w.EndObject();
+}
+
+namespace {
+
+void append_text_content(const folio::markup::fragment& nodes, std::string& out) {
+  for (const folio::markup::node& n : nodes)
+    n.type == folio::markup::node::kind::text ? (void)(out += n.text) : append_text_content(n.children, out);
+}
+
+struct op_id_hash {
+  std::size_t operator()(folio::op_id id) const noexcept { return std::hash<std::uint64_t>{}(std::uint64_t(id.replica) * 0x9e3779b97f4a7c15ULL ^ id.seq); }
+};
+
+struct element {
+  std::string tag;
+  std::map<std::string, std::string> attributes;
+};
+
+/// The live elements of an xml document by insert id, in document order.
+std::vector<std::pair<folio::op_id, element>> elements_of(const folio::document& d) {
+  std::vector<std::pair<folio::op_id, element>> out;
+  d.for_each_xml_element([&](folio::op_id id, std::string_view tag, const std::map<std::string, std::string>& attributes) {
+    out.push_back({id, element{std::string(tag), attributes}});
+  });
+  return out;
+}
+
+}  // namespace
+
+void write_xml_diff(json_writer& w, const folio::document& d, const folio::version_vector& from, const folio::version_vector& to, bool to_now,
+                    const change_authors& authors) {
+  const folio::document old_doc = d.checkout(from);
+  const std::optional<folio::document> new_checkout = to_now ? std::nullopt : std::optional<folio::document>(d.checkout(to));
+  const folio::document& new_doc = new_checkout ? *new_checkout : d;
+  w.StartObject();
+  // The text content: the old text as replica 1's first items, then replaced by the new one.
+  {
+    std::string old_text, new_text;
+    append_text_content(old_doc.xml_fragment(), old_text);
+    append_text_content(new_doc.xml_fragment(), new_text);
+    folio::document scratch(folio::record_type::text, 1);
+    scratch.replace_text(old_text);
+    const std::uint32_t old_items = scratch.version().get(1);
+    scratch.replace_text(new_text);
+    run_writer<char32_t> runs(w);
+    const std::vector<std::string> none;
+    w.Key("text");
+    w.StartArray();
+    scratch.as_text().for_each_item_with_removes([&](folio::op_id id, char32_t c, const std::vector<folio::op_id>& removes) {
+      runs.add(!removes.empty() ? "delete" : id.seq >= old_items ? "insert" : "equal", none, c);
+    });
+    runs.flush();
+    w.EndArray();
+  }
+  const std::vector<std::pair<folio::op_id, element>> olds = elements_of(old_doc), news = elements_of(new_doc);
+  std::unordered_map<folio::op_id, const element*, op_id_hash> old_by_id, new_by_id;
+  for (const auto& [id, e] : olds) old_by_id.emplace(id, &e);
+  for (const auto& [id, e] : news) new_by_id.emplace(id, &e);
+  const auto write_element = [&](const element& e, const change_authors::change* by) {
+    w.StartObject();
+    write_member(w, "tag", e.tag);
+    w.Key("userIds");
+    w.StartArray();
+    if (by) write_string(w, by->by);
+    w.EndArray();
+    w.EndObject();
+  };
+  w.Key("elements");
+  w.StartObject();
+  w.Key("added");
+  w.StartArray();
+  for (const auto& [id, e] : news)
+    if (!old_by_id.contains(id)) write_element(e, authors.of(id));
+  w.EndArray();
+  w.Key("removed");
+  w.StartArray();
+  for (const auto& [id, e] : olds)
+    if (!new_by_id.contains(id)) write_element(e, nullptr);
+  w.EndArray();
+  w.EndObject();
+  // Attributes of the elements in both states, in the `to` state's document order, then by name.
+  w.Key("attributes");
+  w.StartArray();
+  const auto write_attribute = [&](const element& e, const std::string& name, const char* op, const std::string* was, const std::string* now) {
+    w.StartObject();
+    write_member(w, "tag", e.tag);
+    write_member(w, "name", name);
+    write_member(w, "op", op);
+    if (was) write_member(w, "old", *was);
+    if (now) write_member(w, "new", *now);
+    w.EndObject();
+  };
+  for (const auto& [id, e] : news) {
+    const auto it = old_by_id.find(id);
+    if (it == old_by_id.end()) continue;
+    const std::map<std::string, std::string>& a = it->second->attributes;
+    const std::map<std::string, std::string>& b = e.attributes;
+    for (auto x = a.begin(), y = b.begin(); x != a.end() || y != b.end();) {
+      if (y == b.end() || (x != a.end() && x->first < y->first)) {
+        write_attribute(e, x->first, "removed", &x->second, nullptr), ++x;
+      } else if (x == a.end() || y->first < x->first) {
+        write_attribute(e, y->first, "added", nullptr, &y->second), ++y;
+      } else {
+        if (x->second != y->second) write_attribute(e, x->first, "changed", &x->second, &y->second);
+        ++x, ++y;
+      }
+    }
+  }
+  w.EndArray();
   w.EndObject();
 }
 

@@ -6,6 +6,13 @@
 // of the sets and removals of that key one version holds and the other does not (document::
 // for_each_map_change). Cost: two checkouts and one pass over the log, linear in the record's size.
 //
+// XML records: the two checkouts' elements paired by the id of the op that inserted each (document::
+// for_each_xml_element): an element in one only was added or removed (an added one's author: its
+// insert's), one in both compares its attributes. Its text content (every text node's characters in
+// document order) is compared as two strings: a scratch text holding the `from` text replaced by the
+// `to` text (folio::replace_text's diff, bounded work) and walked as a sequence diff, without authors.
+// Cost: two checkouts plus the text diff, linear in the record's size.
+//
 // Model: every item a sequence ever held stays in its document with its insert id and the ids of the
 // removes that targeted it (folio::sequence::for_each_item_with_removes). An item is in version v when v
 // holds its insert and none of its removes; so a diff is one walk in document order: in both versions
@@ -30,6 +37,11 @@ void write_sequence_diff(json_writer& w, const folio::document& d, const folio::
 /// read from the two checkouts (`to_now`: `to` is d's own version, d is read as it is), each key's
 /// userIds the authors of the ops on it that one version holds and the other does not.
 void write_map_diff(json_writer& w, const folio::document& d, const folio::version_vector& from, const folio::version_vector& to, bool to_now,
+                    const change_authors& authors);
+/// The diff of an xml record `d` from version `from` to `to` (to_now as for maps): {text, elements,
+/// attributes}: the text content's runs, the elements added and removed, the attributes of elements in
+/// both states added, removed or changed.
+void write_xml_diff(json_writer& w, const folio::document& d, const folio::version_vector& from, const folio::version_vector& to, bool to_now,
                     const change_authors& authors);
 /// The live text of `d` (a text record) as runs of the characters one change inserted:
 /// [{text, userId, lastUpdate}], null userId and lastUpdate where that change's row was pruned.

@@ -268,8 +268,6 @@ std::string versions_diff(context& c, crdt_family& f) {
   const bool to_now = field_value(c.data, "to") == nullptr;
   const std::optional<version_row> to = to_now ? std::nullopt : std::optional<version_row>(existing_version(c.db, k, requested_number(c, k, row, "to")));
   const folio::version_vector from_vector = vector_of(from), to_vector = to ? vector_of(*to) : d.version();
-  if (d.type() == folio::record_type::xml)
-    throw api_error(status::failed_precondition, "versions/diff compares text, array and map records; this record is an xml.");
   const change_authors authors = c.db.read([&] { return change_authors::load(c.db, k); });
   return success_body(c.out, "Versions compared successfully.", [&](json_writer& w) {
     w.StartObject();
@@ -281,6 +279,8 @@ std::string versions_diff(context& c, crdt_family& f) {
     w.Key("changes");
     if (d.type() == folio::record_type::map)
       write_map_diff(w, d, from_vector, to_vector, to_now, authors);
+    else if (d.type() == folio::record_type::xml)
+      write_xml_diff(w, d, from_vector, to_vector, to_now, authors);
     else
       write_sequence_diff(w, d, from_vector, to_vector, authors);
     w.EndObject();

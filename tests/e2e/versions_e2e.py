@@ -513,6 +513,24 @@ class Diffs(unittest.TestCase):
         self.assertEqual(diff(self, "dm", "m", **{"from": v2})["changes"],
                          {"added": {}, "removed": {}, "changed": {"d": {"old": 4, "new": 5, "userIds": ["bo"]}}})
 
+    def test_xml_diff(self):
+        add(self, "dx", "x", "xml", '<doc><p class="a">Hello world</p><q/></doc>')
+        v1 = named(self, "dx", "x")
+        update(self, "dx", "x", '<doc><p class="b" id="x">Hello big world</p><h1>Title</h1></doc>', userId="ana")
+        v2 = named(self, "dx", "x")
+        update(self, "dx", "x", '<doc><p id="x">Hello big world</p><h1>Title</h1></doc>', userId="bo")
+        got = diff(self, "dx", "x", **{"from": v1, "to": v2})["changes"]
+        self.assertEqual("".join(r["text"] for r in got["text"] if r["op"] != "delete"), "Hello big worldTitle")
+        self.assertEqual("".join(r["text"] for r in got["text"] if r["op"] != "insert"), "Hello world")
+        self.assertEqual([r["text"] for r in got["text"] if r["op"] == "insert"], ["big ", "Title"])
+        self.assertEqual(got["elements"], {"added": [{"tag": "h1", "userIds": ["ana"]}], "removed": [{"tag": "q", "userIds": []}]})
+        self.assertEqual(got["attributes"], [{"tag": "p", "name": "class", "op": "changed", "old": "a", "new": "b"},
+                                             {"tag": "p", "name": "id", "op": "added", "new": "x"}])
+        now = diff(self, "dx", "x", **{"from": v2})["changes"]
+        self.assertEqual(now["text"], [{"op": "equal", "text": "Hello big worldTitle", "userIds": []}])
+        self.assertEqual(now["elements"], {"added": [], "removed": []})
+        self.assertEqual(now["attributes"], [{"tag": "p", "name": "class", "op": "removed", "old": "b"}])
+
     def test_attribution_runs_after_edits_by_two_users(self):
         add(self, "at", "t", "text", "Hello world")
         update(self, "at", "t", "Hello big world", userId="ana")
@@ -547,9 +565,6 @@ class Diffs(unittest.TestCase):
             "No version found for this versionId.")
         err(self, call("/v2/crdt/versions/diff", dict(ids("de", "t"), **{"from": v, "extra": 1})), 400, "INVALID_ARGUMENT",
             'Unknown field "extra"; versions/diff takes organizationId, documentId, editorId, from and to.')
-        add(self, "de", "x", "xml", "<p>x</p>")
-        err(self, call("/v2/crdt/versions/diff", dict(ids("de", "x"), **{"from": named(self, "de", "x")})), 400, "FAILED_PRECONDITION",
-            "versions/diff compares text, array and map records; this record is an xml.")
         minted = ok(self, call("/v2/auth/token", {"organizationId": ORG, "documentId": "de", "userId": "ana", "access": "read"}), "Client token created.")
         read = {"Authorization": "Bearer " + minted["token"]}
         self.assertEqual(diff(self, "de", "t", who=None, headers=read, **{"from": v})["changes"], [{"op": "equal", "text": "one", "userIds": []}])
