@@ -696,3 +696,114 @@ TEST(DocumentAllValues, MalformedVersion3IsRefusedSayingWhy) {
 }
 
 }  // namespace all_values
+
+// ---- every item with its removes: what a diff between two versions reads -------------------------
+
+namespace {
+/// The text at `v` from the walk alone: the items whose insert v holds and none of whose removes.
+std::string text_at(const document& d, const version_vector& v) {
+  std::string out;
+  d.as_text().for_each_item_with_removes([&](folio::op_id id, char32_t c, const std::vector<folio::op_id>& removes) {
+    const bool removed = std::any_of(removes.begin(), removes.end(), [&](folio::op_id r) { return v.contains(r); });
+    if (v.contains(id) && !removed) folio::append_utf8(out, c);
+  });
+  return out;
+}
+}  // namespace
+
+TEST(DocumentItems, EveryItemInOrderWithTheRemovesThatTargetedIt) {
+  document a(record_type::text, 1), b(record_type::text, 2);
+  a.as_text().insert_utf8(0, "abcd");  // items (1,0..3)
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  b.as_text().erase(1, 2);  // removes b and c: (2,0), (2,1)
+  a.as_text().erase(2, 1);  // removes c concurrently: (1,4)
+  ASSERT_TRUE(a.apply(b.encode_since({})));
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  for (const document* d : {&a, &b}) {  // the same walk on both replicas
+    std::vector<std::pair<folio::op_id, std::vector<folio::op_id>>> seen;
+    std::u32string values;
+    d->as_text().for_each_item_with_removes([&](folio::op_id id, char32_t c, const std::vector<folio::op_id>& removes) {
+      std::vector<folio::op_id> sorted = removes;
+      std::sort(sorted.begin(), sorted.end());
+      seen.emplace_back(id, sorted);
+      values += c;
+    });
+    EXPECT_EQ(values, U"abcd");
+    ASSERT_EQ(seen.size(), 4u);
+    EXPECT_EQ(seen[0], (std::pair<folio::op_id, std::vector<folio::op_id>>{{1, 0}, {}}));
+    EXPECT_EQ(seen[1], (std::pair<folio::op_id, std::vector<folio::op_id>>{{1, 1}, {{2, 0}}}));
+    EXPECT_EQ(seen[2], (std::pair<folio::op_id, std::vector<folio::op_id>>{{1, 2}, {{1, 4}, {2, 1}}}));
+    EXPECT_EQ(seen[3], (std::pair<folio::op_id, std::vector<folio::op_id>>{{1, 3}, {}}));
+  }
+}
+
+TEST(DocumentItems, LiveAtAVersionIsTheCheckoutsText) {
+  std::mt19937 rng(51);
+  document server(record_type::text, 1), a(record_type::text, 2), b(record_type::text, 3);
+  std::vector<version_vector> versions{server.version()};
+  for (int round = 0; round < 60; ++round) {
+    for (document* d : {&a, &b, &server}) {
+      folio::text& t = d->as_text();
+      if (t.size() > 3 && rng() % 3 == 0)
+        t.erase(rng() % (t.size() - 2), 1 + rng() % 2);
+      else
+        t.insert_utf8(t.size() ? rng() % t.size() : 0, std::string(1, char('a' + rng() % 26)) + "é");
+    }
+    ASSERT_TRUE(server.apply(a.encode_since(server.version())));
+    ASSERT_TRUE(server.apply(b.encode_since(server.version())));
+    if (round % 2) {
+      ASSERT_TRUE(a.apply(server.encode_since(a.version())));
+    }
+    if (round % 3) {
+      ASSERT_TRUE(b.apply(server.encode_since(b.version())));
+    }
+    versions.push_back(server.version());
+  }
+  const std::optional<document> decoded_all = [&] {
+    std::optional<document> out;
+    EXPECT_TRUE(document::decode(server.encode(folio::kept_values::all), 1, out));
+    return out;
+  }();
+  ASSERT_TRUE(decoded_all);
+  for (const version_vector& v : versions) {
+    const std::string expected = server.checkout(v).text();
+    EXPECT_EQ(text_at(server, v), expected);
+    EXPECT_EQ(text_at(*decoded_all, v), expected);
+  }
+}
+
+TEST(DocumentItems, XmlElementsPairByTheirInsertAcrossCheckouts) {
+  document d(record_type::xml, 1);
+  ASSERT_TRUE(d.replace_xml(R"(<doc><p class="a">x</p><q/></doc>)").first);
+  const version_vector v1 = d.version();
+  ASSERT_TRUE(d.replace_xml(R"(<doc><p class="b">x</p><h1/></doc>)").first);
+  const auto elements = [](const document& doc) {
+    std::vector<std::tuple<folio::op_id, std::string, std::map<std::string, std::string>>> out;
+    doc.for_each_xml_element([&](folio::op_id id, std::string_view tag, const std::map<std::string, std::string>& a) { out.emplace_back(id, tag, a); });
+    return out;
+  };
+  const auto before = elements(d.checkout(v1)), after = elements(d);
+  ASSERT_EQ(before.size(), 3u);  // doc, p, q: an element before its children
+  ASSERT_EQ(after.size(), 3u);   // doc, p, h1
+  EXPECT_EQ(std::get<1>(before[0]), "doc");
+  EXPECT_EQ(std::get<1>(before[2]), "q");
+  EXPECT_EQ(std::get<1>(after[2]), "h1");
+  EXPECT_EQ(std::get<0>(before[1]), std::get<0>(after[1]));  // p kept its id, its attribute changed
+  EXPECT_EQ(std::get<2>(before[1]).at("class"), "a");
+  EXPECT_EQ(std::get<2>(after[1]).at("class"), "b");
+  EXPECT_NE(std::get<0>(before[2]), std::get<0>(after[2]));
+}
+
+TEST(DocumentItems, MapChangesNameTheirKeys) {
+  document a(record_type::map, 1), b(record_type::map, 2);
+  a.set("k", "1");
+  ASSERT_TRUE(b.apply(a.encode_since({})));
+  b.set("k", "2");
+  b.remove("k");
+  a.set("j", "3");
+  ASSERT_TRUE(a.apply(b.encode_since({})));
+  std::vector<std::pair<folio::op_id, std::string>> seen;
+  a.for_each_map_change([&](folio::op_id id, std::string_view key) { seen.emplace_back(id, std::string(key)); });
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::pair<folio::op_id, std::string>>{{{1, 0}, "k"}, {{1, 1}, "j"}, {{2, 0}, "k"}, {{2, 1}, "k"}}));
+}

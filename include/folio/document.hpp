@@ -141,6 +141,22 @@ class document {
     tree("map").for_each_entry([&](const std::string& k, const std::string& v) { out.emplace(k, v); });
     return out;
   }
+  /// Map records: calls f(op_id id, std::string_view key) for every set and removal of a key the
+  /// record integrated, in integration order: which op changed which key, so that a diff between two
+  /// versions can name who changed a key (the ops one version holds and the other does not). O(ops).
+  template <class F>
+  void for_each_map_change(F&& f) const {
+    tree("map").for_each_op_since(version_vector{}, nullptr, [&](const detail::tree_op& o) {
+      if (o.kind == detail::tree_op_kind::set || o.kind == detail::tree_op_kind::unset) f(o.id, std::string_view(o.key));
+    });
+  }
+  /// XML records: calls f(op_id id, std::string_view tag, const std::map<std::string, std::string>&
+  /// attributes) for every live element in document order, `id` the op that inserted it (the same in
+  /// every checkout holding it, so two checkouts' elements pair by id). O(live size).
+  template <class F>
+  void for_each_xml_element(F&& f) const {
+    tree("xml").for_each_element(std::forward<F>(f));
+  }
   /// The XML fragment, serialised canonically (the same bytes on every replica with the same ops).
   std::string xml() const { return markup::serialize(tree("xml").flat()); }
   markup::fragment xml_fragment() const { return tree("xml").fragment(); }
@@ -169,6 +185,8 @@ class document {
   /// The typed replica underneath, for position-based editing of text and arrays.
   folio::text& as_text() { return as<folio::text>("text"); }
   folio::array& as_array() { return as<folio::array>("array"); }
+  const folio::text& as_text() const { return as<folio::text>("text"); }
+  const folio::array& as_array() const { return as<folio::array>("array"); }
 
   // ---- exchanging operations --------------------------------------------------------------------
 

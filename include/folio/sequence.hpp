@@ -104,6 +104,16 @@ class sequence {
   void for_each(F&& f) const {
     impl_.for_each(std::forward<F>(f));
   }
+  /// Calls f(op_id item, const T& value, const std::vector<op_id>& removes) for every item ever
+  /// inserted, live or removed, in document order, with the ids of the remove unit operations that
+  /// targeted it (none for a live item). An item is in a version v when v contains its id and none of
+  /// its removes: what a diff between two versions reads (docs/INTERNALS.md, "Checkout and rebase").
+  /// A removed item's value is T{} unless the document kept it (kept_values::all). Expected O(items +
+  /// remove units); allocates a table of the removes' targets.
+  template <class F>
+  void for_each_item_with_removes(F&& f) const {
+    impl_.for_each_item_with_removes(std::forward<F>(f));
+  }
   std::vector<T> values() const {
     std::vector<T> v;
     v.reserve(size());

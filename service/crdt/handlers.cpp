@@ -16,6 +16,7 @@
 // incarnation's state is refused with ABORTED, never merged.
 #include <folio/document.hpp>
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "crdt/handlers.hpp"
 #include "crdt/history.hpp"
 #include "crdt/record_session.hpp"
+#include "crdt/version_diff.hpp"
 #include "platform/clock.hpp"
 #include "platform/fields.hpp"
 #include "wire/base64.hpp"
@@ -123,7 +125,9 @@ folio::local_change replace_value_at(database& db, const record_key& k, const re
   return counted_edit([&] { return d.rebase(checked_out, made); });
 }
 
-void write_record(json_writer& w, body_output& out, const record_key& k, const record_row& row, const rendered_value& value) {
+/// One record of crdt/get's answer; `attribution`, when given, writes the value's runs by author after it.
+void write_record(json_writer& w, body_output& out, const record_key& k, const record_row& row, const rendered_value& value,
+                  const std::function<void(json_writer&)>& attribution = nullptr) {
   w.StartObject();
   w.Key("data");
   w.RawValue(value.json.data(), 0, rapidjson::kStringType);  // the writer's separator and count of the value; then its
@@ -135,6 +139,10 @@ void write_record(json_writer& w, body_output& out, const record_key& k, const r
   write_member(w, "type", row.type);
   write_member(w, "contentKey", row.content_key);
   write_member(w, "version", record_version(k, row.incarnation, row.revision));
+  if (attribution) {
+    w.Key("attribution");
+    attribution(w);
+  }
   w.EndObject();
 }
 
@@ -227,6 +235,11 @@ std::string crdt_get(context& c, crdt_family& f) {
   std::string doc = required_id(c.data, "documentId", "Document ID is required");
   const std::optional<std::string> editor = optional_id(c.data, "editorId");
   const record_key k = scoped_key(c.who, std::move(org), std::move(doc), editor);
+  bool attribution = false;
+  if (const rapidjson::Value* a = field_value(c.data, "attribution")) {
+    if (!a->IsBool()) throw api_error(status::invalid_argument, "attribution must be true or false.");
+    attribution = a->GetBool();
+  }
   std::vector<std::string> editors;
   if (editor)
     editors.push_back(*editor);
@@ -242,7 +255,20 @@ std::string crdt_get(context& c, crdt_family& f) {
       // revision (record_session::open_rendered).
       record_session s(f, c.db, std::move(rk));
       std::shared_ptr<const rendered_value> value;
-      if (const std::optional<record_row>& row = s.open_rendered(value_json, value)) write_record(w, c.out, s.key(), *row, *value);
+      if (!attribution) {
+        if (const std::optional<record_row>& row = s.open_rendered(value_json, value)) write_record(w, c.out, s.key(), *row, *value);
+      } else if (const std::optional<record_row>& row = s.open()) {
+        // With attribution: the document itself, rendered here (the cached rendering is skipped),
+        // and for a text record who inserted each run of it (crdt/version_diff.hpp).
+        const folio::document& d = s.doc();
+        const rendered_value rendered{row->revision, row->incarnation, value_json(d)};
+        if (d.type() != folio::record_type::text) {
+          write_record(w, c.out, s.key(), *row, rendered);
+        } else {
+          const change_authors authors = c.db.read([&] { return change_authors::load(c.db, s.key()); });
+          write_record(w, c.out, s.key(), *row, rendered, [&](json_writer& aw) { write_text_attribution(aw, d, authors); });
+        }
+      }
       c.out.flush_if_full();
     }
     w.EndArray();

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <map>
 
 #include "wire/status.hpp"
@@ -71,6 +72,37 @@ folio::version_vector version_at(database& db, const record_key& k, const folio:
   folio::version_vector at;
   for (const auto& [replica, count] : counts) at.observe(replica, count);
   return at;
+}
+
+change_authors change_authors::load(database& db, const record_key& k) {
+  change_authors out;
+  {
+    query q = db.sql("SELECT before_counts, after_counts, changed_by, changed_at FROM crdt_changes WHERE tenant=? AND org=? AND doc=? AND editor=? "
+                     "ORDER BY revision");
+    q.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
+    while (q.step()) {
+      folio::version_vector from, to;
+      if (!folio::version_vector::decode(q.blob(0), from) || !folio::version_vector::decode(q.blob(1), to))
+        throw store_error(failure::other, "a change row of the record does not decode");  // damage
+      for (const folio::version_vector::entry& e : to.entries())
+        out.ranges_[e.replica].push_back(range{from.get(e.replica), e.count, out.changes_.size()});
+      out.changes_.push_back(change{q.text(2), q.text(3)});
+    }
+  }
+  // Rows in revision order advance each replica's counts, so each list is sorted by `before` already.
+  return out;
+}
+
+const change_authors::change* change_authors::of(folio::op_id id) const {
+  if (last_ && last_replica_ == id.replica && last_->before <= id.seq && id.seq < last_->after) return &changes_[last_->change];
+  const auto it = ranges_.find(id.replica);
+  if (it == ranges_.end()) return nullptr;
+  const std::vector<range>& rs = it->second;
+  // The last range starting at or before seq.
+  const auto after = std::upper_bound(rs.begin(), rs.end(), id.seq, [](std::uint32_t seq, const range& r) { return seq < r.before; });
+  if (after == rs.begin() || id.seq >= std::prev(after)->after) return nullptr;
+  last_ = &*std::prev(after), last_replica_ = id.replica;
+  return &changes_[last_->change];
 }
 
 }  // namespace folio::service

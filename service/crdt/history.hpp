@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "crdt/commit_events.hpp"
 #include "crdt/records.hpp"
@@ -46,5 +48,34 @@ void record_change(database& db, const record_key& k, std::int64_t revision, con
 /// The record's version vector after `revision` (history_from <= revision <= the revision `now` is of):
 /// `now` with the rows after `revision` undone. Reads inside the caller's transaction, or its own.
 folio::version_vector version_at(database& db, const record_key& k, const folio::version_vector& now, std::int64_t revision);
+
+/// Who made each operation of a record: the change rows kept (from history_from on), each a range of
+/// seqs per replica. An operation (replica, seq) is the change's whose range of that replica holds seq;
+/// the ranges of one replica are disjoint (each change starts where the one before it ended).
+/// Memory O(rows × replicas each advanced); lookups O(log rows of the replica), O(1) when an operation
+/// falls in the same range as the previous lookup (consecutive items of one change).
+class change_authors {
+ public:
+  struct change {
+    std::string by, when;  ///< changed_by (a userId), changed_at
+  };
+  change_authors() = default;
+  change_authors(change_authors&&) = default;  // last_ points into a list, which a move keeps
+  change_authors(const change_authors&) = delete;
+  /// The record's rows, read inside the caller's transaction. O(rows).
+  static change_authors load(database& db, const record_key& k);
+  /// The change that made `id`, or nullptr when its row is not kept (the history was pruned).
+  const change* of(folio::op_id id) const;
+
+ private:
+  struct range {
+    std::uint32_t before, after;
+    std::size_t change;
+  };
+  std::vector<change> changes_;
+  std::unordered_map<folio::replica_id, std::vector<range>> ranges_;  ///< per replica, sorted by `before`
+  mutable const range* last_ = nullptr;
+  mutable folio::replica_id last_replica_ = 0;
+};
 
 }  // namespace folio::service

@@ -5,7 +5,7 @@
 // writes (a version's row, a restore's change and its backup version) in one transaction that checks
 // the record is still at that revision.
 //
-// Access: versions/get takes a read client token of the record's scope; add and restore a write one;
+// Access: versions/get and versions/diff take a read client token of the record's scope; add and restore a write one;
 // update and delete (rename, pin, drop) only the tenant's key and auth token.
 #include <folio/document.hpp>
 
@@ -17,6 +17,7 @@
 #include "crdt/handlers.hpp"
 #include "crdt/history.hpp"
 #include "crdt/record_session.hpp"
+#include "crdt/version_diff.hpp"
 #include "crdt/versions.hpp"
 #include "platform/auth.hpp"
 #include "platform/clock.hpp"
@@ -33,6 +34,7 @@ constexpr std::string_view add_fields[] = {"organizationId", "documentId", "edit
 constexpr std::string_view get_fields[] = {"organizationId", "documentId", "editorId", "versionId", "pageSize", "pageToken"};
 constexpr std::string_view update_fields[] = {"organizationId", "documentId", "editorId", "versionId", "name", "pinned"};
 constexpr std::string_view delete_fields[] = {"organizationId", "documentId", "editorId", "versionId"};
+constexpr std::string_view diff_fields[] = {"organizationId", "documentId", "editorId", "from", "to"};
 constexpr std::string_view restore_fields[] = {"organizationId", "documentId", "editorId", "versionId", "userId", "sessionId"};
 
 constexpr std::int64_t max_page_size = 1000, default_page_size = 100;
@@ -60,12 +62,12 @@ void check_room(database& db, const record_key& k, bool named) {
                                                      " named versions, the most it may; delete some (versions/delete) before adding another.");
 }
 
-/// The request's versionId: required, a versionId of this record's incarnation, of a version that
-/// exists — else 400 (not a versionId) or 404.
-std::int64_t requested_number(context& c, const record_key& k, const record_row& row) {
-  const rapidjson::Value* v = field_value(c.data, "versionId");
-  if (!v) throw api_error(status::invalid_argument, "versionId is required.");
-  if (!v->IsString()) throw api_error(status::invalid_argument, "versionId must be a string that versions/add or versions/get answered.");
+/// The request's versionId (`field`: versionId, or versions/diff's from and to): required, a versionId of
+/// this record's incarnation, of a version that exists — else 400 (not a versionId) or 404.
+std::int64_t requested_number(context& c, const record_key& k, const record_row& row, const char* field = "versionId") {
+  const rapidjson::Value* v = field_value(c.data, field);
+  if (!v) throw api_error(status::invalid_argument, std::string(field) + " is required.");
+  if (!v->IsString()) throw api_error(status::invalid_argument, std::string(field) + " must be a string that versions/add or versions/get answered.");
   const std::optional<std::int64_t> n = version_number({v->GetString(), v->GetStringLength()}, k, row.incarnation);
   if (!n) throw api_error(status::not_found, "No version found for this versionId.");
   return *n;
@@ -273,6 +275,35 @@ std::string versions_restore(context& c, crdt_family& f) {
   });
 }
 
+std::string versions_diff(context& c, crdt_family& f) {
+  check_known_fields(c.data, diff_fields, "versions/diff takes organizationId, documentId, editorId, from and to");
+  const record_key k = requested_record(c);
+  record_session s(f, c.db, k);
+  const record_row& row = s.open_existing();
+  const folio::document& d = s.doc();
+  const version_row from = existing_version(c.db, k, requested_number(c, k, row, "from"));
+  const bool to_now = field_value(c.data, "to") == nullptr;
+  const std::optional<version_row> to = to_now ? std::nullopt : std::optional<version_row>(existing_version(c.db, k, requested_number(c, k, row, "to")));
+  const folio::version_vector from_vector = vector_of(from), to_vector = to ? vector_of(*to) : d.version();
+  const change_authors authors = c.db.read([&] { return change_authors::load(c.db, k); });
+  return success_body(c.out, "Versions compared successfully.", [&](json_writer& w) {
+    w.StartObject();
+    write_member(w, "type", row.type);
+    write_member(w, "from", version_id(k, row.incarnation, from.number));
+    write_member(w, "fromVersion", record_version(k, row.incarnation, from.revision));
+    write_optional_member(w, "to", to ? std::optional<std::string>(version_id(k, row.incarnation, to->number)) : std::nullopt);
+    write_member(w, "toVersion", record_version(k, row.incarnation, to ? to->revision : row.revision));
+    w.Key("changes");
+    if (d.type() == folio::record_type::map)
+      write_map_diff(w, d, from_vector, to_vector, to_now, authors);
+    else if (d.type() == folio::record_type::xml)
+      write_xml_diff(w, d, from_vector, to_vector, to_now, authors);
+    else
+      write_sequence_diff(w, d, from_vector, to_vector, authors);
+    w.EndObject();
+  });
+}
+
 }  // namespace
 
 void register_version_routes(route_table& routes, crdt_family& f) {
@@ -282,6 +313,7 @@ void register_version_routes(route_table& routes, crdt_family& f) {
   routes.add({"/v2/crdt/versions/update", with(versions_update), true});
   routes.add({"/v2/crdt/versions/delete", with(versions_delete), true});
   routes.add({"/v2/crdt/versions/restore", with(versions_restore), true, true});
+  routes.add({"/v2/crdt/versions/diff", with(versions_diff), false, true});
 }
 
 }  // namespace folio::service

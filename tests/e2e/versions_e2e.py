@@ -431,9 +431,139 @@ class Versions(unittest.TestCase):
            "Version restored successfully.")
         for path in ("/v2/crdt/versions/update", "/v2/crdt/versions/delete"):
             err(self, call(path, dict(ids("tok", "t"), versionId=v["versionId"], pinned=True), who=None, headers=write), 403, "PERMISSION_DENIED",
-                "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe and /v2/crdt/versions/get, add and restore.")
+                "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe and /v2/crdt/versions/get, diff, add and restore.")
         err(self, call("/v2/crdt/versions/get", ids("tok", "t"), who=None, headers=elsewhere), 403, "PERMISSION_DENIED",
             "The client token does not cover this documentId.")
+
+
+def diff(test, doc, editor, who="a", headers=None, **extra):
+    return ok(test, call("/v2/crdt/versions/diff", dict(ids(doc, editor), **extra), who=who, headers=headers), "Versions compared successfully.")
+
+
+def named(test, doc, editor):
+    return ok(test, call("/v2/crdt/versions/add", ids(doc, editor)), "Version added successfully.")["versionId"]
+
+
+def runs(changes, key="text"):
+    return [(r["op"], r[key], r["userIds"]) for r in changes]
+
+
+class Diffs(unittest.TestCase):
+    """versions/diff and crdt/get's attribution: each character's or element's author is the change that
+    inserted or removed it (the update's userId, the client token's subject for a folio-cli edit)."""
+
+    def test_text_diff_between_two_versions_with_two_authors(self):
+        add(self, "dt", "t", "text", "Hello world")
+        v1 = named(self, "dt", "t")
+        update(self, "dt", "t", "Hello world!", userId="ana")
+        client = Replica("dt", "t")  # edits as subject-a (tenant a's auth token)
+        try:
+            client.edit("--insert", "6", "big ")
+        finally:
+            client.close()
+        update(self, "dt", "t", "Hello big wor!", userId="bo", baseVersion=record(self, "dt", "t")["version"])
+        v2 = named(self, "dt", "t")
+        update(self, "dt", "t", "Hello big wor!?", userId="cy")
+        got = diff(self, "dt", "t", **{"from": v1, "to": v2})
+        self.assertEqual((got["type"], got["from"], got["to"]), ("text", v1, v2))
+        self.assertEqual(runs(got["changes"]), [("equal", "Hello ", []), ("insert", "big ", ["subject-a"]), ("equal", "wor", []),
+                                                ("delete", "ld", ["bo"]), ("insert", "!", ["ana"])])
+        # to absent: the record now, with cy's "?" as well.
+        now = diff(self, "dt", "t", **{"from": v1})
+        self.assertEqual((now["to"], now["toVersion"]), (None, record(self, "dt", "t")["version"]))
+        self.assertEqual(runs(now["changes"])[-2:], [("insert", "!", ["ana"]), ("insert", "?", ["cy"])])
+        # The other way round: what v1 has and v2 lacks is deleted.
+        back = diff(self, "dt", "t", **{"from": v2, "to": v1})
+        self.assertEqual(runs(back["changes"]), [("equal", "Hello ", []), ("delete", "big ", []), ("equal", "wor", []),
+                                                 ("insert", "ld", ["subject-a"]), ("delete", "!", [])])
+
+    def test_array_diff(self):
+        one, two, three, four = {"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}
+        add(self, "da", "a", "array", [one, two, three])
+        v1 = named(self, "da", "a")
+        update(self, "da", "a", [one, three], userId="ana")
+        update(self, "da", "a", [one, three, four], userId="bo")
+        got = diff(self, "da", "a", **{"from": v1})
+        self.assertEqual(runs(got["changes"], "values"), [("equal", [one], []), ("delete", [two], ["ana"]), ("equal", [three], []),
+                                                          ("insert", [four], ["bo"])])
+
+    def test_map_diff(self):
+        add(self, "dm", "m", "map", {"a": 1, "b": 2, "c": 3})
+        v1 = named(self, "dm", "m")
+        update(self, "dm", "m", {"a": 1, "b": {"x": 20}, "c": 3, "d": 4}, userId="ana")
+        client = Replica("dm", "m")  # edits as subject-a
+        try:
+            client.edit("--remove", "c")
+        finally:
+            client.close()
+        v2 = named(self, "dm", "m")
+        update(self, "dm", "m", {"a": 1, "b": {"x": 20}, "d": 5}, userId="bo")
+        got = diff(self, "dm", "m", **{"from": v1, "to": v2})
+        self.assertEqual(got["changes"], {"added": {"d": {"value": 4, "userIds": ["ana"]}},
+                                          "removed": {"c": {"value": 3, "userIds": ["subject-a"]}},
+                                          "changed": {"b": {"old": 2, "new": {"x": 20}, "userIds": ["ana"]}}})
+        now = diff(self, "dm", "m", **{"from": v1})
+        self.assertEqual(now["changes"]["added"], {"d": {"value": 5, "userIds": ["ana", "bo"]}})
+        self.assertEqual(diff(self, "dm", "m", **{"from": v2})["changes"],
+                         {"added": {}, "removed": {}, "changed": {"d": {"old": 4, "new": 5, "userIds": ["bo"]}}})
+
+    def test_xml_diff(self):
+        add(self, "dx", "x", "xml", '<doc><p class="a">Hello world</p><q/></doc>')
+        v1 = named(self, "dx", "x")
+        update(self, "dx", "x", '<doc><p class="b" id="x">Hello big world</p><h1>Title</h1></doc>', userId="ana")
+        v2 = named(self, "dx", "x")
+        update(self, "dx", "x", '<doc><p id="x">Hello big world</p><h1>Title</h1></doc>', userId="bo")
+        got = diff(self, "dx", "x", **{"from": v1, "to": v2})["changes"]
+        self.assertEqual("".join(r["text"] for r in got["text"] if r["op"] != "delete"), "Hello big worldTitle")
+        self.assertEqual("".join(r["text"] for r in got["text"] if r["op"] != "insert"), "Hello world")
+        self.assertEqual([r["text"] for r in got["text"] if r["op"] == "insert"], ["big ", "Title"])
+        self.assertEqual(got["elements"], {"added": [{"tag": "h1", "userIds": ["ana"]}], "removed": [{"tag": "q", "userIds": []}]})
+        self.assertEqual(got["attributes"], [{"tag": "p", "name": "class", "op": "changed", "old": "a", "new": "b"},
+                                             {"tag": "p", "name": "id", "op": "added", "new": "x"}])
+        now = diff(self, "dx", "x", **{"from": v2})["changes"]
+        self.assertEqual(now["text"], [{"op": "equal", "text": "Hello big worldTitle", "userIds": []}])
+        self.assertEqual(now["elements"], {"added": [], "removed": []})
+        self.assertEqual(now["attributes"], [{"tag": "p", "name": "class", "op": "removed", "old": "b"}])
+
+    def test_attribution_runs_after_edits_by_two_users(self):
+        add(self, "at", "t", "text", "Hello world")
+        update(self, "at", "t", "Hello big world", userId="ana")
+        update(self, "at", "t", "Hello big world!", userId="bo")
+        got = ok(self, call("/v2/crdt/get", dict(ids("at", "t"), attribution=True)), "CRDT data retrieved successfully.")[0]
+        self.assertEqual(got["data"], "Hello big world!")
+        plain = record(self, "at", "t")
+        self.assertNotIn("attribution", plain)
+        self.assertEqual({k: v for k, v in got.items() if k != "attribution"}, plain)
+        self.assertEqual("".join(r["text"] for r in got["attribution"]), got["data"])
+        self.assertEqual([r["userId"] for r in got["attribution"]], ["subject-a", "ana", "subject-a", "bo"])
+        self.assertEqual(got["attribution"][1]["text"].strip(), "big")
+        self.assertEqual(got["attribution"][3]["text"], "!")
+        self.assertEqual(got["attribution"][3]["lastUpdate"], plain["lastUpdate"])
+        # Pruned history: the user is not known.
+        execute("DELETE FROM crdt_changes WHERE org='%s' AND doc='at'" % ORG)
+        got = ok(self, call("/v2/crdt/get", dict(ids("at", "t"), attribution=True)), "CRDT data retrieved successfully.")[0]
+        self.assertEqual(got["attribution"], [{"text": "Hello big world!", "userId": None, "lastUpdate": None}])
+        # Other types: no attribution; not a boolean: 400.
+        add(self, "at", "m", "map", {"k": 1})
+        both = ok(self, call("/v2/crdt/get", {"organizationId": ORG, "documentId": "at", "attribution": True}), "CRDT data retrieved successfully.")
+        self.assertEqual([("attribution" in r) for r in both], [False, True])
+        err(self, call("/v2/crdt/get", dict(ids("at", "t"), attribution="yes")), 400, "INVALID_ARGUMENT", "attribution must be true or false.")
+
+    def test_errors_tokens_and_tenants(self):
+        add(self, "de", "t", "text", "one")
+        v = named(self, "de", "t")
+        err(self, call("/v2/crdt/versions/diff", ids("de", "t")), 400, "INVALID_ARGUMENT", "from is required.")
+        err(self, call("/v2/crdt/versions/diff", dict(ids("de", "t"), **{"from": 3})), 400, "INVALID_ARGUMENT",
+            "from must be a string that versions/add or versions/get answered.")
+        err(self, call("/v2/crdt/versions/diff", dict(ids("de", "t"), **{"from": v, "to": "v99-000000000000"})), 404, "NOT_FOUND",
+            "No version found for this versionId.")
+        err(self, call("/v2/crdt/versions/diff", dict(ids("de", "t"), **{"from": v, "extra": 1})), 400, "INVALID_ARGUMENT",
+            'Unknown field "extra"; versions/diff takes organizationId, documentId, editorId, from and to.')
+        minted = ok(self, call("/v2/auth/token", {"organizationId": ORG, "documentId": "de", "userId": "ana", "access": "read"}), "Client token created.")
+        read = {"Authorization": "Bearer " + minted["token"]}
+        self.assertEqual(diff(self, "de", "t", who=None, headers=read, **{"from": v})["changes"], [{"op": "equal", "text": "one", "userIds": []}])
+        # Another tenant's record of the same ids: none there.
+        err(self, call("/v2/crdt/versions/diff", dict(ids("de", "t"), **{"from": v}), who="b"), 404, "NOT_FOUND", "No CRDT data found for this editor ID.")
 
 
 def setUpModule():

@@ -188,5 +188,49 @@ TEST_F(history, ARecordKeepsABoundedNumberOfVersions) {
   EXPECT_EQ(take(since_change() + day), 1u);
 }
 
+TEST_F(history, EachOperationsAuthorIsTheChangeRowHoldingItsSeq) {
+  update("ab", "bo");
+  update("abc", "cy");
+  const svc::record_key rk = key();
+  folio::replica_id server = 0;
+  {
+    svc::query q = db.sql("SELECT after_counts FROM crdt_changes ORDER BY revision DESC LIMIT 1");
+    ASSERT_TRUE(q.step());
+    folio::version_vector v;
+    ASSERT_TRUE(folio::version_vector::decode(q.blob(0), v));
+    server = v.entries().at(0).replica;
+  }
+  const svc::change_authors authors = db.read([&] { return svc::change_authors::load(db, rk); });
+  // The add inserted op 0 ("a"), each update one more: "b" (op 1) by bo, "c" (op 2) by cy.
+  ASSERT_NE(authors.of({server, 0}), nullptr);
+  EXPECT_EQ(authors.of({server, 0})->by, "alice");
+  EXPECT_EQ(authors.of({server, 1})->by, "bo");
+  EXPECT_EQ(authors.of({server, 2})->by, "cy");
+  EXPECT_EQ(authors.of({server, 0})->by, "alice");  // back to an earlier range
+  EXPECT_EQ(authors.of({server, 3}), nullptr);      // not made yet
+  EXPECT_EQ(authors.of({server + 1, 0}), nullptr);  // a replica that never wrote
+  // Rows pruned: their operations have no author.
+  db.sql("DELETE FROM crdt_changes WHERE revision < 3").step();
+  const svc::change_authors kept = db.read([&] { return svc::change_authors::load(db, rk); });
+  EXPECT_EQ(kept.of({server, 0}), nullptr);
+  EXPECT_EQ(kept.of({server, 2})->by, "cy");
+}
+
+TEST_F(history, AttributionAndDiffNameEachRunsAuthor) {
+  const std::string v1 = svc::parse_json(call("/v2/crdt/versions/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e"}})").body)["result"]["data"]["versionId"].GetString();
+  update("ab", "bo");
+  update("abc", "cy");
+  const std::string got = call("/v2/crdt/get", R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","attribution":true}})").body;
+  const rapidjson::Document g = svc::parse_json(got);
+  const rapidjson::Value& runs = g["result"]["data"][0]["attribution"];
+  ASSERT_EQ(runs.Size(), 3u) << got;
+  EXPECT_EQ(std::string(runs[0]["text"].GetString()) + runs[0]["userId"].GetString() + runs[1]["userId"].GetString() + runs[2]["userId"].GetString(),
+            "aalicebocy");
+  const std::string d = call("/v2/crdt/versions/diff", std::string(R"({"data":{"organizationId":"o","documentId":"d","editorId":"e","from":")").append(v1).append("\"}}")).body;
+  EXPECT_NE(d.find(R"("changes":[{"op":"equal","text":"a","userIds":[]},{"op":"insert","text":"b","userIds":["bo"]},{"op":"insert","text":"c","userIds":["cy"]}])"),
+            std::string::npos)
+      << d;
+}
+
 }  // namespace
 }  // namespace folio_service_test

@@ -436,6 +436,46 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   void for_each_removed_span(F&& f) const {
     for_each_run(true, [&](const run& r) { f(reps_[r.replica].content, reps_[r.replica].slot(r.seq), std::size_t(r.len())); });
   }
+  /// Calls f(op_id item, const T& value, const std::vector<op_id>& removes) for every item integrated,
+  /// live or removed, in document order; `removes` holds the ids of the remove unit operations that
+  /// targeted the item (every one integrated, in no particular order; empty for a live item). A removed
+  /// item's value is a placeholder unless the document kept it (decoded from kept_values::all, or
+  /// integrated here). Expected O(items + remove units) time; O(remove units) memory for the table of
+  /// targets, built from one pass over the op log.
+  template <class F>
+  void for_each_item_with_removes(F&& f) const {
+    struct remover {
+      op_id id;
+      std::uint32_t next;  ///< 1 + the index of the item's next remover, 0 at the end
+    };
+    std::vector<remover> removers;
+    std::unordered_map<std::uint64_t, std::uint32_t> newest;  // (local replica, seq) -> 1 + index of a remover
+    log_.for_each_since(reps_, version_vector{}, nullptr, [&](const op& o, std::size_t) {
+      if (o.kind != op_kind::remove) return;
+      const std::uint64_t rep = find_replica(o.ref.replica);
+      if (rep == no_replica) return;
+      for (std::uint32_t k = 0; k < o.len; ++k) {
+        std::uint32_t& head = newest[rep << 32 | o.target(k).seq];
+        removers.push_back({op_id{o.id.replica, o.id.seq + k}, head});
+        head = static_cast<std::uint32_t>(removers.size());
+      }
+    });
+    std::vector<op_id> ids;
+    for (const leaf_node* l = first_leaf_; l; l = l->next)
+      for (int i = 0; i < l->count; ++i) {
+        const run& r = l->runs[i];
+        const replica_state& rs = reps_[r.replica];
+        const std::size_t at = rs.slot(r.seq);
+        for (std::uint32_t k = 0; k < r.len(); ++k) {
+          ids.clear();
+          if (r.deleted())
+            if (const auto it = newest.find(std::uint64_t(r.replica) << 32 | (r.seq + k)); it != newest.end())
+              for (std::uint32_t at_remover = it->second; at_remover; at_remover = removers[at_remover - 1].next) ids.push_back(removers[at_remover - 1].id);
+          f(op_id{rs.id, r.seq + k}, rs.content[at + k], ids);
+        }
+      }
+  }
+
   /// Removed items: inserted, then deleted. O(1).
   std::uint64_t removed_count() const noexcept { return inserted_ - size(); }
 

@@ -285,6 +285,37 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     }
     return out;
   }
+  /// Calls f(op_id id, std::string_view tag, const std::map<std::string, std::string>& attributes) for
+  /// every live element (xml records), in document order (depth first, an element before its
+  /// children); `id` is the op that inserted it, the same on every replica and in every checkout that
+  /// holds it. O(live size); holds the elements not visited yet of the open lists.
+  template <class F>
+  void for_each_element(F&& f) const {
+    struct pending {
+      op_id id;
+      std::string tag;
+      std::uint32_t first;  // its attributes' object; its children's is the next
+    };
+    std::vector<pending> stack, kids;
+    tree_op scratch;
+    const auto push_children = [&](const object& o) {
+      kids.clear();
+      for_each_child(o, scratch, [&](const op_id& id, const std::string& tag, std::uint32_t first) {
+        if (!tag.empty()) kids.push_back({id, tag, first});
+      });
+      stack.insert(stack.end(), std::make_move_iterator(kids.rbegin()), std::make_move_iterator(kids.rend()));
+    };
+    push_children(objects_[0]);
+    std::map<std::string, std::string> attributes;
+    while (!stack.empty()) {
+      const pending p = std::move(stack.back());
+      stack.pop_back();
+      attributes.clear();
+      if (const or_map* m = objects_[p.first].map.get()) m->for_each([&](const std::string& k, const std::string& v) { attributes.emplace(k, v); });
+      f(p.id, std::string_view(p.tag), std::as_const(attributes));
+      push_children(objects_[p.first + 1]);
+    }
+  }
   /// The tree as a fragment (flat() converted).
   markup::fragment fragment() const { return flat().to_fragment(); }
 
