@@ -19,8 +19,6 @@
 //   version_bench [POSTGRESQL_CONNINFO] [--step N] [--samples N] [--trace FILE]
 #include <unistd.h>
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <chrono>
@@ -85,7 +83,7 @@ class bench_service {
 /// `{"data":{ids..., fields...}}` with every value a JSON string.
 std::string body(std::initializer_list<std::pair<const char*, std::string_view>> fields) {
   rapidjson::StringBuffer sb;
-  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  svc::json_writer w(sb);
   w.StartObject();
   w.Key("data");
   w.StartObject();

@@ -18,10 +18,12 @@
 #include <vector>
 
 #include "crdt/doc_cache.hpp"
+#include "crdt/history.hpp"
 #include "crdt/publish/publisher.hpp"
 #include "crdt/record_session.hpp"
 #include "crdt/records.hpp"
 #include "platform/fields.hpp"
+#include "crdt/history.hpp"
 #include "support.hpp"
 
 namespace {
@@ -791,6 +793,7 @@ TEST_F(fixture, ASyncAnswerIsStreamedAsTheBytesOfTheWholeAnswer) {
       svc::write_member(w, "incarnation", std::to_string(row->incarnation));
       svc::write_member(w, "update", svc::base64_encode(before.encode_since(since)));
       svc::write_member(w, "version", svc::base64_encode(after.version().encode()));
+      svc::write_member(w, "recordVersion", svc::record_version(k, row->incarnation, row->revision));
       svc::write_member(w, "type", row->type);
       svc::write_member(w, "contentKey", row->content_key);
       w.EndObject();
