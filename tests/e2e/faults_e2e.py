@@ -12,6 +12,7 @@ Run by ctest (tests/CMakeLists.txt) as:  faults_e2e.py BUILD_DIR SOURCE_DIR
 FOLIO_CRASH_KILLS sets the number of kills (default 20), FOLIO_VERSION_KILLS those of the versions'
 test (default 30); FOLIO_CRASH_SEED the random seed.
 """
+import http.client
 import json
 import os
 import random
@@ -379,8 +380,10 @@ class VersionsUnderKill(unittest.TestCase):
                 in_flight[0] = path
                 counted.notify_all()
             try:
-                return call(path, dict(ids, **data))
-            except OSError:  # the connection cut by the kill
+                # A kill in the middle of an answer leaves it cut short, and nginx may keep the connection
+                # open: no answer in 10 s is an unanswered request (none takes near that long here).
+                return call(path, dict(ids, **data), timeout=10)
+            except (OSError, http.client.HTTPException):  # the connection cut by the kill
                 return None, None
 
         def answered(res, message):
@@ -397,6 +400,7 @@ class VersionsUnderKill(unittest.TestCase):
                 got = answered(request("/v2/crdt/get", {}), "CRDT data retrieved successfully.")
                 listed = answered(request("/v2/crdt/versions/get", {"pageSize": 1000}), "Versions fetched successfully.")
                 if got is None or listed is None:
+                    time.sleep(0.01)  # the responders are not back yet: as the other writers here, a short pause
                     continue
                 for v in listed:
                     if v["versionId"] not in values:

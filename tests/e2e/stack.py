@@ -432,11 +432,11 @@ def unique_keys(pairs):
 
 
 def call(path, data=None, who="a", body=None, method="POST", content_type="application/json", headers=None, raw=False, source="127.0.0.1",
-         port=None):
+         port=None, timeout=60):
     """Returns (http status, parsed JSON body), or (http status, the body's bytes) with raw=True; sent
     from the loopback address `source` (nginx's rate limit is per address) to the stack, or to one node's
-    nginx (`port`: STACK.nodes[i].port)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port or STACK.port, timeout=60, source_address=(source, 0))
+    nginx (`port`: STACK.nodes[i].port); `timeout`: seconds without a byte before it gives up (OSError)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port or STACK.port, timeout=timeout, source_address=(source, 0))
     h = {"Content-Type": content_type} if content_type else {}
     if who:
         key, token = CREDS[who]
