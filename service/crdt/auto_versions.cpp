@@ -143,7 +143,9 @@ std::size_t prune_history(database& db, const history_config& cfg, std::int64_t 
     return out;
   });
   std::size_t pruned = 0;
-  for (const auto& [k, through] : records) {
+  for (const auto& record : records) {
+    const record_key& k = record.first;
+    const std::int64_t through = record.second;  // not a structured binding: clang 14 cannot capture one
     pruned += db.write(k.cache_key(), [&] {
       // Versions up to `through` are known no more: the rows after it undo the version now down to it.
       db.sql("UPDATE crdt_records SET history_from=? WHERE tenant=? AND org=? AND doc=? AND editor=? AND history_from<?")
