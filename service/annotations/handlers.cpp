@@ -366,12 +366,7 @@ std::string annotations_get_page(context& c) {
   f.statuses = id_list(c.data, "statusIds");
   f.updated_after = optional_timestamp(c.data, "updatedAfter", "updatedAfter");
   f.updated_before = optional_timestamp(c.data, "updatedBefore", "updatedBefore");
-  std::int64_t page_size = 1000;
-  if (const rapidjson::Value* v = field_value(c.data, "pageSize")) {
-    if (!v->IsInt64() || v->GetInt64() < 1 || v->GetInt64() > 1000)
-      throw api_error(status::invalid_argument, "pageSize must be a whole number from 1 to 1000.");
-    page_size = v->GetInt64();
-  }
+  const std::int64_t page_size = service::page_size(c.data, 1000);
   if (const rapidjson::Value* v = field_value(c.data, "pageToken")) f.after = read_page_token(*v, s, f);
   f.limit = page_size + 1;  // one more tells whether another page follows
   return c.db.read([&] {

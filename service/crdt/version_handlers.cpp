@@ -37,7 +37,7 @@ constexpr std::string_view delete_fields[] = {"organizationId", "documentId", "e
 constexpr std::string_view diff_fields[] = {"organizationId", "documentId", "editorId", "from", "to"};
 constexpr std::string_view restore_fields[] = {"organizationId", "documentId", "editorId", "versionId", "userId", "sessionId"};
 
-constexpr std::int64_t max_page_size = 1000, default_page_size = 100;
+constexpr std::int64_t default_page_size = 100;
 
 /// A version's `name`: absent is nullopt (unchanged); null is no name; else a string under the id rules
 /// (docs/API.md, "Every call": non-empty, at most 256 bytes of UTF-8, no control characters).
@@ -122,14 +122,6 @@ std::int64_t page_after(const rapidjson::Value& v, const record_key& k, std::uin
   return *n;
 }
 
-std::int64_t page_size(const rapidjson::Value& data) {
-  const rapidjson::Value* v = field_value(data, "pageSize");
-  if (!v) return default_page_size;
-  if (!v->IsInt64() || v->GetInt64() < 1 || v->GetInt64() > max_page_size)
-    throw api_error(status::invalid_argument, "pageSize must be a whole number from 1 to 1000.");
-  return v->GetInt64();
-}
-
 std::string versions_add(context& c, crdt_family& f) {
   check_known_fields(c.data, add_fields, "versions/add takes organizationId, documentId, editorId, name and userId");
   const record_key k = requested_record(c);
@@ -156,7 +148,7 @@ std::string versions_get(context& c, crdt_family& f) {
   const bool one = field_value(c.data, "versionId") != nullptr;
   if (one && (field_value(c.data, "pageSize") || field_value(c.data, "pageToken")))
     throw api_error(status::invalid_argument, "pageSize and pageToken list versions; leave them out with versionId.");
-  const std::int64_t limit = one ? 0 : page_size(c.data);
+  const std::int64_t limit = one ? 0 : page_size(c.data, default_page_size);
   record_session s(f, c.db, k);
   const record_row& row = s.open_existing(one);
   if (one) {
@@ -187,21 +179,12 @@ std::string versions_get(context& c, crdt_family& f) {
   std::vector<version_row> page = c.db.read([&] { return list_versions(c.db, k, before, static_cast<std::size_t>(limit) + 1); });
   const bool more = page.size() > static_cast<std::size_t>(limit);
   if (more) page.pop_back();
-  body_output& out = c.out;
-  json_writer w(out.buffer());
-  w.StartObject();
-  w.Key("result");
-  w.StartObject();
-  write_member(w, "status", "success");
-  write_member(w, "message", "Versions fetched successfully.");
-  w.Key("data");
-  w.StartArray();
-  for (const version_row& v : page) write_version(w, k, row.incarnation, v);
-  w.EndArray();
-  if (more) write_member(w, "nextPageToken", page_token(k, row.incarnation, page.back().number));
-  w.EndObject();
-  w.EndObject();
-  return out.take();
+  return success_body(c.out, "Versions fetched successfully.", [&](json_writer& w) {
+    w.StartArray();
+    for (const version_row& v : page) write_version(w, k, row.incarnation, v);
+    w.EndArray();
+    if (more) write_member(w, "nextPageToken", page_token(k, row.incarnation, page.back().number));
+  });
 }
 
 std::string versions_update(context& c, crdt_family& f) {

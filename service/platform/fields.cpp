@@ -125,6 +125,13 @@ const rapidjson::Value* selection(const rapidjson::Value& data, const char* fiel
   return &m->value;
 }
 
+std::int64_t page_size(const rapidjson::Value& data, std::int64_t default_size) {
+  const rapidjson::Value* v = field_value(data, "pageSize");
+  if (!v) return default_size;
+  if (!v->IsInt64() || v->GetInt64() < 1 || v->GetInt64() > 1000) throw api_error(status::invalid_argument, "pageSize must be a whole number from 1 to 1000.");
+  return v->GetInt64();
+}
+
 std::string shown_name(std::string_view name) {
   std::size_t n = std::min<std::size_t>(name.size(), 64);
   if (n < name.size())
