@@ -96,19 +96,19 @@ void write_version(json_writer& w, const record_key& k, std::uint64_t incarnatio
   w.EndObject();
 }
 
-folio::version_vector vector_of(const version_row& v) {
+/// Version `v`'s vector, which record `d` holds (a vector that does not decode, or names operations
+/// `d` lacks, is damage: 500, never a wrong value or diff).
+folio::version_vector vector_of(const version_row& v, const folio::document& d) {
   folio::version_vector at;
-  if (!folio::version_vector::decode(v.version_vector, at)) throw store_error(failure::other, "a version's vector does not decode");  // damage
+  if (!folio::version_vector::decode(v.version_vector, at)) throw store_error(failure::other, "a version's vector does not decode");
+  const folio::version_order order = at.compare(d.version());
+  if (order == folio::version_order::after || order == folio::version_order::concurrent)
+    throw store_error(failure::other, "a version holds operations its record does not");
   return at;
 }
 
 /// The record checked out at version `v`: its value as of then.
-folio::document checked_out(const folio::document& d, const version_row& v) {
-  const folio::version_vector at = vector_of(v);
-  if (at.compare(d.version()) == folio::version_order::after || at.compare(d.version()) == folio::version_order::concurrent)
-    throw store_error(failure::other, "a version holds operations its record does not");  // damage
-  return d.checkout(at);
-}
+folio::document checked_out(const folio::document& d, const version_row& v) { return d.checkout(vector_of(v, d)); }
 
 /// The page token of a list that ended at version `number`: opaque, valid for this record only.
 std::string page_token(const record_key& k, std::uint64_t incarnation, std::int64_t number) {
@@ -267,7 +267,7 @@ std::string versions_diff(context& c, crdt_family& f) {
   const version_row from = existing_version(c.db, k, requested_number(c, k, row, "from"));
   const bool to_now = field_value(c.data, "to") == nullptr;
   const std::optional<version_row> to = to_now ? std::nullopt : std::optional<version_row>(existing_version(c.db, k, requested_number(c, k, row, "to")));
-  const folio::version_vector from_vector = vector_of(from), to_vector = to ? vector_of(*to) : d.version();
+  const folio::version_vector from_vector = vector_of(from, d), to_vector = to ? vector_of(*to, d) : d.version();
   const change_authors authors = c.db.read([&] { return change_authors::load(c.db, k); });
   return success_body(c.out, "Versions compared successfully.", [&](json_writer& w) {
     w.StartObject();
