@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace folio::service {
 
@@ -23,6 +24,28 @@ struct history_config {
   std::chrono::milliseconds pass_every{std::chrono::seconds(5)};      ///< how often automatic versions are looked for
 };
 
+/// Events and webhooks (docs/WEBHOOKS.md; docs/OPERATIONS.md, "Webhooks").
+struct webhook_config {
+  std::chrono::milliseconds coalesce{std::chrono::seconds(5)};       ///< a record's updates are one event once it was this quiet
+  std::chrono::milliseconds coalesce_max{std::chrono::seconds(30)};  ///< or this long after the first of them
+  std::size_t value_bytes = 0;  ///< crdt.record.* events carry the record's value when its JSON takes at most this (0: never)
+  std::chrono::milliseconds keep{std::chrono::hours(24 * 30)};  ///< events of the feed and the delivery log are kept this long
+  /// Hosts (names as written in an endpoint's URL) and address ranges (CIDR) that endpoints may reach
+  /// although they are loopback, link-local, private or unique-local (webhooks/address_policy.hpp).
+  std::vector<std::string> allow;
+  std::size_t endpoints_per_tenant = 20;
+  std::size_t queued_per_endpoint = 10000;  ///< deliveries pending per endpoint; events beyond stay in the feed only
+  std::chrono::milliseconds timeout{std::chrono::seconds(15)};  ///< an attempt's whole time, connecting included
+  /// The waits before the second, third, ... attempt (each with up to 10% jitter); after the last, the
+  /// delivery has failed.
+  std::vector<std::chrono::milliseconds> retries{std::chrono::seconds(5),  std::chrono::minutes(5), std::chrono::minutes(30), std::chrono::hours(2),
+                                                 std::chrono::hours(5),    std::chrono::hours(10),  std::chrono::hours(10)};
+  std::chrono::milliseconds disable_after{std::chrono::hours(24 * 5)};  ///< an endpoint failing this long is disabled
+  std::chrono::milliseconds old_secret_for{std::chrono::hours(24)};     ///< a rotated-out secret still signs this long
+  unsigned sends_per_endpoint = 4;  ///< attempts in flight to one endpoint at a time
+  unsigned sends = 64;              ///< attempts in flight in this process
+};
+
 struct config {
   std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
   std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
@@ -36,6 +59,7 @@ struct config {
   /// request nginx gave up on never commits afterwards (folio-fcgi sets request::deadline with it).
   std::chrono::milliseconds request_timeout{50000};
   history_config history;  ///< automatic versions, their thinning, the change rows' retention
+  webhook_config webhooks;  ///< events, the feed, webhook delivery
   live_config live;  ///< channel secret and nginx's publisher socket (docs/API.md, crdt/sync and crdt/subscribe)
 };
 

@@ -25,7 +25,8 @@ std::string ddl(dialect d, const char* text) {
   const struct {
     const char* name;
     const char* spelling;
-  } words[] = {{"{BLOB}", sqlite ? "BLOB" : "BYTEA"}, {"{INTEGER}", sqlite ? "INTEGER" : "BIGINT"}, {"{ROWID}", sqlite ? " WITHOUT ROWID" : ""}};
+  } words[] = {{"{BLOB}", sqlite ? "BLOB" : "BYTEA"}, {"{INTEGER}", sqlite ? "INTEGER" : "BIGINT"}, {"{ROWID}", sqlite ? " WITHOUT ROWID" : ""},
+                       {"{IDENTITY}", sqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"}};
   std::string out;
   for (const char* p = text; *p;) {
     bool replaced = false;

@@ -45,7 +45,8 @@ class schema {
 };
 
 /// A DDL text shared by both dialects, with each dialect's spelling of what differs substituted:
-/// `{BLOB}` (BLOB, BYTEA), `{INTEGER}` (INTEGER, BIGINT) and `{ROWID}` (" WITHOUT ROWID", nothing).
+/// `{BLOB}` (BLOB, BYTEA), `{INTEGER}` (INTEGER, BIGINT), `{ROWID}` (" WITHOUT ROWID", nothing) and
+/// `{IDENTITY}` (a 64-bit primary key the database numbers, never reusing a number).
 /// A module builds its steps from these once, at its first call (the texts then live as long as the process).
 std::string ddl(dialect d, const char* text);
 

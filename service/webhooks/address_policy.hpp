@@ -1,0 +1,54 @@
+// service/webhooks/address_policy.hpp — which addresses a webhook may reach (docs/WEBHOOKS.md, "Safe by
+// default"; docs/OPERATIONS.md, --webhook-allow). An endpoint's URL is http or https with a host; the
+// addresses it names or resolves to must be public: loopback (127.0.0.0/8, ::1), unspecified (0.0.0.0/8,
+// ::), link-local (169.254.0.0/16 — the cloud metadata address among them — and fe80::/10), private
+// (10/8, 172.16/12, 192.168/16), shared (100.64/10), unique-local (fc00::/7), multicast and reserved
+// (224/4, 240/4, ff00::/8) are refused, an IPv4 address embedded in IPv6 (::ffff:a.b.c.d, 64:ff9b::/96,
+// ::a.b.c.d) as that address. The operator may allow hosts (as written in the URL, compared without
+// case) and ranges (CIDR); tests allow their loopback receiver so.
+//
+// The rule is applied twice: when an endpoint is added or its URL changed (check_url resolves the host
+// and refuses it if any address is refused), and when a delivery connects (allows(), on the address
+// libcurl is about to connect to), so a name that resolves elsewhere later is still refused; redirects
+// are never followed.
+// Thread-safety: immutable after construction.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace folio::service {
+
+/// Whether `a` is an address webhooks never reach unless allowed (the ranges above).
+bool is_internal_address(const sockaddr* a);
+
+class address_policy {
+ public:
+  /// `allow`: host names and CIDR ranges ("10.0.0.0/8", "::1/128", a bare address is /32 or /128).
+  /// Throws std::invalid_argument naming an entry that is neither.
+  explicit address_policy(const std::vector<std::string>& allow = {});
+  /// Whether a delivery to `host` (the URL's host, as written) may connect to `a`.
+  bool allows(const sockaddr* a, std::string_view host) const;
+  /// An endpoint's URL as given: "" when it may be used, else the reason, a sentence naming the rule
+  /// ("url must be an http or https URL.", "url resolves to 127.0.0.1, a loopback, private or
+  /// link-local address; webhooks reach only public addresses."...). Resolves the host (getaddrinfo:
+  /// blocks for the resolver's time).
+  std::string check_url(std::string_view url) const;
+
+ private:
+  struct range {
+    int family;                          ///< AF_INET or AF_INET6
+    std::array<unsigned char, 16> bytes;  ///< the network, in network order
+    unsigned prefix;
+  };
+  bool in_allowed_range(const sockaddr* a) const;
+  std::vector<std::string> hosts_;  ///< lower case
+  std::vector<range> ranges_;
+};
+
+}  // namespace folio::service
