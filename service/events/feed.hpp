@@ -52,8 +52,9 @@ bool queue_delivery(database& db, const webhook_config& cfg, std::string_view te
                     std::string_view id, std::int64_t now_ms);
 
 /// Runs sequence_events passes on a thread of folio-fcgi's with a connection of its own: a pass as soon
-/// as a change in this process wrote an outbox row (wake_sequencer), when a coalescing row becomes
-/// ready, and at least every `poll` (rows written by other processes or nodes). A pass that fails is
+/// as a change in this process wrote an outbox row that makes an event at once (wake_sequencer), when
+/// the first coalescing subject becomes ready (next_ready_ms), and at least every 200 ms (rows written
+/// by other processes or nodes). A pass that finds nothing to do costs two reads and no transaction. A pass that fails is
 /// logged; the next one tries again.
 /// Thread-safety: run() on one thread; stop() and wake() from any.
 class event_sequencer {
@@ -68,7 +69,7 @@ class event_sequencer {
   bool stop_ = false;
 };
 
-/// Tells this process's sequencer that an outbox row was written (record_event calls it; the row is
+/// Tells this process's sequencer that an outbox row that makes an event at once was written (record_event calls it; the row is
 /// committed an instant later, or rolled back, and a pass finds it or nothing). Never blocks.
 void wake_sequencer() noexcept;
 

@@ -20,7 +20,7 @@ void record_event(database& db, const event_change& e) {
       .bind(7, e.at_ms)
       .bind(8, e.data)
       .step();
-  wake_sequencer();
+  if (!e.coalesces) wake_sequencer();  // a coalescing row waits for its window: the sequencer's timer finds it
 }
 
 namespace {
