@@ -46,6 +46,8 @@ std::vector<std::string> users_of(const feed_event& e) {
 const std::string ids = R"({"data":{"organizationId":"o","documentId":"d","editorId":"e")";
 
 struct events : fixture {
+  events() = default;
+  explicit events(svc::config settings) : fixture(std::move(settings)) {}
   svc::webhook_config cfg;  // defaults: a 5 s quiet window, 30 s at most
   std::size_t pass(std::int64_t after_ms) { return svc::sequence_events(db, cfg, svc::now_unix_ms() + after_ms); }
   svc::response update(const std::string& value, const std::string& user) {
@@ -180,6 +182,43 @@ TEST_F(events, DeliveriesAreQueuedForTheEndpointsWhoseFiltersTakeTheEventUpToThe
   std::vector<std::string> standing;
   while (counts.step()) standing.push_back(counts.text(0) + " " + std::to_string(counts.integer(1)) + "/" + std::to_string(counts.integer(2)));
   EXPECT_EQ(standing, (std::vector<std::string>{"adds 1/0", "all 1/1", "off 0/0", "other-org 0/0"}));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(events, APushOverSyncMakesAnUpdateByItsAuthor) {
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"a"}})").http, 200);
+  folio::document client(folio::record_type::text, 99);
+  client.replace_text("mine");
+  ASSERT_EQ(push(ids, client.encode_since({})).http, 200);
+  EXPECT_EQ(pass(60000), 2u);
+  const std::vector<feed_event> f = feed(db);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[1].type, "crdt.record.updated");
+  EXPECT_EQ(users_of(f[1]), std::vector<std::string>{"alice"});
+}
+
+svc::config with_values(std::size_t bytes) {
+  svc::config c;
+  c.webhooks.value_bytes = bytes;
+  return c;
+}
+
+struct events_with_values : events {
+  events_with_values() : events(with_values(16)) {}
+};
+
+TEST_F(events_with_values, ASmallRecordsValueRidesInItsEventAndALargeOnesDoesNot) {
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"small"}})").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"big","type":"text","data":"far more than sixteen bytes"}})").http, 200);
+  EXPECT_EQ(pass(0), 2u);
+  const std::vector<feed_event> f = feed(db);
+  ASSERT_EQ(f.size(), 2u);
+  ASSERT_TRUE(f[0].body["data"].HasMember("value"));
+  EXPECT_STREQ(f[0].body["data"]["value"].GetString(), "small");
+  EXPECT_FALSE(f[1].body["data"].HasMember("value"));
 }
 
 }  // namespace
