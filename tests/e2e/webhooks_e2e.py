@@ -391,7 +391,7 @@ class A_MixedWorkload(unittest.TestCase):
         # Coalescing: the five quick updates of "t" are one event, every author in order of first change.
         t_updated = only(("crdt.record.updated", org, doc, "t"))
         self.assertEqual(list(t_updated), ["organizationId", "documentId", "editorId", "recordType", "version", "userIds", "changes"])
-        self.assertEqual(t_updated["userIds"], ["u1", "u3", "u2"])
+        self.assertEqual(t_updated["userIds"], ["u1", "u2", "u3"])
         self.assertEqual(t_updated["changes"], 5)
         self.assertEqual(t_updated["recordType"], "text")
         got = ok(self, call("/v2/crdt/get", dict(ids, editorId="t")), "CRDT data retrieved successfully.")
@@ -406,13 +406,20 @@ class A_MixedWorkload(unittest.TestCase):
         self.assertEqual(deleted["userIds"], ["u-del"])
         version = only(("crdt.version.created", org, doc, "t"))
         self.assertEqual(list(version), ["organizationId", "documentId", "editorId", "recordType", "version", "versionNumber", "kind", "name",
-                                         "userIds", "changes"])
+                                         "authors", "userIds", "changes"])
         self.assertEqual((version["kind"], version["name"], version["userIds"]), ("named", "v-one", ["u-version"]))
+        listed_version = ok(self, call("/v2/crdt/versions/get", dict(ids, editorId="t")), "Versions fetched successfully.")[0]
+        self.assertEqual((version["version"], version["authors"]), (listed_version["version"], listed_version["authors"]))
+        self.assertEqual(version["authors"], ["u-add", "u1", "u2", "u3"])
         synced = only(("crdt.record.updated", org, doc, "s"))
         self.assertEqual(synced["userIds"], ["subject-a"])  # a sync push without userId: the token's subject
         a_updated = only(("comment_annotation.updated", org, doc, "a1"))
         self.assertEqual(list(a_updated), ["organizationId", "documentId", "annotationId", "changedFields", "status", "userIds", "changes"])
-        self.assertEqual((a_updated["changedFields"], a_updated["status"]), (["status"], "RESOLVED"))
+        self.assertEqual((a_updated["changedFields"], a_updated["status"], a_updated["userIds"]), (["status"], "RESOLVED", ["subject-a"]))
+        self.assertEqual(only(("comment_annotation.added", org, doc, "a1"))["userIds"], ["ann"])
+        self.assertEqual(only(("comment.deleted", org, doc, "a1", 2))["userIds"], ["subject-a"])
+        # The comment an annotation was added with has no event of its own.
+        self.assertNotIn(("comment.added", org, doc, "a1", 1), subjects)
         comment = only(("comment.added", org, doc, "a1", 2))
         self.assertEqual(list(comment), ["organizationId", "documentId", "annotationId", "commentId", "userIds", "changes"])
         self.assertEqual(comment["userIds"], ["bo"])
