@@ -12,12 +12,16 @@
 #include "crdt/family.hpp"
 #include "storage/database.hpp"
 #include "platform/server.hpp"
+#include "webhooks/handlers.hpp"
 
 namespace folio::service {
 
 class responder {
  public:
-  explicit responder(config c) : server_(std::move(c)), crdt_(server_) { register_annotation_routes(server_.routes()); }
+  explicit responder(config c) : server_(std::move(c)), crdt_(server_) {
+    register_annotation_routes(server_.routes());
+    register_webhook_routes(server_.routes());
+  }
   responder(const responder&) = delete;
   responder& operator=(const responder&) = delete;
 
