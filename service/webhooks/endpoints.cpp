@@ -217,6 +217,16 @@ std::vector<delivery_attempt> list_attempts(database& db, std::string_view tenan
   });
 }
 
+std::vector<std::pair<std::string, std::int64_t>> delivery_states(database& db, std::string_view tenant, std::string_view endpoint) {
+  return db.read([&] {
+    query q = db.sql("SELECT state, count(*) FROM webhook_deliveries WHERE tenant = ? AND endpoint = ? GROUP BY state ORDER BY state");
+    q.bind(1, tenant).bind(2, endpoint);
+    std::vector<std::pair<std::string, std::int64_t>> out;
+    while (q.step()) out.emplace_back(q.text(0), q.integer(1));
+    return out;
+  });
+}
+
 std::size_t replay_message(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view endpoint, std::string_view message_id,
                            std::int64_t now_ms) {
   return db.write(endpoints_key(tenant), [&] {

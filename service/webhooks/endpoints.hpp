@@ -110,6 +110,9 @@ struct attempt_key {
 std::vector<delivery_attempt> list_attempts(database& db, std::string_view tenant, std::string_view endpoint, const std::optional<std::string>& message_id,
                                             const std::optional<attempt_key>& after, std::size_t limit);
 
+/// How many of the endpoint's deliveries are in each state ('pending', 'succeeded', 'failed'), by state.
+std::vector<std::pair<std::string, std::int64_t>> delivery_states(database& db, std::string_view tenant, std::string_view endpoint);
+
 /// deliveries/replay of one message (an event of the tenant's feed, or a ping): queued again for the
 /// endpoint at `now_ms`. Returns 1, or 0 when the endpoint's queue is full. NOT_FOUND for an endpoint or
 /// message the tenant lacks; FAILED_PRECONDITION for a disabled endpoint.
