@@ -54,8 +54,8 @@ struct webhooks : fixture {
     return ok("/v2/webhooks/endpoints/add", R"({"url":")" + std::string(hook) + "\"" + extra + "}")["endpointId"].GetString();
   }
   /// An event of `t` (another tenant when given) in the feed, made at `at_ms`; returns (position, id).
-  std::pair<std::int64_t, std::string> feed_event(std::string_view type, std::int64_t at_ms, bool in_feed = true, std::string t = {}) {
-    const std::string id = svc::new_message_id();
+  std::pair<std::int64_t, std::string> feed_event(std::string_view type, std::int64_t at_ms, bool in_feed = true, std::string t = {},
+                                                  std::string id = svc::new_message_id()) {
     const std::string body = R"({"type":")" + std::string(type) + R"(","timestamp":")" + svc::iso_time(at_ms) + R"(","data":{"organizationId":"o"}})";
     const std::int64_t position = db.write(std::string(svc::feed_key), [&] {
       return svc::append_to_feed(db, t.empty() ? tenant() : t, id, type, "o", at_ms, in_feed, body);
@@ -239,6 +239,21 @@ TEST_F(webhooks, TheTwentyFirstEndpointIsRefused) {
   add();
 }
 
+// Adds from several nodes at once: the count and the insert are one step per tenant (its write key).
+TEST_F(webhooks, ConcurrentAddsStopAtTheLimit) {
+  const std::vector<int> added = on_nodes(3, [&](int, svc::responder& node, svc::database& on) {
+    int ok = 0;
+    for (int i = 0; i < 10; ++i) {
+      const svc::response r = call_on(node, on, "/v2/webhooks/endpoints/add", R"({"data":{"url":"https://93.184.216.34/hook"}})");
+      if (r.http == 200) ++ok;
+      else EXPECT_EQ(r.http, 429) << r.body;
+    }
+    return ok;
+  });
+  EXPECT_EQ(added[0] + added[1] + added[2], 20);
+  EXPECT_EQ(svc::list_endpoints(db, tenant()).size(), 20u);
+}
+
 TEST_F(webhooks, AClientTokenIsRefusedEverywhere) {
   service.platform().set_client_keys(std::make_shared<const svc::key_ring>(svc::key_ring::parse("k1 " + std::string(64, 'a'))));
   svc::client_claims claims;
@@ -420,8 +435,9 @@ TEST_F(webhooks, AFullQueueRefusesThePingAndWritesNothing) {
 
 TEST_F(webhooks, TheDeliveryLogIsPagedNewestFirst) {
   const std::string id = add(), other = add();
-  const auto [p1, m1] = feed_event(svc::event_types::record_added, 1000);
-  const auto [p2, m2] = feed_event(svc::event_types::comment_added, 1000);
+  // Ids in one letter case: PostgreSQL's collation orders them as bytes do.
+  const auto [p1, m1] = feed_event(svc::event_types::record_added, 1000, true, {}, "msg_b");
+  const auto [p2, m2] = feed_event(svc::event_types::comment_added, 1000, true, {}, "msg_a");
   // m1: attempts at 10 (500), 20 (timeout), 30 (200); m2: at 20 (refused); other endpoint: one.
   db.write([&] {
     const auto attempt = [&](const std::string& ep, std::int64_t at, const std::string& m, std::int64_t n, std::int64_t pos, std::optional<std::int64_t> http,
@@ -447,8 +463,8 @@ TEST_F(webhooks, TheDeliveryLogIsPagedNewestFirst) {
     EXPECT_EQ(d["attempts"].Size(), 2u);
     request = R"({"endpointId":")" + id + R"(","pageSize":2,"pageToken":")" + d["nextPageToken"].GetString() + "\"}";
   }
-  const bool m1_first = m1 > m2;  // at time 20: by message id, descending
-  EXPECT_EQ(seen, (std::vector<std::string>{m1 + "#3", m1_first ? m1 + "#2" : m2 + "#1", m1_first ? m2 + "#1" : m1 + "#2", m1 + "#1"}));
+  // At time 20: by message id, descending.
+  EXPECT_EQ(seen, (std::vector<std::string>{m1 + "#3", m1 + "#2", m2 + "#1", m1 + "#1"}));
 
   const rapidjson::Document d = ok("/v2/webhooks/deliveries/get", R"({"endpointId":")" + id + R"(","messageId":")" + m1 + "\"}");
   ASSERT_EQ(d["attempts"].Size(), 3u);
