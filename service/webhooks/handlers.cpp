@@ -213,24 +213,25 @@ std::string endpoints_delete(context& c) {
   return success_body("Webhook endpoint deleted successfully.", nullptr);
 }
 
+/// A success answer whose data is {"<key>": "<value>"}.
+std::string one_member_body(std::string_view message, std::string_view key, std::string_view value) {
+  return success_body(message, [&](json_writer& w) {
+    w.StartObject();
+    write_member(w, key, value);
+    w.EndObject();
+  });
+}
+
 std::string endpoints_rotate_secret(context& c) {
   check_known_fields(c.data, one_endpoint_fields, "webhooks/endpoints/rotate-secret takes endpointId");
   const std::string secret = rotate_secret(c.db, c.svc.settings().webhooks, c.who.tenant, endpoint_id(c), now_unix_ms());
-  return success_body("Webhook secret rotated successfully.", [&](json_writer& w) {
-    w.StartObject();
-    write_member(w, "secret", secret);
-    w.EndObject();
-  });
+  return one_member_body("Webhook secret rotated successfully.", "secret", secret);
 }
 
 std::string endpoints_test(context& c) {
   check_known_fields(c.data, one_endpoint_fields, "webhooks/endpoints/test takes endpointId");
   const std::string message = send_test_message(c.db, c.svc.settings().webhooks, c.who.tenant, endpoint_id(c), now_unix_ms());
-  return success_body("Test message queued.", [&](json_writer& w) {
-    w.StartObject();
-    write_member(w, "messageId", message);
-    w.EndObject();
-  });
+  return one_member_body("Test message queued.", "messageId", message);
 }
 
 /// deliveries/get's page token: the query it continues (endpoint and messageId) and the key of the last
