@@ -418,8 +418,9 @@ int main(int argc, char** argv) {
       FCGX_Free(&next->fcgx, 1);
     });
   // The families' background work, off the request path, each on a thread with a connection of its own:
-  // the compactions of the records' logs, and the records' history upkeep (automatic versions,
-  // thinning, retention). One that fails to start or dies is logged and stays stopped until a restart.
+  // the compactions of the records' logs, the records' history upkeep (automatic versions,
+  // thinning, retention), and the events' sequencer (outbox rows become the feed's events and webhook
+  // deliveries). One that fails to start or dies is logged and stays stopped until a restart.
   const auto background = [&](void (folio::service::responder::*work)(folio::service::database&), const char* event, const char* what) {
     return std::thread([&, work, event, what] {
       try {
@@ -432,6 +433,7 @@ int main(int argc, char** argv) {
   };
   std::thread compaction = background(&folio::service::responder::run_background, "compaction_stopped", "no more compactions");
   std::thread history = background(&folio::service::responder::run_history, "history_upkeep_stopped", "no more automatic versions");
+  std::thread events = background(&folio::service::responder::run_events, "events_stopped", "no more events are made from changes");
   // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
   // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
   // streams end at the read that sees the revocation (credentials_changed). A connection that will not open
@@ -489,6 +491,7 @@ int main(int argc, char** argv) {
   svc.stop_background();
   compaction.join();
   history.join();
+  events.join();
   revocations.join();
   close(fd);
   unlink(o.socket.c_str());

@@ -10,6 +10,7 @@
 
 #include "annotations/handlers.hpp"
 #include "crdt/family.hpp"
+#include "events/feed.hpp"
 #include "storage/database.hpp"
 #include "platform/server.hpp"
 #include "webhooks/handlers.hpp"
@@ -18,7 +19,7 @@ namespace folio::service {
 
 class responder {
  public:
-  explicit responder(config c) : server_(std::move(c)), crdt_(server_) {
+  explicit responder(config c) : server_(std::move(c)), crdt_(server_), events_(server_.settings().webhooks) {
     register_annotation_routes(server_.routes());
     register_webhook_routes(server_.routes());
   }
@@ -51,14 +52,19 @@ class responder {
   void run_background(database& db) { crdt_.compactions().run(db); }
   /// The records' history upkeep (automatic versions, thinning, retention), likewise until stop_background().
   void run_history(database& db) { crdt_.history().run(crdt_, db); }
+  /// The events' sequencer (events/feed.hpp): outbox rows become the feed's events and their webhook
+  /// deliveries, likewise until stop_background().
+  void run_events(database& db) { events_.run(db); }
   void stop_background() {
     crdt_.compactions().stop();
     crdt_.history().stop();
+    events_.stop();
   }
 
  private:
   server server_;
   crdt_family crdt_;
+  event_sequencer events_;
 };
 
 }  // namespace folio::service

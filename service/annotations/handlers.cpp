@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "annotations/store.hpp"
+#include "events/outbox.hpp"
 #include "annotations/model.hpp"
 #include "wire/base64.hpp"
 #include "platform/fields.hpp"
@@ -211,6 +212,16 @@ class comment_ids_for_new {
 };
 
 /// Writes one checked annotation with its comments; the result says why not if it was not written.
+/// Inside the write's transaction: the event of an annotation's change (events/outbox.hpp), by `user`.
+/// `data`: the event's data when not the annotation's or comment's ids alone. Subjects: "annotation\x1f<org>\x1f<doc>\x1f<id>", a comment's with "\x1f<commentId>" after it.
+void annotation_event(database& db, const annotation_scope& s, std::string_view type, const std::string& annotation, std::optional<std::int64_t> comment,
+                      std::string_view user, std::string data = {}) {
+  std::string subject = std::string("annotation\x1f").append(s.org).append("\x1f").append(s.doc).append("\x1f").append(annotation);
+  if (comment) subject.append("\x1f").append(std::to_string(*comment));
+  if (data.empty()) data = comment ? comment_event_data(s.org, s.doc, annotation, *comment) : annotation_event_data(s.org, s.doc, annotation);
+  record_event(db, {s.tenant, type, s.org, std::move(subject), false, user, now_unix_ms(), std::move(data)});
+}
+
 item_result add_annotation(database& db, const annotation_scope& s, annotation_value a, const std::string& now) {
   item_result r;
   const bool generated = !a.id;
@@ -238,6 +249,7 @@ item_result add_annotation(database& db, const annotation_scope& s, annotation_v
   const annotation_row row{*a.id, a.location ? std::optional(a.location->id) : std::nullopt, a.from.id, a.status.id, *a.created_at, *a.last_updated,
                            annotation_body(a), fresh.next()};
   if (!insert_annotation(db, s, row, comments)) return r.message = "Annotation already exists.", r;
+  annotation_event(db, s, event_types::annotation_added, *a.id, std::nullopt, a.from.id);
   r.success = true;
   r.comment_ids = std::move(ids);
   r.message = "Annotation added successfully.";
@@ -438,6 +450,12 @@ std::string annotations_update(context& c) {
   const rapidjson::Value* data = field_value(c.data, "updatedData");
   if (!data) throw api_error(status::invalid_argument, "updatedData is required.");
   const annotation_update u = parse_annotation_update(*data);
+  // The updated fields' names, for the events (docs/WEBHOOKS.md, comment_annotation.updated).
+  std::string changed = "[";
+  for (const auto& [present, name] : {std::pair{u.status.has_value(), "status"}, std::pair{u.location.has_value(), "location"},
+                                      std::pair{u.color.has_value(), "color"}, std::pair{u.from.has_value(), "from"}, std::pair{u.context.has_value(), "context"}})
+    if (present) changed.append(changed.size() > 1 ? ",\"" : "\"").append(name).append("\"");
+  changed += ']';
   const std::string now = now_iso();
   return for_each_target(c, s, false, "updated", [&](const std::string& id) {
     const std::optional<annotation_row> row = load_annotation(c.db, s, id);
@@ -449,12 +467,17 @@ std::string annotations_update(context& c) {
     if (u.context) a.context = *u.context;
     a.last_updated = now;
     update_annotation(c.db, s, {id, a.location ? std::optional(a.location->id) : std::nullopt, a.from.id, a.status.id, *a.created_at, now, annotation_body(a)});
+    annotation_event(c.db, s, event_types::annotation_updated, id, std::nullopt, u.from ? u.from->id : c.who.subject,
+                     annotation_event_data(s.org, s.doc, id, changed, a.status.id));
   });
 }
 
 std::string annotations_delete(context& c) {
   const annotation_scope s = scope_of(c);
-  return for_each_target(c, s, true, "deleted", [&](const std::string& id) { delete_annotation(c.db, s, id); });
+  return for_each_target(c, s, true, "deleted", [&](const std::string& id) {
+    delete_annotation(c.db, s, id);
+    annotation_event(c.db, s, event_types::annotation_deleted, id, std::nullopt, c.who.subject);
+  });
 }
 
 std::string comments_add(context& c) {
@@ -507,6 +530,7 @@ std::string comments_add(context& c) {
       if (!v.created_at) v.created_at = now;
       if (!v.last_updated) v.last_updated = now;
       insert_comment(c.db, s, aid, *v.id, comment_body(v));
+      annotation_event(c.db, s, event_types::comment_added, aid, *v.id, v.from ? v.from->id : stored_annotation(row.body).from.id);
       r.success = true;
       r.message = "Comment added successfully.";
       wrote = true;
@@ -547,6 +571,7 @@ std::string comments_update(context& c) {
           r.message = "commentText and commentHtml cannot both be empty.";
         } else {
           update_comment(c.db, s, aid, id, comment_body(v));
+          annotation_event(c.db, s, event_types::comment_updated, aid, id, c.who.subject);
           r.success = true;
           r.message = "Comment updated successfully.";
         }
@@ -569,6 +594,7 @@ std::string comments_delete(context& c) {
     std::vector<item_result> out;
     for (std::int64_t id : ids) {
       const bool deleted = delete_comment(c.db, s, aid, id);
+      if (deleted) annotation_event(c.db, s, event_types::comment_deleted, aid, id, c.who.subject);
       out.push_back({std::to_string(id), deleted, deleted ? "Comment deleted successfully." : "Comment not found.", {}, {}, id});
     }
     if (std::any_of(out.begin(), out.end(), [](const item_result& r) { return r.success; })) touch(c.db, s, row, now, row.next_comment_id);

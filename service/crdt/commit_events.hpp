@@ -1,6 +1,7 @@
 // service/crdt/commit_events.hpp — "a change of a record committed", the event record_session emits
 // after each commit (record_session.hpp: add, append, erase), and the subscribers that act on it: the
-// live push (publish/live_messages.hpp) today; webhooks and automatic versions subscribe the same way.
+// live push (publish/live_messages.hpp). Webhook events are not a subscriber: they must commit with
+// the change, so record_session writes them in the commit's transaction (events/outbox.hpp).
 // A handler never calls a subscriber: it commits through its record_session, and every subscriber
 // hears of every commit, so a new subscriber needs no handler change.
 //

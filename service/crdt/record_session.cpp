@@ -2,6 +2,9 @@
 
 #include "crdt/family.hpp"
 #include "crdt/history.hpp"
+#include "events/outbox.hpp"
+#include "platform/clock.hpp"
+#include "wire/crdt_values.hpp"
 
 #include <exception>
 #include <utility>
@@ -134,11 +137,29 @@ const record_row& record_session::open_existing(bool with_document) {
   return *row;
 }
 
+std::optional<std::string> record_session::event_value(const folio::document& d) const {
+  const std::size_t bound = family_.platform().settings().webhooks.value_bytes;
+  if (bound == 0 || d.units() > 16 * std::uint64_t(bound)) return std::nullopt;  // every unit of a value takes a byte or more
+  std::string v = value_json(d);
+  if (v.size() > bound) return std::nullopt;
+  return v;
+}
+
+void record_session::record_commit_event(std::string_view type, const std::string& record_type, std::uint64_t incarnation, std::int64_t revision,
+                                         const change_meta& meta, const std::optional<std::string>& value) {
+  record_event(db_, {key_.tenant, type, key_.org, std::string("crdt\x1f").append(key_.org).append("\x1f").append(key_.doc).append("\x1f").append(key_.editor),
+                     type == event_types::record_updated, meta.by, now_unix_ms(),
+                     record_event_data(key_.org, key_.doc, key_.editor, record_type,
+                                       revision < 0 ? std::nullopt : std::optional(record_version(key_, incarnation, revision)), value)});
+}
+
 void record_session::add(folio::document d, const record_row& row) {
   const change_meta meta{row.last_update, row.last_updated_by, row.session_id};
+  const std::optional<std::string> value = event_value(d);
   commit([&] {
     insert_record(db_, key_, row);
     record_change(db_, key_, row.revision, folio::version_vector{}, d.version(), meta);
+    record_commit_event(event_types::record_added, row.type, row.incarnation, row.revision, meta, value);
     return row.revision;
   });
   family_.commits().emit({committed_change::kind::added, key_, row.incarnation, row.revision, nullptr, &d.version(), meta});
@@ -146,9 +167,13 @@ void record_session::add(folio::document d, const record_row& row) {
 }
 
 std::int64_t record_session::append(const std::string* batch, const change_meta& meta, const std::function<void(std::int64_t)>& beside) {
+  const std::optional<std::string> value = batch ? event_value(*entry_->doc) : std::nullopt;
   const std::int64_t revision = commit([&] {
     const std::int64_t made = append_change(db_, key_, *row_, batch, meta.when, meta.by, meta.session);
-    if (batch) record_change(db_, key_, made, before_change_, entry_->doc->version(), meta);
+    if (batch) {
+      record_change(db_, key_, made, before_change_, entry_->doc->version(), meta);
+      record_commit_event(event_types::record_updated, row_->type, row_->incarnation, made, meta, value);
+    }
     if (beside) beside(made);
     return made;
   });
@@ -161,6 +186,7 @@ std::int64_t record_session::append(const std::string* batch, const change_meta&
 void record_session::erase(const change_meta& meta) {
   commit([&] {
     delete_record(db_, key_);
+    record_commit_event(event_types::record_deleted, row_->type, row_->incarnation, -1, meta, std::nullopt);
     return std::int64_t(-1);
   });
   // Emitted while the entry is still locked: once forgotten, a request that adds the record again

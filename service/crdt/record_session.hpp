@@ -18,6 +18,9 @@
 //      that compacting pays, records.hpp wants_compaction, is then scheduled for compaction, which
 //      happens off the request path, compactor.hpp, and moves neither the revision nor the cached
 //      document) or erase() (a deletion).
+//      Each of the three writes its change's row of the event outbox (events/outbox.hpp:
+//      crdt.record.added, crdt.record.updated for a change with operations, crdt.record.deleted) in the
+//      commit's own transaction, so an acknowledged change always has its webhook event and feed entry.
 //   4. Each of those then emits the commit event (commit_events.hpp) to the family's subscribers —
 //      the live push among them — still under the record's entry lock, so a record's events follow
 //      its commit order. Handlers do not publish, or notify anything else, themselves.
@@ -55,6 +58,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crdt/commit_events.hpp"
@@ -144,6 +148,12 @@ class record_session {
     committed(revision);
     return revision;
   }
+  /// The value a record's event carries (webhook_config::value_bytes): `d` rendered, when it fits.
+  /// Rendered before the commit, outside the writer section.
+  std::optional<std::string> event_value(const folio::document& d) const;
+  /// Inside the commit's transaction: the change's event (events/outbox.hpp); `revision` -1 for a deletion.
+  void record_commit_event(std::string_view type, const std::string& record_type, std::uint64_t incarnation, std::int64_t revision,
+                           const change_meta& meta, const std::optional<std::string>& value);
   void hold(folio::document d, std::int64_t revision);  ///< add()'s: `d` in the entry, if it can be taken at once
   void forget();                                        ///< erase()'s: drops the entry
   void committing();  ///< the family's before_commit hook, if any

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "crdt/history.hpp"
+#include "events/outbox.hpp"
+#include "platform/clock.hpp"
 #include "wire/json.hpp"
 
 namespace folio::service {
@@ -71,10 +73,16 @@ std::int64_t insert_version(database& db, const record_key& k, version_row v) {
          "WHERE tenant=? AND org=? AND doc=? AND editor=?")
       .bind(1, v.revision).bind(2, v.revision).bind(3, v.revision).bind(4, k.tenant).bind(5, k.org).bind(6, k.doc).bind(7, k.editor)
       .step();
-  query n = db.sql("SELECT versions_made FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
+  query n = db.sql("SELECT versions_made, type, incarnation FROM crdt_records WHERE tenant=? AND org=? AND doc=? AND editor=?");
   n.bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor);
   if (!n.step()) throw store_error(failure::other, "the record of a version is gone");
   v.number = n.integer(0);
+  // Its event (events/outbox.hpp), in this transaction: by its creator (none for an automatic one).
+  record_event(db, {k.tenant, event_types::version_created, k.org,
+                    std::string("version\x1f").append(k.org).append("\x1f").append(k.doc).append("\x1f").append(k.editor), false, v.created_by,
+                    now_unix_ms(),
+                    version_event_data(k.org, k.doc, k.editor, n.text(1), record_version(k, static_cast<std::uint64_t>(n.integer(2)), v.revision), v.number,
+                                       v.kind, v.name, authors_text(v.authors))});
   db.sql("INSERT INTO crdt_versions (tenant, org, doc, editor, " FOLIO_VERSION_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
       .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, v.number).bind(6, v.revision).bind_blob(7, v.version_vector)
       .bind(8, v.kind).bind_opt(9, v.name).bind(10, std::int64_t(v.pinned ? 1 : 0)).bind(11, v.created_at).bind(12, v.created_by)

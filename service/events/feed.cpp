@@ -1,7 +1,9 @@
 #include "events/feed.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 #include <optional>
 #include <vector>
 
@@ -9,6 +11,7 @@
 
 #include "events/outbox.hpp"
 #include "platform/clock.hpp"
+#include "platform/log.hpp"
 #include "webhooks/signature.hpp"
 #include "wire/json.hpp"
 
@@ -54,6 +57,206 @@ bool queue_delivery(database& db, const webhook_config& cfg, std::string_view te
          " claimed_by = NULL, claimed_until = NULL")
       .bind(1, tenant).bind(2, endpoint).bind(3, position).bind(4, id).bind(5, now_ms).step();
   return true;
+}
+
+}  // namespace folio::service
+
+namespace folio::service {
+
+namespace {
+
+/// An outbox row as a pass reads it.
+struct outbox_row {
+  std::int64_t seq = 0;
+  std::string tenant, type, org, subject, user_id, data;
+  std::int64_t created_at = 0;
+};
+
+/// An event to make: its outbox rows (one, or a coalesced subject's in commit order).
+struct pending_event {
+  std::int64_t order = 0;  ///< where it goes among the pass's events: its newest row's seq
+  std::vector<outbox_row> rows;
+};
+
+std::vector<outbox_row> read_rows(query& q) {
+  std::vector<outbox_row> rows;
+  while (q.step())
+    rows.push_back({q.integer(0), q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), q.text(7), q.integer(6)});
+  return rows;
+}
+
+/// A tenant's endpoint as a pass matches events against it: NULL filters take everything.
+struct endpoint_filter {
+  std::string id;
+  std::optional<std::vector<std::string>> types, orgs;
+  bool takes(std::string_view type, std::string_view org) const {
+    const auto in = [](const std::optional<std::vector<std::string>>& list, std::string_view v) {
+      return !list || std::find(list->begin(), list->end(), v) != list->end();
+    };
+    return in(types, type) && in(orgs, org);
+  }
+};
+
+std::optional<std::vector<std::string>> string_list(const std::optional<std::string>& json) {
+  if (!json) return std::nullopt;
+  rapidjson::Document d;
+  d.Parse(json->data(), json->size());
+  std::vector<std::string> out;
+  if (d.HasParseError() || !d.IsArray()) return out;  // written by this service as arrays of strings: takes nothing otherwise
+  for (const rapidjson::Value& v : d.GetArray())
+    if (v.IsString()) out.emplace_back(v.GetString(), v.GetStringLength());
+  return out;
+}
+
+std::vector<endpoint_filter> enabled_endpoints(database& db, const std::string& tenant) {
+  query q = db.sql("SELECT id, event_types, org_ids FROM webhook_endpoints WHERE tenant = ? AND enabled = 1 ORDER BY created_at, id");
+  q.bind(1, tenant);
+  std::vector<endpoint_filter> out;
+  while (q.step()) out.push_back({q.text(0), string_list(q.text_opt(1)), string_list(q.text_opt(2))});
+  return out;
+}
+
+/// The event's body: {"type","timestamp","data"}, data being the newest row's with the authors (each
+/// once, in the order of their first change; none for a change the service made itself) and the count.
+std::string event_body(const pending_event& e) {
+  const outbox_row& last = e.rows.back();
+  std::vector<std::string_view> users;
+  for (const outbox_row& r : e.rows)
+    if (!r.user_id.empty() && std::find(users.begin(), users.end(), r.user_id) == users.end()) users.push_back(r.user_id);
+  rapidjson::StringBuffer out;
+  json_writer w(out);
+  w.StartObject();
+  write_member(w, "type", last.type);
+  write_member(w, "timestamp", iso_time(last.created_at));
+  w.Key("data");
+  // The stored data object with userIds and changes appended as its last members.
+  std::string data = last.data.substr(0, last.data.size() - 1);
+  {
+    rapidjson::StringBuffer more;
+    json_writer m(more);
+    m.StartObject();
+    m.Key("userIds");
+    m.StartArray();
+    for (std::string_view u : users) write_string(m, u);
+    m.EndArray();
+    m.Key("changes");
+    m.Int64(static_cast<std::int64_t>(e.rows.size()));
+    m.EndObject();
+    data.append(",").append(more.GetString() + 1, more.GetSize() - 1);
+  }
+  w.RawValue(data.data(), data.size(), rapidjson::kObjectType);
+  w.EndObject();
+  return std::string(out.GetString(), out.GetSize());
+}
+
+std::mutex signal_mutex;
+std::condition_variable signal_changed;
+bool signal_pending = false;
+
+}  // namespace
+
+std::size_t sequence_events(database& db, const webhook_config& cfg, std::int64_t now_ms, std::size_t limit) {
+  const std::int64_t quiet_before = now_ms - cfg.coalesce.count(), started_before = now_ms - cfg.coalesce_max.count();
+  {  // Nothing to do is found without a write transaction (SQLite: no fsync), as most passes find.
+    query q = db.sql("SELECT 1 FROM event_outbox WHERE coalesces = 0 LIMIT 1");
+    if (!q.step()) {
+      const std::int64_t next = next_ready_ms(db, cfg);
+      if (next < 0 || next > now_ms) return 0;
+    }
+  }
+  return db.write(feed_key, [&] {
+    // The rows that make an event each, oldest first; then the coalescing subjects that are ready, and
+    // those a row read here forces out first (a deletion after its record's updates).
+    query at_once = db.sql("SELECT seq, tenant, type, org, subject, user_id, created_at, data FROM event_outbox WHERE coalesces = 0 ORDER BY seq LIMIT ?");
+    at_once.bind(1, static_cast<std::int64_t>(limit));
+    std::vector<pending_event> events;
+    for (outbox_row& r : read_rows(at_once)) events.push_back({r.seq, {std::move(r)}});
+    std::set<std::pair<std::string, std::string>> subjects, ready;  // (tenant, subject) of coalesced events to make; those of them ready by time
+    {
+      query q = db.sql("SELECT tenant, subject FROM event_outbox WHERE coalesces = 1 GROUP BY tenant, subject HAVING max(created_at) <= ? OR min(created_at) <= ?");
+      q.bind(1, quiet_before).bind(2, started_before);
+      while (q.step() && ready.size() < limit) ready.emplace(q.text(0), q.text(1));
+    }
+    subjects = ready;
+    for (const pending_event& e : events) subjects.emplace(e.rows[0].tenant, e.rows[0].subject);
+    for (const auto& [tenant, subject] : subjects) {
+      query q = db.sql("SELECT seq, tenant, type, org, subject, user_id, created_at, data FROM event_outbox WHERE tenant = ? AND subject = ? AND coalesces = 1 ORDER BY seq");
+      q.bind(1, tenant).bind(2, subject);
+      std::vector<outbox_row> rows = read_rows(q);
+      if (rows.empty()) continue;
+      // A subject not ready yet is made now when a row of it that makes an event at once came after
+      // its first update (a deletion): just before that row.
+      std::int64_t order = ready.count({tenant, subject}) ? rows.back().seq : std::numeric_limits<std::int64_t>::max();
+      for (const pending_event& e : events)
+        if (e.rows.size() == 1 && e.rows[0].tenant == tenant && e.rows[0].subject == subject && e.rows[0].seq > rows.front().seq)
+          order = std::min(order, e.rows[0].seq - 1);
+      if (order != std::numeric_limits<std::int64_t>::max()) events.push_back({order, std::move(rows)});
+    }
+    std::stable_sort(events.begin(), events.end(), [](const pending_event& a, const pending_event& b) { return a.order < b.order; });
+    std::map<std::string, std::vector<endpoint_filter>> endpoints;  // by tenant, read once a pass
+    for (const pending_event& e : events) {
+      const outbox_row& last = e.rows.back();
+      const std::string id = new_message_id(), body = event_body(e);
+      const std::int64_t position = append_to_feed(db, last.tenant, id, last.type, last.org, last.created_at, true, body);
+      auto found = endpoints.find(last.tenant);
+      if (found == endpoints.end()) found = endpoints.emplace(last.tenant, enabled_endpoints(db, last.tenant)).first;
+      for (const endpoint_filter& ep : found->second)
+        if (ep.takes(last.type, last.org)) queue_delivery(db, cfg, last.tenant, ep.id, position, id, now_ms);
+      for (const outbox_row& r : e.rows) db.sql("DELETE FROM event_outbox WHERE seq = ?").bind(1, r.seq).step();
+    }
+    return events.size();
+  });
+}
+
+std::int64_t next_ready_ms(database& db, const webhook_config& cfg) {
+  query q = db.sql(
+      "SELECT min(CASE WHEN mx + ? < mn + ? THEN mx + ? ELSE mn + ? END) FROM "
+      "(SELECT min(created_at) AS mn, max(created_at) AS mx FROM event_outbox WHERE coalesces = 1 GROUP BY tenant, subject) g");
+  const std::int64_t quiet = cfg.coalesce.count(), most = cfg.coalesce_max.count();
+  q.bind(1, quiet).bind(2, most).bind(3, quiet).bind(4, most);
+  if (!q.step() || q.is_null(0)) return -1;
+  return q.integer(0);
+}
+
+void wake_sequencer() noexcept {
+  {
+    std::lock_guard<std::mutex> l(signal_mutex);
+    signal_pending = true;
+  }
+  signal_changed.notify_all();
+}
+
+void event_sequencer::run(database& db) {
+  constexpr std::int64_t poll_ms = 200;
+  for (;;) {
+    std::int64_t wait_ms = poll_ms;
+    try {
+      const std::int64_t now = now_unix_ms();
+      const std::size_t limit = 1000;
+      if (sequence_events(db, cfg_, now, limit) >= limit) continue;  // more are waiting
+      if (const std::int64_t next = next_ready_ms(db, cfg_); next >= 0) wait_ms = std::clamp<std::int64_t>(next - now_unix_ms() + 1, 1, poll_ms);
+    } catch (const std::exception& e) {
+      log::write("error", "events_pass_failed", std::string("sequencing events failed; tried again in a second: ") + e.what());
+      wait_ms = 1000;
+    }
+    std::unique_lock<std::mutex> l(signal_mutex);
+    signal_changed.wait_for(l, std::chrono::milliseconds(wait_ms), [&] {
+      std::lock_guard<std::mutex> s(mutex_);
+      return signal_pending || stop_;
+    });
+    signal_pending = false;
+    std::lock_guard<std::mutex> s(mutex_);
+    if (stop_) return;
+  }
+}
+
+void event_sequencer::stop() {
+  {
+    std::lock_guard<std::mutex> l(signal_mutex);
+    std::lock_guard<std::mutex> s(mutex_);
+    stop_ = true;
+  }
+  signal_changed.notify_all();
 }
 
 }  // namespace folio::service

@@ -18,8 +18,10 @@
 // Thread-safety: free functions over a caller's `database`.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -48,5 +50,27 @@ std::int64_t append_to_feed(database& db, std::string_view tenant, std::string_v
 /// (a replay), its attempts counted from zero.
 bool queue_delivery(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view endpoint, std::int64_t position,
                     std::string_view id, std::int64_t now_ms);
+
+/// Runs sequence_events passes on a thread of folio-fcgi's with a connection of its own: a pass as soon
+/// as a change in this process wrote an outbox row that makes an event at once (wake_sequencer), when
+/// the first coalescing subject becomes ready (next_ready_ms), and at least every 200 ms (rows written
+/// by other processes or nodes). A pass that finds nothing to do costs two reads and no transaction. A pass that fails is
+/// logged; the next one tries again.
+/// Thread-safety: run() on one thread; stop() and wake() from any.
+class event_sequencer {
+ public:
+  explicit event_sequencer(const webhook_config& cfg) : cfg_(cfg) {}
+  void run(database& db);
+  void stop();
+
+ private:
+  const webhook_config& cfg_;
+  std::mutex mutex_;  ///< guards stop_
+  bool stop_ = false;
+};
+
+/// Tells this process's sequencer that an outbox row that makes an event at once was written (record_event calls it; the row is
+/// committed an instant later, or rolled back, and a pass finds it or nothing). Never blocks.
+void wake_sequencer() noexcept;
 
 }  // namespace folio::service

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "events/feed.hpp"
 #include "wire/json.hpp"
 
 namespace folio::service {
@@ -19,6 +20,7 @@ void record_event(database& db, const event_change& e) {
       .bind(7, e.at_ms)
       .bind(8, e.data)
       .step();
+  if (!e.coalesces) wake_sequencer();  // a coalescing row waits for its window: the sequencer's timer finds it
 }
 
 namespace {
@@ -53,6 +55,22 @@ std::string record_event_data(std::string_view org, std::string_view doc, std::s
       w.Key("value");
       w.RawValue(value->data(), value->size(), rapidjson::kObjectType);
     }
+  });
+}
+
+std::string version_event_data(std::string_view org, std::string_view doc, std::string_view editor, std::string_view type, const std::string& version,
+                               std::int64_t number, std::string_view kind, const std::optional<std::string>& name, const std::string& authors) {
+  return data_object(org, doc, [&](json_writer& w) {
+    write_member(w, "editorId", editor);
+    write_member(w, "recordType", type);
+    write_member(w, "version", version);
+    w.Key("versionNumber");
+    w.Int64(number);
+    write_member(w, "kind", kind);
+    w.Key("name");
+    write_optional(w, name);
+    w.Key("authors");
+    w.RawValue(authors.data(), authors.size(), rapidjson::kArrayType);
   });
 }
 

@@ -52,6 +52,10 @@ void record_event(database& db, const event_change& e);
 /// deletion), and `value` (JSON text) when given.
 std::string record_event_data(std::string_view org, std::string_view doc, std::string_view editor, std::string_view type,
                               const std::optional<std::string>& version, const std::optional<std::string>& value = std::nullopt);
+/// A version's: as a record's (its version, no value), then versionNumber, kind, name (or null) and
+/// authors (`authors`: JSON array text, the version's authors as versions/get lists them).
+std::string version_event_data(std::string_view org, std::string_view doc, std::string_view editor, std::string_view type, const std::string& version,
+                               std::int64_t number, std::string_view kind, const std::optional<std::string>& name, const std::string& authors);
 /// An annotation's: annotationId, and for an update `changedFields` (the updated fields' names, JSON
 /// array text) and `status` (its status id after the change, or null).
 std::string annotation_event_data(std::string_view org, std::string_view doc, std::string_view annotation,

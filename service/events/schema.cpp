@@ -23,6 +23,8 @@ constexpr const char* events_13 = R"sql(
 CREATE TABLE event_outbox (
   seq {IDENTITY}, tenant TEXT NOT NULL, type TEXT NOT NULL, org TEXT NOT NULL, subject TEXT NOT NULL,
   coalesces {INTEGER} NOT NULL, user_id TEXT NOT NULL, created_at {INTEGER} NOT NULL, data TEXT NOT NULL);
+CREATE INDEX event_outbox_coalescing ON event_outbox (tenant, subject, created_at) WHERE coalesces = 1;
+CREATE INDEX event_outbox_at_once ON event_outbox (seq) WHERE coalesces = 0;
 CREATE TABLE event_feed (
   position {INTEGER} NOT NULL PRIMARY KEY, tenant TEXT NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, org TEXT NOT NULL,
   created_at {INTEGER} NOT NULL, in_feed {INTEGER} NOT NULL, body TEXT NOT NULL);

@@ -189,7 +189,7 @@ TEST(Store, MigratesASchema4DatabaseToTheCurrentOne) {
     });
   }
   svc::database db(tmp.path(), svc::responder::tables());
-  EXPECT_EQ(db.version(), 12);
+  EXPECT_EQ(db.version(), 13);
   const svc::record_key k{"t", "o", "d", "e"};
   std::optional<svc::record_row> row = svc::load_record(db, k);
   ASSERT_TRUE(row);
