@@ -289,6 +289,18 @@ class Admin(unittest.TestCase):
 
         ok(self, call("/v2/webhooks/endpoints/delete", {"endpointId": endpoint}, who="wh"), "Webhook endpoint deleted successfully.")
         self.assertEqual(self.admin("webhooks", "endpoints", "--tenant", key).stdout, "")
+        # The pull feed through the real sequencer: a change's events, in order, then nothing after the cursor.
+        ok(self, call("/v2/commentannotations/add", {"organizationId": "o", "documentId": "d", "commentAnnotations": [
+            {"annotationId": "t1", "from": {"userId": "ana", "name": "Ana", "email": "ana@example.com"}, "commentData": [{"commentText": "hi"}]}]}, who="wh"), "1 of 1 annotations added.")
+        feed = wait_for(lambda: ok(self, call("/v2/events/get", {}, who="wh"), "Events fetched successfully.")["events"], 10)
+        self.assertEqual([(e["type"], e["data"]["annotationId"]) for e in feed][:1], [("comment_annotation.added", "t1")])
+        self.assertTrue(all(e["id"].startswith("msg_") and list(e) == ["id", "type", "timestamp", "data"] for e in feed), feed)
+        first = ok(self, call("/v2/events/get", {"limit": 1}, who="wh"), "Events fetched successfully.")
+        self.assertEqual(first["events"], feed[:1])
+        rest = ok(self, call("/v2/events/get", {"after": first["cursor"]}, who="wh"), "Events fetched successfully.")
+        self.assertEqual(rest["events"], feed[1:])
+        others = ok(self, call("/v2/events/get", {"limit": 1000}, who="b"), "Events fetched successfully.")["events"]
+        self.assertFalse({e["id"] for e in feed} & {e["id"] for e in others})
         # Secrets are answered once and never written to a log.
         self.assertTrue(wait_for(lambda: any('"/v2/webhooks/endpoints/delete"' in line for line in log_lines(STACK.fcgi_log))))
         for line in log_lines(STACK.fcgi_log):
