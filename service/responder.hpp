@@ -13,6 +13,7 @@
 #include "events/feed.hpp"
 #include "storage/database.hpp"
 #include "platform/server.hpp"
+#include "webhooks/handlers.hpp"
 
 namespace folio::service {
 
@@ -20,6 +21,7 @@ class responder {
  public:
   explicit responder(config c) : server_(std::move(c)), crdt_(server_), events_(server_.settings().webhooks) {
     register_annotation_routes(server_.routes());
+    register_webhook_routes(server_.routes());
   }
   responder(const responder&) = delete;
   responder& operator=(const responder&) = delete;
