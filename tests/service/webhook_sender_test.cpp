@@ -232,6 +232,21 @@ struct webhook_sending : ::testing::Test {
   std::string state(const std::string& message) { return text("SELECT state FROM webhook_deliveries WHERE message_id = '" + message + "'"); }
   std::int64_t next_at(const std::string& message) { return integer("SELECT next_at FROM webhook_deliveries WHERE message_id = '" + message + "'"); }
   std::int64_t queued(const std::string& ep) { return integer("SELECT queued FROM webhook_endpoints WHERE id = '" + ep + "'"); }
+  /// Two events for `ep`: one due now, one due an hour later.
+  std::pair<std::string, std::string> now_and_later(const std::string& ep) {
+    const std::string first = event(ep);
+    now += hour;
+    const std::string later = event(ep);
+    now -= hour;
+    return {first, later};
+  }
+  /// The only endpoint, `ep`, is disabled for `reason`, and what it was owed (`owed`) has failed.
+  void expect_disabled(const std::string& ep, const std::string& reason, const std::vector<std::string>& owed) {
+    EXPECT_EQ(integer("SELECT enabled FROM webhook_endpoints"), 0);
+    EXPECT_EQ(text("SELECT disabled_reason FROM webhook_endpoints"), reason);
+    for (const std::string& m : owed) EXPECT_EQ(state(m), "failed") << m;
+    EXPECT_EQ(queued(ep), 0);
+  }
 };
 
 TEST_F(webhook_sending, ADeliveryIsPostedWithTheStandardHeadersAndAVerifiableSignature) {
@@ -334,17 +349,10 @@ TEST_F(webhook_sending, ADeliveryFailsAfterTheLastRetry) {
 TEST_F(webhook_sending, A410DisablesTheEndpointAndFailsWhatItIsOwed) {
   rx.on("/a", [](int) { return status(410); });
   endpoint("ep_a", rx.url("/a"));
-  const std::string sent = event("ep_a");
-  now += hour;
-  const std::string later = event("ep_a");  // due an hour later
-  now -= hour;
+  const auto [sent, later] = now_and_later("ep_a");
   auto s = make();
   EXPECT_EQ(s->send_due(db, now), 1u);
-  EXPECT_EQ(integer("SELECT enabled FROM webhook_endpoints"), 0);
-  EXPECT_EQ(text("SELECT disabled_reason FROM webhook_endpoints"), "The endpoint answered 410 Gone.");
-  EXPECT_EQ(state(sent), "failed");
-  EXPECT_EQ(state(later), "failed");
-  EXPECT_EQ(queued("ep_a"), 0);
+  expect_disabled("ep_a", "The endpoint answered 410 Gone.", {sent, later});
   EXPECT_EQ(s->send_due(db, now + 2 * hour), 0u);
   EXPECT_EQ(rx.received().size(), 1u);
 }
@@ -353,21 +361,14 @@ TEST_F(webhook_sending, AnEndpointFailingForFiveDaysIsDisabled) {
   rx.on("/a", [](int) { return status(500); });
   endpoint("ep_a", rx.url("/a"));
   db.write([&] { db.sql("UPDATE webhook_endpoints SET failing_since = ?").bind(1, now - 5 * day + 1).step(); });
-  const std::string id = event("ep_a");
-  now += hour;
-  const std::string later = event("ep_a");
-  now -= hour;
+  const auto [id, later] = now_and_later("ep_a");
   auto s = make();
   EXPECT_EQ(s->send_due(db, now), 1u);  // failing for 5 days less 1 ms: retried
   EXPECT_EQ(integer("SELECT enabled FROM webhook_endpoints"), 1);
   EXPECT_EQ(state(id), "pending");
   now = next_at(id);
   EXPECT_EQ(s->send_due(db, now), 1u);
-  EXPECT_EQ(integer("SELECT enabled FROM webhook_endpoints"), 0);
-  EXPECT_EQ(text("SELECT disabled_reason FROM webhook_endpoints"), "The endpoint failed for 5 days.");
-  EXPECT_EQ(state(id), "failed");
-  EXPECT_EQ(state(later), "failed");
-  EXPECT_EQ(queued("ep_a"), 0);
+  expect_disabled("ep_a", "The endpoint failed for 5 days.", {id, later});
 }
 
 TEST_F(webhook_sending, AnAddressThePolicyRefusesIsNeverConnectedTo) {
