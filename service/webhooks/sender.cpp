@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "folio/utf8.hpp"
 #include "platform/log.hpp"
 #include "webhooks/signature.hpp"
 
@@ -43,6 +44,24 @@ std::string url_host(const std::string& url) {
   curl_url_cleanup(u);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   return host;
+}
+
+/// The first bytes of an answer as the log keeps them: text (a byte that is not UTF-8, or NUL, as
+/// U+FFFD), at most response_kept bytes, cut before a character. O(bytes).
+std::string kept_text(std::string_view raw) {
+  std::string out;
+  for (std::size_t i = 0; i < raw.size();) {
+    char32_t c = 0;
+    if (!folio::next_code_point(raw, i, c)) c = 0xFFFD, ++i;
+    if (c == 0) c = 0xFFFD;
+    const std::size_t before = out.size();
+    folio::append_utf8(out, c);
+    if (out.size() > response_kept) {
+      out.resize(before);
+      break;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -305,7 +324,7 @@ void webhook_sender::record(database& db, transfer& t, long http_status, const s
     http_status ? a.bind(7, static_cast<std::int64_t>(http_status)) : a.bind_null(7);
     a.bind(8, latency);
     error.empty() ? a.bind_null(9) : a.bind(9, error);
-    http_status ? a.bind(10, t.response) : a.bind_null(10);
+    http_status ? a.bind(10, kept_text(t.response)) : a.bind_null(10);
     a.step();
     // The delivery moves only while this sender's claim on it stands.
     const auto move = [&](const char* state, std::optional<std::int64_t> next_at) {

@@ -45,6 +45,7 @@ class receiver {
   struct answer {
     int status = 200;
     bool hang = false;
+    std::string body;  ///< "" for "answer <status>"
   };
   using script = std::function<answer(int nth)>;  ///< nth: 0 for the path's first request
 
@@ -155,7 +156,7 @@ class receiver {
       changed_.notify_all();
       if (a.hang) changed_.wait(l, [&] { return released_; });
     }
-    const std::string body = "answer " + std::to_string(a.status);
+    const std::string body = a.body.empty() ? "answer " + std::to_string(a.status) : a.body;
     const std::string out = "HTTP/1.1 " + std::to_string(a.status) + " X\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
     ::close(c);
@@ -171,8 +172,8 @@ class receiver {
   bool stopping_ = false, released_ = false;
 };
 
-receiver::answer status(int s) { return {s, false}; }
-receiver::answer hang() { return {200, true}; }
+receiver::answer status(int s) { return {s, false, {}}; }
+receiver::answer hang() { return {200, true, {}}; }
 
 /// The Standard Webhooks signature, computed here: "v1," + base64(HMAC-SHA256(base64-decoded secret
 /// after "whsec_", "id.timestamp.body")).
@@ -272,6 +273,17 @@ TEST_F(webhook_sending, ADeliveryIsPostedWithTheStandardHeadersAndAVerifiableSig
   EXPECT_EQ(text("SELECT response FROM webhook_attempts WHERE message_id = '" + id + "'"), "answer 200");
   EXPECT_EQ(text("SELECT error FROM webhook_attempts WHERE message_id = '" + id + "'"), "NULL");
   EXPECT_EQ(s->send_due(db, now + day), 0u);  // nothing more to send
+}
+
+TEST_F(webhook_sending, TheLogKeepsAnAnswersFirstKilobyteAsText) {
+  rx.on("/a", [](int) { return receiver::answer{502, false, std::string("\xff\x00ok", 4) + std::string(2000, 'x')}; });
+  endpoint("ep_a", rx.url("/a"));
+  const std::string id = event("ep_a");
+  EXPECT_EQ(make()->send_due(db, now), 1u);
+  EXPECT_EQ(integer("SELECT http_status FROM webhook_attempts"), 502);
+  const std::string kept = "\xef\xbf\xbd\xef\xbf\xbdok";  // the byte that is not UTF-8 and the NUL, each as U+FFFD
+  EXPECT_EQ(text("SELECT response FROM webhook_attempts"), kept + std::string(1024 - kept.size(), 'x'));
+  EXPECT_EQ(state(id), "pending");
 }
 
 TEST_F(webhook_sending, ARotatedOutSecretSignsToo_UntilItExpires) {
