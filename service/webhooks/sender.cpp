@@ -139,12 +139,18 @@ std::int64_t webhook_sender::retry_delay(std::size_t attempts) {
 std::size_t webhook_sender::claim(database& db, std::int64_t now_ms) {
   if (flying_.size() >= cfg_.sends) return 0;
   const std::int64_t until = now_ms + cfg_.timeout.count() + claim_margin_ms;
+  // The last `reserve` free slots are kept for tenants with nothing in flight.
+  const std::size_t reserve = std::min<std::size_t>(cfg_.sends_per_endpoint, cfg_.sends / 2);
   std::map<endpoint_key, unsigned> taken;
   std::vector<std::unique_ptr<transfer>> claimed = db.write(delivery_claim_key, [&] {
     taken = per_endpoint_;
+    std::map<std::string, unsigned> per_tenant;
     std::vector<endpoint_key> full;  // endpoints at their bound: the selection passes over them
-    for (const auto& [k, n] : taken)
+    for (const auto& [k, n] : taken) {
+      per_tenant[k.tenant] += n;
       if (n >= cfg_.sends_per_endpoint) full.push_back(k);
+    }
+    std::vector<std::string> held;  // tenants with transfers in flight, while only the reserve is free: passed over too
     std::vector<std::unique_ptr<transfer>> out;
     std::size_t room = cfg_.sends - flying_.size();
     while (room > 0) {
@@ -154,6 +160,7 @@ std::size_t webhook_sender::claim(database& db, std::int64_t now_ms) {
           " LEFT JOIN event_feed f ON f.position = d.position AND f.tenant = d.tenant"
           " WHERE d.state = 'pending' AND d.next_at <= ? AND (d.claimed_until IS NULL OR d.claimed_until < ?) AND e.enabled = 1";
       for (std::size_t i = 0; i < full.size(); ++i) text += " AND NOT (d.tenant = ? AND d.endpoint = ?)";
+      for (std::size_t i = 0; i < held.size(); ++i) text += " AND d.tenant <> ?";
       text += " ORDER BY d.next_at, d.position LIMIT ?";
       query q = db.prepare(text);
       q.bind(1, now_ms).bind(2, now_ms);
@@ -162,6 +169,7 @@ std::size_t webhook_sender::claim(database& db, std::int64_t now_ms) {
         q.bind(p, k.tenant).bind(p + 1, k.id);
         p += 2;
       }
+      for (const std::string& tenant : held) q.bind(p++, tenant);
       q.bind(p, static_cast<std::int64_t>(room));
       std::vector<std::unique_ptr<transfer>> due;
       while (q.step()) {
@@ -174,12 +182,16 @@ std::size_t webhook_sender::claim(database& db, std::int64_t now_ms) {
         due.push_back(std::move(t));
       }
       if (due.empty()) break;
-      const std::size_t full_before = full.size(), claimed_before = out.size();
+      const std::size_t passed_before = full.size() + held.size(), claimed_before = out.size();
       for (std::unique_ptr<transfer>& t : due) {
         const endpoint_key k{t->tenant, t->endpoint};
         unsigned& n = taken[k];
         if (n >= cfg_.sends_per_endpoint || room == 0) {
           if (std::find(full.begin(), full.end(), k) == full.end()) full.push_back(k);
+          continue;
+        }
+        if (per_tenant[t->tenant] > 0 && room <= reserve) {
+          if (std::find(held.begin(), held.end(), t->tenant) == held.end()) held.push_back(t->tenant);
           continue;
         }
         if (t->event_gone) {  // its event is no longer kept (prune_webhook_log): given up, never sent
@@ -197,10 +209,10 @@ std::size_t webhook_sender::claim(database& db, std::int64_t now_ms) {
             .step();
         if (db.changes() != 1) continue;
         t->claimed_until = until;
-        ++n, --room;
+        ++n, ++per_tenant[t->tenant], --room;
         out.push_back(std::move(t));
       }
-      if (full.size() == full_before && out.size() == claimed_before) break;  // nothing more to take
+      if (full.size() + held.size() == passed_before && out.size() == claimed_before) break;  // nothing more to take
     }
     return out;
   });
@@ -338,7 +350,7 @@ void webhook_sender::record(database& db, transfer& t, long http_status, const s
     };
     // Disabled: the endpoint gets nothing more until it is enabled again; what it was owed has failed.
     const auto disable = [&](const std::string& reason) {
-      db.sql("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE tenant = ? AND id = ? AND enabled = 1")
+      db.sql("UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE tenant = ? AND id = ?")
           .bind(1, reason).bind(2, now).bind(3, t.tenant).bind(4, t.endpoint).step();
       move("failed", std::nullopt);
       db.sql("UPDATE webhook_deliveries SET state = 'failed', next_at = NULL, claimed_by = NULL, claimed_until = NULL"
@@ -348,20 +360,21 @@ void webhook_sender::record(database& db, transfer& t, long http_status, const s
       db.sql("UPDATE webhook_endpoints SET queued = CASE WHEN queued > ? THEN queued - ? ELSE 0 END WHERE tenant = ? AND id = ?")
           .bind(1, failed).bind(2, failed).bind(3, t.tenant).bind(4, t.endpoint).step();
     };
+    // Each outcome writes the endpoint's row before the delivery's, in the order queue_delivery takes
+    // them, so that on PostgreSQL a sequencing pass and an outcome never wait for each other in a cycle.
     if (succeeded) {
-      move("succeeded", std::nullopt);
-      db.sql("UPDATE webhook_endpoints SET failing_since = NULL WHERE tenant = ? AND id = ? AND failing_since IS NOT NULL")
-          .bind(1, t.tenant).bind(2, t.endpoint).step();
-      return;
+      db.sql("UPDATE webhook_endpoints SET failing_since = NULL WHERE tenant = ? AND id = ?").bind(1, t.tenant).bind(2, t.endpoint).step();
+      return move("succeeded", std::nullopt);
     }
     if (gone) return disable("The endpoint answered 410 Gone.");
-    query f = db.sql("SELECT failing_since FROM webhook_endpoints WHERE tenant = ? AND id = ?");
-    f.bind(1, t.tenant).bind(2, t.endpoint);
-    const std::optional<std::int64_t> failing_since = f.step() && !f.is_null(0) ? std::optional(f.integer(0)) : std::nullopt;
-    if (failing_since && now - *failing_since >= cfg_.disable_after.count()) return disable("The endpoint failed for " + spoken(cfg_.disable_after) + ".");
-    if (!failing_since)
-      db.sql("UPDATE webhook_endpoints SET failing_since = ? WHERE tenant = ? AND id = ? AND failing_since IS NULL")
-          .bind(1, now).bind(2, t.tenant).bind(3, t.endpoint).step();
+    std::optional<std::int64_t> failing_since;  // since the first failure after the last success: this one, when none was
+    {
+      query f = db.sql("UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE tenant = ? AND id = ? RETURNING failing_since");
+      f.bind(1, now).bind(2, t.tenant).bind(3, t.endpoint);
+      if (f.step()) failing_since = f.integer(0);
+    }
+    if (!failing_since) return;  // the endpoint was deleted, and its deliveries with it
+    if (now - *failing_since >= cfg_.disable_after.count()) return disable("The endpoint failed for " + spoken(cfg_.disable_after) + ".");
     const std::size_t made = static_cast<std::size_t>(attempt);
     if (made > cfg_.retries.size()) move("failed", std::nullopt);
     else move("pending", now + retry_delay(made));

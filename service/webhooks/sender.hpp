@@ -25,7 +25,9 @@
 //
 // Isolation: at most sends_per_endpoint transfers of one endpoint and `sends` in all are in flight in
 // this process; the claim skips endpoints at their bound, so an endpoint that hangs (every attempt to
-// its timeout) holds sends_per_endpoint slots and never the due deliveries of any other endpoint.
+// its timeout) holds sends_per_endpoint slots and never the due deliveries of any other endpoint. The
+// last min(sends_per_endpoint, sends / 2) free slots go only to tenants with nothing in flight, so a
+// tenant whose many endpoints all hang still leaves another tenant a slot.
 // run() keeps claiming while transfers are in flight: a due delivery waits at most for the next poll
 // of the table (every 250 ms, or at once after wake() or a finished transfer), never for another
 // endpoint's transfer.
