@@ -40,9 +40,12 @@
 // Delivery is at least once: a sender that dies after sending and before its outcome commits leaves the
 // row claimed; it is sent again after claimed_until (by any node). Order is not kept across retries.
 //
-// Costs: a claim is one indexed range read of the due rows (webhook_deliveries_due) per endpoint at its
-// bound plus one, with at most `sends` rows read and updated; an outcome is a handful of single-row
-// statements; prune_webhook_log is linear in the rows it deletes and in the finished deliveries.
+// Costs: a claim reads the due rows in next_at order through the partial index webhook_deliveries_due
+// (no sort), once more for each endpoint or tenant it finds at its bound (at most sends + 1 reads), and
+// passes over the due rows of those — at most sends / sends_per_endpoint endpoints of at most
+// queued_per_endpoint rows each — before it finds others; it updates at most `sends` rows. An outcome is
+// a handful of single-row statements. prune_webhook_log is linear in the rows it deletes, plus a read
+// of the finished deliveries.
 // Thread-safety: send_due and run on one thread at a time; stop and wake from any thread.
 #pragma once
 

@@ -92,11 +92,17 @@ class receiver {
       if (path.empty() || r.path == path) out.push_back(r);
     return out;
   }
-  /// Waits until `path` has received `n` requests (false after 30 s: the test fails, it never orders by it).
-  bool wait_for(const std::string& path, std::size_t n) {
+  /// Waits until `paths` have received `n` requests together (false after 30 s: the test fails, it
+  /// never orders by it).
+  bool wait_for(const std::vector<std::string>& paths, std::size_t n) {
     std::unique_lock<std::mutex> l(mu_);
-    return changed_.wait_for(l, std::chrono::seconds(30), [&] { return count(path) >= n; });
+    return changed_.wait_for(l, std::chrono::seconds(30), [&] {
+      std::size_t got = 0;
+      for (const std::string& p : paths) got += count(p);
+      return got >= n;
+    });
   }
+  bool wait_for(const std::string& path, std::size_t n) { return wait_for(std::vector<std::string>{path}, n); }
 
  private:
   std::size_t count(const std::string& path) const {
@@ -433,7 +439,7 @@ TEST_F(webhook_sending, ATenantWhoseEndpointsAllHangLeavesAnotherTenantASlot) {
   auto s = make();
   svc::database own{tmp.path(), svc::responder::tables()};
   std::thread loop([&] { s->run(own); });
-  EXPECT_TRUE(rx.wait_for("/h1", 1) && rx.wait_for("/h2", 1));
+  EXPECT_TRUE(rx.wait_for(std::vector<std::string>{"/h1", "/h2"}, 2));
   event("ep_b", "k2");
   s->wake();
   EXPECT_TRUE(rx.wait_for("/b", 1));
