@@ -42,6 +42,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -418,6 +419,18 @@ int main(int argc, char** argv) {
   if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
   cfg.live.publish_socket = o.publish_socket;
   folio::service::responder svc(cfg);
+  // The webhook sender (webhooks/sender.hpp), its claims under a node id of this process's own: 16 random hex digits.
+  std::unique_ptr<folio::service::webhook_sender> sender;
+  try {
+    unsigned char bytes[8] = {};
+    if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no randomness for the node id");
+    std::string node_id;
+    for (const unsigned char b : bytes) node_id += "0123456789abcdef"[b >> 4], node_id += "0123456789abcdef"[b & 15];
+    sender = std::make_unique<folio::service::webhook_sender>(cfg.webhooks, node_id, folio::service::now_unix_ms);
+  } catch (const std::exception& e) {
+    folio::service::log::write("error", "startup_failed", std::string("cannot start the webhook sender: ") + e.what());
+    return 1;
+  }
   if (!o.client_token_keys.empty() && !load_client_keys(svc, o.client_token_keys)) return 1;
   // What earlier responders left that outlives them (the client-token streams still open in nginx,
   // ended when due) is taken over. After the keys: a kept stream's key must be known, or it is ended as the key's.
@@ -488,15 +501,7 @@ int main(int argc, char** argv) {
   };
   std::thread compaction = background([&](folio::service::database& db) { svc.run_background(db); }, "compaction_stopped", "no more compactions");
   std::thread history = background([&](folio::service::database& db) { svc.run_history(db); }, "history_upkeep_stopped", "no more automatic versions");
-  // The webhook sender (webhooks/sender.hpp), its claims under a node id of this process's own: 16 random hex digits.
-  std::string node_id;
-  {
-    unsigned char bytes[8] = {};
-    RAND_bytes(bytes, sizeof bytes);
-    for (const unsigned char b : bytes) node_id += "0123456789abcdef"[b >> 4], node_id += "0123456789abcdef"[b & 15];
-  }
-  folio::service::webhook_sender sender(cfg.webhooks, node_id, folio::service::now_unix_ms);
-  std::thread webhooks = background([&](folio::service::database& db) { sender.run(db); }, "webhooks_stopped", "no more webhook deliveries");
+  std::thread webhooks = background([&](folio::service::database& db) { sender->run(db); }, "webhooks_stopped", "no more webhook deliveries");
   // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
   // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
   // streams end at the read that sees the revocation (credentials_changed). A connection that will not open
@@ -552,7 +557,7 @@ int main(int argc, char** argv) {
     run(*a, svc, db, &late);
   }
   svc.stop_background();
-  sender.stop();
+  sender->stop();
   compaction.join();
   history.join();
   webhooks.join();
