@@ -102,7 +102,7 @@ struct webhook_sender::transfer {
       if (t.refused.empty()) t.refused = "of family " + std::to_string(address->family);
       return CURL_SOCKET_BAD;
     }
-    return ::socket(address->family, address->socktype, address->protocol);
+    return ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
   }
 };
 
@@ -306,13 +306,13 @@ std::size_t webhook_sender::progress(database& db, int wait_ms) {
       case CURLE_COULDNT_CONNECT: {
         long os_error = 0;
         curl_easy_getinfo(t->easy, CURLINFO_OS_ERRNO, &os_error);
-        if (os_error == ECONNREFUSED) error = "connection refused";
+        if (!t->refused.empty()) error = "address " + t->refused + " is not allowed";  // and no other address connected
+        else if (os_error == ECONNREFUSED) error = "connection refused";
         else error = "cannot connect: " + std::string(os_error ? std::strerror(static_cast<int>(os_error)) : curl_easy_strerror(code));
         break;
       }
       default: error = *t->error ? std::string(t->error) : std::string(curl_easy_strerror(code));
     }
-    if (code != CURLE_OK && !t->refused.empty()) error = "address " + t->refused + " is not allowed";
     if (code != CURLE_OK) status = 0;
     ++ended;
     try {

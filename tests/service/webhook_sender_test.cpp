@@ -45,7 +45,8 @@ class receiver {
   struct answer {
     int status = 200;
     bool hang = false;
-    std::string body;  ///< "" for "answer <status>"
+    std::string body;      ///< "" for "answer <status>"
+    std::string location;  ///< a Location header, when not ""
   };
   using script = std::function<answer(int nth)>;  ///< nth: 0 for the path's first request
 
@@ -163,7 +164,8 @@ class receiver {
       if (a.hang) changed_.wait(l, [&] { return released_; });
     }
     const std::string body = a.body.empty() ? "answer " + std::to_string(a.status) : a.body;
-    const std::string out = "HTTP/1.1 " + std::to_string(a.status) + " X\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    const std::string out = "HTTP/1.1 " + std::to_string(a.status) + " X\r\nContent-Length: " + std::to_string(body.size()) +
+                            (a.location.empty() ? "" : "\r\nLocation: " + a.location) + "\r\nConnection: close\r\n\r\n" + body;
     ::send(c, out.data(), out.size(), MSG_NOSIGNAL);
     ::close(c);
   }
@@ -178,8 +180,8 @@ class receiver {
   bool stopping_ = false, released_ = false;
 };
 
-receiver::answer status(int s) { return {s, false, {}}; }
-receiver::answer hang() { return {200, true, {}}; }
+receiver::answer status(int s) { return {s, false, {}, {}}; }
+receiver::answer hang() { return {200, true, {}, {}}; }
 
 /// The Standard Webhooks signature, computed here: "v1," + base64(HMAC-SHA256(base64-decoded secret
 /// after "whsec_", "id.timestamp.body")).
@@ -282,7 +284,7 @@ TEST_F(webhook_sending, ADeliveryIsPostedWithTheStandardHeadersAndAVerifiableSig
 }
 
 TEST_F(webhook_sending, TheLogKeepsAnAnswersFirstKilobyteAsText) {
-  rx.on("/a", [](int) { return receiver::answer{502, false, std::string("\xff\x00ok", 4) + std::string(2000, 'x')}; });
+  rx.on("/a", [](int) { return receiver::answer{502, false, std::string("\xff\x00ok", 4) + std::string(2000, 'x'), {}}; });
   endpoint("ep_a", rx.url("/a"));
   const std::string id = event("ep_a");
   EXPECT_EQ(make()->send_due(db, now), 1u);
@@ -406,6 +408,18 @@ TEST_F(webhook_sending, AnAddressThePolicyRefusesIsNeverConnectedTo) {
   EXPECT_EQ(make()->send_due(db, std::max(next_at(by_ip), next_at(by_name))), 2u);
   EXPECT_EQ(rx.received("/ip").size(), 1u);
   EXPECT_EQ(rx.received("/name").size(), 1u);  // ::1, not allowed, is passed over for 127.0.0.1
+}
+
+TEST_F(webhook_sending, ARedirectIsAFailureAndNotFollowed) {
+  const std::string elsewhere = rx.url("/elsewhere");
+  rx.on("/a", [&](int) { return receiver::answer{302, false, {}, elsewhere}; });
+  endpoint("ep_a", rx.url("/a"));
+  const std::string id = event("ep_a");
+  EXPECT_EQ(make()->send_due(db, now), 1u);
+  EXPECT_EQ(integer("SELECT http_status FROM webhook_attempts"), 302);
+  EXPECT_EQ(text("SELECT error FROM webhook_attempts"), "redirects are not followed");
+  EXPECT_EQ(state(id), "pending");
+  EXPECT_TRUE(rx.received("/elsewhere").empty());
 }
 
 TEST_F(webhook_sending, AnEndpointThatHangsDoesNotHoldAnotherEndpointsDelivery) {
