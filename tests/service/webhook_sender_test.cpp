@@ -422,6 +422,44 @@ TEST_F(webhook_sending, ARedirectIsAFailureAndNotFollowed) {
   EXPECT_TRUE(rx.received("/elsewhere").empty());
 }
 
+TEST_F(webhook_sending, AnAttemptEndsAtTheTimeout) {
+  cfg.timeout = std::chrono::milliseconds(300);
+  rx.on("/a", [](int) { return hang(); });
+  endpoint("ep_a", rx.url("/a"));
+  const std::string id = event("ep_a");
+  EXPECT_EQ(make()->send_due(db, now), 1u);
+  EXPECT_EQ(text("SELECT error FROM webhook_attempts"), "timeout after 300 ms");
+  EXPECT_EQ(integer("SELECT http_status FROM webhook_attempts"), -1);
+  EXPECT_GE(integer("SELECT latency_ms FROM webhook_attempts"), 250);  // libcurl times from its own start, a little after ours
+  EXPECT_EQ(state(id), "pending");
+  rx.release();
+}
+
+TEST_F(webhook_sending, ADisabledEndpointIsNotSentTo_ADeletedOneMidSendIsLeftDeleted) {
+  endpoint("ep_off", rx.url("/off"));
+  endpoint("ep_gone", rx.url("/gone"));
+  rx.on("/gone", [](int) { return hang(); });
+  const std::string off = event("ep_off");
+  event("ep_gone");
+  db.write([&] { db.sql("UPDATE webhook_endpoints SET enabled = 0 WHERE id = 'ep_off'").step(); });
+  auto s = make();
+  svc::database own{tmp.path(), svc::responder::tables()};
+  std::future<std::size_t> sent = std::async(std::launch::async, [&] { return s->send_due(own, now); });
+  EXPECT_TRUE(rx.wait_for("/gone", 1));
+  db.write([&] {  // as endpoints/delete does
+    db.sql("DELETE FROM webhook_deliveries WHERE endpoint = 'ep_gone'").step();
+    db.sql("DELETE FROM webhook_endpoints WHERE id = 'ep_gone'").step();
+  });
+  rx.release();
+  EXPECT_EQ(sent.get(), 1u);
+  EXPECT_TRUE(rx.received("/off").empty());
+  EXPECT_EQ(state(off), "pending");
+  EXPECT_EQ(queued("ep_off"), 1);
+  EXPECT_EQ(integer("SELECT count(*) FROM webhook_endpoints"), 1);  // nothing written back for the deleted one
+  EXPECT_EQ(integer("SELECT count(*) FROM webhook_deliveries"), 1);
+  EXPECT_EQ(integer("SELECT http_status FROM webhook_attempts WHERE endpoint = 'ep_gone'"), 200);  // its log stays until kept time
+}
+
 TEST_F(webhook_sending, AnEndpointThatHangsDoesNotHoldAnotherEndpointsDelivery) {
   cfg.sends = 4, cfg.sends_per_endpoint = 2, cfg.timeout = std::chrono::minutes(5);  // no attempt ends but by release()
   rx.on("/hang", [](int) { return hang(); });
