@@ -136,51 +136,60 @@ std::int64_t webhook_sender::retry_delay(std::size_t attempts) {
   return base + std::uniform_int_distribution<std::int64_t>(-spread, spread)(jitter_);
 }
 
+std::vector<std::unique_ptr<webhook_sender::transfer>> webhook_sender::select_due(database& db, std::int64_t now_ms, const std::vector<endpoint_key>& full,
+                                                                                 const std::vector<std::string>& held, std::size_t limit) {
+  std::string text =
+      "SELECT d.tenant, d.endpoint, d.position, d.message_id, d.attempts, e.url, e.secret, e.old_secret, e.old_secret_until, f.body"
+      " FROM webhook_deliveries d JOIN webhook_endpoints e ON e.tenant = d.tenant AND e.id = d.endpoint"
+      " LEFT JOIN event_feed f ON f.position = d.position AND f.tenant = d.tenant"
+      " WHERE d.state = 'pending' AND d.next_at <= ? AND (d.claimed_until IS NULL OR d.claimed_until < ?) AND e.enabled = 1";
+  for (std::size_t i = 0; i < full.size(); ++i) text += " AND NOT (d.tenant = ? AND d.endpoint = ?)";
+  for (std::size_t i = 0; i < held.size(); ++i) text += " AND d.tenant <> ?";
+  text += " ORDER BY d.next_at LIMIT ?";  // the due index's order: no sort
+  query q = db.prepare(text);
+  q.bind(1, now_ms).bind(2, now_ms);
+  int p = 3;
+  for (const endpoint_key& k : full) {
+    q.bind(p, k.tenant).bind(p + 1, k.id);
+    p += 2;
+  }
+  for (const std::string& tenant : held) q.bind(p++, tenant);
+  q.bind(p, static_cast<std::int64_t>(limit));
+  std::vector<std::unique_ptr<transfer>> due;
+  while (q.step()) {
+    auto t = std::make_unique<transfer>();
+    t->tenant = q.text(0), t->endpoint = q.text(1), t->position = q.integer(2), t->message_id = q.text(3), t->attempts_before = q.integer(4);
+    t->url = q.text(5), t->secret = q.text(6);
+    if (!q.is_null(7) && !q.is_null(8) && q.integer(8) > now_ms) t->old_secret = q.text(7);
+    t->event_gone = q.is_null(9);
+    if (!t->event_gone) t->body = q.text(9);
+    due.push_back(std::move(t));
+  }
+  return due;
+}
+
 std::size_t webhook_sender::claim(database& db, std::int64_t now_ms) {
   if (flying_.size() >= cfg_.sends) return 0;
   const std::int64_t until = now_ms + cfg_.timeout.count() + claim_margin_ms;
   // The last `reserve` free slots are kept for tenants with nothing in flight.
   const std::size_t reserve = std::min<std::size_t>(cfg_.sends_per_endpoint, cfg_.sends / 2);
+  std::size_t room = cfg_.sends - flying_.size();
+  std::map<std::string, unsigned> per_tenant;
+  std::vector<endpoint_key> full;  // endpoints at their bound: the selection passes over them
+  std::vector<std::string> held;   // tenants with transfers in flight, while only the reserve is free: passed over too
+  for (const auto& [k, n] : per_endpoint_) {
+    per_tenant[k.tenant] += n;
+    if (n >= cfg_.sends_per_endpoint) full.push_back(k);
+    if (room <= reserve && std::find(held.begin(), held.end(), k.tenant) == held.end()) held.push_back(k.tenant);
+  }
+  // A read first: a poll that finds nothing to claim writes nothing (no write lock, no fsync).
+  if (db.read([&] { return select_due(db, now_ms, full, held, 1); }).empty()) return 0;
   std::map<endpoint_key, unsigned> taken;
   std::vector<std::unique_ptr<transfer>> claimed = db.write(delivery_claim_key, [&] {
     taken = per_endpoint_;
-    std::map<std::string, unsigned> per_tenant;
-    std::vector<endpoint_key> full;  // endpoints at their bound: the selection passes over them
-    for (const auto& [k, n] : taken) {
-      per_tenant[k.tenant] += n;
-      if (n >= cfg_.sends_per_endpoint) full.push_back(k);
-    }
-    std::vector<std::string> held;  // tenants with transfers in flight, while only the reserve is free: passed over too
     std::vector<std::unique_ptr<transfer>> out;
-    std::size_t room = cfg_.sends - flying_.size();
     while (room > 0) {
-      std::string text =
-          "SELECT d.tenant, d.endpoint, d.position, d.message_id, d.attempts, e.url, e.secret, e.old_secret, e.old_secret_until, f.body"
-          " FROM webhook_deliveries d JOIN webhook_endpoints e ON e.tenant = d.tenant AND e.id = d.endpoint"
-          " LEFT JOIN event_feed f ON f.position = d.position AND f.tenant = d.tenant"
-          " WHERE d.state = 'pending' AND d.next_at <= ? AND (d.claimed_until IS NULL OR d.claimed_until < ?) AND e.enabled = 1";
-      for (std::size_t i = 0; i < full.size(); ++i) text += " AND NOT (d.tenant = ? AND d.endpoint = ?)";
-      for (std::size_t i = 0; i < held.size(); ++i) text += " AND d.tenant <> ?";
-      text += " ORDER BY d.next_at LIMIT ?";  // the due index's order: no sort
-      query q = db.prepare(text);
-      q.bind(1, now_ms).bind(2, now_ms);
-      int p = 3;
-      for (const endpoint_key& k : full) {
-        q.bind(p, k.tenant).bind(p + 1, k.id);
-        p += 2;
-      }
-      for (const std::string& tenant : held) q.bind(p++, tenant);
-      q.bind(p, static_cast<std::int64_t>(room));
-      std::vector<std::unique_ptr<transfer>> due;
-      while (q.step()) {
-        auto t = std::make_unique<transfer>();
-        t->tenant = q.text(0), t->endpoint = q.text(1), t->position = q.integer(2), t->message_id = q.text(3), t->attempts_before = q.integer(4);
-        t->url = q.text(5), t->secret = q.text(6);
-        if (!q.is_null(7) && !q.is_null(8) && q.integer(8) > now_ms) t->old_secret = q.text(7);
-        t->event_gone = q.is_null(9);
-        if (!t->event_gone) t->body = q.text(9);
-        due.push_back(std::move(t));
-      }
+      std::vector<std::unique_ptr<transfer>> due = select_due(db, now_ms, full, held, room);
       if (due.empty()) break;
       const std::size_t passed_before = full.size() + held.size(), claimed_before = out.size();
       for (std::unique_ptr<transfer>& t : due) {

@@ -58,6 +58,7 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "platform/config.hpp"
 #include "storage/database.hpp"
@@ -106,6 +107,10 @@ class webhook_sender {
     auto operator<=>(const endpoint_key&) const = default;
   };
 
+  /// The due deliveries at `now_ms` a claim may take, oldest next_at first, at most `limit`, passing over
+  /// the endpoints `full` and the tenants `held`.
+  std::vector<std::unique_ptr<transfer>> select_due(database& db, std::int64_t now_ms, const std::vector<endpoint_key>& full,
+                                                    const std::vector<std::string>& held, std::size_t limit);
   /// Claims due deliveries at `now_ms` into transfers; returns how many.
   std::size_t claim(database& db, std::int64_t now_ms);
   /// Waits for transfers at most `wait_ms`, then commits the outcome of each one that ended; returns

@@ -283,6 +283,20 @@ TEST_F(webhook_sending, ADeliveryIsPostedWithTheStandardHeadersAndAVerifiableSig
   EXPECT_EQ(s->send_due(db, now + day), 0u);  // nothing more to send
 }
 
+TEST_F(webhook_sending, APollThatFindsNothingDueWritesNothing) {
+  FOLIO_SQLITE_ONLY();  // the count of commits is SQLite's
+  endpoint("ep_a", rx.url("/a"));
+  now += hour;
+  event("ep_a");  // due in an hour
+  now -= hour;
+  auto s = make();
+  const std::uint64_t commits = db.usage().commits;
+  EXPECT_EQ(s->send_due(db, now), 0u);
+  EXPECT_EQ(db.usage().commits, commits);
+  EXPECT_EQ(s->send_due(db, now + hour), 1u);
+  EXPECT_GT(db.usage().commits, commits);
+}
+
 TEST_F(webhook_sending, TheLogKeepsAnAnswersFirstKilobyteAsText) {
   rx.on("/a", [](int) { return receiver::answer{502, false, std::string("\xff\x00ok", 4) + std::string(2000, 'x'), {}}; });
   endpoint("ep_a", rx.url("/a"));
