@@ -3,9 +3,9 @@
 // docs/OPERATIONS.md, "Webhooks").
 //
 // Model. A delivery is one event (event_feed, by position) owed to one endpoint. The sender owns a
-// libcurl multi handle holding the attempts in flight. A claim (one short write transaction) picks due
-// rows — state 'pending', next_at <= now, not claimed or claimed_until < now, endpoint enabled — oldest
-// next_at first, and marks each claimed_by = this node, claimed_until = now + timeout + 30 s, so that
+// libcurl multi handle holding the attempts in flight. A claim (a read; when it finds something to
+// take, one short write transaction) picks due rows — state 'pending', next_at <= now, not claimed or
+// claimed_until < now, endpoint enabled — oldest next_at first, and marks each claimed_by = this node, claimed_until = now + timeout + 30 s, so that
 // no other sender (another node, or this one later) takes a row while its claim is live, and a row
 // whose sender died is taken again once its claim has passed. Claims serialise on one write key (on
 // PostgreSQL an advisory lock; SQLite serialises every write), and each row's UPDATE is guarded by the
@@ -19,6 +19,7 @@
 // anything else (no answer, a 3xx, a 4xx, a 5xx): due again retries[attempts - 1] later, within ±10%
 // (jitter), or 'failed' after the last. The endpoint's failing_since is set at its first failure after
 // a success and cleared by a success; a failure when it is disable_after old disables the endpoint.
+// The outcome writes the endpoint's row before the delivery's, the order queue_delivery takes them in.
 // Disabling fails its pending deliveries. A delivery leaving 'pending' takes one off the endpoint's
 // `queued`. An outcome is applied only while the sender's claim on the row stands (claimed_by and
 // claimed_until unchanged): a row taken over, replayed or deleted meanwhile is left as it is.
@@ -38,7 +39,8 @@
 // is not allowed". The first 1,024 bytes of an answer are kept. Secrets are never logged.
 //
 // Delivery is at least once: a sender that dies after sending and before its outcome commits leaves the
-// row claimed; it is sent again after claimed_until (by any node). Order is not kept across retries.
+// row claimed; it is sent again after claimed_until (by any node); so does an outcome whose write
+// fails. Order is not kept across retries. A pending delivery whose event was pruned fails unsent.
 //
 // Costs: a claim reads the due rows in next_at order through the partial index webhook_deliveries_due
 // (no sort), once more for each endpoint or tenant it finds at its bound (at most sends + 1 reads), and
