@@ -370,7 +370,11 @@ TEST_F(webhook_sending, ADeliveryFailsAfterTheLastRetry) {
   for (std::size_t k = 0; k <= cfg.retries.size(); ++k) {
     ASSERT_EQ(state(id), "pending");
     EXPECT_EQ(s->send_due(db, now), 1u);
-    now = std::max<std::int64_t>(now, next_at(id));
+    if (k == cfg.retries.size()) break;
+    const std::int64_t wait = cfg.retries[k].count(), due = next_at(id);  // 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, ±10%
+    EXPECT_GE(due - now, wait - wait / 10) << k;
+    EXPECT_LE(due - now, wait + wait / 10) << k;
+    now = due;
   }
   EXPECT_EQ(state(id), "failed");
   EXPECT_EQ(integer("SELECT attempts FROM webhook_deliveries"), 8);
