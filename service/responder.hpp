@@ -55,6 +55,8 @@ class responder {
   /// The events' sequencer (events/feed.hpp): outbox rows become the feed's events and their webhook
   /// deliveries, likewise until stop_background().
   void run_events(database& db) { events_.run(db); }
+  /// `f` runs whenever the sequencer has queued deliveries (folio-fcgi: the webhook sender's wake()). Before run_events().
+  void on_events_made(std::function<void()> f) { events_.on_events_made(std::move(f)); }
   void stop_background() {
     crdt_.compactions().stop();
     crdt_.history().stop();
