@@ -17,8 +17,12 @@
 //              [--max-db-pages N] [--access-log on|off] [--request-timeout 50]
 //              [--client-token-keys /etc/folio/client-token.keys] [--auto-version-quiet 30] [--auto-version-at-most 600]
 //              [--versions-keep-all-hours 24] [--versions-hourly-days 30] [--history-days 30]
+//              [--webhook-allow HOST|CIDR,...] [--webhook-retries 5s,5m,30m,2h,5h,10h,10h] [--webhook-timeout 15]
+//              [--webhook-coalesce 5000] [--webhook-coalesce-max 30000] [--webhook-value-bytes 0] [--events-keep-days 30]
+//              [--webhook-endpoints-max 20] [--webhook-queue-max 10000]
 #include <fcgiapp.h>
 #include <malloc.h>
+#include <openssl/rand.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -29,21 +33,27 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "platform/clock.hpp"
 #include "platform/fastcgi_params.hpp"
 #include "platform/log.hpp"
 #include "platform/worker_shares.hpp"
 #include "responder.hpp"
+#include "webhooks/address_policy.hpp"
+#include "webhooks/sender.hpp"
 
 namespace {
 
@@ -58,6 +68,7 @@ struct options {
   unsigned request_timeout_s = 50;
   std::string client_token_keys;
   folio::service::history_config history;
+  folio::service::webhook_config webhooks;
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -65,7 +76,10 @@ struct options {
                "folio-fcgi: %s\nusage: folio-fcgi [--socket PATH] [--db PATH|postgresql://...] [--workers N] [--tenant-workers N] [--max-body BYTES]\n"
                "                  [--cache-mb MB] [--cache-entries N] [--channel-secret-file PATH] [--publish-socket PATH] [--max-db-pages N] [--access-log on|off]\n"
                "                  [--request-timeout SECONDS] [--client-token-keys PATH] [--auto-version-quiet SECONDS] [--auto-version-at-most SECONDS]\n"
-               "                  [--versions-keep-all-hours N] [--versions-hourly-days N] [--history-days N]\n",
+               "                  [--versions-keep-all-hours N] [--versions-hourly-days N] [--history-days N]\n"
+               "                  [--webhook-allow HOST|CIDR,...] [--webhook-retries DURATION,...] [--webhook-timeout SECONDS]\n"
+               "                  [--webhook-coalesce MS] [--webhook-coalesce-max MS] [--webhook-value-bytes N] [--events-keep-days N]\n"
+               "                  [--webhook-endpoints-max N] [--webhook-queue-max N]\n",
                why);
   std::exit(2);
 }
@@ -83,6 +97,25 @@ options parse(int argc, char** argv) {
       const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
       if (v.empty() || *end || n == 0) usage(("not a positive number: " + v).c_str());
       return n;
+    };
+    auto list = [&](const std::string& v) {  // comma-separated, spaces around an entry dropped
+      std::vector<std::string> out;
+      for (std::size_t at = 0; at <= v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        const std::size_t b = v.find_first_not_of(' ', at), e = v.find_last_not_of(' ', comma - 1);
+        out.push_back(b < comma && e != std::string::npos && e >= b ? v.substr(b, e - b + 1) : std::string());
+        at = comma + 1;
+      }
+      return out;
+    };
+    auto duration = [&](const std::string& v) {  // "500ms", "5s", "5m", "2h"
+      std::size_t digits = 0;
+      while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
+      const std::string unit = v.substr(digits);
+      const long long scale = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60000 : unit == "h" ? 3600000 : 0;
+      if (digits == 0 || digits > 9 || scale == 0) usage(("not a duration (a number and ms, s, m or h): " + v).c_str());
+      const long long n = static_cast<long long>(number(v.substr(0, digits)));
+      return std::chrono::milliseconds(n * scale);
     };
     if (a == "--socket") o.socket = value();
     else if (a == "--db") o.db = value();
@@ -106,10 +139,33 @@ options parse(int argc, char** argv) {
     else if (a == "--versions-keep-all-hours") o.history.keep_all = std::chrono::hours(number(value()));
     else if (a == "--versions-hourly-days") o.history.hourly_for = std::chrono::hours(24 * number(value()));
     else if (a == "--history-days") o.history.history = std::chrono::hours(24 * number(value()));
+    else if (a == "--webhook-allow") {
+      o.webhooks.allow = list(value());
+      try {
+        folio::service::address_policy check(o.webhooks.allow);
+      } catch (const std::invalid_argument& e) {
+        usage((std::string("--webhook-allow: ") + e.what()).c_str());
+      }
+    }
+    else if (a == "--webhook-retries") {
+      o.webhooks.retries.clear();
+      for (const std::string& d : list(value())) o.webhooks.retries.push_back(duration(d));
+    }
+    else if (a == "--webhook-timeout") o.webhooks.timeout = std::chrono::seconds(number(value()));
+    else if (a == "--webhook-coalesce") o.webhooks.coalesce = std::chrono::milliseconds(number(value()));
+    else if (a == "--webhook-coalesce-max") o.webhooks.coalesce_max = std::chrono::milliseconds(number(value()));
+    else if (a == "--webhook-value-bytes") {
+      const std::string v = value();
+      o.webhooks.value_bytes = v == "0" ? 0 : number(v);
+    }
+    else if (a == "--events-keep-days") o.webhooks.keep = std::chrono::hours(24 * number(value()));
+    else if (a == "--webhook-endpoints-max") o.webhooks.endpoints_per_tenant = number(value());
+    else if (a == "--webhook-queue-max") o.webhooks.queued_per_endpoint = number(value());
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
   if (o.tenant_workers > o.workers) usage("--tenant-workers must be at most --workers");
+  if (o.webhooks.coalesce_max < o.webhooks.coalesce) usage("--webhook-coalesce-max must be at least --webhook-coalesce");
   return o;
 }
 
@@ -359,9 +415,23 @@ int main(int argc, char** argv) {
   cfg.cache_entries = o.cache_entries;
   cfg.request_timeout = std::chrono::seconds(o.request_timeout_s);
   cfg.history = o.history;
+  cfg.webhooks = o.webhooks;
   if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
   cfg.live.publish_socket = o.publish_socket;
   folio::service::responder svc(cfg);
+  // The webhook sender (webhooks/sender.hpp), its claims under a node id of this process's own: 16 random hex digits.
+  std::unique_ptr<folio::service::webhook_sender> sender;
+  try {
+    unsigned char bytes[8] = {};
+    if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("no randomness for the node id");
+    std::string node_id;
+    for (const unsigned char b : bytes) node_id += "0123456789abcdef"[b >> 4], node_id += "0123456789abcdef"[b & 15];
+    sender = std::make_unique<folio::service::webhook_sender>(cfg.webhooks, node_id, folio::service::now_unix_ms);
+  } catch (const std::exception& e) {
+    folio::service::log::write("error", "startup_failed", std::string("cannot start the webhook sender: ") + e.what());
+    return 1;
+  }
+  svc.on_events_made([&sender] { sender->wake(); });  // deliveries go out at once, not at the sender's next poll
   if (!o.client_token_keys.empty() && !load_client_keys(svc, o.client_token_keys)) return 1;
   // What earlier responders left that outlives them (the client-token streams still open in nginx,
   // ended when due) is taken over. After the keys: a kept stream's key must be known, or it is ended as the key's.
@@ -418,22 +488,24 @@ int main(int argc, char** argv) {
       FCGX_Free(&next->fcgx, 1);
     });
   // The families' background work, off the request path, each on a thread with a connection of its own:
-  // the compactions of the records' logs, the records' history upkeep (automatic versions,
-  // thinning, retention), and the events' sequencer (outbox rows become the feed's events and webhook
-  // deliveries). One that fails to start or dies is logged and stays stopped until a restart.
-  const auto background = [&](void (folio::service::responder::*work)(folio::service::database&), const char* event, const char* what) {
-    return std::thread([&, work, event, what] {
+  // the compactions of the records' logs, the records' history upkeep (automatic versions, thinning,
+  // retention), the events' sequencer (outbox rows become the feed's events and webhook deliveries)
+  // and the webhook deliveries (with the delivery log's retention). One that fails to start or dies is
+  // logged and stays stopped until a restart.
+  const auto background = [&](std::function<void(folio::service::database&)> work, const char* event, const char* what) {
+    return std::thread([&, work = std::move(work), event, what] {
       try {
         folio::service::database db(o.db, folio::service::responder::tables(), o.max_db_pages);
-        (svc.*work)(db);
+        work(db);
       } catch (const std::exception& e) {
         folio::service::log::write("error", event, std::string(what) + " until a restart: " + e.what());
       }
     });
   };
-  std::thread compaction = background(&folio::service::responder::run_background, "compaction_stopped", "no more compactions");
-  std::thread history = background(&folio::service::responder::run_history, "history_upkeep_stopped", "no more automatic versions");
-  std::thread events = background(&folio::service::responder::run_events, "events_stopped", "no more events are made from changes");
+  std::thread compaction = background([&](folio::service::database& db) { svc.run_background(db); }, "compaction_stopped", "no more compactions");
+  std::thread history = background([&](folio::service::database& db) { svc.run_history(db); }, "history_upkeep_stopped", "no more automatic versions");
+  std::thread events = background([&](folio::service::database& db) { svc.run_events(db); }, "events_stopped", "no more events are made from changes");
+  std::thread webhooks = background([&](folio::service::database& db) { sender->run(db); }, "webhooks_stopped", "no more webhook deliveries");
   // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
   // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
   // streams end at the read that sees the revocation (credentials_changed). A connection that will not open
@@ -489,9 +561,11 @@ int main(int argc, char** argv) {
     run(*a, svc, db, &late);
   }
   svc.stop_background();
+  sender->stop();
   compaction.join();
   history.join();
   events.join();
+  webhooks.join();
   revocations.join();
   close(fd);
   unlink(o.socket.c_str());

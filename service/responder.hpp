@@ -13,6 +13,7 @@
 #include "events/feed.hpp"
 #include "storage/database.hpp"
 #include "platform/server.hpp"
+#include "webhooks/handlers.hpp"
 
 namespace folio::service {
 
@@ -20,6 +21,7 @@ class responder {
  public:
   explicit responder(config c) : server_(std::move(c)), crdt_(server_), events_(server_.settings().webhooks) {
     register_annotation_routes(server_.routes());
+    register_webhook_routes(server_.routes());
   }
   responder(const responder&) = delete;
   responder& operator=(const responder&) = delete;
@@ -53,6 +55,8 @@ class responder {
   /// The events' sequencer (events/feed.hpp): outbox rows become the feed's events and their webhook
   /// deliveries, likewise until stop_background().
   void run_events(database& db) { events_.run(db); }
+  /// `f` runs whenever the sequencer has queued deliveries (folio-fcgi: the webhook sender's wake()). Before run_events().
+  void on_events_made(std::function<void()> f) { events_.on_events_made(std::move(f)); }
   void stop_background() {
     crdt_.compactions().stop();
     crdt_.history().stop();

@@ -8,6 +8,9 @@
 //   folio-admin --db var/folio.db check
 //   folio-admin --db var/folio.db export TENANT ORG DOC EDITOR
 //   folio-admin --db var/folio.db repair TENANT ORG DOC EDITOR
+//   folio-admin --db var/folio.db webhooks endpoints [--tenant KEY_ID]
+//   folio-admin --db var/folio.db webhooks deliveries --endpoint ID [--tenant KEY_ID] [--message MSG_ID] [--limit N]
+//   folio-admin --db var/folio.db webhooks replay --endpoint ID [--tenant KEY_ID] (--message MSG_ID | --failed-since TIME)
 // A created key or token is printed once, on stdout; only its salted hash is stored. KEY_ID and
 // TOKEN_ID are the ids `list` shows; the whole credential, or its "fk_<id>" / "ft_<id>" part, works too
 // (revoking a leaked token by pasting it). `--expires` takes the API's timestamp form. `check` verifies
@@ -23,6 +26,12 @@
 // docs/OPERATIONS.md, "Records past the operation limit"). TENANT is the tenant as `check` names it.
 // `repair` makes the record a new incarnation (clients holding its state are told to sync again, as
 // after a delete and add) at the next revision, in one write transaction.
+// `webhooks` reads and replays what the webhooks' API does (docs/API.md, "Webhooks"; webhooks/endpoints.hpp):
+// `endpoints` lists every tenant's endpoints (or one tenant's), never their secrets; `deliveries` an
+// endpoint's deliveries by state and its newest attempts (--limit, default 50; --message: one message's);
+// `replay` queues one message again, or every delivery that failed since TIME, as deliveries/replay
+// does (with the default queue limit per endpoint). An endpoint is found by its id alone unless two
+// tenants hold it (then --tenant, the key id `list` shows).
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -40,6 +49,7 @@
 #include "wire/json.hpp"
 #include "platform/clock.hpp"
 #include "responder.hpp"
+#include "webhooks/endpoints.hpp"
 
 namespace {
 
@@ -50,7 +60,10 @@ int usage() {
                "       folio-admin [--db PATH|postgresql://...] list\n"
                "       folio-admin [--db PATH|postgresql://...] revoke-key KEY_ID | revoke-token TOKEN_ID\n"
                "       folio-admin [--db PATH|postgresql://...] check\n"
-               "       folio-admin [--db PATH|postgresql://...] export|repair TENANT ORG DOC EDITOR\n");
+               "       folio-admin [--db PATH|postgresql://...] export|repair TENANT ORG DOC EDITOR\n"
+               "       folio-admin [--db PATH|postgresql://...] webhooks endpoints [--tenant KEY_ID]\n"
+               "       folio-admin [--db PATH|postgresql://...] webhooks deliveries --endpoint ID [--tenant KEY_ID] [--message MSG_ID] [--limit N]\n"
+               "       folio-admin [--db PATH|postgresql://...] webhooks replay --endpoint ID [--tenant KEY_ID] (--message MSG_ID | --failed-since TIME)\n");
   return 2;
 }
 
@@ -221,6 +234,76 @@ std::string repair(folio::service::database& db, const folio::service::record_ke
          std::to_string(now.revision) + ", incarnation " + std::to_string(incarnation);
 }
 
+/// An endpoint's filter as a line shows it: "all", or its members comma-separated.
+std::string filter_text(const std::optional<std::string>& json) {
+  if (!json) return "all";
+  const rapidjson::Document d = folio::service::parse_json(*json);
+  std::string out;
+  for (const auto& v : d.GetArray()) out += (out.empty() ? "" : ",") + std::string(v.GetString(), v.GetStringLength());
+  return out;
+}
+
+/// `folio-admin webhooks ...` (args from "webhooks" on); returns the exit status.
+int webhooks(folio::service::database& db, const std::vector<std::string>& args) {
+  namespace svc = folio::service;
+  std::optional<std::string> tenant, endpoint, message, failed_since;
+  std::int64_t limit = 50;
+  for (std::size_t i = 2; i < args.size(); i += 2) {
+    if (i + 1 >= args.size()) return usage();
+    const std::string& v = args[i + 1];
+    if (args[i] == "--tenant") tenant = id_argument(v, "fk_");
+    else if (args[i] == "--endpoint") endpoint = v;
+    else if (args[i] == "--message") message = v;
+    else if (args[i] == "--failed-since") failed_since = v;
+    else if (args[i] == "--limit" && !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos) limit = std::stoll(v);
+    else return usage();
+  }
+  const std::string sub = args.size() > 1 ? args[1] : "";
+  if (sub == "endpoints" && !endpoint && !message && !failed_since) {
+    const std::int64_t now = svc::now_unix_ms();
+    for (const auto& [owner, e] : svc::list_endpoints(db, tenant)) {
+      std::string line = e.id + "  tenant " + owner + "  " + (e.enabled ? "enabled" : "DISABLED") + "  " + e.url + "  events " + filter_text(e.events) +
+                         "  organizations " + filter_text(e.org_ids) + "  queued " + std::to_string(e.queued) + "  dropped " + std::to_string(e.dropped) +
+                         "  created " + svc::iso_time(e.created_at);
+      if (e.failing_since) line += "  failing since " + svc::iso_time(*e.failing_since);
+      if (svc::signing_secrets(e, now).size() > 1) line += "  old secret signs until " + svc::iso_time(*e.old_secret_until);
+      if (e.disabled_reason) line += "  (" + *e.disabled_reason + ")";
+      if (e.description) line += "  \"" + *e.description + "\"";
+      std::printf("%s\n", line.c_str());
+    }
+    return 0;
+  }
+  if ((sub != "deliveries" && sub != "replay") || !endpoint) return usage();
+  if (!tenant) tenant = svc::tenant_of_endpoint(db, *endpoint);
+  if (!tenant || !svc::find_endpoint(db, *tenant, *endpoint)) return std::fprintf(stderr, "folio-admin: no webhook endpoint %s\n", endpoint->c_str()), 1;
+  if (sub == "deliveries" && !failed_since && limit > 0) {
+    std::string states;
+    for (const auto& [state, n] : svc::delivery_states(db, *tenant, *endpoint)) states += "  " + state + " " + std::to_string(n);
+    std::printf("%s  tenant %s  deliveries:%s\n", endpoint->c_str(), tenant->c_str(), states.empty() ? " none" : states.c_str());
+    for (const svc::delivery_attempt& a : svc::list_attempts(db, *tenant, *endpoint, message, std::nullopt, static_cast<std::size_t>(limit))) {
+      std::string line = svc::iso_time(a.attempted_at) + "  " + a.message_id + "  " + a.event_type.value_or("-") + "  attempt " + std::to_string(a.attempt) +
+                         "  " + (a.http_status ? "HTTP " + std::to_string(*a.http_status) : std::string("no answer")) + "  " + std::to_string(a.latency_ms) + " ms";
+      if (a.error) line += "  " + *a.error;
+      std::printf("%s\n", line.c_str());
+    }
+    return 0;
+  }
+  if (sub != "replay" || message.has_value() == failed_since.has_value()) return usage();
+  const std::optional<std::int64_t> since = failed_since ? svc::timestamp_ms(*failed_since) : std::nullopt;
+  if (failed_since && !since)
+    return std::fprintf(stderr, "folio-admin: --failed-since must be a UTC timestamp like 2027-01-31T00:00:00.000Z, not \"%s\"\n", failed_since->c_str()), 2;
+  const svc::webhook_config defaults;
+  const std::int64_t now = svc::now_unix_ms();
+  try {
+    const std::size_t n = message ? svc::replay_message(db, defaults, *tenant, *endpoint, *message, now)
+                                  : svc::replay_failed_since(db, defaults, *tenant, *endpoint, *since, now);
+    std::printf("replayed %zu deliver%s to %s\n", n, n == 1 ? "y" : "ies", endpoint->c_str());
+  } catch (const svc::api_error& e) {
+    return std::fprintf(stderr, "folio-admin: %s\n", e.message.c_str()), 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -264,6 +347,8 @@ int main(int argc, char** argv) {
         const folio::document d = read_whole(db, k, row);
         std::printf("%s\n", folio::service::value_json(d).c_str());
       }
+    } else if (cmd == "webhooks") {
+      return webhooks(db, args);
     } else if ((cmd == "revoke-key" || cmd == "revoke-token") && args.size() == 2) {
       const bool key = cmd == "revoke-key";
       const std::string id = id_argument(args[1], key ? "fk_" : "ft_");

@@ -233,7 +233,9 @@ void event_sequencer::run(database& db) {
     try {
       const std::int64_t now = now_unix_ms();
       const std::size_t limit = 1000;
-      if (sequence_events(db, cfg_, now, limit) >= limit) continue;  // more are waiting
+      const std::size_t made = sequence_events(db, cfg_, now, limit);
+      if (made > 0 && made_) made_();
+      if (made >= limit) continue;  // more are waiting
       if (const std::int64_t next = next_ready_ms(db, cfg_); next >= 0) wait_ms = std::clamp<std::int64_t>(next - now_unix_ms() + 1, 1, poll_ms);
     } catch (const std::exception& e) {
       log::write("error", "events_pass_failed", std::string("sequencing events failed; tried again in a second: ") + e.what());

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -60,11 +61,15 @@ bool queue_delivery(database& db, const webhook_config& cfg, std::string_view te
 class event_sequencer {
  public:
   explicit event_sequencer(const webhook_config& cfg) : cfg_(cfg) {}
+  /// `f` runs after each pass that made events (their deliveries are queued): the webhook sender's
+  /// wake(). Before run().
+  void on_events_made(std::function<void()> f) { made_ = std::move(f); }
   void run(database& db);
   void stop();
 
  private:
   const webhook_config& cfg_;
+  std::function<void()> made_;
   std::mutex mutex_;  ///< guards stop_
   bool stop_ = false;
 };

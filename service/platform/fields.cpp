@@ -125,10 +125,11 @@ const rapidjson::Value* selection(const rapidjson::Value& data, const char* fiel
   return &m->value;
 }
 
-std::int64_t page_size(const rapidjson::Value& data, std::int64_t default_size) {
+std::int64_t page_size(const rapidjson::Value& data, std::int64_t default_size, std::int64_t max_size) {
   const rapidjson::Value* v = field_value(data, "pageSize");
   if (!v) return default_size;
-  if (!v->IsInt64() || v->GetInt64() < 1 || v->GetInt64() > 1000) throw api_error(status::invalid_argument, "pageSize must be a whole number from 1 to 1000.");
+  if (!v->IsInt64() || v->GetInt64() < 1 || v->GetInt64() > max_size)
+    throw api_error(status::invalid_argument, "pageSize must be a whole number from 1 to " + std::to_string(max_size) + ".");
   return v->GetInt64();
 }
 

@@ -43,9 +43,9 @@ std::vector<std::string> id_list(const rapidjson::Value& data, const char* field
 /// exactly its members, so an empty one selects nothing (never everything; docs/API.md). null is
 /// refused: a client that sends null for "no ids" must not select by the other fields, or all.
 std::optional<std::vector<std::string>> selected_ids(const rapidjson::Value& data, const char* field);
-/// A page's `pageSize`: absent or null is `default_size`; else a whole number from 1 to 1000, or 400
-/// `pageSize must be a whole number from 1 to 1000.`
-std::int64_t page_size(const rapidjson::Value& data, std::int64_t default_size);
+/// A page's `pageSize`: absent or null is `default_size`; else a whole number from 1 to `max_size`, or
+/// 400 `pageSize must be a whole number from 1 to 1000.` (the maximum named).
+std::int64_t page_size(const rapidjson::Value& data, std::int64_t default_size, std::int64_t max_size = 1000);
 /// A member name as a message shows it: at most 64 bytes (cut at a UTF-8 character's start), with
 /// control characters, '"' and '\\' shown as '?'.
 std::string shown_name(std::string_view name);

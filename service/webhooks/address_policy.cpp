@@ -36,14 +36,14 @@ bool prefix_match(const unsigned char* a, const unsigned char* net, unsigned pre
   return (a[whole] & mask) == (net[whole] & mask);
 }
 
+}  // namespace
+
 std::string address_text(const sockaddr* a) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (a->sa_family == AF_INET) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a)->sin_addr, buf, sizeof buf);
   else if (a->sa_family == AF_INET6) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr, buf, sizeof buf);
   return buf;
 }
-
-}  // namespace
 
 bool is_internal_address(const sockaddr* a) {
   if (a->sa_family == AF_INET) return internal_v4(reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(a)->sin_addr));

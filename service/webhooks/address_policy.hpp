@@ -26,6 +26,8 @@ namespace folio::service {
 
 /// Whether `a` is an address webhooks never reach unless allowed (the ranges above).
 bool is_internal_address(const sockaddr* a);
+/// `a`'s address as text ("127.0.0.1", "::1"); "" for a family other than IPv4 and IPv6.
+std::string address_text(const sockaddr* a);
 
 class address_policy {
  public:

@@ -256,6 +256,57 @@ class Admin(unittest.TestCase):
         self.assertIn("has passed; the token is created expired", r.stderr)
         self.assertTrue(r.stdout.startswith("ft_"))
 
+    def test_webhook_endpoints_through_nginx_and_folio_admin(self):
+        # A tenant of its own: no change of the other tests makes an event for its endpoint.
+        key = STACK.admin("create-key", "webhooks")
+        CREDS["wh"] = (key, STACK.admin("create-token", key[3:19], "ops"))
+        for url, shown in (("http://10.0.0.1/", "10.0.0.1"), ("http://169.254.169.254/latest/meta-data/", "169.254.169.254")):
+            err(self, call("/v2/webhooks/endpoints/add", {"url": url}, who="wh"), 400, "INVALID_ARGUMENT",
+                "url's host %s resolves to %s, a loopback, private, link-local or reserved address; webhooks reach only public addresses." % (shown, shown))
+        err(self, call("/v2/webhooks/endpoints/add", {"url": "file:///etc/passwd"}, who="wh"), 400, "INVALID_ARGUMENT", "url must be an http or https URL.")
+        # 192.0.2.0/24 is public but routes nowhere (TEST-NET-1); the endpoint is disabled at once and sent nothing.
+        added = ok(self, call("/v2/webhooks/endpoints/add", {"url": "https://192.0.2.10/hook", "events": ["comment.added"]}, who="wh"),
+                   "Webhook endpoint added successfully.")
+        endpoint, secret = added["endpointId"], added["secret"]
+        ok(self, call("/v2/webhooks/endpoints/update", {"endpointId": endpoint, "enabled": False}, who="wh"), "Webhook endpoint updated successfully.")
+        listed = ok(self, call("/v2/webhooks/endpoints/get", {}, who="wh"), "Webhook endpoints fetched successfully.")
+        self.assertEqual([(e["endpointId"], e["enabled"], e["events"]) for e in listed["endpoints"]], [(endpoint, False, ["comment.added"])])
+        rotated = ok(self, call("/v2/webhooks/endpoints/rotate-secret", {"endpointId": endpoint}, who="wh"), "Webhook secret rotated successfully.")["secret"]
+        self.assertEqual(ok(self, call("/v2/webhooks/endpoints/get", {"endpointIds": [endpoint]}, who="b"), "Webhook endpoints fetched successfully."),
+                         {"endpoints": []})
+        self.assertEqual(ok(self, call("/v2/events/get", {"limit": 5}, who="wh"), "Events fetched successfully."), {"events": [], "cursor": "0"})
+
+        r = self.admin("webhooks", "endpoints", "--tenant", key[3:19])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^%s  tenant %s  DISABLED  https://192\.0\.2\.10/hook  events comment\.added  organizations all  queued 0  dropped 0  created \S+Z"
+                         r"  old secret signs until \S+Z\n$" % (endpoint, key[3:19]))
+        r = self.admin("webhooks", "deliveries", "--endpoint", endpoint)
+        self.assertEqual((r.returncode, r.stdout), (0, "%s  tenant %s  deliveries: none\n" % (endpoint, key[3:19])))
+        r = self.admin("webhooks", "replay", "--endpoint", endpoint, "--failed-since", "2020-01-01T00:00:00.000Z")
+        self.assertEqual((r.returncode, r.stderr), (1, "folio-admin: This endpoint is disabled; enable it (webhooks/endpoints/update) first.\n"))
+        r = self.admin("webhooks", "replay", "--endpoint", "ep_000000000000000000000000", "--message", "msg_x")
+        self.assertEqual((r.returncode, r.stderr), (1, "folio-admin: no webhook endpoint ep_000000000000000000000000\n"))
+
+        ok(self, call("/v2/webhooks/endpoints/delete", {"endpointId": endpoint}, who="wh"), "Webhook endpoint deleted successfully.")
+        self.assertEqual(self.admin("webhooks", "endpoints", "--tenant", key).stdout, "")
+        # The pull feed through the real sequencer: a change's events, in order, then nothing after the cursor.
+        ok(self, call("/v2/commentannotations/add", {"organizationId": "o", "documentId": "d", "commentAnnotations": [
+            {"annotationId": "t1", "from": {"userId": "ana", "name": "Ana", "email": "ana@example.com"}, "commentData": [{"commentText": "hi"}]}]}, who="wh"), "1 of 1 annotations added.")
+        feed = wait_for(lambda: ok(self, call("/v2/events/get", {}, who="wh"), "Events fetched successfully.")["events"], 10)
+        self.assertEqual([(e["type"], e["data"]["annotationId"]) for e in feed][:1], [("comment_annotation.added", "t1")])
+        self.assertTrue(all(e["id"].startswith("msg_") and list(e) == ["id", "type", "timestamp", "data"] for e in feed), feed)
+        first = ok(self, call("/v2/events/get", {"limit": 1}, who="wh"), "Events fetched successfully.")
+        self.assertEqual(first["events"], feed[:1])
+        rest = ok(self, call("/v2/events/get", {"after": first["cursor"]}, who="wh"), "Events fetched successfully.")
+        self.assertEqual(rest["events"], feed[1:])
+        others = ok(self, call("/v2/events/get", {"limit": 1000}, who="b"), "Events fetched successfully.")["events"]
+        self.assertFalse({e["id"] for e in feed} & {e["id"] for e in others})
+        # Secrets are answered once and never written to a log.
+        self.assertTrue(wait_for(lambda: any('"/v2/webhooks/endpoints/delete"' in line for line in log_lines(STACK.fcgi_log))))
+        for line in log_lines(STACK.fcgi_log):
+            self.assertNotIn(secret[6:], line)
+            self.assertNotIn(rotated[6:], line)
+
 
 class DevSetup(unittest.TestCase):
     """scripts/service-setup.sh as scripts/run and scripts/cluster use it, with FOLIO_PORT set (here the
