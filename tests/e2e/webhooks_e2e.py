@@ -158,6 +158,10 @@ class Receiver:
             daemon_threads = True
             address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
+            def handle_error(self, request, client_address):
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):  # a sender stopped mid-request: not a failure
+                    super().handle_error(request, client_address)
+
         self.server = Server((host, 0), Handler)
         self.host, self.port = host, self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -341,7 +345,7 @@ class A_MixedWorkload(unittest.TestCase):
         self.assertLess(quick, COALESCE_MS / 1000, "the updates were not all within the coalescing window")
         success(self, call("/v2/crdt/add", dict(ids, editorId="m", type="map", data={"k": 1}, userId="u-map")))
         success(self, call("/v2/crdt/update", dict(ids, editorId="m", data={"k": 2}, userId="u-map")))
-        success(self, call("/v2/crdt/delete", dict(ids, editorId="m", userId="u-del")))
+        success(self, call("/v2/crdt/delete", dict(ids, editorId="m")))
         # A named version.
         success(self, call("/v2/crdt/versions/add", dict(ids, editorId="t", name="v-one", userId="u-version")))
         # Records over crdt/sync: folio-cli pushes an edit of its replica.
@@ -403,7 +407,7 @@ class A_MixedWorkload(unittest.TestCase):
         deleted = only(("crdt.record.deleted", org, doc, "m"))
         self.assertIsNone(deleted["version"])
         self.assertEqual(deleted["recordType"], "map")
-        self.assertEqual(deleted["userIds"], ["u-del"])
+        self.assertEqual(deleted["userIds"], ["subject-a"])  # crdt/delete takes no userId: the token's subject
         version = only(("crdt.version.created", org, doc, "t"))
         self.assertEqual(list(version), ["organizationId", "documentId", "editorId", "recordType", "version", "versionNumber", "kind", "name",
                                          "authors", "userIds", "changes"])
@@ -644,8 +648,8 @@ class D_Kills(unittest.TestCase):
         endpoint, secret = add_endpoint(self, path, organizationIds=[org])
         success(self, call("/v2/commentannotations/add", {"organizationId": org, "documentId": "d", "commentAnnotations": [
             {"annotationId": "thread", "from": user("u"), "commentData": []}]}))
-        acked = set()  # subjects of acknowledged changes
-        sent = set()
+        acked = {("comment_annotation.added", org, "d", "thread")}  # subjects of acknowledged changes
+        sent = set(acked)
         stopping = threading.Event()
         lock = threading.Lock()
 
@@ -705,12 +709,13 @@ class D_Kills(unittest.TestCase):
         lost = sorted(acked - set(by_subject))
         self.assertEqual(lost, [])
         check_deliveries(self, path, [secret])
-        # No event of a change that did not commit: every event's subject was sent (and its record or
-        # comment is there); one event per change (distinct ids, one subject each).
+        # No event of a change that was never sent; one event per change (distinct ids, one subject
+        # each). (Automatic versions of the records added are the service's own events.)
         subjects = {}
         for mid, ds in received(path).items():
-            subjects.setdefault(subject(ds[0].event), []).append(mid)
-        self.assertLessEqual(set(subjects), sent)
+            if ds[0].event["type"] != "crdt.version.created":
+                subjects.setdefault(subject(ds[0].event), []).append(mid)
+        self.assertEqual(sorted(set(subjects) - sent), [])
         self.assertEqual({k: v for k, v in subjects.items() if len(v) > 1}, {})
         duplicates = {mid: len(ds) for mid, ds in received(path).items() if len(ds) > 1}
         events_in_feed = {e["id"] for e in feed(self)[0]}
