@@ -9,7 +9,7 @@
 #  * crdt/update p50 and p99 with three endpoints subscribed against none (4 writers on 4 small text
 #    records, wrk, $secs s a run), measured by turns, FOLIO_BENCH_ROUNDS rounds (default 3; the median
 #    round's ratio), the endpoints added before and deleted after each run with them: with the default
-#    settings (a record's updates coalesce into one event per 5 s) and with --webhook-coalesce 0 (every
+#    settings (a record's updates coalesce into one event per 5 s) and with --webhook-coalesce 1 (every
 #    update an event, three deliveries each: the sender's whole cost beside the writes). The goal is
 #    a ratio <= 1.1 (issue 52).
 #   bench/webhooks.sh [SECONDS_PER_RUN]      (default 5; everything lives in a temporary directory)
@@ -120,14 +120,14 @@ measure() {  # CONFIG FLAGS...: rounds of none and three by turns; writes $work/
   echo "$p50 $p50_lo $p50_hi $p99 $p99_lo $p99_hi $n $errors $k" > "$work/$config.ratios"
 }
 measure default
-measure every --webhook-coalesce 0
+measure every --webhook-coalesce 1 --webhook-coalesce-max 1
 
 printf '\nWebhooks: deliveries to a receiver on loopback (204 at once), wrk for crdt/update\n'
 printf '  deliveries/s, a replayed backlog of %s (sender alone)  %8s   (replay call %s ms)\n' "$replayed" "$backlog_rate" "$replay_ms"
 printf '  deliveries/s, %s events written and delivered        %8s   (writes alone: %s events/s, 100 a request)\n' "$events" "$live_rate" "$write_rate"
 printf '\n  crdt/update, 4 writers on 4 records (1 KB text), %ss a run, median of %s rounds by turns (round range)\n' "$secs" "$rounds"
 printf '  %-44s %8s %8s %8s %8s %8s %16s %16s  %s\n' settings none_p50 none_p99 three_p50 three_p99 requests "p50 three/none" "p99 three/none" "target: verdict"
-for c in default:"coalesced (default, 5 s)" every:"every update an event (coalesce 0)"; do
+for c in default:"coalesced (default, 5 s)" every:"every update an event (coalesce 1 ms)"; do
   config=${c%%:*} label=${c#*:}
   read -r p50 p50_lo p50_hi p99 p99_lo p99_hi n errors k < "$work/$config.ratios"
   read -r _ n50 n99 _ _ < "$work/$config-none.$k.res"

@@ -289,7 +289,7 @@ def main():
                  r"p50 ([0-9.]+), p99 ([0-9.]+) \((.*?)\); every update an event: p50 ([0-9.]+), p99 ([0-9.]+)$", wh, "webhooks summary")
         w("\nWebhooks (`bench/webhooks.sh 5`, a receiver on loopback answering at once): %s deliveries/s from a replayed backlog of "
           "failed deliveries (the sender alone), %s/s for events written and delivered end to end; `crdt/update` with three endpoints "
-          "subscribed ÷ none, 4 writers, by turns: p50 %s, p99 %s (%s); with every update an event (`--webhook-coalesce 0`, three "
+          "subscribed ÷ none, 4 writers, by turns: p50 %s, p99 %s (%s); with every update an event (`--webhook-coalesce 1`, three "
           "deliveries each) p50 %s, p99 %s (no target).\n" % (num(m.group(1)), num(m.group(2)), m.group(3), m.group(4), md(m.group(5)),
                                                              m.group(6), m.group(7)))
 
