@@ -1,7 +1,8 @@
 // libFuzzer targets for whole requests: the server and the handlers (responder::handle) against a
 // temporary SQLite database holding a record of each type and a comment thread. FOLIO_FUZZ_TARGET:
-//   1 request: byte 0 picks the path (every endpoint, /healthz, /metrics, an unknown one), the rest
-//     is the body, sent with valid credentials.
+//   1 request: byte 0 picks the path (every endpoint but the two that resolve a URL's host —
+//     webhooks/endpoints/add and update —, /healthz, /metrics, an unknown one), the rest is the body,
+//     sent with valid credentials.
 //   2 sync: byte 0 picks the record (text, map, xml, array; bit 4 set: no incarnation is sent), byte 1
 //     is the length of the version vector that follows, the rest is the update; both sent base64 in a
 //     /v2/crdt/sync body with the record's incarnation.
@@ -44,6 +45,12 @@ constexpr std::string_view paths[] = {
     "/v2/crdt/update",                  "/v2/crdt/get",                  "/v2/crdt/delete",
     "/v2/crdt/sync",                    "/healthz",                      "/metrics",
     "/v2/crdt/nothing",
+    "/v2/crdt/versions/add",            "/v2/crdt/versions/get",         "/v2/crdt/versions/update",
+    "/v2/crdt/versions/delete",         "/v2/crdt/versions/restore",     "/v2/crdt/versions/diff",
+    // The webhooks' endpoints but add and update, which resolve the URL's host (a name would wait for DNS).
+    "/v2/webhooks/endpoints/get",       "/v2/webhooks/endpoints/delete", "/v2/webhooks/endpoints/rotate-secret",
+    "/v2/webhooks/endpoints/test",      "/v2/webhooks/deliveries/get",   "/v2/webhooks/deliveries/replay",
+    "/v2/events/get",
 };
 constexpr const char* editors[] = {"t", "m", "x", "a"};
 
@@ -86,6 +93,8 @@ struct world {
         {"/v2/crdt/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"a","type":"array","data":[{"k":1},{"k":2}]}})"},
         {"/v2/commentannotations/add",
          R"({"data":{"organizationId":"o","documentId":"d","commentAnnotations":[{"annotationId":"n","from":{"userId":"u","name":"U","email":"u@example.com"},"commentData":[{"commentText":"c"}]}]}})"},
+        {"/v2/crdt/versions/add", R"({"data":{"organizationId":"o","documentId":"d","editorId":"t","name":"v"}})"},
+        {"/v2/webhooks/endpoints/add", R"({"data":{"url":"https://192.0.2.1/hook"}})"},  // an address literal: nothing to resolve
     };
     for (const auto& [path, body] : seeds) call(path, body);
     for (std::size_t i = 0; i < std::size(editors); ++i) {
