@@ -386,7 +386,7 @@ class A_MixedWorkload(unittest.TestCase):
                 ("comment_annotation.updated", org, doc, "a1"), ("comment_annotation.deleted", org, doc, "a2"),
                 ("comment.added", org, doc, "a1", 2), ("comment.updated", org, doc, "a1", 2), ("comment.deleted", org, doc, "a1", 2),
                 ("webhook.ping", None, None)}
-        by_subject = wait_for_subjects(self, path, want)
+        wait_for_subjects(self, path, want)
         self.assertEqual({s[0] for s in want} - {"webhook.ping"}, {"crdt.record.added", "crdt.record.updated", "crdt.record.deleted",
                                                                     "crdt.version.created", "comment_annotation.added", "comment_annotation.updated",
                                                                     "comment_annotation.deleted", "comment.added", "comment.updated", "comment.deleted"})
@@ -601,7 +601,7 @@ class B_Retries(unittest.TestCase):
         success(self, call("/v2/crdt/add", {"organizationId": org, "documentId": "d", "editorId": "y", "type": "text", "data": ""}))
         # The event is in the feed; a disabled endpoint gets nothing new (checked after a later event of
         # an enabled endpoint arrived, so the sender had its chance).
-        probe, _ = add_endpoint(self, "/gone-probe", organizationIds=[org])
+        add_endpoint(self, "/gone-probe", organizationIds=[org])
         success(self, call("/v2/crdt/add", {"organizationId": org, "documentId": "d", "editorId": "z", "type": "text", "data": ""}))
         wait_for_subjects(self, "/gone-probe", {("crdt.record.added", org, "d", "z")})
         self.assertEqual(RECEIVER.hits(path), 1)
