@@ -7,7 +7,8 @@ event type, each delivered, signed and told apart by webhook-id, the same ids in
 record's quick updates coalesced into one event; a receiver failing for a while gets everything, with
 the attempts logged and replayable; internal addresses, redirects and other schemes are refused; no
 acknowledged change loses its event across 20 SIGKILLs of the responders (and, on a cluster, one
-node's); a tenant's hanging endpoint does not hold up another's deliveries.
+node's); a tenant's hanging endpoint does not hold up another's deliveries; an endpoint's full queue
+drops deliveries while the feed keeps every event, and a small record's value rides in its event.
 
 The stack runs with --webhook-allow 127.0.0.1,localhost (the receiver), a short coalescing window
 and a short retry schedule; the tests that need other flags restart the responders with them.
@@ -780,6 +781,41 @@ class D_Kills(unittest.TestCase):
             self.assertLess(received(path)[mid][0].at, killed_at, mid)
         STACK.start_fcgi()
         RECEIVER.modes[path] = ("ok",)
+
+
+class F_Limits(unittest.TestCase):
+    def setUp(self):
+        restart(flags() + ["--webhook-queue-max", "3", "--webhook-value-bytes", "16"])
+        self.addCleanup(restart, flags())
+
+    def test_a_full_queue_drops_deliveries_and_the_feed_keeps_every_event(self):
+        org, path = "wh-full", "/full"
+        RECEIVER.modes[path] = ("hang", 30)  # no delivery leaves the queue during the test (attempts time out and retry)
+        endpoint, _ = add_endpoint(self, path, organizationIds=[org])
+        _, before = feed(self)
+        editors = ["e%d" % i for i in range(8)]
+        for e in editors:
+            success(self, call("/v2/crdt/add", {"organizationId": org, "documentId": "d", "editorId": e, "type": "text", "data": "v" + e}))
+
+        def mine():
+            return [e for e in feed(self, after=before)[0] if e["data"]["organizationId"] == org]
+        wait_until(lambda: len(mine()) == len(editors), 30, "every event in the feed")
+
+        def counted():
+            [e] = success(self, call("/v2/webhooks/endpoints/get", {"endpointIds": [endpoint]}))["endpoints"]
+            return e["queued"], e["dropped"]
+        wait_until(lambda: sum(counted()) == len(editors), 30, "every event queued or dropped")
+        self.assertEqual(counted(), (3, 5))
+        wait_until(lambda: len(received(path)) == 3, 30, "the queued deliveries sent")
+        self.assertLessEqual({subject(ds[0].event) for ds in received(path).values()},
+                             {("crdt.record.added", org, "d", e) for e in editors})
+        # --webhook-value-bytes 16: a small record's value is in its event, after its version.
+        events = mine()
+        self.assertEqual([e["data"]["value"] for e in events], ["v" + e for e in editors])
+        self.assertEqual(list(events[0]["data"]), ["organizationId", "documentId", "editorId", "recordType", "version", "value", "userIds", "changes"])
+        success(self, call("/v2/crdt/add", {"organizationId": org, "documentId": "d", "editorId": "big", "type": "text", "data": "x" * 16}))
+        wait_until(lambda: len(mine()) == len(editors) + 1, 30, "the big record's event in the feed")
+        self.assertNotIn("value", mine()[-1]["data"])  # its JSON, with the quotes, takes 18 bytes
 
 
 class E_Isolation(unittest.TestCase):
