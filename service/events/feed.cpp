@@ -19,33 +19,26 @@ namespace folio::service {
 
 std::int64_t append_to_feed(database& db, std::string_view tenant, std::string_view id, std::string_view type, std::string_view org,
                             std::int64_t at_ms, bool in_feed, std::string_view body) {
-  query top = db.sql("SELECT coalesce(max(position), 0) FROM event_feed");
-  top.step();
-  const std::int64_t position = top.integer(0) + 1;
-  db.sql("INSERT INTO event_feed (position, tenant, id, type, org, created_at, in_feed, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-      .bind(1, position)
-      .bind(2, tenant)
-      .bind(3, id)
-      .bind(4, type)
-      .bind(5, org)
-      .bind(6, at_ms)
-      .bind(7, std::int64_t(in_feed))
-      .bind(8, body)
-      .step();
+  query q = db.sql("INSERT INTO event_feed (tenant, id, type, org, created_at, in_feed, body) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING position");
+  q.bind(1, tenant).bind(2, id).bind(3, type).bind(4, org).bind(5, at_ms).bind(6, std::int64_t(in_feed)).bind(7, body);
+  if (!q.step()) throw store_error(failure::other, "an event's position was not returned");
+  const std::int64_t position = q.integer(0);
+  while (q.step()) {
+  }
   return position;
 }
 
 bool queue_delivery(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view endpoint, std::int64_t position,
                     std::string_view id, std::int64_t now_ms) {
-  // The endpoint's count of pending deliveries moves with each delivery that enters or leaves 'pending'.
-  query was = db.sql("SELECT state FROM webhook_deliveries WHERE tenant = ? AND endpoint = ? AND position = ?");
-  was.bind(1, tenant).bind(2, endpoint).bind(3, position);
-  const std::optional<std::string> state = was.step() ? std::optional(was.text(0)) : std::nullopt;
-  if (state == "pending") {  // already queued: due now, its attempts counted afresh
-    db.sql("UPDATE webhook_deliveries SET attempts = 0, next_at = ? WHERE tenant = ? AND endpoint = ? AND position = ?")
-        .bind(1, now_ms).bind(2, tenant).bind(3, endpoint).bind(4, position).step();
-    return true;
-  }
+  // Already queued: due now, its attempts counted afresh, and any claim on it dropped — an attempt in
+  // flight then records its own outcome in the log but moves the delivery no more (its outcome is
+  // guarded by the claim), and the delivery is sent again. One statement, so a sender that ends it
+  // meanwhile is either before it (then the row is not pending: below) or after it.
+  db.sql("UPDATE webhook_deliveries SET attempts = 0, next_at = ?, claimed_by = NULL, claimed_until = NULL"
+         " WHERE tenant = ? AND endpoint = ? AND position = ? AND state = 'pending'")
+      .bind(1, now_ms).bind(2, tenant).bind(3, endpoint).bind(4, position).step();
+  if (db.changes() == 1) return true;
+  // Not pending (or new): it enters the queue, counted in the endpoint's pending deliveries.
   db.sql("UPDATE webhook_endpoints SET queued = queued + 1 WHERE tenant = ? AND id = ? AND queued < ?")
       .bind(1, tenant).bind(2, endpoint).bind(3, static_cast<std::int64_t>(cfg.queued_per_endpoint)).step();
   if (db.changes() == 0) {
@@ -74,7 +67,7 @@ struct outbox_row {
 
 /// An event to make: its outbox rows (one, or a coalesced subject's in commit order).
 struct pending_event {
-  std::int64_t order = 0;  ///< where it goes among the pass's events: its newest row's seq
+  std::int64_t order = 0;  ///< where it goes among the pass's events (sequence_events)
   std::vector<outbox_row> rows;
 };
 
@@ -157,42 +150,51 @@ bool signal_pending = false;
 
 std::size_t sequence_events(database& db, const webhook_config& cfg, std::int64_t now_ms, std::size_t limit) {
   const std::int64_t quiet_before = now_ms - cfg.coalesce.count(), started_before = now_ms - cfg.coalesce_max.count();
-  {  // Nothing to do is found without a write transaction (SQLite: no fsync), as most passes find.
-    query q = db.sql("SELECT 1 FROM event_outbox WHERE coalesces = 0 LIMIT 1");
-    if (!q.step()) {
-      const std::int64_t next = next_ready_ms(db, cfg);
-      if (next < 0 || next > now_ms) return 0;
-    }
+  const auto ready_by_time = [&](const std::vector<outbox_row>& rows) {
+    return rows.back().created_at <= quiet_before || rows.front().created_at <= started_before;
+  };
+  // The coalescing subjects that look ready, read before the write transaction (a read takes no write
+  // lock: the grouping, linear in the rows waiting, never holds other writes); the transaction reads
+  // each one's rows again and decides from them. Nothing to do is found without a transaction (SQLite:
+  // no fsync), as most passes find.
+  std::set<std::pair<std::string, std::string>> candidates;  // (tenant, subject)
+  {
+    query q = db.sql("SELECT tenant, subject FROM event_outbox WHERE coalesces = 1 GROUP BY tenant, subject HAVING max(created_at) <= ? OR min(created_at) <= ? LIMIT ?");
+    q.bind(1, quiet_before).bind(2, started_before).bind(3, static_cast<std::int64_t>(limit));
+    while (q.step()) candidates.emplace(q.text(0), q.text(1));
+    query at_once = db.sql("SELECT 1 FROM event_outbox WHERE coalesces = 0 LIMIT 1");
+    if (candidates.empty() && !at_once.step()) return 0;
   }
   return db.write(feed_key, [&] {
-    // The rows that make an event each, oldest first; then the coalescing subjects that are ready, and
-    // those a row read here forces out first (a deletion after its record's updates).
+    // The rows that make an event each, oldest first (a pending_event's order is twice its seq).
     query at_once = db.sql("SELECT seq, tenant, type, org, subject, user_id, created_at, data FROM event_outbox WHERE coalesces = 0 ORDER BY seq LIMIT ?");
     at_once.bind(1, static_cast<std::int64_t>(limit));
     std::vector<pending_event> events;
-    for (outbox_row& r : read_rows(at_once)) events.push_back({r.seq, {std::move(r)}});
-    std::set<std::pair<std::string, std::string>> subjects, ready;  // (tenant, subject) of coalesced events to make; those of them ready by time
-    {
-      query q = db.sql("SELECT tenant, subject FROM event_outbox WHERE coalesces = 1 GROUP BY tenant, subject HAVING max(created_at) <= ? OR min(created_at) <= ?");
-      q.bind(1, quiet_before).bind(2, started_before);
-      while (q.step() && ready.size() < limit) ready.emplace(q.text(0), q.text(1));
+    std::map<std::pair<std::string, std::string>, std::vector<std::int64_t>> cuts;  // the seqs of each subject's rows read here
+    for (outbox_row& r : read_rows(at_once)) {
+      cuts[{r.tenant, r.subject}].push_back(r.seq);
+      candidates.emplace(r.tenant, r.subject);
+      events.push_back({2 * r.seq, {std::move(r)}});
     }
-    subjects = ready;
-    for (const pending_event& e : events) subjects.emplace(e.rows[0].tenant, e.rows[0].subject);
-    for (const auto& [tenant, subject] : subjects) {
+    // Each subject's updates, cut at its rows read above (a deletion, or an add after it): the updates
+    // before a cut are one event placed just before it (order 2 * cut - 1), so a record's updates never
+    // come after its deletion nor merge with those of its next incarnation; the updates after the last
+    // cut wait for their own window (order: twice their newest seq, when ready).
+    for (const auto& subject : candidates) {
       query q = db.sql("SELECT seq, tenant, type, org, subject, user_id, created_at, data FROM event_outbox WHERE tenant = ? AND subject = ? AND coalesces = 1 ORDER BY seq");
-      q.bind(1, tenant).bind(2, subject);
+      q.bind(1, subject.first).bind(2, subject.second);
       std::vector<outbox_row> rows = read_rows(q);
-      if (rows.empty()) continue;
-      // A subject not ready yet is made now when a row of it that makes an event at once came after
-      // its first update (a deletion): just before that row.
-      std::int64_t order = ready.count({tenant, subject}) ? rows.back().seq : std::numeric_limits<std::int64_t>::max();
-      for (const pending_event& e : events)
-        if (e.rows.size() == 1 && e.rows[0].tenant == tenant && e.rows[0].subject == subject && e.rows[0].seq > rows.front().seq)
-          order = std::min(order, e.rows[0].seq - 1);
-      if (order != std::numeric_limits<std::int64_t>::max()) events.push_back({order, std::move(rows)});
+      const std::vector<std::int64_t>& at = cuts[subject];
+      std::size_t i = 0;
+      for (const std::int64_t cut : at) {
+        pending_event e{2 * cut - 1, {}};
+        for (; i < rows.size() && rows[i].seq < cut; ++i) e.rows.push_back(std::move(rows[i]));
+        if (!e.rows.empty()) events.push_back(std::move(e));
+      }
+      std::vector<outbox_row> tail(std::make_move_iterator(rows.begin() + static_cast<std::ptrdiff_t>(i)), std::make_move_iterator(rows.end()));
+      if (!tail.empty() && ready_by_time(tail)) events.push_back({2 * tail.back().seq, std::move(tail)});
     }
-    std::stable_sort(events.begin(), events.end(), [](const pending_event& a, const pending_event& b) { return a.order < b.order; });
+    std::sort(events.begin(), events.end(), [](const pending_event& a, const pending_event& b) { return a.order < b.order; });
     std::map<std::string, std::vector<endpoint_filter>> endpoints;  // by tenant, read once a pass
     for (const pending_event& e : events) {
       const outbox_row& last = e.rows.back();

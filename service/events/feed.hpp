@@ -5,14 +5,19 @@
 // Model. A pass (sequence_events) is one write transaction under the feed's key (feed_key: on
 // PostgreSQL an advisory lock, so passes of N nodes run one at a time; SQLite serialises every write):
 // it reads the oldest outbox rows, makes an event of each row that is ready, gives it the next feed
-// position (one more than the highest; the passes are serialised, so positions are handed out in order
-// and a reader that sees a position sees every position before it), queues a delivery for each enabled
-// endpoint of the tenant whose filters take it, and deletes the rows it used — all or nothing, so a
-// crash at any point leaves the rows for the next pass and never makes an event twice.
+// position (event_feed's identity: never handed out twice, even once the rows are pruned; the passes
+// are serialised, so positions are handed out in order and a reader that sees a position sees every
+// position before it), queues a delivery for each enabled endpoint of the tenant whose filters take
+// it, and deletes the rows it used — all or nothing, so a crash at any point leaves the rows for the
+// next pass and never makes an event twice.
 // A row is ready at once unless it coalesces: the updates of one subject are one event once the newest
 // of them is `coalesce` old or the oldest `coalesce_max` old, listing every author (in the order of
-// their first change) and how many changes it covers; a row of the subject that does not coalesce (a
-// deletion) makes the pending updates' event first, so their events come before its.
+// their first change) and how many changes it covers. A row of the subject that does not coalesce (a
+// deletion, or the add of its next incarnation) cuts its updates: those before it are one event placed
+// just before its own, at once, so a record's update never comes after its deletion nor merges with
+// the updates of the record added again; those after it wait for their window.
+// The subjects that look ready are found by a read before the transaction (grouping the waiting rows
+// costs time linear in them, and holds no write lock); the transaction reads their rows again.
 // An endpoint whose queue holds queued_per_endpoint deliveries gets none for the event (the event
 // stays in the feed; the endpoint counts it in `dropped`).
 // Thread-safety: free functions over a caller's `database`.
@@ -41,7 +46,7 @@ std::size_t sequence_events(database& db, const webhook_config& cfg, std::int64_
 /// statement): when the sequencer's next pass is due if no other change wakes it.
 std::int64_t next_ready_ms(database& db, const webhook_config& cfg);
 
-/// Inside a write transaction under feed_key: appends an event to the feed with the next position and
+/// Inside a write transaction under feed_key: appends an event to the feed at the next position and
 /// returns the position. `in_feed` false: an endpoint's test ping, sent and never listed.
 std::int64_t append_to_feed(database& db, std::string_view tenant, std::string_view id, std::string_view type, std::string_view org,
                             std::int64_t at_ms, bool in_feed, std::string_view body);

@@ -11,7 +11,8 @@ namespace {
 // annotation, a comment); `coalesces` marks an update that is merged with the other updates of its
 // subject into one event (feed.hpp); `data` is the event's data object without userIds and changes.
 // event_feed: the tenant's events in the order they were sequenced (`position`, one sequence across
-// tenants, assigned by the one writer that sequences; feed.hpp), `body` the event as it is sent;
+// tenants that never hands a number out twice, even after the rows are pruned, assigned by the one
+// writer that sequences; feed.hpp), `body` the event as it is sent;
 // in_feed 0 for an endpoint's test ping (sent, never listed). webhook_endpoints: a tenant's
 // endpoints with their filters (JSON arrays, NULL: all), secret, the secret before the last rotation
 // while it still signs, and their standing: failing_since (the first failed attempt since the last
@@ -26,7 +27,7 @@ CREATE TABLE event_outbox (
 CREATE INDEX event_outbox_coalescing ON event_outbox (tenant, subject, created_at) WHERE coalesces = 1;
 CREATE INDEX event_outbox_at_once ON event_outbox (seq) WHERE coalesces = 0;
 CREATE TABLE event_feed (
-  position {INTEGER} NOT NULL PRIMARY KEY, tenant TEXT NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, org TEXT NOT NULL,
+  position {IDENTITY}, tenant TEXT NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, org TEXT NOT NULL,
   created_at {INTEGER} NOT NULL, in_feed {INTEGER} NOT NULL, body TEXT NOT NULL);
 CREATE INDEX event_feed_by_tenant ON event_feed (tenant, position);
 CREATE UNIQUE INDEX event_feed_by_id ON event_feed (tenant, id);

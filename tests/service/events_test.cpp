@@ -222,3 +222,54 @@ TEST_F(events_with_values, ASmallRecordsValueRidesInItsEventAndALargeOnesDoesNot
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(events, UpdatesAfterADeletionAndAnAddWaitForTheirOwnWindowAfterThem) {
+  // A review's case: add, update (bob), delete, add, update (carol) in one pass. Carol's update is of
+  // the record added again: it must come after the deletion and the add, not merge with bob's.
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"a"}})").http, 200);
+  ASSERT_EQ(update("ab", "bob").http, 200);
+  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"b"}})").http, 200);
+  ASSERT_EQ(update("bc", "carol").http, 200);
+  EXPECT_EQ(pass(0), 4u);
+  EXPECT_EQ(pass(6000), 1u);
+  std::vector<std::string> seen;
+  for (const feed_event& e : feed(db)) seen.push_back(e.type + (e.type == "crdt.record.updated" ? " " + users_of(e)[0] : ""));
+  EXPECT_EQ(seen, (std::vector<std::string>{"crdt.record.added", "crdt.record.updated bob", "crdt.record.deleted", "crdt.record.added",
+                                            "crdt.record.updated carol"}));
+}
+
+TEST_F(events, APositionIsNeverHandedOutTwiceEvenOnceTheFeedIsPruned) {
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"a"}})").http, 200);
+  pass(0);
+  const std::int64_t first = feed(db).at(0).position;
+  db.write([&] { db.sql("DELETE FROM event_feed").step(); });  // as retention does, once the events are old
+  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
+  pass(0);
+  EXPECT_GT(feed(db).at(0).position, first);  // a cursor at `first` still finds it
+}
+
+TEST_F(events, AReplayOfADeliveryInFlightDropsTheClaimAndQueuesItAgain) {
+  const std::string tenant = key.substr(3, 16);
+  db.write([&] {
+    db.sql("INSERT INTO webhook_endpoints (tenant, id, url, enabled, secret, created_at, updated_at, queued) VALUES (?, 'ep', 'https://example.com/', 1, 'whsec_AAAA', 1, 1, 1)")
+        .bind(1, tenant).step();
+    db.sql("INSERT INTO webhook_deliveries (tenant, endpoint, position, message_id, state, attempts, next_at, claimed_by, claimed_until) "
+           "VALUES (?, 'ep', 7, 'msg_x', 'pending', 3, 0, 'node', 99)")
+        .bind(1, tenant).step();
+  });
+  db.write([&] { EXPECT_TRUE(svc::queue_delivery(db, cfg, tenant, "ep", 7, "msg_x", 1000)); });
+  svc::query q = db.sql("SELECT state, attempts, next_at, CASE WHEN claimed_by IS NULL THEN 1 ELSE 0 END FROM webhook_deliveries");
+  ASSERT_TRUE(q.step());
+  EXPECT_EQ(q.text(0), "pending");
+  EXPECT_EQ(q.integer(1), 0);
+  EXPECT_EQ(q.integer(2), 1000);
+  EXPECT_EQ(q.integer(3), 1);  // the attempt in flight no longer moves it
+  svc::query n = db.sql("SELECT queued FROM webhook_endpoints");
+  ASSERT_TRUE(n.step());
+  EXPECT_EQ(n.integer(0), 1);  // still one pending delivery
+}
+
+}  // namespace
