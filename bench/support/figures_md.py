@@ -283,6 +283,16 @@ def main():
       "— %s of the record's full encoded document (%.1f KB; %s for the whole answer; no target).\n" % (
           num(ops), int(sy.group(1)) / 1000, int(sy.group(2)) / 1000, sy.group(4), int(sy.group(3)) / 1000, sy.group(5)))
 
+    wh = s.get("bench/webhooks.sh")  # results files from before issue 52 have none
+    if wh:
+        m = find(r"^Summary: (\d+) deliveries/s \(replayed backlog\), (\d+) end to end; crdt/update with three endpoints / none: "
+                 r"p50 ([0-9.]+), p99 ([0-9.]+) \((.*?)\); every update an event: p50 ([0-9.]+), p99 ([0-9.]+)$", wh, "webhooks summary")
+        w("\nWebhooks (`bench/webhooks.sh 5`, a receiver on loopback answering at once): %s deliveries/s from a replayed backlog of "
+          "failed deliveries (the sender alone), %s/s for events written and delivered end to end; `crdt/update` with three endpoints "
+          "subscribed ÷ none, 4 writers, by turns: p50 %s, p99 %s (%s); with every update an event (`--webhook-coalesce 1`, three "
+          "deliveries each) p50 %s, p99 %s (no target).\n" % (num(m.group(1)), num(m.group(2)), m.group(3), m.group(4), md(m.group(5)),
+                                                             m.group(6), m.group(7)))
+
     # Paragraphs wrapped as the README's are; tables as they are.
     section = "\n\n".join(p if p.startswith("|") else textwrap.fill(p, 104, break_long_words=False, break_on_hyphens=False)
                             for p in "".join(o).strip("\n").split("\n\n")) + "\n"
