@@ -66,6 +66,12 @@ def restart(args):
         STACK.wait_front_routes()
 
 
+# A test of what one responder does alone (signing, retries, refusals, the queue's cap): the single-node
+# suite runs it; a cluster adds nothing to it but time (the cluster's own tests: the mixed workload, a
+# failing receiver, a node killed, a hanging tenant).
+single_node_logic = unittest.skipIf(stack.NODES > 1, "what one responder does alone: the single-node suite runs it")
+
+
 # --- The signature check: the Standard Webhooks algorithm, written from the specification ------------
 
 def expected_signature(secret, msg_id, timestamp, body):
@@ -505,6 +511,7 @@ console.log(cases.length);
         self.assertNotIn(secret[6:], log)
         self.assertNotIn(localhost_secret[6:], log)
 
+    @single_node_logic
     def test_rotated_secret_signs_beside_the_new_one(self):
         org, path = "wh-rotate", "/rotate"
         endpoint, old = add_endpoint(self, path, organizationIds=[org])
@@ -565,6 +572,7 @@ class B_Retries(unittest.TestCase):
                 break
         self.assertEqual(paged, log)
 
+    @single_node_logic
     def test_a_delivery_failing_every_attempt_fails_and_is_replayed(self):
         org, path = "wh-down", "/down"
         RECEIVER.modes[path] = ("status", 503)
@@ -588,6 +596,7 @@ class B_Retries(unittest.TestCase):
         wait_until(lambda: len(RECEIVER.on(path)) == len(RETRIES) + 3, 30, "the replay of one message")
         self.assertEqual(RECEIVER.on(path)[-1].body, ds[0].body)
 
+    @single_node_logic
     def test_410_disables_the_endpoint(self):
         org, path = "wh-gone", "/gone"
         RECEIVER.modes[path] = ("status", 410)
@@ -610,6 +619,7 @@ class B_Retries(unittest.TestCase):
 
 
 class C_Refusals(unittest.TestCase):
+    @single_node_logic
     def test_internal_addresses_and_other_schemes_are_refused_without_an_allow_list(self):
         org, path = "wh-refuse", "/refused-at-connect"
         # An endpoint added while the receiver was allowed, then the responders restarted without it:
@@ -633,6 +643,7 @@ class C_Refusals(unittest.TestCase):
         self.assertEqual(first["error"], "address 127.0.0.1 is not allowed")
         self.assertEqual(RECEIVER.hits(path), 0)
 
+    @single_node_logic
     def test_a_redirect_is_a_failure_and_never_followed(self):
         org = "wh-redirect"
         RECEIVER.modes["/redirect"] = ("redirect", TARGET.url("/hit"))                    # 127.0.0.2: not allowed
@@ -651,6 +662,7 @@ class C_Refusals(unittest.TestCase):
 
 
 class D_Kills(unittest.TestCase):
+    @single_node_logic
     def test_no_acknowledged_change_loses_its_event_across_sigkills(self):
         kills = int(os.environ.get("FOLIO_WEBHOOK_KILLS", "20"))
         rng = random.Random(int(os.environ.get("FOLIO_CRASH_SEED", str(int(time.time())))))
@@ -710,8 +722,6 @@ class D_Kills(unittest.TestCase):
             stopping.set()
             for t in threads:
                 t.join(30)
-        if STACK.cluster:
-            STACK.wait_front_routes()
         self.assertGreater(len(acked), kills)
         # Every acknowledged change's event arrives (a killed sender's claims lapse after the attempt
         # timeout and a margin: another pass sends them).
@@ -788,6 +798,7 @@ class F_Limits(unittest.TestCase):
         restart(flags() + ["--webhook-queue-max", "3", "--webhook-value-bytes", "16"])
         self.addCleanup(restart, flags())
 
+    @single_node_logic
     def test_a_full_queue_drops_deliveries_and_the_feed_keeps_every_event(self):
         org, path = "wh-full", "/full"
         RECEIVER.modes[path] = ("hang", 30)  # no delivery leaves the queue during the test (attempts time out and retry)
