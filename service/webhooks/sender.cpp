@@ -436,16 +436,32 @@ void webhook_sender::run(database& db) {
   per_endpoint_.clear();
 }
 
-std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int64_t now_ms) {
+std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int64_t now_ms, std::size_t batch,
+                              const std::function<void(std::size_t)>& committed) {
+  batch = std::max<std::size_t>(1, batch);
   const std::int64_t before = now_ms - cfg.keep.count();
-  std::size_t deleted = db.write([&] {
-    db.sql("DELETE FROM webhook_attempts WHERE attempted_at < ?").bind(1, before).step();
-    std::size_t n = static_cast<std::size_t>(db.changes());
-    db.sql("DELETE FROM event_feed WHERE created_at < ?").bind(1, before).step();
-    return n + static_cast<std::size_t>(db.changes());
-  });
+  std::size_t deleted = 0;
+  const auto count = [&](std::size_t n) {
+    deleted += n;
+    if (committed) committed(n);
+    return n;
+  };
+  // The expired rows, oldest first through the time index, `batch` to a transaction, until a transaction
+  // finds fewer. By key (row values: SQLite and PostgreSQL alike), as webhook_attempts has no rowid.
+  for (const char* text : {"DELETE FROM webhook_attempts WHERE (tenant, endpoint, attempted_at, message_id, attempt) IN"
+                           " (SELECT tenant, endpoint, attempted_at, message_id, attempt FROM webhook_attempts WHERE attempted_at < ?"
+                           " ORDER BY attempted_at LIMIT ?)",
+                           "DELETE FROM event_feed WHERE position IN (SELECT position FROM event_feed WHERE created_at < ? ORDER BY created_at LIMIT ?)"}) {
+    std::size_t n = 0;
+    do {
+      n = count(db.write([&] {
+        db.sql(text).bind(1, before).bind(2, static_cast<std::int64_t>(batch)).step();
+        return static_cast<std::size_t>(db.changes());
+      }));
+    } while (n == batch);
+  }
   // Finished deliveries whose event is gone: found by a read (no write lock held while the table is
-  // scanned), deleted by key in batches.
+  // scanned), deleted by key, `batch` to a transaction.
   struct key {
     std::string tenant, endpoint;
     std::int64_t position;
@@ -453,13 +469,14 @@ std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int6
   for (;;) {
     const std::vector<key> orphans = db.read([&] {
       query q = db.sql("SELECT d.tenant, d.endpoint, d.position FROM webhook_deliveries d WHERE d.state <> 'pending'"
-                       " AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.position = d.position) LIMIT 500");
+                       " AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.position = d.position) LIMIT ?");
+      q.bind(1, static_cast<std::int64_t>(batch));
       std::vector<key> out;
       while (q.step()) out.push_back({q.text(0), q.text(1), q.integer(2)});
       return out;
     });
     if (orphans.empty()) break;
-    deleted += db.write([&] {
+    count(db.write([&] {
       std::size_t n = 0;
       for (const key& k : orphans) {
         db.sql("DELETE FROM webhook_deliveries WHERE tenant = ? AND endpoint = ? AND position = ? AND state <> 'pending'")
@@ -467,8 +484,8 @@ std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int6
         n += static_cast<std::size_t>(db.changes());
       }
       return n;
-    });
-    if (orphans.size() < 500) break;
+    }));
+    if (orphans.size() < batch) break;
   }
   return deleted;
 }

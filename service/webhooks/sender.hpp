@@ -50,8 +50,9 @@
 // (no sort), once more for each endpoint or tenant it finds at its bound (at most sends + 1 reads), and
 // passes over the due rows of those — at most `sends` endpoints of at most queued_per_endpoint rows
 // each — before it finds others; it updates at most `sends` rows. An outcome is
-// a handful of single-row statements. prune_webhook_log is linear in the rows it deletes, plus a read
-// of the finished deliveries.
+// a handful of single-row statements. prune_webhook_log holds the write lock for at most `batch` rows at
+// a time: each transaction deletes at most that many, found through the time indexes (oldest first);
+// its work is linear in the rows it deletes, plus one read of the finished deliveries per batch of them.
 // Thread-safety: send_due and run on one thread at a time; stop and wake from any thread.
 #pragma once
 
@@ -75,10 +76,17 @@ namespace folio::service {
 /// The write key claims of deliveries serialise on.
 inline constexpr std::string_view delivery_claim_key = "webhooks\x1f" "claims";
 
+/// Rows prune_webhook_log deletes per write transaction by default.
+inline constexpr std::size_t webhook_prune_batch = 1000;
+
 /// Deletes what is older than cfg.keep at `now_ms`: delivery attempts and events of the feed, then the
 /// finished deliveries ('succeeded', 'failed') whose event is gone (a pending one whose event is gone
-/// fails when it is claimed). Returns the rows deleted. Throws store_error.
-std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int64_t now_ms);
+/// fails when it is claimed). Each write transaction deletes at most `batch` rows of one table, and they
+/// follow one another until none is left, so writers wait for one batch at most, never for the whole
+/// backlog (after downtime, or a shorter keep); `committed`, when given, is told each transaction's
+/// rows. Returns the rows deleted. Throws store_error (what earlier transactions deleted stays deleted).
+std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int64_t now_ms, std::size_t batch = webhook_prune_batch,
+                              const std::function<void(std::size_t)>& committed = {});
 
 class webhook_sender {
  public:

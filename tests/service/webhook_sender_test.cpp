@@ -617,5 +617,30 @@ TEST_F(webhook_sending, TheLogIsKeptForItsTimeThenPruned) {
   EXPECT_EQ(rx.received().size(), 1u);
 }
 
+TEST_F(webhook_sending, TheLogIsPrunedInBatchesEachItsOwnTransaction) {
+  endpoint("ep_a", rx.url("/a"));
+  for (int i = 0; i < 25; ++i) {
+    const std::string id = event("ep_a");
+    db.write([&] {
+      db.sql("INSERT INTO webhook_attempts (tenant, endpoint, attempted_at, message_id, attempt, position, http_status, latency_ms)"
+             " SELECT tenant, endpoint, ?, message_id, 1, position, 200, 1 FROM webhook_deliveries WHERE message_id = ?")
+          .bind(1, now.load()).bind(2, id).step();
+      db.sql("UPDATE webhook_deliveries SET state = 'succeeded', attempts = 1, next_at = NULL WHERE message_id = ?").bind(1, id).step();
+    });
+  }
+  db.write([&] { db.sql("UPDATE webhook_endpoints SET queued = 0").step(); });
+  std::vector<std::size_t> transactions;
+  const auto committed = [&](std::size_t n) { transactions.push_back(n); };
+  EXPECT_EQ(svc::prune_webhook_log(db, cfg, now + cfg.keep.count(), 10, committed), 0u);  // not yet expired
+  EXPECT_EQ(transactions, (std::vector<std::size_t>{0, 0}));
+  transactions.clear();
+  EXPECT_EQ(svc::prune_webhook_log(db, cfg, now + cfg.keep.count() + 1, 10, committed), 75u);
+  // The attempts, the events, then the deliveries whose event is gone: at most 10 rows a transaction.
+  EXPECT_EQ(transactions, (std::vector<std::size_t>{10, 10, 5, 10, 10, 5, 10, 10, 5}));
+  EXPECT_EQ(integer("SELECT count(*) FROM webhook_attempts"), 0);
+  EXPECT_EQ(integer("SELECT count(*) FROM event_feed"), 0);
+  EXPECT_EQ(integer("SELECT count(*) FROM webhook_deliveries"), 0);
+}
+
 }  // namespace
 }  // namespace folio_service_test
