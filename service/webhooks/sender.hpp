@@ -25,14 +25,15 @@
 // claimed_until unchanged): a row taken over, replayed or deleted meanwhile is left as it is.
 //
 // Isolation: in this process at most sends_per_endpoint transfers of one endpoint (1 while its last
-// attempt timed out and it has not answered since: a hanging endpoint backs off to one send at a time),
+// attempt timed out and it has not answered since: a hanging endpoint backs off to one send at a time;
+// this process remembers that for an hour after the timeout, one map entry per such endpoint),
 // sends_per_tenant of one tenant and `sends` in all are in flight; the claim passes over the endpoints
 // and tenants at their bound, so a tenant whose endpoints all hang holds at most sends_per_tenant slots
 // and never the due deliveries of another tenant. The bound that guarantees a tenant a slot: whenever
 // (tenants with transfers in flight) x sends_per_tenant < sends, a free slot exists and the next claim
 // gives it to the first due delivery of a tenant below its bound (at the defaults, 256 / 8: fewer than 32
 // tenants in flight). So `sends` is high: a transfer in flight costs a socket and a few KiB (libcurl's
-// handle, the body), nothing while it waits.
+// handle, the body), and no CPU while it waits for an answer.
 // run() keeps claiming while transfers are in flight: a due delivery waits at most for the next poll
 // of the table (every 250 ms, or at once after wake() or a finished transfer), never for another
 // endpoint's transfer.
