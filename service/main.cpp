@@ -19,7 +19,7 @@
 //              [--versions-keep-all-hours 24] [--versions-hourly-days 30] [--history-days 30]
 //              [--webhook-allow HOST|CIDR,...] [--webhook-retries 5s,5m,30m,2h,5h,10h,10h] [--webhook-timeout 15]
 //              [--webhook-coalesce 5000] [--webhook-coalesce-max 30000] [--webhook-value-bytes 0] [--events-keep-days 30]
-//              [--webhook-endpoints-max 20] [--webhook-queue-max 10000]
+//              [--webhook-endpoints-max 20] [--webhook-queue-max 10000] [--webhook-sends-per-tenant 8]
 #include <fcgiapp.h>
 #include <malloc.h>
 #include <openssl/rand.h>
@@ -79,7 +79,7 @@ struct options {
                "                  [--versions-keep-all-hours N] [--versions-hourly-days N] [--history-days N]\n"
                "                  [--webhook-allow HOST|CIDR,...] [--webhook-retries DURATION,...] [--webhook-timeout SECONDS]\n"
                "                  [--webhook-coalesce MS] [--webhook-coalesce-max MS] [--webhook-value-bytes N] [--events-keep-days N]\n"
-               "                  [--webhook-endpoints-max N] [--webhook-queue-max N]\n",
+               "                  [--webhook-endpoints-max N] [--webhook-queue-max N] [--webhook-sends-per-tenant N]\n",
                why);
   std::exit(2);
 }
@@ -161,6 +161,7 @@ options parse(int argc, char** argv) {
     else if (a == "--events-keep-days") o.webhooks.keep = std::chrono::hours(24 * number(value()));
     else if (a == "--webhook-endpoints-max") o.webhooks.endpoints_per_tenant = number(value());
     else if (a == "--webhook-queue-max") o.webhooks.queued_per_endpoint = number(value());
+    else if (a == "--webhook-sends-per-tenant") o.webhooks.sends_per_tenant = static_cast<unsigned>(number(value()));
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }

@@ -42,8 +42,9 @@ struct webhook_config {
                                                  std::chrono::hours(5),    std::chrono::hours(10),  std::chrono::hours(10)};
   std::chrono::milliseconds disable_after{std::chrono::hours(24 * 5)};  ///< an endpoint failing this long is disabled
   std::chrono::milliseconds old_secret_for{std::chrono::hours(24)};     ///< a rotated-out secret still signs this long
-  unsigned sends_per_endpoint = 4;  ///< attempts in flight to one endpoint at a time
-  unsigned sends = 64;              ///< attempts in flight in this process
+  unsigned sends_per_endpoint = 4;  ///< attempts in flight to one endpoint at a time (1 while its last attempt timed out)
+  unsigned sends_per_tenant = 8;    ///< attempts in flight to one tenant's endpoints at a time
+  unsigned sends = 256;             ///< attempts in flight in this process (each a socket and a few KiB)
 };
 
 struct config {

@@ -113,6 +113,7 @@ webhook_sender::webhook_sender(webhook_config cfg, std::string node_id, clock no
   if (!multi_) throw std::runtime_error("libcurl did not start");
   cfg_.sends = std::max(1u, cfg_.sends);
   cfg_.sends_per_endpoint = std::max(1u, cfg_.sends_per_endpoint);
+  cfg_.sends_per_tenant = std::max(1u, cfg_.sends_per_tenant);
 }
 
 webhook_sender::~webhook_sender() {
@@ -168,39 +169,44 @@ std::vector<std::unique_ptr<webhook_sender::transfer>> webhook_sender::select_du
   return due;
 }
 
+unsigned webhook_sender::endpoint_bound(const endpoint_key& k) const { return timed_out_.count(k) ? 1u : cfg_.sends_per_endpoint; }
+
 std::size_t webhook_sender::claim(database& db, std::int64_t now_ms) {
   if (flying_.size() >= cfg_.sends) return 0;
   const std::int64_t until = now_ms + cfg_.timeout.count() + claim_margin_ms;
-  // The last `reserve` free slots are kept for tenants with nothing in flight.
-  const std::size_t reserve = std::min<std::size_t>(cfg_.sends_per_endpoint, cfg_.sends / 2);
-  std::size_t room = cfg_.sends - flying_.size();
-  std::map<std::string, unsigned> per_tenant;
-  std::vector<endpoint_key> full;  // endpoints at their bound: the selection passes over them
-  std::vector<std::string> held;   // tenants with transfers in flight, while only the reserve is free: passed over too
-  for (const auto& [k, n] : per_endpoint_) {
-    per_tenant[k.tenant] += n;
-    if (n >= cfg_.sends_per_endpoint) full.push_back(k);
-    if (room <= reserve && std::find(held.begin(), held.end(), k.tenant) == held.end()) held.push_back(k.tenant);
-  }
+  std::map<std::string, unsigned> in_flight;  // transfers in flight per tenant
+  for (const auto& [k, n] : per_endpoint_) in_flight[k.tenant] += n;
+  // Passed over by the selection: the tenants at their bound (`held`), and the other endpoints at theirs (`full`).
+  std::vector<std::string> held0;
+  for (const auto& [tenant, n] : in_flight)
+    if (n >= cfg_.sends_per_tenant) held0.push_back(tenant);
+  std::vector<endpoint_key> full0;
+  for (const auto& [k, n] : per_endpoint_)
+    if (n >= endpoint_bound(k) && in_flight[k.tenant] < cfg_.sends_per_tenant) full0.push_back(k);
   // A read first: a poll that finds nothing to claim writes nothing (no write lock, no fsync).
-  if (db.read([&] { return select_due(db, now_ms, full, held, 1); }).empty()) return 0;
+  if (db.read([&] { return select_due(db, now_ms, full0, held0, 1); }).empty()) return 0;
   std::map<endpoint_key, unsigned> taken;
   std::vector<std::unique_ptr<transfer>> claimed = db.write(delivery_claim_key, [&] {
     taken = per_endpoint_;
+    std::map<std::string, unsigned> per_tenant = in_flight;
+    std::vector<endpoint_key> full = full0;
+    std::vector<std::string> held = held0;
+    std::size_t room = cfg_.sends - flying_.size();
     std::vector<std::unique_ptr<transfer>> out;
     while (room > 0) {
       std::vector<std::unique_ptr<transfer>> due = select_due(db, now_ms, full, held, room);
       if (due.empty()) break;
       const std::size_t passed_before = full.size() + held.size(), claimed_before = out.size();
       for (std::unique_ptr<transfer>& t : due) {
+        if (room == 0) break;
         const endpoint_key k{t->tenant, t->endpoint};
         unsigned& n = taken[k];
-        if (n >= cfg_.sends_per_endpoint || room == 0) {
-          if (std::find(full.begin(), full.end(), k) == full.end()) full.push_back(k);
+        if (per_tenant[t->tenant] >= cfg_.sends_per_tenant) {
+          if (std::find(held.begin(), held.end(), t->tenant) == held.end()) held.push_back(t->tenant);
           continue;
         }
-        if (per_tenant[t->tenant] > 0 && room <= reserve) {
-          if (std::find(held.begin(), held.end(), t->tenant) == held.end()) held.push_back(t->tenant);
+        if (n >= endpoint_bound(k)) {
+          if (std::find(full.begin(), full.end(), k) == full.end()) full.push_back(k);
           continue;
         }
         if (t->event_gone) {  // its event is no longer kept (prune_webhook_log): given up, never sent
@@ -323,6 +329,9 @@ std::size_t webhook_sender::progress(database& db, int wait_ms) {
       default: error = *t->error ? std::string(t->error) : std::string(curl_easy_strerror(code));
     }
     if (code != CURLE_OK) status = 0;
+    const endpoint_key k{t->tenant, t->endpoint};
+    if (code == CURLE_OPERATION_TIMEDOUT) timed_out_[k] = now_();  // hanging: one send at a time until it answers
+    else if (code == CURLE_OK) timed_out_.erase(k);
     ++ended;
     try {
       record(db, *t, status, error);
@@ -405,6 +414,7 @@ void webhook_sender::run(database& db) {
     try {
       if (now >= prune_due) {
         prune_due = now + prune_every_ms;
+        std::erase_if(timed_out_, [&](const auto& e) { return now - e.second >= prune_every_ms; });
         prune_webhook_log(db, cfg_, now);
       }
     } catch (const std::exception& e) {
@@ -426,16 +436,32 @@ void webhook_sender::run(database& db) {
   per_endpoint_.clear();
 }
 
-std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int64_t now_ms) {
+std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int64_t now_ms, std::size_t batch,
+                              const std::function<void(std::size_t)>& committed) {
+  batch = std::max<std::size_t>(1, batch);
   const std::int64_t before = now_ms - cfg.keep.count();
-  std::size_t deleted = db.write([&] {
-    db.sql("DELETE FROM webhook_attempts WHERE attempted_at < ?").bind(1, before).step();
-    std::size_t n = static_cast<std::size_t>(db.changes());
-    db.sql("DELETE FROM event_feed WHERE created_at < ?").bind(1, before).step();
-    return n + static_cast<std::size_t>(db.changes());
-  });
+  std::size_t deleted = 0;
+  const auto count = [&](std::size_t n) {
+    deleted += n;
+    if (committed) committed(n);
+    return n;
+  };
+  // The expired rows, oldest first through the time index, `batch` to a transaction, until a transaction
+  // finds fewer. By key (row values: SQLite and PostgreSQL alike), as webhook_attempts has no rowid.
+  for (const char* text : {"DELETE FROM webhook_attempts WHERE (tenant, endpoint, attempted_at, message_id, attempt) IN"
+                           " (SELECT tenant, endpoint, attempted_at, message_id, attempt FROM webhook_attempts WHERE attempted_at < ?"
+                           " ORDER BY attempted_at LIMIT ?)",
+                           "DELETE FROM event_feed WHERE position IN (SELECT position FROM event_feed WHERE created_at < ? ORDER BY created_at LIMIT ?)"}) {
+    std::size_t n = 0;
+    do {
+      n = count(db.write([&] {
+        db.sql(text).bind(1, before).bind(2, static_cast<std::int64_t>(batch)).step();
+        return static_cast<std::size_t>(db.changes());
+      }));
+    } while (n == batch);
+  }
   // Finished deliveries whose event is gone: found by a read (no write lock held while the table is
-  // scanned), deleted by key in batches.
+  // scanned), deleted by key, `batch` to a transaction.
   struct key {
     std::string tenant, endpoint;
     std::int64_t position;
@@ -443,13 +469,14 @@ std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int6
   for (;;) {
     const std::vector<key> orphans = db.read([&] {
       query q = db.sql("SELECT d.tenant, d.endpoint, d.position FROM webhook_deliveries d WHERE d.state <> 'pending'"
-                       " AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.position = d.position) LIMIT 500");
+                       " AND NOT EXISTS (SELECT 1 FROM event_feed f WHERE f.position = d.position) LIMIT ?");
+      q.bind(1, static_cast<std::int64_t>(batch));
       std::vector<key> out;
       while (q.step()) out.push_back({q.text(0), q.text(1), q.integer(2)});
       return out;
     });
     if (orphans.empty()) break;
-    deleted += db.write([&] {
+    count(db.write([&] {
       std::size_t n = 0;
       for (const key& k : orphans) {
         db.sql("DELETE FROM webhook_deliveries WHERE tenant = ? AND endpoint = ? AND position = ? AND state <> 'pending'")
@@ -457,8 +484,8 @@ std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int6
         n += static_cast<std::size_t>(db.changes());
       }
       return n;
-    });
-    if (orphans.size() < 500) break;
+    }));
+    if (orphans.size() < batch) break;
   }
   return deleted;
 }

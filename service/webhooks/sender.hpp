@@ -24,11 +24,16 @@
 // `queued`. An outcome is applied only while the sender's claim on the row stands (claimed_by and
 // claimed_until unchanged): a row taken over, replayed or deleted meanwhile is left as it is.
 //
-// Isolation: at most sends_per_endpoint transfers of one endpoint and `sends` in all are in flight in
-// this process; the claim skips endpoints at their bound, so an endpoint that hangs (every attempt to
-// its timeout) holds sends_per_endpoint slots and never the due deliveries of any other endpoint. The
-// last min(sends_per_endpoint, sends / 2) free slots go only to tenants with nothing in flight, so a
-// tenant whose many endpoints all hang still leaves another tenant a slot.
+// Isolation: in this process at most sends_per_endpoint transfers of one endpoint (1 while its last
+// attempt timed out and it has not answered since: a hanging endpoint backs off to one send at a time;
+// this process remembers that for an hour after the timeout, one map entry per such endpoint),
+// sends_per_tenant of one tenant and `sends` in all are in flight; the claim passes over the endpoints
+// and tenants at their bound, so a tenant whose endpoints all hang holds at most sends_per_tenant slots
+// and never the due deliveries of another tenant. The bound that guarantees a tenant a slot: whenever
+// (tenants with transfers in flight) x sends_per_tenant < sends, a free slot exists and the next claim
+// gives it to the first due delivery of a tenant below its bound (at the defaults, 256 / 8: fewer than 32
+// tenants in flight). So `sends` is high: a transfer in flight costs a socket and a few KiB (libcurl's
+// handle, the body), and no CPU while it waits for an answer.
 // run() keeps claiming while transfers are in flight: a due delivery waits at most for the next poll
 // of the table (every 250 ms, or at once after wake() or a finished transfer), never for another
 // endpoint's transfer.
@@ -44,10 +49,11 @@
 //
 // Costs: a claim reads the due rows in next_at order through the partial index webhook_deliveries_due
 // (no sort), once more for each endpoint or tenant it finds at its bound (at most sends + 1 reads), and
-// passes over the due rows of those — at most sends / sends_per_endpoint endpoints of at most
-// queued_per_endpoint rows each — before it finds others; it updates at most `sends` rows. An outcome is
-// a handful of single-row statements. prune_webhook_log is linear in the rows it deletes, plus a read
-// of the finished deliveries.
+// passes over the due rows of those — at most `sends` endpoints of at most queued_per_endpoint rows
+// each — before it finds others; it updates at most `sends` rows. An outcome is
+// a handful of single-row statements. prune_webhook_log holds the write lock for at most `batch` rows at
+// a time: each transaction deletes at most that many, found through the time indexes (oldest first);
+// its work is linear in the rows it deletes, plus one read of the finished deliveries per batch of them.
 // Thread-safety: send_due and run on one thread at a time; stop and wake from any thread.
 #pragma once
 
@@ -71,10 +77,17 @@ namespace folio::service {
 /// The write key claims of deliveries serialise on.
 inline constexpr std::string_view delivery_claim_key = "webhooks\x1f" "claims";
 
+/// Rows prune_webhook_log deletes per write transaction by default.
+inline constexpr std::size_t webhook_prune_batch = 1000;
+
 /// Deletes what is older than cfg.keep at `now_ms`: delivery attempts and events of the feed, then the
 /// finished deliveries ('succeeded', 'failed') whose event is gone (a pending one whose event is gone
-/// fails when it is claimed). Returns the rows deleted. Throws store_error.
-std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int64_t now_ms);
+/// fails when it is claimed). Each write transaction deletes at most `batch` rows of one table, and they
+/// follow one another until none is left, so writers wait for one batch at most, never for the whole
+/// backlog (after downtime, or a shorter keep); `committed`, when given, is told each transaction's
+/// rows. Returns the rows deleted. Throws store_error (what earlier transactions deleted stays deleted).
+std::size_t prune_webhook_log(database& db, const webhook_config& cfg, std::int64_t now_ms, std::size_t batch = webhook_prune_batch,
+                              const std::function<void(std::size_t)>& committed = {});
 
 class webhook_sender {
  public:
@@ -123,6 +136,8 @@ class webhook_sender {
   /// Commits the outcome of `t`'s attempt (write transaction of its own).
   void record(database& db, transfer& t, long http_status, const std::string& error);
   std::int64_t retry_delay(std::size_t attempts);
+  /// Transfers of endpoint `k` that may be in flight: 1 while its last attempt timed out, else sends_per_endpoint.
+  unsigned endpoint_bound(const endpoint_key& k) const;
 
   webhook_config cfg_;
   std::string node_;
@@ -131,6 +146,9 @@ class webhook_sender {
   void* multi_ = nullptr;  ///< CURLM
   std::map<void*, std::unique_ptr<transfer>> flying_;  ///< by CURL easy handle
   std::map<endpoint_key, unsigned> per_endpoint_;      ///< transfers in flight per endpoint
+  /// The endpoints whose last attempt timed out and that have not answered since, with that time (ms);
+  /// run() forgets an entry an hour after it.
+  std::map<endpoint_key, std::int64_t> timed_out_;
   std::mt19937_64 jitter_;
   std::atomic<bool> stopping_{false}, woken_{false};
 };

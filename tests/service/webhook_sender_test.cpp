@@ -2,7 +2,8 @@
 // of this test, a thread per connection, answers scripted per path) and a real database: the headers
 // and signatures (checked here with OpenSSL's HMAC, not with the service's code), the retry schedule
 // under an injected clock, disabling (410, failing for 5 days), the address check at connect time, one
-// endpoint that hangs not holding another's delivery, claims across senders, and the log's retention.
+// endpoint or tenant that hangs not holding another's delivery, a hanging endpoint's back-off, claims
+// across senders, and the log's retention (in batches).
 // Ordering is by latches (the receiver's condition variable), never by waiting on the clock.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -498,30 +499,58 @@ TEST_F(webhook_sending, AnEndpointThatHangsDoesNotHoldAnotherEndpointsDelivery) 
   loop.join();
 }
 
-TEST_F(webhook_sending, ATenantWhoseEndpointsAllHangLeavesAnotherTenantASlot) {
-  cfg.sends = 4, cfg.sends_per_endpoint = 2, cfg.timeout = std::chrono::minutes(5);  // no attempt ends but by release()
-  rx.on("/h1", [](int) { return hang(); });
-  rx.on("/h2", [](int) { return hang(); });
-  endpoint("ep_h1", rx.url("/h1"));
-  endpoint("ep_h2", rx.url("/h2"));
-  endpoint("ep_b", rx.url("/b"), "k2");
-  for (int i = 0; i < 2; ++i) event("ep_h1"), event("ep_h2");
+TEST_F(webhook_sending, TenantsWhoseEndpointsAllHangLeaveAnotherTenantASlot) {
+  // 5 tenants in flight x 2 per tenant < 12 sends: a sixth tenant gets a slot while they all hang (one
+  // tenant's 3 endpoints and 4 tenants' one each, enough to fill 12 slots without the tenants' bound).
+  cfg.sends = 12, cfg.sends_per_endpoint = 4, cfg.sends_per_tenant = 2, cfg.timeout = std::chrono::minutes(5);  // no attempt ends but by release()
+  const std::vector<std::pair<std::string, std::string>> hanging = {{"k1", "/k1a"}, {"k1", "/k1b"}, {"k1", "/k1c"}, {"k3", "/k3"},
+                                                                    {"k4", "/k4"},   {"k5", "/k5"},   {"k6", "/k6"}};
+  std::vector<std::string> paths;
+  for (const auto& [who, path] : hanging) {
+    rx.on(path, [](int) { return hang(); });
+    endpoint("ep" + path.substr(1), rx.url(path), who);
+    for (int i = 0; i < 4; ++i) event("ep" + path.substr(1), who);
+    paths.push_back(path);
+  }
+  endpoint("ep_fast", rx.url("/fast"), "k2");
   auto s = make();
   svc::database own{tmp.path(), svc::responder::tables()};
   std::thread loop([&] { s->run(own); });
-  EXPECT_TRUE(rx.wait_for(std::vector<std::string>{"/h1", "/h2"}, 2));
-  event("ep_b", "k2");
+  EXPECT_TRUE(rx.wait_for(paths, 10));  // each hanging tenant holds its two slots
+  event("ep_fast", "k2");
   s->wake();
-  EXPECT_TRUE(rx.wait_for("/b", 1));
-  EXPECT_EQ(rx.received("/h1").size() + rx.received("/h2").size(), 2u);  // the last two slots were kept for a tenant with nothing in flight
+  EXPECT_TRUE(rx.wait_for("/fast", 1));
+  std::size_t held = 0, held_by_k1 = 0;
+  for (const std::string& p : paths) held += rx.received(p).size(), held_by_k1 += p.starts_with("/k1") ? rx.received(p).size() : 0;
+  EXPECT_EQ(held, 10u);  // two per hanging tenant, however many endpoints it has
+  EXPECT_EQ(held_by_k1, 2u);
   rx.release();
-  EXPECT_TRUE(rx.wait_for("/h1", 2) && rx.wait_for("/h2", 2));
+  EXPECT_TRUE(rx.wait_for(paths, 28));  // the rest follow once their slots free
   s->stop();
   loop.join();
 }
 
+TEST_F(webhook_sending, AnEndpointWhoseLastAttemptTimedOutGetsOneSendUntilItAnswers) {
+  cfg.timeout = std::chrono::milliseconds(300);  // the attempts that hang end at their timeout
+  rx.on("/a", [](int nth) { return nth < 2 ? hang() : status(200); });
+  endpoint("ep_a", rx.url("/a"));
+  event("ep_a");
+  auto s = make();
+  EXPECT_EQ(s->send_due(db, now), 1u);  // timed out
+  for (int i = 0; i < 4; ++i) event("ep_a");
+  now += 10 * second;  // the first one's retry is due too
+  EXPECT_EQ(s->send_due(db, now), 1u);  // five due, one sent: it times out again
+  EXPECT_EQ(rx.received("/a").size(), 2u);
+  now += 10 * second;
+  EXPECT_EQ(s->send_due(db, now), 1u);  // still one at a time: this one is answered
+  EXPECT_EQ(s->send_due(db, now), 4u);  // answered: sends_per_endpoint again
+  EXPECT_EQ(integer("SELECT count(*) FROM webhook_deliveries WHERE state = 'succeeded'"), 5);
+  EXPECT_EQ(integer("SELECT count(*) FROM webhook_attempts WHERE error = 'timeout after 300 ms'"), 2);
+  rx.release();
+}
+
 TEST_F(webhook_sending, TwoSendersNeverSendOneDeliveryTwiceWhileItsClaimStands) {
-  cfg.sends_per_endpoint = 16;
+  cfg.sends_per_endpoint = 16, cfg.sends_per_tenant = 16;
   rx.on("/a", [](int) { return hang(); });
   endpoint("ep_a", rx.url("/a"));
   for (int i = 0; i < 10; ++i) event("ep_a");
@@ -586,6 +615,31 @@ TEST_F(webhook_sending, TheLogIsKeptForItsTimeThenPruned) {
   EXPECT_EQ(state(owed), "failed");
   EXPECT_EQ(queued("ep_a"), 0);
   EXPECT_EQ(rx.received().size(), 1u);
+}
+
+TEST_F(webhook_sending, TheLogIsPrunedInBatchesEachItsOwnTransaction) {
+  endpoint("ep_a", rx.url("/a"));
+  for (int i = 0; i < 25; ++i) {
+    const std::string id = event("ep_a");
+    db.write([&] {
+      db.sql("INSERT INTO webhook_attempts (tenant, endpoint, attempted_at, message_id, attempt, position, http_status, latency_ms)"
+             " SELECT tenant, endpoint, ?, message_id, 1, position, 200, 1 FROM webhook_deliveries WHERE message_id = ?")
+          .bind(1, now.load()).bind(2, id).step();
+      db.sql("UPDATE webhook_deliveries SET state = 'succeeded', attempts = 1, next_at = NULL WHERE message_id = ?").bind(1, id).step();
+    });
+  }
+  db.write([&] { db.sql("UPDATE webhook_endpoints SET queued = 0").step(); });
+  std::vector<std::size_t> transactions;
+  const auto committed = [&](std::size_t n) { transactions.push_back(n); };
+  EXPECT_EQ(svc::prune_webhook_log(db, cfg, now + cfg.keep.count(), 10, committed), 0u);  // not yet expired
+  EXPECT_EQ(transactions, (std::vector<std::size_t>{0, 0}));
+  transactions.clear();
+  EXPECT_EQ(svc::prune_webhook_log(db, cfg, now + cfg.keep.count() + 1, 10, committed), 75u);
+  // The attempts, the events, then the deliveries whose event is gone: at most 10 rows a transaction.
+  EXPECT_EQ(transactions, (std::vector<std::size_t>{10, 10, 5, 10, 10, 5, 10, 10, 5}));
+  EXPECT_EQ(integer("SELECT count(*) FROM webhook_attempts"), 0);
+  EXPECT_EQ(integer("SELECT count(*) FROM event_feed"), 0);
+  EXPECT_EQ(integer("SELECT count(*) FROM webhook_deliveries"), 0);
 }
 
 }  // namespace
