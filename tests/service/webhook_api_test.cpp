@@ -587,4 +587,37 @@ TEST_F(webhooks, TheFeedIsReadByCursorAndType) {
   EXPECT_EQ(std::string(none["cursor"].GetString()), "0");
 }
 
+// A poll with types that match nothing still moves: it reads at most 10,000 of the tenant's rows and
+// answers the last one read as its cursor, so a feed of other events is passed in bounded steps.
+TEST_F(webhooks, AFilteredReadMovesPastWhatItScanned) {
+  constexpr int scan_rows = 10000, others = scan_rows + 50;
+  std::vector<std::int64_t> positions;
+  db.write(std::string(svc::feed_key), [&] {
+    for (int i = 0; i < others; ++i) {
+      const std::string id = svc::new_message_id();
+      const std::string body = R"({"type":"crdt.record.updated","timestamp":"1970-01-01T00:00:01.000Z","data":{}})";
+      positions.push_back(svc::append_to_feed(db, tenant(), id, svc::event_types::record_updated, "o", 1000, true, body));
+    }
+  });
+  const std::string comment = feed_event(svc::event_types::comment_added, 2000).second;
+  const rapidjson::Document first = ok("/v2/events/get", R"({"types":["comment.added"]})");
+  EXPECT_EQ(first["events"].Size(), 0u);
+  EXPECT_EQ(std::string(first["cursor"].GetString()), std::to_string(positions[scan_rows - 1]));
+  const rapidjson::Document second = ok("/v2/events/get", R"({"types":["comment.added"],"after":")" + std::string(first["cursor"].GetString()) + "\"}");
+  ASSERT_EQ(second["events"].Size(), 1u);
+  EXPECT_EQ(std::string(second["events"][0]["id"].GetString()), comment);
+  // Past the end, nothing matching: the cursor is the last row read, and then stays.
+  const std::string last = second["cursor"].GetString();
+  feed_event(svc::event_types::record_added, 3000);
+  const rapidjson::Document third = ok("/v2/events/get", R"({"types":["comment.added"],"after":")" + last + "\"}");
+  EXPECT_EQ(third["events"].Size(), 0u);
+  EXPECT_NE(std::string(third["cursor"].GetString()), last);
+  const std::string end = third["cursor"].GetString();
+  EXPECT_EQ(std::string(ok("/v2/events/get", R"({"types":["comment.added"],"after":")" + end + "\"}")["cursor"].GetString()), end);
+  // Without types: the page of 100 ends at its 100th event.
+  const rapidjson::Document all = ok("/v2/events/get", "{}");
+  EXPECT_EQ(all["events"].Size(), 100u);
+  EXPECT_EQ(std::string(all["cursor"].GetString()), std::to_string(positions[99]));
+}
+
 }  // namespace
