@@ -52,8 +52,12 @@ bool is_internal_address(const sockaddr* a) {
   static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, nat64[12] = {0, 0x64, 0xff, 0x9b}, zero[16] = {};
   if (std::memcmp(b, mapped, 12) == 0 || std::memcmp(b, nat64, 12) == 0) return internal_v4(b + 12);
   if (std::memcmp(b, zero, 12) == 0) return true;  // ::, ::1 and the deprecated IPv4-compatible ::a.b.c.d
-  return (b[0] & 0xfe) == 0xfc /* fc00::/7 */ || (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) /* fe80::/10 */ || b[0] == 0xff /* multicast */ ||
-         (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) /* documentation */;
+  if (b[0] == 0x20 && b[1] == 0x02) return internal_v4(b + 2);  // 6to4 2002::/16: the IPv4 address in bytes 2-5
+  static const unsigned char local_nat64[6] = {0, 0x64, 0xff, 0x9b, 0, 1}, teredo[4] = {0x20, 0x01, 0, 0}, discard[8] = {1, 0};
+  return std::memcmp(b, local_nat64, 6) == 0 /* 64:ff9b:1::/48: a translator of the operator's */ || std::memcmp(b, teredo, 4) == 0 /* Teredo */ ||
+         std::memcmp(b, discard, 8) == 0 /* discard 100::/64 */ || (b[0] & 0xfe) == 0xfc /* fc00::/7 */ ||
+         (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) /* fe80::/10 */ || (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) /* site-local fec0::/10 */ ||
+         b[0] == 0xff /* multicast */ || (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) /* documentation */;
 }
 
 address_policy::address_policy(const std::vector<std::string>& allow) {

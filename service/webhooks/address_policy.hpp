@@ -2,10 +2,14 @@
 // default"; docs/OPERATIONS.md, --webhook-allow). An endpoint's URL is http or https with a host; the
 // addresses it names or resolves to must be public: loopback (127.0.0.0/8, ::1), unspecified (0.0.0.0/8,
 // ::), link-local (169.254.0.0/16 — the cloud metadata address among them — and fe80::/10), private
-// (10/8, 172.16/12, 192.168/16), shared (100.64/10), unique-local (fc00::/7), multicast and reserved
-// (224/4, 240/4, ff00::/8) are refused, an IPv4 address embedded in IPv6 (::ffff:a.b.c.d, 64:ff9b::/96,
-// ::a.b.c.d) as that address. The operator may allow hosts (as written in the URL, compared without
-// case) and ranges (CIDR); tests allow their loopback receiver so.
+// (10/8, 172.16/12, 192.168/16), shared (100.64/10), unique-local (fc00::/7), site-local (fec0::/10),
+// multicast and reserved (224/4, 240/4, ff00::/8, discard 100::/64, documentation 2001:db8::/32) are
+// refused, and so are the IPv6 ranges that reach IPv4 through a translator or tunnel not named by the
+// address (local-use NAT64 64:ff9b:1::/48, Teredo 2001::/32); an IPv4 address embedded in IPv6
+// (::ffff:a.b.c.d, 64:ff9b::/96, 6to4 2002:AABB:CCDD::/48) is judged as that address (the deprecated
+// ::a.b.c.d is refused). The
+// operator may allow hosts (as written in the URL, compared without case) and ranges (CIDR); tests
+// allow their loopback receiver so.
 //
 // The rule is applied twice: when an endpoint is added or its URL changed (check_url resolves the host
 // and refuses it if any address is refused), and when a delivery connects (allows(), on the address

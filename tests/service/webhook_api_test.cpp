@@ -326,6 +326,15 @@ TEST_F(webhooks, InternalAddressesAreRefusedUnlessAllowed) {
       {"http://10.0.0.1/", "url's host 10.0.0.1 resolves to 10.0.0.1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
       {"https://192.168.1.1:8443/x", "url's host 192.168.1.1 resolves to 192.168.1.1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
       {"http://[::ffff:127.0.0.1]/", "url's host ::ffff:127.0.0.1 resolves to ::ffff:127.0.0.1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      // IPv6 that embeds or reaches an internal IPv4 address, or is reserved: 6to4 of 127.0.0.1 and of the
+      // metadata address, local-use NAT64, Teredo, site-local, discard.
+      {"http://[2002:7f00:1::1]/", "url's host 2002:7f00:1::1 resolves to 2002:7f00:1::1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[2002:a9fe:a9fe::]/", "url's host 2002:a9fe:a9fe:: resolves to 2002:a9fe:a9fe::, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[64:ff9b:1::a00:1]/", "url's host 64:ff9b:1::a00:1 resolves to 64:ff9b:1::a00:1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+       "url's host 2001:0:4136:e378:8000:63bf:3fff:fdd2 resolves to 2001:0:4136:e378:8000:63bf:3fff:fdd2, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[fec0::1]/", "url's host fec0::1 resolves to fec0::1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[100::1]/", "url's host 100::1 resolves to 100::1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
       {"file:///etc/passwd", "url must be an http or https URL."},
       {"gopher://example.com/", "url must be an http or https URL."},
       {"ftp://example.com/x", "url must be an http or https URL."},
@@ -333,6 +342,7 @@ TEST_F(webhooks, InternalAddressesAreRefusedUnlessAllowed) {
   for (const auto& [url, message] : refused_urls) {
     const svc::response r = add_on(strict, url);
     EXPECT_EQ(r.http, 400) << url << ": " << r.body;
+    if (r.http != 400) continue;
     EXPECT_EQ(status_of(r), "INVALID_ARGUMENT") << url;
     EXPECT_EQ(error_of(r), message) << url;
   }
@@ -349,6 +359,10 @@ TEST_F(webhooks, InternalAddressesAreRefusedUnlessAllowed) {
   // Allowed by the operator (this fixture's responder allows 127.0.0.1), and a public address by anyone.
   EXPECT_EQ(add_on(service, "http://127.0.0.1:8080/receiver").http, 200);
   EXPECT_EQ(add_on(strict, "https://93.184.216.34/hook").http, 200);
+  // 6to4 of a public address, and the well-known NAT64 prefix of one, are public.
+  EXPECT_EQ(add_on(strict, "https://[2002:5db8:d822::1]/hook").http, 200);
+  EXPECT_EQ(add_on(strict, "https://[64:ff9b::5db8:d822]/hook").http, 200);
+  EXPECT_EQ(add_on(strict, "https://[2001:4860::1]/hook").http, 200);  // 2001::/23 outside Teredo's /32
 }
 
 TEST_F(webhooks, ARotatedSecretSignsBesideTheNewOneForADay) {
