@@ -235,6 +235,10 @@ std::size_t replay_message(database& db, const webhook_config& cfg, std::string_
     event.bind(1, tenant).bind(2, message_id);
     if (!event.step()) throw api_error(status::not_found, "No event found for this messageId.");
     const std::int64_t position = event.integer(0);
+    // Only a message the endpoint had (its filters took it, or it was its ping): a delivery in any state.
+    query had = db.sql("SELECT 1 FROM webhook_deliveries WHERE tenant = ? AND endpoint = ? AND position = ?");
+    had.bind(1, tenant).bind(2, endpoint).bind(3, position);
+    if (!had.step()) throw api_error(status::not_found, "This endpoint was never sent message " + std::string(message_id) + ".");
     return std::size_t(queue_delivery(db, cfg, tenant, endpoint, position, message_id, now_ms));
   });
 }

@@ -113,9 +113,10 @@ std::vector<delivery_attempt> list_attempts(database& db, std::string_view tenan
 /// How many of the endpoint's deliveries are in each state ('pending', 'succeeded', 'failed'), by state.
 std::vector<std::pair<std::string, std::int64_t>> delivery_states(database& db, std::string_view tenant, std::string_view endpoint);
 
-/// deliveries/replay of one message (an event of the tenant's feed, or a ping): queued again for the
-/// endpoint at `now_ms`. Returns 1, or 0 when the endpoint's queue is full. NOT_FOUND for an endpoint or
-/// message the tenant lacks; FAILED_PRECONDITION for a disabled endpoint.
+/// deliveries/replay of one message (an event of the tenant's feed, or a ping) the endpoint has a
+/// delivery of, in any state (so one its filters took): queued again for the endpoint at `now_ms`.
+/// Returns 1, or 0 when the endpoint's queue is full. NOT_FOUND for an endpoint or message the tenant
+/// lacks, or a message the endpoint never had; FAILED_PRECONDITION for a disabled endpoint.
 std::size_t replay_message(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view endpoint, std::string_view message_id,
                            std::int64_t now_ms);
 /// deliveries/replay since a time: every delivery of the endpoint that failed whose event was made at or

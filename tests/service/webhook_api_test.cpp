@@ -525,14 +525,14 @@ TEST_F(webhooks, ReplayQueuesOneMessageOrEveryFailureSinceATime) {
   });
   // Again: nothing is failed since then any more.
   EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", ep + R"(,"failedSince":"1970-01-01T00:00:02.000Z"})")["replayed"].GetInt64(), 0);
-  // One message: a succeeded one is sent again; one the endpoint never had is queued.
+  // One message: a succeeded one is sent again; one the endpoint never had is not.
   const svc::response one = call("/v2/webhooks/deliveries/replay", R"({"data":)" + ep + R"(,"messageId":")" + m3 + "\"}}");
   EXPECT_EQ(one.body, R"({"result":{"status":"success","message":"Deliveries replayed.","data":{"replayed":1}}})");
   EXPECT_EQ(state_of(id, p3), "pending");
   const auto [p5, m5] = feed_event(svc::event_types::comment_deleted, 5000);
-  EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", ep + R"(,"messageId":")" + m5 + "\"}")["replayed"].GetInt64(), 1);
-  EXPECT_EQ(state_of(id, p5), "pending");
-  EXPECT_EQ(row(id).queued, 4);
+  refused("/v2/webhooks/deliveries/replay", ep + R"(,"messageId":")" + m5 + "\"}", 404, "NOT_FOUND", "This endpoint was never sent message " + m5 + ".");
+  EXPECT_EQ(state_of(id, p5), "none");
+  EXPECT_EQ(row(id).queued, 3);
   refused("/v2/webhooks/deliveries/replay", ep + R"(,"messageId":"msg_unknown"})", 404, "NOT_FOUND", "No event found for this messageId.");
   // Another tenant's message is not found either.
   const auto [p6, m6] = feed_event(svc::event_types::comment_deleted, 5000, true, "othertenant00000");
@@ -545,8 +545,28 @@ TEST_F(webhooks, ReplayQueuesOneMessageOrEveryFailureSinceATime) {
   refused("/v2/webhooks/deliveries/replay", ep + R"(,"messageId":")" + m1 + "\"}", 400, "FAILED_PRECONDITION",
           "This endpoint is disabled; enable it (webhooks/endpoints/update) first.");
   ok("/v2/webhooks/endpoints/update", ep + R"(,"enabled":true})");
-  EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", ep + R"(,"failedSince":"1970-01-01T00:00:00.000Z"})")["replayed"].GetInt64(), 5);
-  EXPECT_EQ(row(id).queued, 5);
+  EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", ep + R"(,"failedSince":"1970-01-01T00:00:00.000Z"})")["replayed"].GetInt64(), 4);
+  EXPECT_EQ(row(id).queued, 4);
+}
+
+// An endpoint filtered to other organizations or types, or another endpoint's ping, is never sent a
+// message by replay: only one the endpoint has a delivery of.
+TEST_F(webhooks, ReplayOfAMessageTheEndpointNeverHadIsRefused) {
+  const std::string acme = add(R"(,"organizationIds":["acme"])"), comments = add(R"(,"events":["comment.added"])"), all = add();
+  const auto [position, message] = feed_event(svc::event_types::record_added, 1000);  // organization "o"
+  delivery(all, position, message, "succeeded");
+  for (const std::string& ep : {acme, comments}) {
+    refused("/v2/webhooks/deliveries/replay", R"({"endpointId":")" + ep + R"(","messageId":")" + message + "\"}", 404, "NOT_FOUND",
+            "This endpoint was never sent message " + message + ".");
+    EXPECT_EQ(state_of(ep, position), "none");
+    EXPECT_EQ(row(ep).queued, 0);
+  }
+  const std::string ping = ok("/v2/webhooks/endpoints/test", R"({"endpointId":")" + comments + "\"}")["messageId"].GetString();
+  refused("/v2/webhooks/deliveries/replay", R"({"endpointId":")" + all + R"(","messageId":")" + ping + "\"}", 404, "NOT_FOUND",
+          "This endpoint was never sent message " + ping + ".");
+  // The endpoint that had it is sent it again.
+  EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", R"({"endpointId":")" + all + R"(","messageId":")" + message + "\"}")["replayed"].GetInt64(), 1);
+  EXPECT_EQ(state_of(all, position), "pending");
 }
 
 TEST_F(webhooks, TheFeedIsReadByCursorAndType) {
