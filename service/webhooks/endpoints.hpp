@@ -82,8 +82,9 @@ webhook_endpoint update_endpoint(database& db, std::string_view tenant, std::str
 /// Deletes the endpoint and its deliveries (its attempts stay, as the log, until they are `keep` old).
 /// NOT_FOUND for an endpoint the tenant lacks.
 void delete_endpoint(database& db, std::string_view tenant, std::string_view id);
-/// Gives the endpoint a new secret and returns it; the current one signs too until now + old_secret_for
-/// (one rotated out earlier stops signing). NOT_FOUND for an endpoint the tenant lacks.
+/// Gives the endpoint a new secret and returns it; the current one signs too until now + old_secret_for.
+/// FAILED_PRECONDITION while the secret a previous rotation replaced still signs; NOT_FOUND for an
+/// endpoint the tenant lacks.
 std::string rotate_secret(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view id, std::int64_t now_ms);
 /// endpoints/test: a webhook.ping event for this endpoint only (never in the feed), queued at `now_ms`,
 /// in one write under feed_key; returns its message id. FAILED_PRECONDITION for a disabled endpoint,

@@ -383,7 +383,15 @@ TEST_F(webhooks, ARotatedSecretSignsBesideTheNewOneForADay) {
   EXPECT_EQ(svc::signing_secrets(e, *e.old_secret_until), std::vector<std::string>{second});
   // Signatures under each are the Standard Webhooks ones of its own key.
   EXPECT_NE(svc::webhook_signature(second, "msg_x", 1, "{}"), svc::webhook_signature(first, "msg_x", 1, "{}"));
-  // Rotating again: the secret rotated out first stops signing.
+  // Rotating again while the first secret signs is refused, and changes nothing.
+  refused("/v2/webhooks/endpoints/rotate-secret", R"({"endpointId":")" + id + "\"}", 400, "FAILED_PRECONDITION",
+          "The previous secret still signs until " + svc::iso_time(*e.old_secret_until) + "; rotate again after it.");
+  const svc::webhook_endpoint kept = row(id);
+  EXPECT_EQ(kept.secret, second);
+  EXPECT_EQ(kept.old_secret, first);
+  EXPECT_EQ(kept.old_secret_until, e.old_secret_until);
+  // Once it no longer signs (its day moved into the past), a rotation replaces the second.
+  db.write([&] { db.sql("UPDATE webhook_endpoints SET old_secret_until = ? WHERE id = ?").bind(1, svc::now_unix_ms() - 1).bind(2, id).step(); });
   const std::string third = ok("/v2/webhooks/endpoints/rotate-secret", R"({"endpointId":")" + id + "\"}")["secret"].GetString();
   const svc::webhook_endpoint again = row(id);
   EXPECT_EQ(svc::signing_secrets(again, again.updated_at), (std::vector<std::string>{third, second}));
