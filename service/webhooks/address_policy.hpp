@@ -18,15 +18,29 @@
 // Thread-safety: immutable after construction.
 #pragma once
 
+#include <netdb.h>
 #include <sys/socket.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace folio::service {
+
+/// Resolves a host name as getaddrinfo(host, nullptr, {SOCK_STREAM}) does: 0 and a list to free with
+/// freeaddrinfo, else an EAI_ code.
+using host_resolver = std::function<int(const std::string& host, addrinfo** found)>;
+/// How long check_url waits for its host's addresses.
+inline constexpr std::chrono::milliseconds url_resolve_limit{3000};
+/// The most lookups check_url leaves running past their limit (each holds a thread until the resolver
+/// answers); past it, a lookup is not started and its URL is refused as one that did not resolve in time.
+inline constexpr int max_abandoned_lookups = 64;
+/// How many lookups run past their limit now (of this process).
+int abandoned_lookups();
 
 /// Whether `a` is an address webhooks never reach unless allowed (the ranges above).
 bool is_internal_address(const sockaddr* a);
@@ -42,9 +56,11 @@ class address_policy {
   bool allows(const sockaddr* a, std::string_view host) const;
   /// An endpoint's URL as given: "" when it may be used, else the reason, a sentence naming the rule
   /// ("url must be an http or https URL.", "url resolves to 127.0.0.1, a loopback, private or
-  /// link-local address; webhooks reach only public addresses."...). Resolves the host (getaddrinfo:
-  /// blocks for the resolver's time).
-  std::string check_url(std::string_view url) const;
+  /// link-local address; webhooks reach only public addresses."...). Resolves the host with `resolve`
+  /// (getaddrinfo when empty) on a thread of its own and waits at most `limit` for it ("url's host x did
+  /// not resolve within 3 s."): a slow resolver holds that thread, not the caller, and that thread frees
+  /// the answer when it comes after the limit.
+  std::string check_url(std::string_view url, std::chrono::milliseconds limit = url_resolve_limit, const host_resolver& resolve = {}) const;
 
  private:
   struct range {

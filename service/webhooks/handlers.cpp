@@ -2,7 +2,7 @@
 // field first (unknown fields are refused by name, as versions/* do), then makes one call of the store
 // (webhooks/endpoints.hpp), which is one transaction. An endpoint's URL is checked against the address
 // policy (webhooks/address_policy.hpp, with --webhook-allow) whenever it is given; that resolves its
-// host, before any transaction. Secrets appear in the answers of add and rotate-secret only, never in
+// host (waiting at most 3 s), before any transaction. Secrets appear in the answers of add and rotate-secret only, never in
 // a log line.
 #include "webhooks/handlers.hpp"
 

@@ -3,13 +3,16 @@
 // refusal, the address policy at add time, rotation, the test ping's rows, the delivery log's pages,
 // replays, and the feed's cursor and filter. Events are put in the feed with append_to_feed, as the
 // sequencer does; attempts are written as the sender writes them.
+#include <future>
 #include <regex>
+#include <thread>
 
 #include "events/feed.hpp"
 #include "events/outbox.hpp"
 #include "platform/client_token.hpp"
 #include "support.hpp"
 #include "platform/fields.hpp"
+#include "webhooks/address_policy.hpp"
 #include "webhooks/endpoints.hpp"
 #include "webhooks/signature.hpp"
 
@@ -660,6 +663,69 @@ TEST_F(webhooks, AFilteredReadMovesPastWhatItScanned) {
   const rapidjson::Document all = ok("/v2/events/get", "{}");
   EXPECT_EQ(all["events"].Size(), 100u);
   EXPECT_EQ(std::string(all["cursor"].GetString()), std::to_string(positions[99]));
+}
+
+// check_url waits for its host's addresses at most its limit (3 s by default); a lookup past it is left
+// to its own thread. The resolvers here block until the test releases them, so each outcome is fixed:
+// a check_url that waited for its lookup would wait out the 10 s fallback and then take the URL.
+struct blocked_resolver {
+  std::shared_ptr<std::promise<void>> release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  /// A resolver that waits to be released, then answers `address`.
+  svc::host_resolver answering(std::string address) const {
+    return [released = released, calls = calls, address](const std::string&, addrinfo** found) {
+      ++*calls;
+      released.wait_for(std::chrono::seconds(10));
+      addrinfo hints{};
+      hints.ai_flags = AI_NUMERICHOST;
+      hints.ai_socktype = SOCK_STREAM;
+      return getaddrinfo(address.c_str(), nullptr, &hints, found);
+    };
+  }
+  /// Releases the lookups and waits until none runs past its limit.
+  void finish() const {
+    release->set_value();
+    for (int i = 0; i < 100000 && svc::abandoned_lookups() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    EXPECT_EQ(svc::abandoned_lookups(), 0);
+  }
+};
+
+TEST(url_resolution, ALookupPastItsLimitIsRefused) {
+  EXPECT_EQ(svc::url_resolve_limit, std::chrono::seconds(3));
+  const svc::address_policy policy;
+  const blocked_resolver slow;
+  EXPECT_EQ(policy.check_url("https://slow.example/hook", std::chrono::milliseconds(20), slow.answering("93.184.216.34")),
+            "url's host slow.example did not resolve within 20 ms.");
+  EXPECT_EQ(policy.check_url("https://slow.example/hook", std::chrono::seconds(1), slow.answering("93.184.216.34")),
+            "url's host slow.example did not resolve within 1 s.");
+  EXPECT_EQ(svc::abandoned_lookups(), 2);
+  slow.finish();
+  // Within the limit, the resolver's answer is judged as before.
+  const blocked_resolver fast;
+  fast.release->set_value();
+  EXPECT_EQ(policy.check_url("https://fast.example/hook", svc::url_resolve_limit, fast.answering("93.184.216.34")), "");
+  EXPECT_EQ(policy.check_url("https://fast.example/hook", svc::url_resolve_limit, fast.answering("10.1.2.3")),
+            "url's host fast.example resolves to 10.1.2.3, a loopback, private, link-local or reserved address; webhooks reach only public addresses.");
+  EXPECT_EQ(policy.check_url("https://fast.example/hook", svc::url_resolve_limit, [](const std::string&, addrinfo**) { return EAI_NONAME; }),
+            "url's host fast.example does not resolve.");
+}
+
+TEST(url_resolution, AtMost64LookupsRunPastTheirLimit) {
+  const svc::address_policy policy;
+  const blocked_resolver slow;
+  for (int i = 0; i < svc::max_abandoned_lookups; ++i)
+    EXPECT_EQ(policy.check_url("https://slow.example/", std::chrono::milliseconds(1), slow.answering("93.184.216.34")),
+              "url's host slow.example did not resolve within 1 ms.");
+  EXPECT_EQ(svc::abandoned_lookups(), svc::max_abandoned_lookups);
+  // The next one is not started: refused at once, its resolver never called.
+  const blocked_resolver next;
+  next.release->set_value();
+  EXPECT_EQ(policy.check_url("https://next.example/", svc::url_resolve_limit, next.answering("93.184.216.34")),
+            "url's host next.example did not resolve within 3 s.");
+  EXPECT_EQ(*next.calls, 0);
+  slow.finish();
+  EXPECT_EQ(policy.check_url("https://next.example/", svc::url_resolve_limit, next.answering("93.184.216.34")), "");
 }
 
 }  // namespace
