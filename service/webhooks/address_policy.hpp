@@ -37,7 +37,8 @@ using host_resolver = std::function<int(const std::string& host, addrinfo** foun
 /// How long check_url waits for its host's addresses.
 inline constexpr std::chrono::milliseconds url_resolve_limit{3000};
 /// The most lookups check_url leaves running past their limit (each holds a thread until the resolver
-/// answers); past it, a lookup is not started and its URL is refused as one that did not resolve in time.
+/// answers; lookups under way when the count reaches it may add one each); past it, a lookup is not
+/// started and its URL is refused as one that did not resolve in time.
 inline constexpr int max_abandoned_lookups = 64;
 /// How many lookups run past their limit now (of this process).
 int abandoned_lookups();
