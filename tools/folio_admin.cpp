@@ -30,7 +30,8 @@
 // `endpoints` lists every tenant's endpoints (or one tenant's), never their secrets; `deliveries` an
 // endpoint's deliveries by state and its newest attempts (--limit, default 50; --message: one message's);
 // `replay` queues one message again, or every delivery that failed since TIME, as deliveries/replay
-// does (with the default queue limit per endpoint). An endpoint is found by its id alone unless two
+// does, up to --queue-max deliveries pending per endpoint (default 10,000, as folio-fcgi's
+// --webhook-queue-max: give the value it runs with). An endpoint is found by its id alone unless two
 // tenants hold it (then --tenant, the key id `list` shows).
 #include <cstdint>
 #include <cstdio>
@@ -63,7 +64,7 @@ int usage() {
                "       folio-admin [--db PATH|postgresql://...] export|repair TENANT ORG DOC EDITOR\n"
                "       folio-admin [--db PATH|postgresql://...] webhooks endpoints [--tenant KEY_ID]\n"
                "       folio-admin [--db PATH|postgresql://...] webhooks deliveries --endpoint ID [--tenant KEY_ID] [--message MSG_ID] [--limit N]\n"
-               "       folio-admin [--db PATH|postgresql://...] webhooks replay --endpoint ID [--tenant KEY_ID] (--message MSG_ID | --failed-since TIME)\n");
+               "       folio-admin [--db PATH|postgresql://...] webhooks replay --endpoint ID [--tenant KEY_ID] (--message MSG_ID | --failed-since TIME) [--queue-max N]\n");
   return 2;
 }
 
@@ -248,6 +249,8 @@ int webhooks(folio::service::database& db, const std::vector<std::string>& args)
   namespace svc = folio::service;
   std::optional<std::string> tenant, endpoint, message, failed_since;
   std::int64_t limit = 50;
+  std::optional<std::size_t> queue_max;
+  const auto digits = [](const std::string& v, std::size_t most) { return !v.empty() && v.size() <= most && v.find_first_not_of("0123456789") == std::string::npos; };
   for (std::size_t i = 2; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) return usage();
     const std::string& v = args[i + 1];
@@ -255,10 +258,12 @@ int webhooks(folio::service::database& db, const std::vector<std::string>& args)
     else if (args[i] == "--endpoint") endpoint = v;
     else if (args[i] == "--message") message = v;
     else if (args[i] == "--failed-since") failed_since = v;
-    else if (args[i] == "--limit" && !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos) limit = std::stoll(v);
+    else if (args[i] == "--limit" && digits(v, 6)) limit = std::stoll(v);
+    else if (args[i] == "--queue-max" && digits(v, 9) && std::stoull(v) > 0) queue_max = std::stoull(v);
     else return usage();
   }
   const std::string sub = args.size() > 1 ? args[1] : "";
+  if (queue_max && sub != "replay") return usage();
   if (sub == "endpoints" && !endpoint && !message && !failed_since) {
     const std::int64_t now = svc::now_unix_ms();
     for (const auto& [owner, e] : svc::list_endpoints(db, tenant)) {
@@ -292,11 +297,12 @@ int webhooks(folio::service::database& db, const std::vector<std::string>& args)
   const std::optional<std::int64_t> since = failed_since ? svc::timestamp_ms(*failed_since) : std::nullopt;
   if (failed_since && !since)
     return std::fprintf(stderr, "folio-admin: --failed-since must be a UTC timestamp like 2027-01-31T00:00:00.000Z, not \"%s\"\n", failed_since->c_str()), 2;
-  const svc::webhook_config defaults;
+  svc::webhook_config cfg;
+  if (queue_max) cfg.queued_per_endpoint = *queue_max;
   const std::int64_t now = svc::now_unix_ms();
   try {
-    const std::size_t n = message ? svc::replay_message(db, defaults, *tenant, *endpoint, *message, now)
-                                  : svc::replay_failed_since(db, defaults, *tenant, *endpoint, *since, now);
+    const std::size_t n = message ? svc::replay_message(db, cfg, *tenant, *endpoint, *message, now)
+                                  : svc::replay_failed_since(db, cfg, *tenant, *endpoint, *since, now);
     std::printf("replayed %zu deliver%s to %s\n", n, n == 1 ? "y" : "ies", endpoint->c_str());
   } catch (const svc::api_error& e) {
     return std::fprintf(stderr, "folio-admin: %s\n", e.message.c_str()), 1;

@@ -6,10 +6,15 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 namespace folio::service {
 
@@ -36,7 +41,60 @@ bool prefix_match(const unsigned char* a, const unsigned char* net, unsigned pre
   return (a[whole] & mask) == (net[whole] & mask);
 }
 
+/// One lookup, shared by the thread that runs it and the caller that waits for it. Whichever of them
+/// is last owns the answer: the caller takes it when it came within the limit; else the thread frees it.
+struct lookup {
+  std::mutex m;
+  std::condition_variable finished;
+  bool done = false, abandoned = false;
+  int rc = EAI_FAIL;
+  addrinfo* found = nullptr;
+};
+
+/// Lookups whose caller stopped waiting and whose thread still runs (bounded by max_abandoned_lookups).
+std::atomic<int> abandoned_count{0};
+
+/// `host`'s addresses by `resolve` on a detached thread, waited for at most `limit`: (rc, list) as
+/// getaddrinfo answers, the list the caller's to free; nullopt when the limit passed first.
+std::optional<std::pair<int, addrinfo*>> resolve_within(const std::string& host, std::chrono::milliseconds limit, const host_resolver& resolve) {
+  if (abandoned_count.load() >= max_abandoned_lookups) return std::nullopt;
+  const auto l = std::make_shared<lookup>();
+  std::thread([l, host, resolve] {
+    addrinfo* found = nullptr;
+    int rc = EAI_FAIL;
+    if (resolve) {
+      rc = resolve(host, &found);
+    } else {
+      addrinfo hints{};
+      hints.ai_socktype = SOCK_STREAM;
+      rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+    }
+    const std::lock_guard lock(l->m);
+    if (l->abandoned) {
+      if (found) freeaddrinfo(found);
+      abandoned_count.fetch_sub(1);
+      return;
+    }
+    l->rc = rc, l->found = found, l->done = true;
+    l->finished.notify_one();
+  }).detach();
+  std::unique_lock lock(l->m);
+  if (!l->finished.wait_for(lock, limit, [&] { return l->done; })) {
+    l->abandoned = true;
+    abandoned_count.fetch_add(1);
+    return std::nullopt;
+  }
+  return std::pair(l->rc, l->found);
+}
+
+/// A limit as the refusal states it: "3 s", or "250 ms" when not whole seconds.
+std::string duration_text(std::chrono::milliseconds d) {
+  return d.count() % 1000 == 0 ? std::to_string(d.count() / 1000) + " s" : std::to_string(d.count()) + " ms";
+}
+
 }  // namespace
+
+int abandoned_lookups() { return abandoned_count.load(); }
 
 std::string address_text(const sockaddr* a) {
   char buf[INET6_ADDRSTRLEN] = {};
@@ -52,8 +110,12 @@ bool is_internal_address(const sockaddr* a) {
   static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, nat64[12] = {0, 0x64, 0xff, 0x9b}, zero[16] = {};
   if (std::memcmp(b, mapped, 12) == 0 || std::memcmp(b, nat64, 12) == 0) return internal_v4(b + 12);
   if (std::memcmp(b, zero, 12) == 0) return true;  // ::, ::1 and the deprecated IPv4-compatible ::a.b.c.d
-  return (b[0] & 0xfe) == 0xfc /* fc00::/7 */ || (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) /* fe80::/10 */ || b[0] == 0xff /* multicast */ ||
-         (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) /* documentation */;
+  if (b[0] == 0x20 && b[1] == 0x02) return internal_v4(b + 2);  // 6to4 2002::/16: the IPv4 address in bytes 2-5
+  static const unsigned char local_nat64[6] = {0, 0x64, 0xff, 0x9b, 0, 1}, teredo[4] = {0x20, 0x01, 0, 0}, discard[8] = {1, 0};
+  return std::memcmp(b, local_nat64, 6) == 0 /* 64:ff9b:1::/48: a translator of the operator's */ || std::memcmp(b, teredo, 4) == 0 /* Teredo */ ||
+         std::memcmp(b, discard, 8) == 0 /* discard 100::/64 */ || (b[0] & 0xfe) == 0xfc /* fc00::/7 */ ||
+         (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) /* fe80::/10 */ || (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) /* site-local fec0::/10 */ ||
+         b[0] == 0xff /* multicast */ || (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) /* documentation */;
 }
 
 address_policy::address_policy(const std::vector<std::string>& allow) {
@@ -97,7 +159,7 @@ bool address_policy::allows(const sockaddr* a, std::string_view host) const {
   return std::find(hosts_.begin(), hosts_.end(), lower(host)) != hosts_.end() || in_allowed_range(a);
 }
 
-std::string address_policy::check_url(std::string_view url) const {
+std::string address_policy::check_url(std::string_view url, std::chrono::milliseconds limit, const host_resolver& resolve) const {
   const std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), curl_url_cleanup);
   const std::string text(url);
   if (!u || curl_url_set(u.get(), CURLUPART_URL, text.c_str(), 0) != CURLUE_OK) return "url must be an absolute http or https URL.";
@@ -114,10 +176,13 @@ std::string address_policy::check_url(std::string_view url) const {
   std::string host = part(CURLUPART_HOST);
   if (host.empty()) return "url must name a host.";
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || !found) return "url's host " + host + " does not resolve.";
+  const std::optional<std::pair<int, addrinfo*>> answer = resolve_within(host, limit, resolve);
+  if (!answer) return "url's host " + host + " did not resolve within " + duration_text(limit) + ".";
+  addrinfo* found = answer->second;
+  if (answer->first != 0 || !found) {
+    if (found) freeaddrinfo(found);
+    return "url's host " + host + " does not resolve.";
+  }
   std::string refused;
   for (const addrinfo* ai = found; ai && refused.empty(); ai = ai->ai_next)
     if (!allows(ai->ai_addr, host)) refused = address_text(ai->ai_addr);

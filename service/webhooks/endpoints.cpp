@@ -163,9 +163,12 @@ void delete_endpoint(database& db, std::string_view tenant, std::string_view id)
 std::string rotate_secret(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view id, std::int64_t now_ms) {
   const std::string secret = new_webhook_secret();
   db.write(endpoints_key(tenant), [&] {
+    // The secret in use must outlive the one it replaces: a receiver that has not switched yet still
+    // verifies with the older one, which a second rotation would end at once.
+    if (const webhook_endpoint e = existing(db, tenant, id); e.old_secret_until && now_ms < *e.old_secret_until)
+      throw api_error(status::failed_precondition, "The previous secret still signs until " + iso_time(*e.old_secret_until) + "; rotate again after it.");
     db.sql("UPDATE webhook_endpoints SET old_secret = secret, old_secret_until = ?, secret = ?, updated_at = ? WHERE tenant = ? AND id = ?")
         .bind(1, now_ms + cfg.old_secret_for.count()).bind(2, secret).bind(3, now_ms).bind(4, tenant).bind(5, id).step();
-    if (db.changes() == 0) throw no_endpoint();
   });
   return secret;
 }
@@ -235,6 +238,10 @@ std::size_t replay_message(database& db, const webhook_config& cfg, std::string_
     event.bind(1, tenant).bind(2, message_id);
     if (!event.step()) throw api_error(status::not_found, "No event found for this messageId.");
     const std::int64_t position = event.integer(0);
+    // Only a message the endpoint had (its filters took it, or it was its ping): a delivery in any state.
+    query had = db.sql("SELECT 1 FROM webhook_deliveries WHERE tenant = ? AND endpoint = ? AND position = ?");
+    had.bind(1, tenant).bind(2, endpoint).bind(3, position);
+    if (!had.step()) throw api_error(status::not_found, "This endpoint was never sent message " + std::string(message_id) + ".");
     return std::size_t(queue_delivery(db, cfg, tenant, endpoint, position, message_id, now_ms));
   });
 }

@@ -82,8 +82,9 @@ webhook_endpoint update_endpoint(database& db, std::string_view tenant, std::str
 /// Deletes the endpoint and its deliveries (its attempts stay, as the log, until they are `keep` old).
 /// NOT_FOUND for an endpoint the tenant lacks.
 void delete_endpoint(database& db, std::string_view tenant, std::string_view id);
-/// Gives the endpoint a new secret and returns it; the current one signs too until now + old_secret_for
-/// (one rotated out earlier stops signing). NOT_FOUND for an endpoint the tenant lacks.
+/// Gives the endpoint a new secret and returns it; the current one signs too until now + old_secret_for.
+/// FAILED_PRECONDITION while the secret a previous rotation replaced still signs; NOT_FOUND for an
+/// endpoint the tenant lacks.
 std::string rotate_secret(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view id, std::int64_t now_ms);
 /// endpoints/test: a webhook.ping event for this endpoint only (never in the feed), queued at `now_ms`,
 /// in one write under feed_key; returns its message id. FAILED_PRECONDITION for a disabled endpoint,
@@ -113,9 +114,10 @@ std::vector<delivery_attempt> list_attempts(database& db, std::string_view tenan
 /// How many of the endpoint's deliveries are in each state ('pending', 'succeeded', 'failed'), by state.
 std::vector<std::pair<std::string, std::int64_t>> delivery_states(database& db, std::string_view tenant, std::string_view endpoint);
 
-/// deliveries/replay of one message (an event of the tenant's feed, or a ping): queued again for the
-/// endpoint at `now_ms`. Returns 1, or 0 when the endpoint's queue is full. NOT_FOUND for an endpoint or
-/// message the tenant lacks; FAILED_PRECONDITION for a disabled endpoint.
+/// deliveries/replay of one message (an event of the tenant's feed, or a ping) the endpoint has a
+/// delivery of, in any state (so one its filters took): queued again for the endpoint at `now_ms`.
+/// Returns 1, or 0 when the endpoint's queue is full. NOT_FOUND for an endpoint or message the tenant
+/// lacks, or a message the endpoint never had; FAILED_PRECONDITION for a disabled endpoint.
 std::size_t replay_message(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view endpoint, std::string_view message_id,
                            std::int64_t now_ms);
 /// deliveries/replay since a time: every delivery of the endpoint that failed whose event was made at or

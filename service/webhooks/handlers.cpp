@@ -2,7 +2,7 @@
 // field first (unknown fields are refused by name, as versions/* do), then makes one call of the store
 // (webhooks/endpoints.hpp), which is one transaction. An endpoint's URL is checked against the address
 // policy (webhooks/address_policy.hpp, with --webhook-allow) whenever it is given; that resolves its
-// host, before any transaction. Secrets appear in the answers of add and rotate-secret only, never in
+// host (waiting at most 3 s), before any transaction. Secrets appear in the answers of add and rotate-secret only, never in
 // a log line.
 #include "webhooks/handlers.hpp"
 
@@ -36,6 +36,8 @@ constexpr std::string_view feed_fields[] = {"after", "limit", "types"};
 
 constexpr std::size_t max_url_bytes = 2048, max_description_bytes = 1024, max_endpoint_orgs = 100;
 constexpr std::int64_t default_attempts_page = 50, max_attempts_page = 100, default_feed_limit = 100, max_feed_limit = 1000;
+/// The most of a tenant's feed rows one events/get reads (matching its filters or not).
+constexpr std::int64_t feed_scan_rows = 10000;
 
 /// A JSON array of strings, as the endpoints' filters are stored.
 std::string json_array(const std::vector<std::string>& items) {
@@ -335,23 +337,44 @@ std::string events_get(context& c) {
   }
   std::vector<std::string> types;
   if (const rapidjson::Value* v = field_value(c.data, "types")) types = event_type_list(*v, "types", "or null for every type");
-  std::string text = "SELECT position, id, body FROM event_feed WHERE tenant = ? AND in_feed = 1 AND position > ?";
-  if (!types.empty()) text += " AND type IN (" + database::placeholders(types.size()) + ")";
-  text += " ORDER BY position LIMIT ?";
+  // At most feed_scan_rows of the tenant's rows after `after`, by its (tenant, position) index, each
+  // kept when it is listed (in_feed) and of a type asked for: O(feed_scan_rows) per call whatever the
+  // tenant's feed holds. One statement picks the positions (the kept ones up to the limit-th, and the
+  // rows before it: the last one scanned is the cursor, events or not, so a poll that matches nothing
+  // still moves past what it read), without the bodies; a second reads the kept events' bodies by
+  // key (an event's row never changes; one pruned in between is left out).
+  std::string pick = "SELECT position, kept FROM (SELECT position, kept, sum(kept) OVER (ORDER BY position) AS n FROM (SELECT position, CASE WHEN in_feed = 1";
+  if (!types.empty()) pick += " AND type IN (" + database::placeholders(types.size()) + ")";
+  pick += " THEN 1 ELSE 0 END AS kept FROM event_feed WHERE tenant = ? AND position > ? ORDER BY position LIMIT ?) AS scanned) AS counted"
+          " WHERE n < ? OR (n = ? AND kept = 1) ORDER BY position";
+  // The first statement scans `limit` rows (enough when every row is kept: a read without types), and
+  // only when those were all there and fewer were kept, scans feed_scan_rows.
   std::int64_t cursor = after;
   std::vector<std::string> events;  // each {"id":..., then the body's members}
   c.db.read([&] {
-    query q = c.db.prepare(text);
-    q.bind(1, c.who.tenant).bind(2, after);
-    int at = 3;
-    for (const std::string& t : types) q.bind_view(at++, t);
-    q.bind(at, limit);
+    std::vector<std::int64_t> kept;
+    for (const std::int64_t scan : {limit, feed_scan_rows}) {
+      query q = c.db.prepare(pick);
+      int at = 1;
+      for (const std::string& t : types) q.bind_view(at++, t);
+      q.bind(at, c.who.tenant).bind(at + 1, after).bind(at + 2, scan).bind(at + 3, limit).bind(at + 4, limit);
+      kept.clear(), cursor = after;
+      std::int64_t rows = 0;
+      for (; q.step(); ++rows) {
+        cursor = q.integer(0);
+        if (q.integer(1) == 1) kept.push_back(cursor);
+      }
+      if (static_cast<std::int64_t>(kept.size()) == limit || rows < scan) break;
+    }
+    if (kept.empty()) return;
+    query q = c.db.prepare("SELECT id, body FROM event_feed WHERE tenant = ? AND position IN (" + database::placeholders(kept.size()) + ") ORDER BY position");
+    q.bind(1, c.who.tenant);
+    for (std::size_t i = 0; i < kept.size(); ++i) q.bind(static_cast<int>(i) + 2, kept[i]);
     while (q.step()) {
-      cursor = q.integer(0);
       rapidjson::StringBuffer id;
       json_writer w(id);
-      write_string(w, q.text_view(1));
-      const std::string_view body = q.text_view(2);  // {"type":...,"timestamp":...,"data":{...}}, written by the service
+      write_string(w, q.text_view(0));
+      const std::string_view body = q.text_view(1);  // {"type":...,"timestamp":...,"data":{...}}, written by the service
       events.push_back("{\"id\":" + std::string(id.GetString(), id.GetSize()) + "," + std::string(body.substr(1)));
     }
   });

@@ -256,6 +256,33 @@ class Admin(unittest.TestCase):
         self.assertIn("has passed; the token is created expired", r.stderr)
         self.assertTrue(r.stdout.startswith("ft_"))
 
+    def test_webhooks_replay_takes_the_queue_limit_folio_fcgi_runs_with(self):
+        # A database of its own: an endpoint with three failed deliveries, replayed under --queue-max 2.
+        import sqlite3
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "folio.db")
+            admin = lambda *args: subprocess.run([stack.ADMIN, "--db", db, *args], capture_output=True, text=True)  # noqa: E731
+            tenant = admin("create-key", "replays").stdout.strip()[3:19]
+            endpoint = "ep_" + "0" * 24
+            with sqlite3.connect(db) as c:
+                c.execute("INSERT INTO webhook_endpoints (tenant, id, url, enabled, secret, created_at, updated_at) VALUES (?, ?, 'https://192.0.2.10/', 1, 'whsec_x', 1, 1)",
+                          (tenant, endpoint))
+                for position in (1, 2, 3):
+                    c.execute("INSERT INTO event_feed (position, tenant, id, type, org, created_at, in_feed, body) VALUES (?, ?, ?, 'comment.added', 'o', 1000, 1, '{}')",
+                              (position, tenant, "msg_%d" % position))
+                    c.execute("INSERT INTO webhook_deliveries (tenant, endpoint, position, message_id, state, attempts) VALUES (?, ?, ?, ?, 'failed', 7)",
+                              (tenant, endpoint, position, "msg_%d" % position))
+            since = "1970-01-01T00:00:00.000Z"
+            for bad in (("--queue-max", "0"), ("--queue-max", "x"), ("--queue-max", "1234567890")):
+                self.assertEqual(admin("webhooks", "replay", "--endpoint", endpoint, "--failed-since", since, *bad).returncode, 2, bad)
+            self.assertEqual(admin("webhooks", "endpoints", "--queue-max", "5").returncode, 2)
+            r = admin("webhooks", "replay", "--endpoint", endpoint, "--failed-since", since, "--queue-max", "2")
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "replayed 2 deliveries to %s\n" % endpoint, ""))
+            self.assertRegex(admin("webhooks", "endpoints").stdout, r"  queued 2  dropped 1  ")
+            # The default limit, 10,000, takes the third.
+            r = admin("webhooks", "replay", "--endpoint", endpoint, "--failed-since", since)
+            self.assertEqual((r.returncode, r.stdout), (0, "replayed 1 delivery to %s\n" % endpoint))
+
     def test_webhook_endpoints_through_nginx_and_folio_admin(self):
         # A tenant of its own: no change of the other tests makes an event for its endpoint.
         key = STACK.admin("create-key", "webhooks")

@@ -3,13 +3,16 @@
 // refusal, the address policy at add time, rotation, the test ping's rows, the delivery log's pages,
 // replays, and the feed's cursor and filter. Events are put in the feed with append_to_feed, as the
 // sequencer does; attempts are written as the sender writes them.
+#include <future>
 #include <regex>
+#include <thread>
 
 #include "events/feed.hpp"
 #include "events/outbox.hpp"
 #include "platform/client_token.hpp"
 #include "support.hpp"
 #include "platform/fields.hpp"
+#include "webhooks/address_policy.hpp"
 #include "webhooks/endpoints.hpp"
 #include "webhooks/signature.hpp"
 
@@ -326,6 +329,15 @@ TEST_F(webhooks, InternalAddressesAreRefusedUnlessAllowed) {
       {"http://10.0.0.1/", "url's host 10.0.0.1 resolves to 10.0.0.1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
       {"https://192.168.1.1:8443/x", "url's host 192.168.1.1 resolves to 192.168.1.1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
       {"http://[::ffff:127.0.0.1]/", "url's host ::ffff:127.0.0.1 resolves to ::ffff:127.0.0.1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      // IPv6 that embeds or reaches an internal IPv4 address, or is reserved: 6to4 of 127.0.0.1 and of the
+      // metadata address, local-use NAT64, Teredo, site-local, discard.
+      {"http://[2002:7f00:1::1]/", "url's host 2002:7f00:1::1 resolves to 2002:7f00:1::1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[2002:a9fe:a9fe::]/", "url's host 2002:a9fe:a9fe:: resolves to 2002:a9fe:a9fe::, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[64:ff9b:1::a00:1]/", "url's host 64:ff9b:1::a00:1 resolves to 64:ff9b:1::a00:1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+       "url's host 2001:0:4136:e378:8000:63bf:3fff:fdd2 resolves to 2001:0:4136:e378:8000:63bf:3fff:fdd2, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[fec0::1]/", "url's host fec0::1 resolves to fec0::1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
+      {"http://[100::1]/", "url's host 100::1 resolves to 100::1, a loopback, private, link-local or reserved address; webhooks reach only public addresses."},
       {"file:///etc/passwd", "url must be an http or https URL."},
       {"gopher://example.com/", "url must be an http or https URL."},
       {"ftp://example.com/x", "url must be an http or https URL."},
@@ -333,6 +345,7 @@ TEST_F(webhooks, InternalAddressesAreRefusedUnlessAllowed) {
   for (const auto& [url, message] : refused_urls) {
     const svc::response r = add_on(strict, url);
     EXPECT_EQ(r.http, 400) << url << ": " << r.body;
+    if (r.http != 400) continue;
     EXPECT_EQ(status_of(r), "INVALID_ARGUMENT") << url;
     EXPECT_EQ(error_of(r), message) << url;
   }
@@ -349,6 +362,10 @@ TEST_F(webhooks, InternalAddressesAreRefusedUnlessAllowed) {
   // Allowed by the operator (this fixture's responder allows 127.0.0.1), and a public address by anyone.
   EXPECT_EQ(add_on(service, "http://127.0.0.1:8080/receiver").http, 200);
   EXPECT_EQ(add_on(strict, "https://93.184.216.34/hook").http, 200);
+  // 6to4 of a public address, and the well-known NAT64 prefix of one, are public.
+  EXPECT_EQ(add_on(strict, "https://[2002:5db8:d822::1]/hook").http, 200);
+  EXPECT_EQ(add_on(strict, "https://[64:ff9b::5db8:d822]/hook").http, 200);
+  EXPECT_EQ(add_on(strict, "https://[2001:4860::1]/hook").http, 200);  // 2001::/23 outside Teredo's /32
 }
 
 TEST_F(webhooks, ARotatedSecretSignsBesideTheNewOneForADay) {
@@ -369,7 +386,15 @@ TEST_F(webhooks, ARotatedSecretSignsBesideTheNewOneForADay) {
   EXPECT_EQ(svc::signing_secrets(e, *e.old_secret_until), std::vector<std::string>{second});
   // Signatures under each are the Standard Webhooks ones of its own key.
   EXPECT_NE(svc::webhook_signature(second, "msg_x", 1, "{}"), svc::webhook_signature(first, "msg_x", 1, "{}"));
-  // Rotating again: the secret rotated out first stops signing.
+  // Rotating again while the first secret signs is refused, and changes nothing.
+  refused("/v2/webhooks/endpoints/rotate-secret", R"({"endpointId":")" + id + "\"}", 400, "FAILED_PRECONDITION",
+          "The previous secret still signs until " + svc::iso_time(*e.old_secret_until) + "; rotate again after it.");
+  const svc::webhook_endpoint kept = row(id);
+  EXPECT_EQ(kept.secret, second);
+  EXPECT_EQ(kept.old_secret, first);
+  EXPECT_EQ(kept.old_secret_until, e.old_secret_until);
+  // Once it no longer signs (its day moved into the past), a rotation replaces the second.
+  db.write([&] { db.sql("UPDATE webhook_endpoints SET old_secret_until = ? WHERE id = ?").bind(1, svc::now_unix_ms() - 1).bind(2, id).step(); });
   const std::string third = ok("/v2/webhooks/endpoints/rotate-secret", R"({"endpointId":")" + id + "\"}")["secret"].GetString();
   const svc::webhook_endpoint again = row(id);
   EXPECT_EQ(svc::signing_secrets(again, again.updated_at), (std::vector<std::string>{third, second}));
@@ -511,14 +536,14 @@ TEST_F(webhooks, ReplayQueuesOneMessageOrEveryFailureSinceATime) {
   });
   // Again: nothing is failed since then any more.
   EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", ep + R"(,"failedSince":"1970-01-01T00:00:02.000Z"})")["replayed"].GetInt64(), 0);
-  // One message: a succeeded one is sent again; one the endpoint never had is queued.
+  // One message: a succeeded one is sent again; one the endpoint never had is not.
   const svc::response one = call("/v2/webhooks/deliveries/replay", R"({"data":)" + ep + R"(,"messageId":")" + m3 + "\"}}");
   EXPECT_EQ(one.body, R"({"result":{"status":"success","message":"Deliveries replayed.","data":{"replayed":1}}})");
   EXPECT_EQ(state_of(id, p3), "pending");
   const auto [p5, m5] = feed_event(svc::event_types::comment_deleted, 5000);
-  EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", ep + R"(,"messageId":")" + m5 + "\"}")["replayed"].GetInt64(), 1);
-  EXPECT_EQ(state_of(id, p5), "pending");
-  EXPECT_EQ(row(id).queued, 4);
+  refused("/v2/webhooks/deliveries/replay", ep + R"(,"messageId":")" + m5 + "\"}", 404, "NOT_FOUND", "This endpoint was never sent message " + m5 + ".");
+  EXPECT_EQ(state_of(id, p5), "none");
+  EXPECT_EQ(row(id).queued, 3);
   refused("/v2/webhooks/deliveries/replay", ep + R"(,"messageId":"msg_unknown"})", 404, "NOT_FOUND", "No event found for this messageId.");
   // Another tenant's message is not found either.
   const auto [p6, m6] = feed_event(svc::event_types::comment_deleted, 5000, true, "othertenant00000");
@@ -531,8 +556,28 @@ TEST_F(webhooks, ReplayQueuesOneMessageOrEveryFailureSinceATime) {
   refused("/v2/webhooks/deliveries/replay", ep + R"(,"messageId":")" + m1 + "\"}", 400, "FAILED_PRECONDITION",
           "This endpoint is disabled; enable it (webhooks/endpoints/update) first.");
   ok("/v2/webhooks/endpoints/update", ep + R"(,"enabled":true})");
-  EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", ep + R"(,"failedSince":"1970-01-01T00:00:00.000Z"})")["replayed"].GetInt64(), 5);
-  EXPECT_EQ(row(id).queued, 5);
+  EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", ep + R"(,"failedSince":"1970-01-01T00:00:00.000Z"})")["replayed"].GetInt64(), 4);
+  EXPECT_EQ(row(id).queued, 4);
+}
+
+// An endpoint filtered to other organizations or types, or another endpoint's ping, is never sent a
+// message by replay: only one the endpoint has a delivery of.
+TEST_F(webhooks, ReplayOfAMessageTheEndpointNeverHadIsRefused) {
+  const std::string acme = add(R"(,"organizationIds":["acme"])"), comments = add(R"(,"events":["comment.added"])"), all = add();
+  const auto [position, message] = feed_event(svc::event_types::record_added, 1000);  // organization "o"
+  delivery(all, position, message, "succeeded");
+  for (const std::string& ep : {acme, comments}) {
+    refused("/v2/webhooks/deliveries/replay", R"({"endpointId":")" + ep + R"(","messageId":")" + message + "\"}", 404, "NOT_FOUND",
+            "This endpoint was never sent message " + message + ".");
+    EXPECT_EQ(state_of(ep, position), "none");
+    EXPECT_EQ(row(ep).queued, 0);
+  }
+  const std::string ping = ok("/v2/webhooks/endpoints/test", R"({"endpointId":")" + comments + "\"}")["messageId"].GetString();
+  refused("/v2/webhooks/deliveries/replay", R"({"endpointId":")" + all + R"(","messageId":")" + ping + "\"}", 404, "NOT_FOUND",
+          "This endpoint was never sent message " + ping + ".");
+  // The endpoint that had it is sent it again.
+  EXPECT_EQ(ok("/v2/webhooks/deliveries/replay", R"({"endpointId":")" + all + R"(","messageId":")" + message + "\"}")["replayed"].GetInt64(), 1);
+  EXPECT_EQ(state_of(all, position), "pending");
 }
 
 TEST_F(webhooks, TheFeedIsReadByCursorAndType) {
@@ -585,6 +630,102 @@ TEST_F(webhooks, TheFeedIsReadByCursorAndType) {
   const rapidjson::Document none = ok("/v2/events/get", "{}");
   EXPECT_EQ(none["events"].Size(), 0u);
   EXPECT_EQ(std::string(none["cursor"].GetString()), "0");
+}
+
+// A poll with types that match nothing still moves: it reads at most 10,000 of the tenant's rows and
+// answers the last one read as its cursor, so a feed of other events is passed in bounded steps.
+TEST_F(webhooks, AFilteredReadMovesPastWhatItScanned) {
+  constexpr int scan_rows = 10000, others = scan_rows + 50;
+  std::vector<std::int64_t> positions;
+  db.write(std::string(svc::feed_key), [&] {
+    for (int i = 0; i < others; ++i) {
+      const std::string id = svc::new_message_id();
+      const std::string body = R"({"type":"crdt.record.updated","timestamp":"1970-01-01T00:00:01.000Z","data":{}})";
+      positions.push_back(svc::append_to_feed(db, tenant(), id, svc::event_types::record_updated, "o", 1000, true, body));
+    }
+  });
+  const std::string comment = feed_event(svc::event_types::comment_added, 2000).second;
+  const rapidjson::Document first = ok("/v2/events/get", R"({"types":["comment.added"]})");
+  EXPECT_EQ(first["events"].Size(), 0u);
+  EXPECT_EQ(std::string(first["cursor"].GetString()), std::to_string(positions[scan_rows - 1]));
+  const rapidjson::Document second = ok("/v2/events/get", R"({"types":["comment.added"],"after":")" + std::string(first["cursor"].GetString()) + "\"}");
+  ASSERT_EQ(second["events"].Size(), 1u);
+  EXPECT_EQ(std::string(second["events"][0]["id"].GetString()), comment);
+  // Past the end, nothing matching: the cursor is the last row read, and then stays.
+  const std::string last = second["cursor"].GetString();
+  feed_event(svc::event_types::record_added, 3000);
+  const rapidjson::Document third = ok("/v2/events/get", R"({"types":["comment.added"],"after":")" + last + "\"}");
+  EXPECT_EQ(third["events"].Size(), 0u);
+  EXPECT_NE(std::string(third["cursor"].GetString()), last);
+  const std::string end = third["cursor"].GetString();
+  EXPECT_EQ(std::string(ok("/v2/events/get", R"({"types":["comment.added"],"after":")" + end + "\"}")["cursor"].GetString()), end);
+  // Without types: the page of 100 ends at its 100th event.
+  const rapidjson::Document all = ok("/v2/events/get", "{}");
+  EXPECT_EQ(all["events"].Size(), 100u);
+  EXPECT_EQ(std::string(all["cursor"].GetString()), std::to_string(positions[99]));
+}
+
+// check_url waits for its host's addresses at most its limit (3 s by default); a lookup past it is left
+// to its own thread. The resolvers here block until the test releases them, so each outcome is fixed:
+// a check_url that waited for its lookup would wait out the 10 s fallback and then take the URL.
+struct blocked_resolver {
+  std::shared_ptr<std::promise<void>> release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  /// A resolver that waits to be released, then answers `address`.
+  svc::host_resolver answering(std::string address) const {
+    return [released = released, calls = calls, address](const std::string&, addrinfo** found) {
+      ++*calls;
+      released.wait_for(std::chrono::seconds(10));
+      addrinfo hints{};
+      hints.ai_flags = AI_NUMERICHOST;
+      hints.ai_socktype = SOCK_STREAM;
+      return getaddrinfo(address.c_str(), nullptr, &hints, found);
+    };
+  }
+  /// Releases the lookups and waits until none runs past its limit.
+  void finish() const {
+    release->set_value();
+    for (int i = 0; i < 100000 && svc::abandoned_lookups() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    EXPECT_EQ(svc::abandoned_lookups(), 0);
+  }
+};
+
+TEST(url_resolution, ALookupPastItsLimitIsRefused) {
+  EXPECT_EQ(svc::url_resolve_limit, std::chrono::seconds(3));
+  const svc::address_policy policy;
+  const blocked_resolver slow;
+  EXPECT_EQ(policy.check_url("https://slow.example/hook", std::chrono::milliseconds(20), slow.answering("93.184.216.34")),
+            "url's host slow.example did not resolve within 20 ms.");
+  EXPECT_EQ(policy.check_url("https://slow.example/hook", std::chrono::seconds(1), slow.answering("93.184.216.34")),
+            "url's host slow.example did not resolve within 1 s.");
+  EXPECT_EQ(svc::abandoned_lookups(), 2);
+  slow.finish();
+  // Within the limit, the resolver's answer is judged as before.
+  const blocked_resolver fast;
+  fast.release->set_value();
+  EXPECT_EQ(policy.check_url("https://fast.example/hook", svc::url_resolve_limit, fast.answering("93.184.216.34")), "");
+  EXPECT_EQ(policy.check_url("https://fast.example/hook", svc::url_resolve_limit, fast.answering("10.1.2.3")),
+            "url's host fast.example resolves to 10.1.2.3, a loopback, private, link-local or reserved address; webhooks reach only public addresses.");
+  EXPECT_EQ(policy.check_url("https://fast.example/hook", svc::url_resolve_limit, [](const std::string&, addrinfo**) { return EAI_NONAME; }),
+            "url's host fast.example does not resolve.");
+}
+
+TEST(url_resolution, AtMost64LookupsRunPastTheirLimit) {
+  const svc::address_policy policy;
+  const blocked_resolver slow;
+  for (int i = 0; i < svc::max_abandoned_lookups; ++i)
+    EXPECT_EQ(policy.check_url("https://slow.example/", std::chrono::milliseconds(1), slow.answering("93.184.216.34")),
+              "url's host slow.example did not resolve within 1 ms.");
+  EXPECT_EQ(svc::abandoned_lookups(), svc::max_abandoned_lookups);
+  // The next one is not started: refused at once, its resolver never called.
+  const blocked_resolver next;
+  next.release->set_value();
+  EXPECT_EQ(policy.check_url("https://next.example/", svc::url_resolve_limit, next.answering("93.184.216.34")),
+            "url's host next.example did not resolve within 3 s.");
+  EXPECT_EQ(*next.calls, 0);
+  slow.finish();
+  EXPECT_EQ(policy.check_url("https://next.example/", svc::url_resolve_limit, next.answering("93.184.216.34")), "");
 }
 
 }  // namespace
