@@ -4,7 +4,7 @@
 // replays, and the feed's cursor and filter. Events are put in the feed with append_to_feed, as the
 // sequencer does; attempts are written as the sender writes them.
 #include <future>
-#include <regex>
+#include <string_view>
 #include <thread>
 
 #include "events/feed.hpp"
@@ -19,6 +19,20 @@
 namespace {
 
 using namespace folio_service_test;
+
+namespace {
+
+constexpr std::string_view base64_alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                           url_safe_alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Whether `s` is `prefix` and then exactly `n` characters of `alphabet` (std::regex trips GCC 12's
+/// -Wmaybe-uninitialized in the sanitizer build).
+bool shaped(std::string_view s, std::string_view prefix, std::size_t n, std::string_view alphabet) {
+  if (s.size() != prefix.size() + n || s.substr(0, prefix.size()) != prefix) return false;
+  return s.substr(prefix.size()).find_first_not_of(alphabet) == std::string_view::npos;
+}
+
+}  // namespace
 
 /// The fixture's responder lets endpoints reach the loopback address 127.0.0.1 (tests/e2e's receiver
 /// is there), as --webhook-allow 127.0.0.1 does.
@@ -90,8 +104,8 @@ TEST_F(webhooks, EndpointsAreAddedListedUpdatedAndDeleted) {
   const rapidjson::Document added = ok("/v2/webhooks/endpoints/add", R"({"url":"http://127.0.0.1:9/a","events":["comment.added","crdt.record.added","comment.added"],)"
                                                                      R"("organizationIds":["acme","acme","beta"],"description":"Mail on comments"})");
   const std::string id = added["endpointId"].GetString(), secret = added["secret"].GetString();
-  EXPECT_TRUE(std::regex_match(id, std::regex("ep_[0-9a-f]{24}"))) << id;
-  EXPECT_TRUE(std::regex_match(secret, std::regex("whsec_[A-Za-z0-9+/]{32}"))) << secret;
+  EXPECT_TRUE(shaped(id, "ep_", 24, "0123456789abcdef")) << id;
+  EXPECT_TRUE(shaped(secret, "whsec_", 32, base64_alphabet)) << secret;
   const std::string second = add();
 
   const svc::response listed = call("/v2/webhooks/endpoints/get", R"({"data":{}})");
@@ -352,7 +366,9 @@ TEST_F(webhooks, InternalAddressesAreRefusedUnlessAllowed) {
   // localhost resolves to loopback (127.0.0.1, and ::1 where the resolver gives it).
   const svc::response local = add_on(strict, "http://localhost:8080/hook");
   EXPECT_EQ(local.http, 400) << local.body;
-  EXPECT_TRUE(std::regex_match(error_of(local), std::regex(R"(url's host localhost resolves to (127\.0\.0\.1|::1), a loopback.*)"))) << error_of(local);
+  EXPECT_TRUE(error_of(local).rfind("url's host localhost resolves to 127.0.0.1, a loopback", 0) == 0 ||
+              error_of(local).rfind("url's host localhost resolves to ::1, a loopback", 0) == 0)
+      << error_of(local);
   // An update to a refused URL is refused too, and changes nothing.
   const std::string id = add();
   refused("/v2/webhooks/endpoints/update", R"({"endpointId":")" + id + R"(","url":"http://10.0.0.1/"})", 400, "INVALID_ARGUMENT",
@@ -404,7 +420,7 @@ TEST_F(webhooks, TheTestPingIsQueuedForItsEndpointOnly) {
   const std::string id = add(), other = add();
   const rapidjson::Document sent = ok("/v2/webhooks/endpoints/test", R"({"endpointId":")" + id + "\"}");
   const std::string message = sent["messageId"].GetString();
-  EXPECT_TRUE(std::regex_match(message, std::regex("msg_[A-Za-z0-9_-]{27}"))) << message;
+  EXPECT_TRUE(shaped(message, "msg_", 27, url_safe_alphabet)) << message;
   db.read([&] {
     svc::query f = db.sql("SELECT position, tenant, type, org, created_at, in_feed, body FROM event_feed WHERE id = ?");
     f.bind(1, message);
