@@ -42,7 +42,12 @@ bool queue_delivery(database& db, const webhook_config& cfg, std::string_view te
   db.sql("UPDATE webhook_endpoints SET queued = queued + 1 WHERE tenant = ? AND id = ? AND queued < ?")
       .bind(1, tenant).bind(2, endpoint).bind(3, static_cast<std::int64_t>(cfg.queued_per_endpoint)).step();
   if (db.changes() == 0) {
+    // Full: counted as dropped, and kept as a delivery that failed without an attempt, so that a replay
+    // (of the message, or of what failed since a time) sends it once the queue has room.
     db.sql("UPDATE webhook_endpoints SET dropped = dropped + 1 WHERE tenant = ? AND id = ?").bind(1, tenant).bind(2, endpoint).step();
+    db.sql("INSERT INTO webhook_deliveries (tenant, endpoint, position, message_id, state, attempts, next_at) VALUES (?, ?, ?, ?, 'failed', 0, NULL)"
+           " ON CONFLICT (tenant, endpoint, position) DO NOTHING")
+        .bind(1, tenant).bind(2, endpoint).bind(3, position).bind(4, id).step();
     return false;
   }
   db.sql("INSERT INTO webhook_deliveries (tenant, endpoint, position, message_id, state, attempts, next_at) VALUES (?, ?, ?, ?, 'pending', 0, ?)"

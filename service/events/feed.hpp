@@ -18,8 +18,9 @@
 // the updates of the record added again; those after it wait for their window.
 // The subjects that look ready are found by a read before the transaction (grouping the waiting rows
 // costs time linear in them, and holds no write lock); the transaction reads their rows again.
-// An endpoint whose queue holds queued_per_endpoint deliveries gets none for the event (the event
-// stays in the feed; the endpoint counts it in `dropped`).
+// An endpoint whose queue holds queued_per_endpoint deliveries gets none for the event: the event stays
+// in the feed, the endpoint counts it in `dropped`, and its delivery is recorded as failed without an
+// attempt, so that a replay sends it once the queue has room.
 // Thread-safety: free functions over a caller's `database`.
 #pragma once
 
@@ -51,8 +52,8 @@ std::int64_t next_ready_ms(database& db, const webhook_config& cfg);
 std::int64_t append_to_feed(database& db, std::string_view tenant, std::string_view id, std::string_view type, std::string_view org,
                             std::int64_t at_ms, bool in_feed, std::string_view body);
 /// Inside a write transaction: queues the delivery of the feed's event `position` (message `id`) to the
-/// tenant's endpoint, due at `now_ms`, unless the endpoint's queue is full (then counts it dropped and
-/// returns false). A delivery of that event to that endpoint already there is made pending again
+/// tenant's endpoint, due at `now_ms`, unless the endpoint's queue is full (then counts it dropped,
+/// records the delivery as failed without an attempt — a replay sends it later — and returns false). A delivery of that event to that endpoint already there is made pending again
 /// (a replay), its attempts counted from zero.
 bool queue_delivery(database& db, const webhook_config& cfg, std::string_view tenant, std::string_view endpoint, std::int64_t position,
                     std::string_view id, std::int64_t now_ms);

@@ -9,6 +9,7 @@
 #include "events/feed.hpp"
 #include "events/outbox.hpp"
 #include "support.hpp"
+#include "webhooks/endpoints.hpp"
 
 using namespace folio_service_test;
 
@@ -177,7 +178,8 @@ TEST_F(events, DeliveriesAreQueuedForTheEndpointsWhoseFiltersTakeTheEventUpToThe
   svc::query q = db.sql("SELECT endpoint, position, state FROM webhook_deliveries ORDER BY endpoint, position");
   std::vector<std::string> rows;
   while (q.step()) rows.push_back(q.text(0) + "@" + std::to_string(q.integer(1)) + ":" + q.text(2));
-  EXPECT_EQ(rows, (std::vector<std::string>{"adds@1:pending", "all@1:pending"}));  // the second event for "all" found its queue full
+  // The second event for "all" found its queue full: failed without an attempt, for a replay to send.
+  EXPECT_EQ(rows, (std::vector<std::string>{"adds@1:pending", "all@1:pending", "all@2:failed"}));
   svc::query counts = db.sql("SELECT id, queued, dropped FROM webhook_endpoints ORDER BY id");
   std::vector<std::string> standing;
   while (counts.step()) standing.push_back(counts.text(0) + " " + std::to_string(counts.integer(1)) + "/" + std::to_string(counts.integer(2)));
@@ -270,6 +272,52 @@ TEST_F(events, AReplayOfADeliveryInFlightDropsTheClaimAndQueuesItAgain) {
   svc::query n = db.sql("SELECT queued FROM webhook_endpoints");
   ASSERT_TRUE(n.step());
   EXPECT_EQ(n.integer(0), 1);  // still one pending delivery
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(events, AnEventDroppedForAFullQueueIsReplayedOnceTheQueueHasRoom) {
+  const std::string tenant = key.substr(3, 16);
+  db.write([&] {
+    db.sql("INSERT INTO webhook_endpoints (tenant, id, url, enabled, secret, created_at, updated_at) VALUES (?, 'ep', 'https://example.com/', 1, 'whsec_AAAA', 1, 1)")
+        .bind(1, tenant).step();
+  });
+  cfg.queued_per_endpoint = 1;
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"a"}})").http, 200);
+  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
+  EXPECT_EQ(pass(0), 2u);
+  const std::vector<feed_event> f = feed(db);
+  ASSERT_EQ(f.size(), 2u);
+  // The first delivery leaves the queue (as the sender does once it is sent), making room.
+  db.write([&] {
+    db.sql("UPDATE webhook_deliveries SET state = 'succeeded' WHERE position = ?").bind(1, f[0].position).step();
+    db.sql("UPDATE webhook_endpoints SET queued = queued - 1").step();
+  });
+  // By message: the endpoint had it (dropped), so it is queued now.
+  EXPECT_EQ(svc::replay_message(db, cfg, tenant, "ep", f[1].id, 1000), 1u);
+  svc::query q = db.sql("SELECT state FROM webhook_deliveries WHERE position = ?");
+  q.bind(1, f[1].position);
+  ASSERT_TRUE(q.step());
+  EXPECT_EQ(q.text(0), "pending");
+}
+
+TEST_F(events, ADroppedEventIsAmongWhatFailedSinceATime) {
+  const std::string tenant = key.substr(3, 16);
+  db.write([&] {
+    db.sql("INSERT INTO webhook_endpoints (tenant, id, url, enabled, secret, created_at, updated_at) VALUES (?, 'ep', 'https://example.com/', 1, 'whsec_AAAA', 1, 1)")
+        .bind(1, tenant).step();
+  });
+  cfg.queued_per_endpoint = 1;
+  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"a"}})").http, 200);
+  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
+  EXPECT_EQ(pass(0), 2u);
+  db.write([&] {
+    db.sql("UPDATE webhook_deliveries SET state = 'succeeded' WHERE state = 'pending'").step();
+    db.sql("UPDATE webhook_endpoints SET queued = 0").step();
+  });
+  EXPECT_EQ(svc::replay_failed_since(db, cfg, tenant, "ep", 0, 1000), 1u);
 }
 
 }  // namespace
