@@ -278,16 +278,23 @@ TEST_F(events, AReplayOfADeliveryInFlightDropsTheClaimAndQueuesItAgain) {
 
 namespace {
 
-TEST_F(events, AnEventDroppedForAFullQueueIsReplayedOnceTheQueueHasRoom) {
+/// An endpoint "ep" with room for one delivery, and two events for it: the second is dropped.
+struct dropped_events : events {
+  void drop_the_second_event(const std::string& tenant) {
+    db.write([&] {
+      db.sql("INSERT INTO webhook_endpoints (tenant, id, url, enabled, secret, created_at, updated_at) VALUES (?, 'ep', 'https://example.com/', 1, 'whsec_AAAA', 1, 1)")
+          .bind(1, tenant).step();
+    });
+    cfg.queued_per_endpoint = 1;
+    ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"a"}})").http, 200);
+    ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
+    EXPECT_EQ(pass(0), 2u);
+  }
+};
+
+TEST_F(dropped_events, AnEventDroppedForAFullQueueIsReplayedOnceTheQueueHasRoom) {
   const std::string tenant = key.substr(3, 16);
-  db.write([&] {
-    db.sql("INSERT INTO webhook_endpoints (tenant, id, url, enabled, secret, created_at, updated_at) VALUES (?, 'ep', 'https://example.com/', 1, 'whsec_AAAA', 1, 1)")
-        .bind(1, tenant).step();
-  });
-  cfg.queued_per_endpoint = 1;
-  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"a"}})").http, 200);
-  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
-  EXPECT_EQ(pass(0), 2u);
+  ASSERT_NO_FATAL_FAILURE(drop_the_second_event(tenant));
   const std::vector<feed_event> f = feed(db);
   ASSERT_EQ(f.size(), 2u);
   // The first delivery leaves the queue (as the sender does once it is sent), making room.
@@ -303,16 +310,9 @@ TEST_F(events, AnEventDroppedForAFullQueueIsReplayedOnceTheQueueHasRoom) {
   EXPECT_EQ(q.text(0), "pending");
 }
 
-TEST_F(events, ADroppedEventIsAmongWhatFailedSinceATime) {
+TEST_F(dropped_events, ADroppedEventIsAmongWhatFailedSinceATime) {
   const std::string tenant = key.substr(3, 16);
-  db.write([&] {
-    db.sql("INSERT INTO webhook_endpoints (tenant, id, url, enabled, secret, created_at, updated_at) VALUES (?, 'ep', 'https://example.com/', 1, 'whsec_AAAA', 1, 1)")
-        .bind(1, tenant).step();
-  });
-  cfg.queued_per_endpoint = 1;
-  ASSERT_EQ(call("/v2/crdt/add", ids + R"(,"type":"text","data":"a"}})").http, 200);
-  ASSERT_EQ(call("/v2/crdt/delete", ids + "}}").http, 200);
-  EXPECT_EQ(pass(0), 2u);
+  ASSERT_NO_FATAL_FAILURE(drop_the_second_event(tenant));
   db.write([&] {
     db.sql("UPDATE webhook_deliveries SET state = 'succeeded' WHERE state = 'pending'").step();
     db.sql("UPDATE webhook_endpoints SET queued = 0").step();
