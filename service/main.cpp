@@ -108,7 +108,7 @@ options parse(int argc, char** argv) {
       }
       return out;
     };
-    auto duration = [&](const std::string& v) {  // "500ms", "5s", "5m", "2h"
+    auto duration = [&](const std::string& v) {  // a whole number with its unit: ms, s, m or h
       std::size_t digits = 0;
       while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
       const std::string unit = v.substr(digits);

@@ -60,7 +60,7 @@ bool queue_delivery(database& db, const webhook_config& cfg, std::string_view te
 
 /// Runs sequence_events passes on a thread of folio-fcgi's with a connection of its own: a pass as soon
 /// as a change in this process wrote an outbox row that makes an event at once (wake_sequencer), when
-/// the first coalescing subject becomes ready (next_ready_ms), and at least every 200 ms (rows written
+/// the first coalescing subject becomes ready (next_ready_ms), and at least every poll (feed.cpp's poll_ms; rows written
 /// by other processes or nodes). A pass that finds nothing to do costs two reads and no transaction. A pass that fails is
 /// logged; the next one tries again.
 /// Thread-safety: run() on one thread; stop() and wake() from any.

@@ -87,7 +87,7 @@ std::optional<std::pair<int, addrinfo*>> resolve_within(const std::string& host,
   return std::pair(l->rc, l->found);
 }
 
-/// A limit as the refusal states it: "3 s", or "250 ms" when not whole seconds.
+/// A limit as the refusal states it: in whole seconds ("N s"), else in milliseconds ("N ms").
 std::string duration_text(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? std::to_string(d.count() / 1000) + " s" : std::to_string(d.count()) + " ms";
 }
