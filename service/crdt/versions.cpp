@@ -11,15 +11,6 @@ namespace folio::service {
 
 namespace {
 
-std::string authors_text(const std::vector<std::string>& authors) {
-  rapidjson::StringBuffer sb;
-  json_writer w(sb);
-  w.StartArray();
-  for (const std::string& a : authors) write_string(w, a);
-  w.EndArray();
-  return {sb.GetString(), sb.GetSize()};
-}
-
 std::vector<std::string> authors_of(const std::string& text) {
   const rapidjson::Document d = parse_stored_json(text);
   std::vector<std::string> out;
@@ -82,11 +73,11 @@ std::int64_t insert_version(database& db, const record_key& k, version_row v) {
                     std::string("version\x1f").append(k.org).append("\x1f").append(k.doc).append("\x1f").append(k.editor), false, v.created_by,
                     now_unix_ms(),
                     version_event_data(k.org, k.doc, k.editor, n.text(1), record_version(k, static_cast<std::uint64_t>(n.integer(2)), v.revision), v.number,
-                                       v.kind, v.name, authors_text(v.authors))});
+                                       v.kind, v.name, json_string_array(v.authors))});
   db.sql("INSERT INTO crdt_versions (tenant, org, doc, editor, " FOLIO_VERSION_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
       .bind(1, k.tenant).bind(2, k.org).bind(3, k.doc).bind(4, k.editor).bind(5, v.number).bind(6, v.revision).bind_blob(7, v.version_vector)
       .bind(8, v.kind).bind_opt(9, v.name).bind(10, std::int64_t(v.pinned ? 1 : 0)).bind(11, v.created_at).bind(12, v.created_by)
-      .bind(13, authors_text(v.authors))
+      .bind(13, json_string_array(v.authors))
       .step();
   return v.number;
 }
@@ -138,7 +129,7 @@ bool delete_version(database& db, const record_key& k, std::int64_t number) {
 
 void set_version_authors(database& db, const record_key& k, std::int64_t number, const std::vector<std::string>& authors) {
   db.sql("UPDATE crdt_versions SET authors=? WHERE tenant=? AND org=? AND doc=? AND editor=? AND number=?")
-      .bind(1, authors_text(authors)).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor).bind(6, number)
+      .bind(1, json_string_array(authors)).bind(2, k.tenant).bind(3, k.org).bind(4, k.doc).bind(5, k.editor).bind(6, number)
       .step();
 }
 

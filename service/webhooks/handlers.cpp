@@ -39,16 +39,6 @@ constexpr std::int64_t default_attempts_page = 50, max_attempts_page = 100, defa
 /// The most of a tenant's feed rows one events/get reads (matching its filters or not).
 constexpr std::int64_t feed_scan_rows = 10000;
 
-/// A JSON array of strings, as the endpoints' filters are stored.
-std::string json_array(const std::vector<std::string>& items) {
-  rapidjson::StringBuffer out;
-  json_writer w(out);
-  w.StartArray();
-  for (const std::string& s : items) write_string(w, s);
-  w.EndArray();
-  return {out.GetString(), out.GetSize()};
-}
-
 /// `field`'s event types: a non-empty array of known types, without repeats (in the order first given).
 std::vector<std::string> event_type_list(const rapidjson::Value& v, const char* field, const char* null_means) {
   if (!v.IsArray() || v.Empty())
@@ -74,7 +64,7 @@ filter_field events_field(const rapidjson::Value& data) {
   const auto m = data.FindMember("events");
   if (m == data.MemberEnd()) return std::nullopt;
   if (m->value.IsNull()) return filter_field(std::optional<std::string>());
-  return filter_field(json_array(event_type_list(m->value, "events", "or null for every type")));
+  return filter_field(json_string_array(event_type_list(m->value, "events", "or null for every type")));
 }
 
 filter_field organizations_field(const rapidjson::Value& data) {
@@ -93,7 +83,7 @@ filter_field organizations_field(const rapidjson::Value& data) {
     check_id(id, what);
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(std::move(id));  // at most 100: O(100²)
   }
-  return filter_field(json_array(ids));
+  return filter_field(json_string_array(ids));
 }
 
 filter_field description_field(const rapidjson::Value& data) {

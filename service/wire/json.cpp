@@ -414,4 +414,13 @@ std::string error_body(std::string_view message, std::string_view status) {
   return std::string(sb.GetString(), sb.GetSize());
 }
 
+std::string json_string_array(const std::vector<std::string>& items) {
+  rapidjson::StringBuffer out;
+  json_writer w(out);
+  w.StartArray();
+  for (const std::string& s : items) write_string(w, s);
+  w.EndArray();
+  return {out.GetString(), out.GetSize()};
+}
+
 }  // namespace folio::service

@@ -146,6 +146,8 @@ std::string success_body(std::string_view message, F&& write_data) {
 std::string error_body(std::string_view message, std::string_view status);
 
 inline void write_string(json_writer& w, std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
+/// `items` as a JSON array of strings (stored lists: a version's authors, an endpoint's filters).
+std::string json_string_array(const std::vector<std::string>& items);
 /// The string, or null when absent.
 inline void write_optional(json_writer& w, const std::optional<std::string>& s) {
   if (s)
