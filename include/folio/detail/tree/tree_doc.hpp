@@ -495,6 +495,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     for (std::uint32_t i = 0; i < objects_.size(); ++i) {
       const object& o = objects_[i];
       if (i != 0 && find_object(o.name) != i) fail(error_code::invariant, "an object is not found by its name");
+      if (i != 0 && (o.parent >= objects_.size() || objects_[o.parent].kind != object_kind::children || !index_in(objects_[o.parent], o.name.creator, nullptr)))
+        fail(error_code::invariant, "an object's parent list does not hold the item that made it");
       if (o.map) o.map->check_invariants();
       if (o.whole != no_entry) {
         if (o.seq || o.kind == object_kind::map || o.whole >= log_.size()) fail(error_code::invariant, "a lazy object's op is not a logged insert");
