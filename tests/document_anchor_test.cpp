@@ -356,6 +356,26 @@ TEST(XmlRange, SeededRandomRangeReplacesMatchTheSpliceAndKeepAnchors) {
   }
 }
 
+// Concurrent text nodes typed into one empty element are two children that markup writes as one text;
+// a replace of the element's whole children range makes them one node again.
+TEST(XmlRange, AdjacentTextNodesCountAsChildrenAndMergeOnTheNextRangeReplace) {
+  document base(record_type::xml, 1);
+  ASSERT_TRUE(base.replace_xml("<p/>").first);
+  document a = fork(base, 2), b = fork(base, 3);
+  const std::string ca = a.encode_change(a.replace_xml_range(path{0}, 0, 0, "ab").second);
+  const std::string cb = b.encode_change(b.replace_xml_range(path{0}, 0, 0, "cd").second);
+  ASSERT_TRUE(a.apply(cb));
+  ASSERT_TRUE(b.apply(ca));
+  EXPECT_EQ(a.xml(), b.xml());
+  EXPECT_EQ(a.xml_child_ids(path{0}).size(), 2u);
+  const std::string text = a.xml_markup(path{0}).substr(3, 4);
+  EXPECT_EQ(a.xml_markup(path{0, 0}) + a.xml_markup(path{0, 1}), text);
+  const auto [pr, change] = a.replace_xml_range(path{0}, 0, 2, text + "!");
+  ASSERT_TRUE(pr);
+  EXPECT_EQ(a.xml_child_ids(path{0}).size(), 1u);
+  EXPECT_EQ(a.xml(), "<p>" + text + "!</p>");
+}
+
 // ---- xml: the change report ----------------------------------------------------------------------
 
 TEST(XmlChanged, ListsExactlyTheVisibleElementsIntegratedOpsTouched) {
