@@ -540,6 +540,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// Heap bytes, approximately (objects, their engines, the log).
   std::size_t memory_usage() const {
     std::size_t bytes = objects_.capacity() * sizeof(object) + log_.capacity() * sizeof(logged) + log_bytes_.capacity();
+    bytes += touched_.capacity() * sizeof(std::uint32_t) + lazy_read_.op.nodes.capacity() * sizeof(std::string);  // the change report, a kept lazy list
     for (const replica_state& r : reps_)
       bytes += sizeof(replica_state) + r.log_pos.capacity() * sizeof(std::uint32_t) + r.created.capacity() * sizeof(r.created[0]);
     for (const object& o : objects_) {
