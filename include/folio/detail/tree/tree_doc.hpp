@@ -253,8 +253,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   markup::flat_fragment flat() const { return flat_range(0, 0, live_children(objects_[0])); }
   /// As flat(), for the live children [from, from + count) of children object `oi` only: the top of
   /// the fragment is those nodes, with their whole subtrees. O(log n + what it holds); a list not
-  /// edited since it was loaded (lazy) reads its one op whole, once: it stays unpacked (lazy_read_)
-  /// for the next range of that list. Throws "[folio.range]" past the end.
+  /// edited since it was loaded (lazy) reads its one op whole, once: for a part of it, the op stays
+  /// unpacked (lazy_read_) for the next range of that list. Throws "[folio.range]" past the end.
   markup::flat_fragment flat_range(std::uint32_t oi, std::size_t from, std::size_t count) const {
     using index = markup::flat_fragment::index;
     if (from > live_children(objects_[oi]) || count > live_children(objects_[oi]) - from)
@@ -272,7 +272,9 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     while (!stack.empty()) {
       frame f = stack.back();
       stack.pop_back();
-      const bool top_lazy = f.object == oi && !objects_[oi].seq && objects_[oi].whole != no_entry;  // a list holds no item of its own
+      // A part of a lazy list is read from the op kept for it (a list holds no item of its own, so only
+      // the first frame is that list); the whole of one (flat()) is read once and not kept.
+      const bool top_lazy = f.object == oi && !objects_[oi].seq && objects_[oi].whole != no_entry && count < live_children(objects_[oi]);
       for_each_child(objects_[f.object], top_lazy ? lazy_op(objects_[oi]) : scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
         if (f.slot == f.end) fail(error_code::invariant, "a children list has more items than it counts");
         markup::flat_fragment::item x;
