@@ -376,6 +376,38 @@ TEST(XmlRange, AdjacentTextNodesCountAsChildrenAndMergeOnTheNextRangeReplace) {
   EXPECT_EQ(a.xml(), "<p>" + text + "!</p>");
 }
 
+// Untrusted paths, offsets, ranges and ids (what the JavaScript glue passes on): every call either
+// answers or throws "[folio.range]" (a bad path, offset or range), never anything else.
+TEST(XmlAnchors, RandomPathsOffsetsAndIdsAnswerOrThrowRangeErrors) {
+  std::mt19937 rng(7);
+  document d(record_type::xml, 1);
+  ASSERT_TRUE(d.replace_xml("<doc><p>ab<b>c</b></p><ul><li>x</li><li/></ul>t</doc><p/>").first);
+  ASSERT_TRUE(d.replace_xml_range(path{0, 0}, 1, 2, "<i>c</i>d").first);  // an engine for one list, the rest lazy
+  const auto only_range = [&](auto&& f) {
+    try {
+      f();
+    } catch (const folio::error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("[folio.range]", 0), 0u) << e.what();
+    }
+  };
+  for (int i = 0; i < 3000; ++i) {
+    path p(rng() % 5);
+    for (std::size_t& x : p) x = rng() % 4;
+    const std::size_t a = rng() % 5, b = rng() % 5;
+    only_range([&] { d.xml_child_ids(p); });
+    only_range([&] { d.xml_markup(p); });
+    only_range([&] { d.xml_anchor_at(p, a); });
+    const xml_anchor any{op_id{1 + rng() % 3, static_cast<std::uint32_t>(rng() % 40)}, rng() % 2 == 0};
+    if (const auto at = d.xml_resolve(any)) only_range([&] { d.xml_anchor_at(at->path, at->offset); });
+    (void)d.xml_path_of(any.item);
+    if (i % 10 == 0) {
+      document e = fork(d, 5);
+      only_range([&] { e.replace_xml_range(p, a, b, "<q>z</q>"); });
+      e.check_invariants();
+    }
+  }
+}
+
 // ---- xml: the change report ----------------------------------------------------------------------
 
 TEST(XmlChanged, ListsExactlyTheVisibleElementsIntegratedOpsTouched) {
