@@ -7,12 +7,14 @@ fan-out); each timed from the request sent to each subscriber's reading of its m
 """
 import http.client
 import json
+import os
 import resource
-import selectors
-import socket
 import sys
 import time
 import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import event_streams  # noqa: E402
 
 url, key, token, rounds, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 host, port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
@@ -36,29 +38,7 @@ def pct(xs, p):
 
 
 post("/v2/crdt/add", dict(ids, type="text", data="x"))
-query = urllib.parse.urlencode(ids)
-request = ("GET /v2/crdt/subscribe?%s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nx-folio-api-key: %s\r\n"
-           "x-folio-auth-token: %s\r\n\r\n" % (query, host, key, token)).encode()
-sel = selectors.DefaultSelector()
-socks = []
-for _ in range(n):
-    s = socket.create_connection((host, port))
-    s.sendall(request)
-    s.setblocking(False)
-    socks.append(s)
-    sel.register(s, selectors.EVENT_READ, {"buf": bytearray(), "ready": False})
-ready = 0
-while ready < n:  # every subscriber has Nchan's greeting: subscribed
-    for k, _ in sel.select(10):
-        buf = k.data["buf"]
-        chunk = k.fileobj.recv(65536)
-        if not chunk:
-            raise SystemExit("a subscriber was refused or closed: %r" % bytes(buf[:300]))
-        buf += chunk
-        if b": hi\n" in buf and not k.data["ready"]:
-            k.data["ready"] = True
-            ready += 1
-            del buf[:buf.index(b": hi\n") + 5]
+sel, socks = event_streams.subscribe(host, port, key, token, ids, n)
 
 
 def one_round(send, kind):
@@ -66,23 +46,7 @@ def one_round(send, kind):
     answers each delivery's delay and the last one's (the whole fan-out)."""
     t0 = time.perf_counter()
     send()
-    got, lat = 0, []
-    while got < n:
-        events = sel.select(10)
-        if not events:
-            raise SystemExit("%s deliveries missing: %d of %d" % (kind, got, n))
-        for k, _ in events:
-            buf = k.data["buf"]
-            buf += k.fileobj.recv(65536)
-            while b"\n\n" in buf:
-                ev, _, rest = bytes(buf).partition(b"\n\n")
-                buf[:] = rest
-                for line in ev.split(b"\n"):
-                    if line.startswith(b"data:"):
-                        m = json.loads(line[5:])
-                        if ("presence" in m) == (kind == "presence"):
-                            got += 1
-                            lat.append(time.perf_counter() - t0)
+    lat = event_streams.deliveries(sel, n, t0, lambda m: ("presence" in m) == (kind == "presence"), kind + " deliveries")
     return lat, max(lat)
 
 

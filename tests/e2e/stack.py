@@ -36,7 +36,7 @@ import urllib.parse
 
 __all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY",
            "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream", "single_node",
-           "channel_of", "Subscribing", "read_all", "responses", "wait_until", "publish_failures", "redis_stall"]
+           "channel_of", "Subscribing", "read_all", "responses", "wait_until", "metric_total", "publish_failures", "redis_stall"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 FCGI = os.path.join(BUILD, "service", "folio-fcgi")
@@ -393,15 +393,19 @@ def wait_until(predicate, seconds=30, what="the condition"):
     raise AssertionError("%s did not hold within %d s\n%s" % (what, seconds, STACK.log_tails()))
 
 
-def publish_failures():
-    """folio_publish_failures_total summed over the nodes' /metrics."""
+def metric_total(name):
+    """The metric `name` (a counter or gauge without labels) summed over the nodes' /metrics."""
     total = 0
     for node in STACK.nodes:
         status, raw = call("/metrics", who=None, method="GET", body=b"", content_type=None, raw=True, port=node.port)
         assert status == 200, raw
-        total += sum(int(float(line.rsplit(" ", 1)[1])) for line in raw.decode().splitlines()
-                     if line.rsplit(" ", 1)[0] == "folio_publish_failures_total")
+        total += sum(int(float(line.rsplit(" ", 1)[1])) for line in raw.decode().splitlines() if line.rsplit(" ", 1)[0] == name)
     return total
+
+
+def publish_failures():
+    """folio_publish_failures_total summed over the nodes' /metrics."""
+    return metric_total("folio_publish_failures_total")
 
 
 def redis_stall(test, update):
