@@ -193,6 +193,26 @@ class Presence(unittest.TestCase):
         self.assertEqual(status, 200, answer)
         self.assertEqual(headers["access-control-allow-origin"], ALLOWED)
 
+    @unittest.skipIf(stack.NODES == 1, "one node keeps presence in its own memory")
+    def test_when_redis_is_down_presence_answers_503_then_recovers(self):
+        add("outage")
+        ok(self, call("/v2/presence/set", dict(ids("outage"), clientId="before", userId="ana")), "Presence set successfully.")
+        STACK.redis("down")
+        try:
+            for i in range(len(STACK.nodes)):
+                message = err(self, call("/v2/presence/set", dict(ids("outage"), clientId="during", userId="ana"), port=node_port(i)), 503, "UNAVAILABLE")
+                self.assertTrue(message.startswith("Presence is unavailable: its Redis at 127.0.0.1:"), message)
+            # Records are not affected.
+            ok(self, call("/v2/crdt/update", dict(ids("outage"), data="during")), "CRDT data updated successfully.")
+        finally:
+            STACK.redis("up")
+        # Redis kept nothing (no saving): every node reconnects and presence starts over.
+        for i in range(len(STACK.nodes)):
+            wait_until(lambda: call("/v2/presence/set", dict(ids("outage"), clientId="after%d" % i, userId="ana"), port=node_port(i))[0] == 200,
+                       what="a presence set through node %d after Redis returned" % i)
+        listed = ok(self, call("/v2/presence/get", ids("outage")), "Presence retrieved successfully.")["presence"]
+        self.assertEqual([e["clientId"] for e in listed], ["after%d" % i for i in range(len(STACK.nodes))])
+
 
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0]] + sys.argv[3:])
