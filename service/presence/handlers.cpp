@@ -82,7 +82,7 @@ std::string presence_set(context& c, presence_family& f) {
   const std::string user = author(c.who, optional_id(c.data, "userId"));
   const std::int64_t now = f.now_ms();
   // The bucket is the user's own: another user sending this clientId (refused below) cannot spend it.
-  if (!f.rate_limit().take(k.tenant + '\x1f' + user + '\x1f' + client, now))
+  if (!f.rate_limit().take(k.tenant, user + '\x1f' + client, now))
     throw api_error(status::resource_exhausted, "Too many presence updates from this clientId: at most 10 a second, in bursts of 20; retry later.");
   require_record(c, k);
   const presence_store::set_result r = f.store().set(k, client, user, state, selection, now);

@@ -218,11 +218,26 @@ TEST(presence_store, ARedisAddressIsUnixPathOrHostPort) {
 
 TEST(presence_rate_limit, BurstThenRefilledByTheClock) {
   svc::client_rate_limit limit;
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(limit.take("t\x1f" "c", 1000)) << i;
-  EXPECT_FALSE(limit.take("t\x1f" "c", 1000));
-  EXPECT_TRUE(limit.take("t\x1f" "other", 1000));  // per client
-  EXPECT_TRUE(limit.take("t\x1f" "c", 1100));      // 10 a second: one more after 100 ms
-  EXPECT_FALSE(limit.take("t\x1f" "c", 1100));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(limit.take("t", "u\x1f" "c", 1000)) << i;
+  EXPECT_FALSE(limit.take("t", "u\x1f" "c", 1000));
+  EXPECT_TRUE(limit.take("t", "u\x1f" "other", 1000));  // per client
+  EXPECT_TRUE(limit.take("t2", "u\x1f" "c", 1000));     // per tenant
+  EXPECT_TRUE(limit.take("t", "u\x1f" "c", 1100));      // 10 a second: one more after 100 ms
+  EXPECT_FALSE(limit.take("t", "u\x1f" "c", 1100));
+}
+
+TEST(presence_rate_limit, ATenantsBucketsAreBoundedAndForgottenWhenFull) {
+  svc::client_rate_limit limit;
+  const std::size_t cap = svc::client_rate_limit::max_clients_per_tenant;
+  for (std::size_t i = 0; i < cap; ++i) ASSERT_TRUE(limit.take("t", numbered("c", i), 0));
+  // At the bound, with no bucket full again: new clients are refused, known ones and other tenants are not.
+  EXPECT_FALSE(limit.take("t", "new", 1));
+  EXPECT_TRUE(limit.take("t", "c0", 1));
+  EXPECT_TRUE(limit.take("other", "new", 1));
+  // Still within 2 s of the last scan: refused without another scan, even though the buckets are full by now.
+  EXPECT_FALSE(limit.take("t", "new", svc::client_rate_limit::refill_ms));
+  // Once the buckets refilled and 2 s passed since the scan, the full ones are forgotten.
+  EXPECT_TRUE(limit.take("t", "new", 1 + svc::client_rate_limit::refill_ms));
 }
 
 TEST(presence_budget, SpentApartFromTheChanges) {
