@@ -38,9 +38,38 @@ class private_redis {
     dir_ = std::filesystem::temp_directory_path() / ("folio-presence-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     socket_ = (dir_ / "redis.sock").string();
+    // As folio-fcgi does: a write to a connection Redis closed fails with EPIPE instead of killing the process.
+    ::signal(SIGPIPE, SIG_IGN);
+    start();
+  }
+  ~private_redis() {
+    stop();
+    std::filesystem::remove_all(dir_);
+  }
+  /// Stops it (its connections end; it keeps nothing) and starts it again on the same socket.
+  void restart() {
+    stop();
+    start();
+  }
+  bool running() const { return pid_ > 0 && std::filesystem::exists(socket_); }
+  std::string address() const { return "unix:" + socket_; }
+  const std::string password = "presence-test-password";
+
+ private:
+  void stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+      pid_ = -1;
+    }
+    std::filesystem::remove(socket_);
+  }
+  void start() {
     pid_ = ::fork();
     if (pid_ == 0) {
       std::freopen("/dev/null", "w", stdout);
+      std::freopen("/dev/null", "w", stderr);  // nor does it hold the test's output open
       ::execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", socket_.c_str(), "--save", "", "--appendonly", "no", "--requirepass",
                password.c_str(), "--dir", dir_.c_str(), "--loglevel", "warning", static_cast<char*>(nullptr));
       ::_exit(127);
@@ -54,19 +83,6 @@ class private_redis {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  ~private_redis() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-    }
-    std::filesystem::remove_all(dir_);
-  }
-  bool running() const { return pid_ > 0 && std::filesystem::exists(socket_); }
-  std::string address() const { return "unix:" + socket_; }
-  const std::string password = "presence-test-password";
-
- private:
   std::filesystem::path dir_;
   std::string socket_;
   pid_t pid_ = -1;
@@ -195,6 +211,14 @@ TEST_P(stores, AnEntryExpiresOnceWhateverTheNodes) {
   ASSERT_EQ(b.get(rec(""), 0).size(), 1u);
   EXPECT_EQ(b.expire(1001, 10).size(), 1u);
   EXPECT_EQ(a->leave(rec("e0"), "late", std::nullopt).outcome, svc::presence_store::leave_outcome::absent);
+}
+
+TEST_P(stores, APooledConnectionLostWithARedisRestartIsReplaced) {
+  if (GetParam() != "redis") GTEST_SKIP() << "Redis only";
+  auto s = make();
+  ASSERT_EQ(s->set(rec("e"), "c", "u", "{}", std::nullopt, 1).outcome, svc::presence_store::set_outcome::joined);  // a pooled connection
+  redis().restart();  // it kept nothing
+  EXPECT_EQ(s->set(rec("e"), "c", "u", "{}", std::nullopt, 2).outcome, svc::presence_store::set_outcome::joined);  // not a 503
 }
 
 INSTANTIATE_TEST_SUITE_P(presence, stores, ::testing::Values("memory", "redis"), [](const auto& i) { return i.param; });
