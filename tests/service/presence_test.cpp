@@ -5,6 +5,8 @@
 // budget apart from the changes'. The wire, nginx and a 3-node cluster: tests/e2e/presence_e2e.py.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,7 +53,7 @@ class private_redis {
     stop();
     start();
   }
-  bool running() const { return pid_ > 0 && std::filesystem::exists(socket_); }
+  bool running() const { return pid_ > 0; }
   std::string address() const { return "unix:" + socket_; }
   const std::string password = "presence-test-password";
 
@@ -74,7 +76,8 @@ class private_redis {
                password.c_str(), "--dir", dir_.c_str(), "--loglevel", "warning", static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    for (int i = 0; i < 400 && !std::filesystem::exists(socket_); ++i) {
+    // Listening once a connection is accepted (its socket file appears at bind(), before listen()).
+    for (int i = 0; i < 400 && !accepts(); ++i) {
       int st = 0;
       if (::waitpid(pid_, &st, WNOHANG) == pid_) {
         pid_ = -1;
@@ -82,6 +85,15 @@ class private_redis {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+  }
+  bool accepts() const {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    socket_.copy(a.sun_path, sizeof(a.sun_path) - 1);
+    const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
+    ::close(fd);
+    return ok;
   }
   std::filesystem::path dir_;
   std::string socket_;
