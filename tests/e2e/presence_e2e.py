@@ -8,6 +8,8 @@ nodes share presence through Redis (folio-fcgi --presence-redis): announced on o
 Run by ctest as:  presence_e2e.py BUILD_DIR SOURCE_DIR
 """
 import json
+import os
+import subprocess
 import sys
 import unittest
 
@@ -182,6 +184,29 @@ class Presence(unittest.TestCase):
             ok(self, call("/v2/presence/set", dict(base, clientId="k%d" % i)), "Presence set successfully.")
         err(self, call("/v2/presence/set", dict(base, clientId="one-more")), 429, "RESOURCE_EXHAUSTED",
             "This record already has 256 clients present; retry later.")
+
+    def test_a_watching_folio_cli_takes_presence_for_nothing_to_sync(self):
+        add("watched")
+        key, token = CREDS["a"]
+        env = dict(os.environ, FOLIO_API_KEY=key, FOLIO_AUTH_TOKEN=token, FOLIO_URL="http://127.0.0.1:%d" % STACK.port)
+        # Counted by each responder as it answers (its log lines are written in batches, later).
+        before = metric_total('folio_requests_total{endpoint="/v2/crdt/sync",status="200"}')
+        syncs = lambda: metric_total('folio_requests_total{endpoint="/v2/crdt/sync",status="200"}') - before
+        watcher = subprocess.Popen([os.path.join(stack.BUILD, "tools", "folio-cli"), "--org", ORG, "--doc", DOC, "--editor", "watched", "watch"],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            wait_until(lambda: syncs() >= 2, what="the watcher's two syncs")  # at its subscribe, and a second later
+            port = node_port(0)  # one node publishes all of them, in order
+            for i in range(3):
+                ok(self, call("/v2/presence/set", dict(ids("watched"), clientId="w", userId="ana", state={"i": i}), port=port), "Presence set successfully.")
+            ok(self, call("/v2/crdt/update", dict(ids("watched"), data="after presence"), port=port), "CRDT data updated successfully.")
+            for line in watcher.stdout:  # the change, which came after the presence messages
+                if json.loads(line) == "after presence":
+                    break
+            self.assertEqual(syncs(), 2)  # a presence message is no notice: nothing to sync
+        finally:
+            watcher.terminate()
+            watcher.wait(10)
 
     def test_browsers_may_call_the_three_endpoints(self):
         for path in ("/v2/presence/set", "/v2/presence/leave", "/v2/presence/get"):
