@@ -554,7 +554,7 @@ class ProseMirrorBinding {
     const { doc, map } = docFromMarkup(this.schema, this.record.value, this.foreign, this.maps);
     this.rootMap = map;
     this.rootIds = this.ranged && !map ? this.replica.xmlChildIds([]) : null;
-    replaceContent(tr, 0, tr.doc, doc);
+    patch(tr, 0, tr.doc, doc);
   }
 
   changedNodes(tr, changed) {
@@ -631,7 +631,7 @@ class ProseMirrorBinding {
       return this.wholeDocument(tr);
     }
     this.rootIds = ids;
-    replaceContent(tr, 0, doc, next);
+    patch(tr, 0, doc, next);
   }
 
   destroy() {
@@ -652,24 +652,53 @@ function replaceChildren(fragment, from, to, nodes) {
 }
 
 /**
- * Makes node `a` (whose content starts at `base`) show `b`'s content, replacing only the range that
- * differs (so the selection and the scroll stay).
+ * Makes node `a` (whose content starts at `base`) show the content of `b` (of the same markup),
+ * replacing only what differs, so the selection and the scroll stay. Inline content: the range
+ * findDiffStart/findDiffEnd give. Block content: the equal children at both ends are kept, then the
+ * children of the same type and attributes at both ends of what is left are patched in place
+ * (recursively), and the rest in between is replaced. O(size of a and b) at worst; children shared
+ * with `b` (the same objects) are compared in O(1).
  */
-function replaceContent(tr, base, a, b) {
-  const start = a.content.findDiffStart(b.content);
-  if (start === null) return;
-  let { a: endA, b: endB } = a.content.findDiffEnd(b.content);
-  const overlap = start - Math.min(endA, endB);
-  if (overlap > 0) {
-    endA += overlap;
-    endB += overlap;
+function patch(tr, base, a, b) {
+  if (a === b) return;
+  if (a.inlineContent || a.isLeaf) {
+    const start = a.content.findDiffStart(b.content);
+    if (start === null) return;
+    let { a: endA, b: endB } = a.content.findDiffEnd(b.content);
+    const overlap = start - Math.min(endA, endB);
+    if (overlap > 0) {
+      endA += overlap;
+      endB += overlap;
+    }
+    tr.replace(base + start, base + endA, b.slice(start, endB));
+    return;
   }
-  tr.replace(base + start, base + endA, b.slice(start, endB));
+  const n = a.childCount;
+  const m = b.childCount;
+  let p = 0;
+  while (p < n && p < m && a.child(p).eq(b.child(p))) ++p;
+  let hi = n;
+  let hj = m;
+  while (hi > p && hj > p && a.child(hi - 1).eq(b.child(hj - 1))) --hi, --hj;
+  let li = p;
+  while (li < hi && li < hj && a.child(li).sameMarkup(b.child(li))) ++li;
+  const tail = [];
+  while (hi > li && hj > li && a.child(hi - 1).sameMarkup(b.child(hj - 1))) tail.push([--hi, --hj]);
+  const offsets = [0];
+  for (let i = 0; i < n; ++i) offsets.push(offsets[i] + a.child(i).nodeSize);
+  // From the end backwards: each step leaves the positions before it as they were.
+  for (const [i, j] of tail) patch(tr, base + offsets[i] + 1, a.child(i), b.child(j));
+  if (hi > li || hj > li) {
+    const kids = [];
+    for (let j = li; j < hj; ++j) kids.push(b.child(j));
+    tr.replaceWith(base + offsets[li], base + offsets[hi], Fragment.fromArray(kids));
+  }
+  for (let i = li - 1; i >= p; --i) patch(tr, base + offsets[i] + 1, a.child(i), b.child(i));
 }
 
-/** Makes the node `a` at `pos` equal to `b`: its content's differing range, or the whole node. */
+/** Makes the node `a` at `pos` equal to `b`: its content's differing parts, or the whole node. */
 function replaceNode(tr, pos, a, b) {
-  if (a.sameMarkup(b)) replaceContent(tr, pos + 1, a, b);
+  if (a.sameMarkup(b)) patch(tr, pos + 1, a, b);
   else tr.replaceWith(pos, pos + a.nodeSize, b);
 }
 
@@ -845,6 +874,7 @@ export function folioCursors(record, options = {}) {
             key: `${other.clientId}:${name}:${color}`,
             side: 10,
             clientId: other.clientId,
+            name,
           }),
         );
       }
