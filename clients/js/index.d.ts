@@ -400,9 +400,12 @@ export class Replica {
   /** Unit operations waiting for what they depend on. */
   readonly pending: number;
   readonly needsSync: boolean;
-  /** Text: report the changes of replace, apply, onAnswer and onPush (a diff of the value). */
+  /**
+   * Text: report the changes of replace, apply, onAnswer and onPush (a diff of the value). Xml: report
+   * the elements they changed as `xmlChanged` (ids "r.s", "root" for the fragment; visible ones only).
+   */
   track(on: boolean): void;
-  replace(value: string | JsonObject[] | JsonObject): { ops: number; changes?: TextChange[] };
+  replace(value: string | JsonObject[] | JsonObject): { ops: number; changes?: TextChange[]; xmlChanged?: string[] };
   insert(pos: number, ...values: (string | JsonObject)[]): number;
   delete(pos: number | string, count?: number): number;
   set(key: string, value: JsonValue): number;
@@ -414,10 +417,26 @@ export class Replica {
   /** A batch of what a replica at `version` lacks. */
   encodeSince(version: Uint8Array): Uint8Array;
   /** Integrates a batch; a FolioError if it is refused (nothing changes then). */
-  apply(batch: Uint8Array): { applied: number; changes?: TextChange[] };
+  apply(batch: Uint8Array): { applied: number; changes?: TextChange[]; xmlChanged?: string[] };
   request(): { version: Uint8Array; update: Uint8Array; incarnation: string };
-  onAnswer(update: Uint8Array, version: Uint8Array, incarnation: string, recordVersion?: string): { changed: boolean; changes?: TextChange[] };
-  onPush(update: Uint8Array, version: Uint8Array, incarnation: string): { status: 'applied' | 'gap' | 'invalid' | 'recreated'; changed: boolean; changes?: TextChange[] };
+  onAnswer(update: Uint8Array, version: Uint8Array, incarnation: string, recordVersion?: string): { changed: boolean; changes?: TextChange[]; xmlChanged?: string[] };
+  onPush(update: Uint8Array, version: Uint8Array, incarnation: string): { status: 'applied' | 'gap' | 'invalid' | 'recreated'; changed: boolean; changes?: TextChange[]; xmlChanged?: string[] };
+  /** Text and array: "r.s" of the item at `index` (follows it through concurrent edits), "end" at the length. RangeError past it. */
+  anchorAt(index: number): string;
+  /** Text and array: the index of an anchor now (a removed item: where it was; "end": the length), -1 for an unknown id. FolioError (INVALID_ARGUMENT) if malformed. */
+  indexOf(anchor: string): number;
+  /** Xml: the anchor at `offset` of the node at `path` (child index in an element, code point in a text node): "r.s", or "end:r.s" / "end:root" at its end. */
+  xmlAnchorAt(path: number[], offset: number): string;
+  /** Xml: where an anchor is now, or null when its node is not visible or the id unknown. */
+  xmlResolve(anchor: string): { path: number[]; offset: number } | null;
+  /** Xml: makes the live children [from, to) of the element at `path` ([] the fragment) equal to `markup`'s nodes. Returns the unit operations made. */
+  xmlReplace(path: number[], from: number, to: number, markup: string): number;
+  /** Xml: the ids ("r.s") of the live children of the element at `path`. */
+  xmlChildIds(path: number[]): string[];
+  /** Xml: the canonical markup of the node at `path` (not empty). */
+  xmlMarkup(path: number[]): string;
+  /** Xml: the path of the live node made by `id` ("root": []), or null when removed or unknown. */
+  xmlPathOf(id: string): number[] | null;
   onRefused(): void;
   free(): void;
 }

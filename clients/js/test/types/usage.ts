@@ -80,6 +80,16 @@ export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement):
   const applied: number = r.apply(r.encodeSince(r.version())).applied;
   const push = r.onPush(new Uint8Array(), new Uint8Array([0]), '1');
   if (push.status === 'gap') void applied;
+  const index: number = r.indexOf(r.anchorAt(0));
+  const x = Replica.create(engine, 'xml');
+  const where: { path: number[]; offset: number } | null = x.xmlResolve(x.xmlAnchorAt([], 0));
+  const xmlChanged: string[] | undefined = x.apply(new Uint8Array()).xmlChanged;
+  const ids: string[] = x.xmlChildIds([]);
+  const ops: number = x.xmlReplace([0], 0, 1, '<b>x</b>');
+  const markup: string = x.xmlMarkup([0]);
+  const path: number[] | null = x.xmlPathOf(ids[0]);
+  void index, void where, void xmlChanged, void ops, void markup, void path;
+  x.free();
   r.free();
   const json: string = canonicalJson({ a: [1, 'b', null] });
   void json;
