@@ -12,6 +12,7 @@ FOLIO_PACKAGES=(
   libzstd-dev                    # optional compression of encodings (folio::zstd)
   libfcgi-dev libsqlite3-dev libssl-dev   # the service: FastCGI, storage, key hashing
   libpq-dev                               # the service's PostgreSQL storage (libpq)
+  libhiredis-dev                          # presence shared by N nodes through Redis (--presence-redis)
   libcurl4-openssl-dev openssl            # publishing to nginx; making the channel secret
   libsystemd-dev pkg-config               # folio-fcgi tells systemd it is ready (sd_notify)
   nginx-light libnginx-mod-nchan          # the front end (Nchan: live push to clients)

@@ -27,4 +27,6 @@ find_package(RapidJSON CONFIG QUIET)
 folio_service_needs(RapidJSON_FOUND rapidjson-dev)      # the service's JSON
 find_package(Systemd QUIET)
 folio_service_needs(Systemd_FOUND libsystemd-dev)       # sd_notify: folio-fcgi tells systemd it is ready
+find_package(Hiredis QUIET)
+folio_service_needs(Hiredis_FOUND libhiredis-dev)       # presence shared by N nodes through Redis
 find_package(Threads REQUIRED)

@@ -9,6 +9,7 @@
 // finish, exit 0. nginx's subscriber authorization (/_folio/authorize, an internal location) arrives
 // on the same socket. Under systemd (Type=notify) it reports READY=1 once it listens, STOPPING=1 on
 // a stop signal, and pets the watchdog while a worker can answer (deploy/systemd/folio-fcgi.service).
+// One more thread sweeps presence: clients not refreshed for --presence-timeout leave (presence/family.hpp).
 // SIGHUP reloads the client-token key file (--client-token-keys; a file that does not load keeps the
 // keys in use, with an error line).
 //
@@ -20,6 +21,8 @@
 //              [--webhook-allow HOST|CIDR,...] [--webhook-retries 5s,5m,30m,2h,5h,10h,10h] [--webhook-timeout 15]
 //              [--webhook-coalesce 5000] [--webhook-coalesce-max 30000] [--webhook-value-bytes 0] [--events-keep-days 30]
 //              [--webhook-endpoints-max 20] [--webhook-queue-max 10000] [--webhook-sends-per-tenant 8]
+//              [--presence-timeout 30] [--presence-redis unix:/path|host:port] [--presence-redis-password-file PATH]
+//              [--presence-max-per-tenant 10000]
 #include <fcgiapp.h>
 #include <malloc.h>
 #include <openssl/rand.h>
@@ -69,6 +72,8 @@ struct options {
   std::string client_token_keys;
   folio::service::history_config history;
   folio::service::webhook_config webhooks;
+  folio::service::presence_config presence;
+  std::string presence_redis_password_file;
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -79,7 +84,9 @@ struct options {
                "                  [--versions-keep-all-hours N] [--versions-hourly-days N] [--history-days N]\n"
                "                  [--webhook-allow HOST|CIDR,...] [--webhook-retries DURATION,...] [--webhook-timeout SECONDS]\n"
                "                  [--webhook-coalesce MS] [--webhook-coalesce-max MS] [--webhook-value-bytes N] [--events-keep-days N]\n"
-               "                  [--webhook-endpoints-max N] [--webhook-queue-max N] [--webhook-sends-per-tenant N]\n",
+               "                  [--webhook-endpoints-max N] [--webhook-queue-max N] [--webhook-sends-per-tenant N]\n"
+               "                  [--presence-timeout SECONDS] [--presence-redis unix:/path|host:port] [--presence-redis-password-file PATH]\n"
+               "                  [--presence-max-per-tenant N]\n",
                why);
   std::exit(2);
 }
@@ -162,6 +169,10 @@ options parse(int argc, char** argv) {
     else if (a == "--webhook-endpoints-max") o.webhooks.endpoints_per_tenant = number(value());
     else if (a == "--webhook-queue-max") o.webhooks.queued_per_endpoint = number(value());
     else if (a == "--webhook-sends-per-tenant") o.webhooks.sends_per_tenant = static_cast<unsigned>(number(value()));
+    else if (a == "--presence-timeout") o.presence.timeout = std::chrono::seconds(number(value()));
+    else if (a == "--presence-redis") o.presence.redis = value();
+    else if (a == "--presence-redis-password-file") o.presence_redis_password_file = value();
+    else if (a == "--presence-max-per-tenant") o.presence.per_tenant = number(value());
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown argument " + a).c_str());
   }
@@ -417,9 +428,21 @@ int main(int argc, char** argv) {
   cfg.request_timeout = std::chrono::seconds(o.request_timeout_s);
   cfg.history = o.history;
   cfg.webhooks = o.webhooks;
+  cfg.presence = o.presence;
+  if (!o.presence_redis_password_file.empty()) {
+    std::ifstream in(o.presence_redis_password_file);
+    if (!in || !std::getline(in, cfg.presence.redis_password) || cfg.presence.redis_password.empty())
+      return folio::service::log::write("error", "startup_failed", "cannot read the presence Redis password from " + o.presence_redis_password_file), 1;
+  }
   if (!o.channel_secret_file.empty()) cfg.live.channel_secret = read_secret(o.channel_secret_file);
   cfg.live.publish_socket = o.publish_socket;
-  folio::service::responder svc(cfg);
+  std::optional<folio::service::responder> made;
+  try {
+    made.emplace(cfg);
+  } catch (const std::invalid_argument& e) {
+    return folio::service::log::write("error", "startup_failed", std::string("--presence-redis: ") + e.what()), 1;
+  }
+  folio::service::responder& svc = *made;
   // The webhook sender (webhooks/sender.hpp), its claims under a node id of this process's own: 16 random hex digits.
   std::unique_ptr<folio::service::webhook_sender> sender;
   try {
@@ -507,6 +530,7 @@ int main(int argc, char** argv) {
   std::thread history = background([&](folio::service::database& db) { svc.run_history(db); }, "history_upkeep_stopped", "no more automatic versions");
   std::thread events = background([&](folio::service::database& db) { svc.run_events(db); }, "events_stopped", "no more events are made from changes");
   std::thread webhooks = background([&](folio::service::database& db) { sender->run(db); }, "webhooks_stopped", "no more webhook deliveries");
+  std::thread presence([&] { svc.run_presence(); });  // timed-out clients leave (no database)
   // The revoked API keys, re-read on a connection of their own (server.hpp, watch_revoked_keys): the client
   // tokens of a key revoked on any node are refused here within revocation_refresh, and their open
   // streams end at the read that sees the revocation (credentials_changed). A connection that will not open
@@ -567,6 +591,7 @@ int main(int argc, char** argv) {
   history.join();
   events.join();
   webhooks.join();
+  presence.join();
   revocations.join();
   close(fd);
   unlink(o.socket.c_str());

@@ -1,5 +1,5 @@
 // service/responder.hpp — the service assembled (docs/SERVICE.md): the platform's server with every
-// family's routes (crdt/, annotations/, the platform's /v2/auth/token) and every family's tables
+// family's routes (crdt/, presence/, annotations/, the platform's /v2/auth/token) and every family's tables
 // (tables()). folio-fcgi (main.cpp) runs one; tests, the fuzz target and folio-admin build theirs.
 // Thread-safety: as server.
 #pragma once
@@ -13,13 +13,14 @@
 #include "events/feed.hpp"
 #include "storage/database.hpp"
 #include "platform/server.hpp"
+#include "presence/family.hpp"
 #include "webhooks/handlers.hpp"
 
 namespace folio::service {
 
 class responder {
  public:
-  explicit responder(config c) : server_(std::move(c)), crdt_(server_), events_(server_.settings().webhooks) {
+  explicit responder(config c) : server_(std::move(c)), crdt_(server_), presence_(server_, crdt_), events_(server_.settings().webhooks) {
     register_annotation_routes(server_.routes());
     register_webhook_routes(server_.routes());
   }
@@ -33,6 +34,8 @@ class responder {
   server& platform() noexcept { return server_; }
   /// The CRDT records' part (tests reach its background work through it).
   crdt_family& crdt() noexcept { return crdt_; }
+  /// Presence (presence/family.hpp).
+  presence_family& presence() noexcept { return presence_; }
   const config& settings() const noexcept { return server_.settings(); }
 
   /// server::handle: one request, answered. Never throws.
@@ -57,7 +60,10 @@ class responder {
   void run_events(database& db) { events_.run(db); }
   /// `f` runs whenever the sequencer has queued deliveries (folio-fcgi: the webhook sender's wake()). Before run_events().
   void on_events_made(std::function<void()> f) { events_.on_events_made(std::move(f)); }
+  /// The presence sweeper (timed-out clients leave), likewise until stop_background(). No database.
+  void run_presence() { presence_.run(); }
   void stop_background() {
+    presence_.stop();
     crdt_.compactions().stop();
     crdt_.history().stop();
     events_.stop();
@@ -66,6 +72,7 @@ class responder {
  private:
   server server_;
   crdt_family crdt_;
+  presence_family presence_;
   event_sequencer events_;
 };
 

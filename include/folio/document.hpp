@@ -64,6 +64,23 @@ struct apply_options {
   std::size_t max_units = std::size_t(-1);
 };
 
+/// A place in an xml record that survives concurrent edits (document::xml_anchor_at): the item at it
+/// (a child of an element or of the fragment, or a code point of a text node), or with `end` the end
+/// of the children or text of the node made by `item` (document_start: the fragment's end).
+struct xml_anchor {
+  op_id item;
+  bool end = false;
+  friend bool operator==(const xml_anchor&, const xml_anchor&) = default;
+};
+/// Where a node or anchor is in an xml record now: `path`, the live child indices from the top-level
+/// fragment down to a node (empty: the fragment), and an offset in that node (live children of an
+/// element, code points of a text node).
+struct xml_position {
+  std::vector<std::size_t> path;
+  std::size_t offset = 0;
+  friend bool operator==(const xml_position&, const xml_position&) = default;
+};
+
 class document {
  public:
   /// An empty record of `type` edited as replica `self` (non-zero). Throws "[folio.replica]" for 0 and
@@ -178,6 +195,85 @@ class document {
     if (!pr) return {std::move(pr), local_change{replica(), version().get(replica()), 0}};
     return {std::move(pr), replace_xml(f)};
   }
+  // ---- positions and range edits in xml records ------------------------------------------------
+  //
+  // A path names a node by live child indices from the top-level fragment ([] the fragment); a node is
+  // also named by the id of the insert that made it, the same on every replica. Each call throws
+  // "[folio.type]" on another record type and "[folio.range]" for a path or offset past the end (or
+  // below a text node). Costs: depth · log n for each lookup along a path or up from a node, since each
+  // sequence finds positions and ids in O(log n) (docs/INTERNALS.md, "Anchors and xml ranges").
+
+  /// The anchor at `offset` of the node at `path` (an element or the fragment: a live child index; a
+  /// text node: a code point index): the item there, or the node's end at offset == its length.
+  /// O(depth · log n).
+  xml_anchor xml_anchor_at(std::span<const std::size_t> path, std::size_t offset) const {
+    const detail::tree_doc& t = tree("xml");
+    const detail::tree_doc::xml_node n = t.node_at(path);
+    const std::size_t length = t.length(n);
+    if (offset > length) detail::fail(error_code::range, "offset " + std::to_string(offset) + " past the end of a node of " + std::to_string(length));
+    return offset == length ? xml_anchor{n.id, true} : xml_anchor{t.item_at(n, offset), false};
+  }
+  /// Where anchor `a` is now: the path of its node and the offset in it (a removed item: the live
+  /// items before it, where it was). Nullopt when the id is no item (or node, for an end) here, or its
+  /// node is not visible (removed, or under a removed element). O(depth · log n).
+  std::optional<xml_position> xml_resolve(const xml_anchor& a) const {
+    const detail::tree_doc& t = tree("xml");
+    auto p = a.end ? t.resolve_end(a.item) : a.item == document_start ? std::nullopt : t.resolve(a.item);
+    if (!p) return std::nullopt;
+    return xml_position{std::move(p->path), p->offset};
+  }
+  /// The path of the live node made by op `node` (document_start: the fragment, []), or nullopt when it
+  /// is no node here or is not visible. O(depth · log n).
+  std::optional<std::vector<std::size_t>> xml_path_of(op_id node) const { return tree("xml").path_of(node); }
+  /// The ids of the live children of the element (or fragment) at `path`, the op that inserted each.
+  /// O(depth · log n + children).
+  std::vector<op_id> xml_child_ids(std::span<const std::size_t> path) const {
+    const detail::tree_doc& t = tree("xml");
+    return t.child_ids(t.node_at(path));
+  }
+  /// The canonical markup of the node at `path` (not empty) with its subtree, as xml() writes it there.
+  /// O(depth · log n + subtree).
+  std::string xml_markup(std::span<const std::size_t> path) const {
+    const detail::tree_doc& t = tree("xml");
+    if (path.empty()) detail::fail(error_code::range, "the markup of a node needs a path of at least one index");
+    const detail::tree_doc::xml_node parent = t.node_at(path.first(path.size() - 1));
+    if (parent.text) detail::fail(error_code::range, "path index " + std::to_string(path.size() - 1) + " goes below a text node");
+    return markup::serialize(t.flat_range(parent.object, path.back(), 1));
+  }
+  /// Makes the live children [from, to) of the element (or fragment) at `path` equal to the top-level
+  /// nodes of `nodes`, through the edit script of replace_xml made between them alone: the result is
+  /// what replace_xml of the whole value with that range so replaced makes, at a cost of
+  /// O(depth · log n + the range and `nodes` + the script · log n), not of the document. Throws
+  /// "[folio.range]" for a bad path or range and "[folio.value]" when the nodes would nest deeper than
+  /// markup::max_depth; nothing changes then.
+  local_change replace_xml_range(std::span<const std::size_t> path, std::size_t from, std::size_t to, const markup::flat_fragment& nodes) {
+    detail::tree_doc& t = tree("xml");
+    const detail::tree_doc::xml_node n = t.node_at(path);
+    if (n.text) detail::fail(error_code::range, "the path names a text node, which has no children");
+    if (from > to || to > t.length(n))
+      detail::fail(error_code::range, "children range " + std::to_string(from) + ".." + std::to_string(to) + " is not within a list of " +
+                                          std::to_string(t.length(n)));
+    return t.replace_xml_range(n, from, to, nodes);
+  }
+  /// Parses `xml_markup` (markup::parse's rules: a fragment) and replace_xml_range()s with its nodes; on
+  /// a parse error nothing changes and the result says why and where.
+  std::pair<markup::parse_result, local_change> replace_xml_range(std::span<const std::size_t> path, std::size_t from, std::size_t to,
+                                                                  std::string_view xml_markup) {
+    tree("xml");
+    markup::flat_fragment f;
+    markup::parse_result pr = markup::parse(xml_markup, f);
+    if (!pr) return {std::move(pr), local_change{replica(), version().get(replica()), 0}};
+    return {std::move(pr), replace_xml_range(path, from, to, f)};
+  }
+  /// Starts (true) or stops recording which elements integrated operations change, for xml_changed().
+  void record_xml_changes(bool on) { tree("xml").record_changes(on); }
+  /// The elements that operations integrated since record_xml_changes(true) or the last call changed —
+  /// their attributes, their children list, or the text of one of their child text nodes — each once,
+  /// by the id of the op that inserted it (document_start: the fragment), visible ones only (not
+  /// removed nor under a removed element). Local edits count as well as apply(). O(k · depth · log n)
+  /// for k objects changed: no walk over the tree.
+  std::vector<op_id> xml_changed() { return tree("xml").changed_elements(); }
+
   /// Map records: set or remove one key.
   local_change set(const std::string& key, std::string value) { return tree("map").set(key, std::move(value)); }
   local_change remove(const std::string& key) { return tree("map").remove(key); }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -99,6 +100,13 @@ class sequence {
   /// after a change tells which values it inserted and removed. O(log n + runs). Throws "[folio.range]"
   /// past the end.
   std::vector<std::pair<op_id, std::uint32_t>> live_ids(std::size_t pos, std::size_t n) const { return impl_.live_ids(pos, n); }
+  /// The id of the live value at `pos` (an anchor: the value keeps its id wherever concurrent edits
+  /// move it). O(log n). Throws "[folio.range]" past the end.
+  op_id id_at(std::size_t pos) const { return impl_.id_at(pos); }
+  /// The position of value `id` now: its index while live; once removed, the number of live values
+  /// before it (where it was). Nullopt for an id that names no value here (not integrated yet, or the
+  /// id of a remove). `live`, when given, says whether it is live. O(log n).
+  std::optional<std::size_t> index_of(op_id id, bool* live = nullptr) const { return impl_.index_of(id, live); }
   /// Calls f(const T&) for each live value in order. O(n).
   template <class F>
   void for_each(F&& f) const {

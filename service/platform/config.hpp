@@ -47,6 +47,15 @@ struct webhook_config {
   unsigned sends = 256;             ///< attempts in flight in this process (each a socket and a few KiB)
 };
 
+/// Presence (docs/API.md "Presence"; presence/family.hpp; docs/OPERATIONS.md "Presence").
+struct presence_config {
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};  ///< a client not refreshed for this long leaves
+  /// The Redis that N nodes share presence through: "unix:/path" or "host:port"; empty: this process's memory.
+  std::string redis;
+  std::string redis_password;         ///< AUTH sent on each connection when not empty
+  std::size_t per_tenant = 10000;     ///< clients present per tenant at most (429 beyond)
+};
+
 struct config {
   std::size_t max_body = std::size_t(4) << 20;     ///< bytes; also enforced by nginx
   std::size_t cache_bytes = std::size_t(256) << 20;  ///< decoded documents kept in memory
@@ -61,6 +70,7 @@ struct config {
   std::chrono::milliseconds request_timeout{50000};
   history_config history;  ///< automatic versions, their thinning, the change rows' retention
   webhook_config webhooks;  ///< events, the feed, webhook delivery
+  presence_config presence;  ///< who is present on records, shared through Redis on N nodes
   live_config live;  ///< channel secret and nginx's publisher socket (docs/API.md, crdt/sync and crdt/subscribe)
 };
 

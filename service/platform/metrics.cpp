@@ -83,6 +83,8 @@ std::string metrics::render(const gauges& g) const {
       {"folio_publish_total", "counter", "Committed changes handed to nginx's Nchan publisher.", g.published},
       {"folio_publish_failures_total", "counter", "Publishes nginx did not take (subscribers catch up by syncing).", g.publish_failures},
       {"folio_publish_over_budget_total", "counter", "Changes not published because their tenant's message budget was spent (their channels owed a notice).", g.publish_over_budget},
+      {"folio_presence_dropped_total", "counter", "Presence messages not published (their tenant's presence budget spent, the queue full, or nginx refusing them).", g.presence_dropped},
+      {"folio_presence_timeouts_total", "counter", "Presence entries that left because they were not refreshed within --presence-timeout (removed by this process).", g.presence_left_by_timeout},
       {"folio_publish_queued", "gauge", "Committed changes waiting for (or being handed to) nginx's publisher.", g.publish_queued},
       {"folio_db_size_bytes", "gauge", "Size of the database file.", g.db_bytes},
       {"folio_db_wal_size_bytes", "gauge", "Size of the database's write-ahead log.", g.wal_bytes},

@@ -27,6 +27,7 @@ class metrics {
   struct gauges {
     std::uint64_t cache_hits = 0, cache_misses = 0, cache_bytes = 0, cache_entries = 0, published = 0, publish_failures = 0, publish_queued = 0;
     std::uint64_t publish_over_budget = 0;
+    std::uint64_t presence_dropped = 0, presence_left_by_timeout = 0;
     std::uint64_t compactions = 0, compaction_failures = 0, compactions_queued = 0;
     std::uint64_t db_bytes = 0, wal_bytes = 0, db_pages = 0, db_free_pages = 0, db_max_pages = 0, db_commits = 0, db_wal_syncs = 0;
     double start_time = 0;

@@ -181,7 +181,7 @@ response server::answer(database& db, const request& r, const route* rt, std::st
     if (r.content_length > config_.max_body || r.body.size() > config_.max_body)
       throw api_error(status::invalid_argument, "Request body is larger than the limit of " + std::to_string(config_.max_body) + " bytes.", 413);
     if (who.scope && !rt->client)
-      throw api_error(status::permission_denied, "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe and /v2/crdt/versions/get, diff, add and restore.");
+      throw api_error(status::permission_denied, "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe, /v2/crdt/versions/get, diff, add and restore, and /v2/presence/set, leave and get.");
     if (rt->writes && who.read_only) throw api_error(status::permission_denied, "This token is read-only.");
     const rapidjson::Document body = parse_json(r.body);
     if (!body.IsObject()) throw api_error(status::invalid_argument, "Body must be a JSON object with a \"data\" object.");

@@ -202,7 +202,7 @@ class Mint(unittest.TestCase):
     def test_a_client_token_cannot_mint(self):
         token = mint()
         err(self, tcall("/v2/auth/token", {"organizationId": ORG, "documentId": DOC, "userId": "x", "access": "write"}, token),
-            403, "PERMISSION_DENIED", "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe and /v2/crdt/versions/get, diff, add and restore.")
+            403, "PERMISSION_DENIED", "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe, /v2/crdt/versions/get, diff, add and restore, and /v2/presence/set, leave and get.")
 
 
 class Use(unittest.TestCase):
@@ -255,7 +255,7 @@ class Use(unittest.TestCase):
             err(self, tcall(path, data, token), 403, "PERMISSION_DENIED", message)
         for path in ("/v2/crdt/update", "/v2/crdt/add", "/v2/crdt/delete", "/v1/commentannotations/get", "/v2/commentannotations/add"):
             err(self, tcall(path, ids("e1"), token), 403, "PERMISSION_DENIED",
-                "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe and /v2/crdt/versions/get, diff, add and restore.")
+                "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe, /v2/crdt/versions/get, diff, add and restore, and /v2/presence/set, leave and get.")
         self.assertEqual(tcall("/v2/crdt/get", ids("e1"), token)[0], 200)
         # Another tenant's key minting for the same ids opens only its own (absent) records.
         other = mint(who="b")

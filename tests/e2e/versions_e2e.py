@@ -431,7 +431,7 @@ class Versions(unittest.TestCase):
            "Version restored successfully.")
         for path in ("/v2/crdt/versions/update", "/v2/crdt/versions/delete"):
             err(self, call(path, dict(ids("tok", "t"), versionId=v["versionId"], pinned=True), who=None, headers=write), 403, "PERMISSION_DENIED",
-                "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe and /v2/crdt/versions/get, diff, add and restore.")
+                "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe, /v2/crdt/versions/get, diff, add and restore, and /v2/presence/set, leave and get.")
         err(self, call("/v2/crdt/versions/get", ids("tok", "t"), who=None, headers=elsewhere), 403, "PERMISSION_DENIED",
             "The client token does not cover this documentId.")
 

@@ -67,7 +67,7 @@ TEST_F(tokens, MintedTokensOpenTheirRecordOnly) {
   // Another endpoint: refused before the body is parsed (this one is not JSON).
   const svc::response update = bearer("/v2/crdt/update", "{", client);
   EXPECT_EQ(update.http, 403);
-  EXPECT_EQ(error_of(update), "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe and /v2/crdt/versions/get, diff, add and restore.");
+  EXPECT_EQ(error_of(update), "A client token opens only /v2/crdt/get, /v2/crdt/sync, /v2/crdt/subscribe, /v2/crdt/versions/get, diff, add and restore, and /v2/presence/set, leave and get.");
   EXPECT_EQ(bearer("/v2/crdt/get", "{}", client.substr(1)).http, 401);
 }
 

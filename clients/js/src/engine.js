@@ -313,7 +313,10 @@ export class Replica {
     return this.e.text(3);
   }
 
-  /** Text records: report the change of replaces and remote batches (costs a diff of the value). */
+  /**
+   * Text records: report the change of replaces and remote batches (costs a diff of the value). Xml
+   * records: report the elements they changed (`xmlChanged`, ids; costs a little per op).
+   */
   track(on) {
     this.tracking = !!on;
     this.x.fw_track(this.h, on ? 1 : 0);
@@ -393,8 +396,9 @@ export class Replica {
     }
     const ops = this.e.with([input], (p, n) => this.e.check(this.x.fw_replace(this.h, p, n)));
     const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
+    const xmlChanged = this.xmlChanges();
     if (ops > 0) this.changed();
-    return { ops, changes };
+    return xmlChanged ? { ops, changes, xmlChanged } : { ops, changes };
   }
 
   /** Text: inserts `text` before code point `pos`. Array: inserts the items (objects) before `pos`. */
@@ -482,8 +486,9 @@ export class Replica {
       return rc;
     });
     const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
+    const xmlChanged = this.xmlChanges();
     if (applied > 0) this.changed();
-    return { applied, changes };
+    return xmlChanged ? { applied, changes, xmlChanged } : { applied, changes };
   }
 
   /** Unit operations waiting for what they depend on. */
@@ -511,8 +516,9 @@ export class Replica {
     const rc = this.e.with([update, version, encoder.encode(incarnation), encoder.encode(recordVersion)], (...a) => this.x.fw_on_answer(this.h, ...a));
     if (rc < 0) throw new FolioError(`the server's sync answer was refused: ${this.e.text(0)}`, { status: 'INTERNAL' });
     const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
+    const xmlChanged = this.xmlChanges();
     if (rc & 1) this.changed();
-    return { changed: (rc & 1) === 1, changes };
+    return xmlChanged ? { changed: (rc & 1) === 1, changes, xmlChanged } : { changed: (rc & 1) === 1, changes };
   }
 
   /** Applies a pushed change. Returns { status: 'applied'|'gap'|'invalid'|'recreated', changed, changes }. */
@@ -520,14 +526,128 @@ export class Replica {
     const rc = this.e.with([update, version, encoder.encode(incarnation)], (...a) => this.x.fw_on_push(this.h, ...a));
     this.e.check(rc);
     const changes = this.type === 'text' && this.tracking ? this.hunks() : undefined;
+    const xmlChanged = this.xmlChanges();
     const changed = (rc & 0x10) !== 0;
     if (changed) this.changed();
-    return { status: PUSH_STATUS[rc & 0x0f], changed, changes };
+    return xmlChanged ? { status: PUSH_STATUS[rc & 0x0f], changed, changes, xmlChanged } : { status: PUSH_STATUS[rc & 0x0f], changed, changes };
   }
 
   /** The server refused the last push (FAILED_PRECONDITION): the next request pulls first. */
   onRefused() {
     this.x.fw_on_refused(this.h);
+  }
+
+  // ---- anchors and xml positions -----------------------------------------------------------------
+
+  /**
+   * Text and array: an anchor for `index` that follows its item through concurrent edits: "r.s", the
+   * id of the item at `index`, or "end" at the length. RangeError past the end.
+   */
+  anchorAt(index) {
+    checkIndex(index, 'index');
+    this.e.check(this.x.fw_anchor_at(this.h, index));
+    return this.e.text(0);
+  }
+
+  /**
+   * Text and array: the index of `anchor` now (its item's; a removed item's: where it was), the length
+   * for "end", -1 for an item this replica does not hold (yet). FolioError (INVALID_ARGUMENT) for a
+   * malformed anchor.
+   */
+  indexOf(anchor) {
+    const [found, index] = this.anchorCall(anchor, (p, n) => this.x.fw_index_of(this.h, p, n));
+    return found ? index : -1;
+  }
+
+  /**
+   * Xml: an anchor for `offset` in the node at `path` (live child indices from the fragment; [] is
+   * the fragment): in an element, the child at `offset`; in a text node, the code point. "r.s" of that
+   * item, or "end:r.s" (the node's end; "end:root" for the fragment's). RangeError for a bad path.
+   */
+  xmlAnchorAt(path, offset) {
+    checkIndex(offset, 'offset');
+    return this.withPath(path, (p, n) => {
+      this.e.check(this.x.fw_xml_anchor_at(this.h, p, n, offset));
+      return this.e.text(0);
+    });
+  }
+
+  /** Xml: { path, offset } of `anchor` now, or null when its node is not visible or the id unknown. */
+  xmlResolve(anchor) {
+    const nums = this.anchorCall(anchor, (p, n) => this.x.fw_xml_resolve(this.h, p, n));
+    return nums[0] ? { path: nums.slice(2), offset: nums[1] } : null;
+  }
+
+  /**
+   * Xml: makes the live children [from, to) of the element at `path` ([] the fragment) equal to the
+   * nodes of `markup` (a fragment), through the engine's diff of that range alone. Returns the unit
+   * operations made. RangeError for a bad path or range, FolioError (INVALID_ARGUMENT) for bad markup.
+   */
+  xmlReplace(path, from, to, markup) {
+    checkIndex(from, 'from');
+    checkIndex(to, 'to');
+    const m = utf8(markup, 'markup');
+    const ops = this.withPath(path, (p, n) => this.e.with([m], (mp, mn) => {
+      const rc = this.x.fw_xml_replace(this.h, p, n, from, to, mp, mn);
+      if (rc < 0 && this.e.text(0).startsWith('[folio.value]')) throw new FolioError(this.e.text(0), { status: 'INVALID_ARGUMENT' });
+      return this.e.check(rc);
+    }));
+    if (ops > 0) this.changed();
+    return ops;
+  }
+
+  /** Xml: the ids ("r.s") of the live children of the element at `path`. */
+  xmlChildIds(path) {
+    return this.withPath(path, (p, n) => {
+      this.e.check(this.x.fw_xml_child_ids(this.h, p, n));
+      return this.e.parts().map((b) => decoder.decode(b));
+    });
+  }
+
+  /** Xml: the canonical markup of the node at `path` (not empty) and its subtree. */
+  xmlMarkup(path) {
+    return this.withPath(path, (p, n) => {
+      this.e.check(this.x.fw_xml_markup(this.h, p, n));
+      return this.e.text(0);
+    });
+  }
+
+  /** Xml: the path of the live node made by `id` ("r.s"; "root": []), or null if removed or unknown. */
+  xmlPathOf(id) {
+    const nums = this.anchorCall(id, (p, n) => this.x.fw_xml_path_of(this.h, p, n));
+    return nums[0] ? nums.slice(1) : null;
+  }
+
+  /** Runs an engine call on a string anchor or id; a malformed one is a FolioError (INVALID_ARGUMENT). */
+  anchorCall(anchor, f) {
+    if (typeof anchor !== 'string' || anchor.length > 64) throw new FolioError('malformed anchor: want a string "replica.seq" or an end anchor', { status: 'INVALID_ARGUMENT' });
+    return this.e.with([encoder.encode(anchor)], (p, n) => {
+      const rc = f(p, n);
+      if (rc < 0) {
+        const message = this.e.text(0);
+        if (message.startsWith('[folio.value]')) throw new FolioError(message, { status: 'INVALID_ARGUMENT' });
+        throw engineError(message);
+      }
+      return this.e.nums();
+    });
+  }
+
+  /** Runs f(ptr, len) with `path` (an array of child indices) packed as u32 little-endian. */
+  withPath(path, f) {
+    if (!Array.isArray(path)) throw new TypeError('path must be an array of child indices');
+    const b = new Uint8Array(4 * path.length);
+    const v = new DataView(b.buffer);
+    path.forEach((i, k) => {
+      checkIndex(i, `path[${k}]`);
+      v.setUint32(4 * k, i, true);
+    });
+    return this.e.with([b], f);
+  }
+
+  /** Xml with tracking on: the ids of the elements the last call changed ("root": the fragment). */
+  xmlChanges() {
+    if (this.type !== 'xml' || !this.tracking) return undefined;
+    return this.e.parts().map((b) => decoder.decode(b));
   }
 
   /** The tracked change of the last call, as [{ from, to, insert }] in code points of the value before. */

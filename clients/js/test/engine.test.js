@@ -346,3 +346,110 @@ test('recordVersion: the last applied answer\'s; a refused answer, a pushed chan
     server.free();
   }
 });
+
+test('anchors (text, array): follow their item through concurrent edits; removed items answer where they were', () => {
+  const a = make('text');
+  a.insert(0, 'abcdefgh');
+  const b = make('text');
+  b.apply(a.encodeSince(b.version()));
+  const e = a.anchorAt(4);
+  assert.match(e, /^\d+\.\d+$/);
+  assert.equal(a.anchorAt(8), 'end');
+  assert.throws(() => a.anchorAt(9), RangeError);
+  assert.equal(b.indexOf(e), 4);
+  const v = b.version();
+  b.insert(1, 'XYZ');
+  b.delete(0, 1);
+  a.insert(6, 'QQ');
+  a.apply(b.encodeSince(v));
+  b.apply(a.encodeSince(b.version()));
+  for (const r of [a, b]) {
+    assert.equal(r.indexOf(e), 6);
+    assert.equal([...r.value][r.indexOf(e)], 'e');
+    assert.equal(r.indexOf('end'), r.length);
+  }
+  a.delete(5, 3); // removes "d", "e", "f" at 5..7: "e" was at 6
+  assert.equal(a.indexOf(e), 5);
+  assert.equal(a.indexOf('12345.0'), -1);
+  for (const bad of ['', 'x', '1.', '.1', '0.1', '01.2', '1.2.3', '1.-2', '1.99999999999', 'end:1.2', 7, null])
+    assert.throws(() => a.indexOf(bad), (err) => err instanceof FolioError && err.status === 'INVALID_ARGUMENT', String(bad));
+  const arr = make('array');
+  arr.insert(0, { n: 1 }, { n: 2 }, { n: 3 });
+  const two = arr.anchorAt(1);
+  arr.insert(0, { n: 0 });
+  assert.equal(arr.indexOf(two), 2);
+  a.free(), b.free(), arr.free();
+});
+
+test('xml: paths, child ids, markup, anchors and range replaces', () => {
+  const a = make('xml');
+  a.replace('<p>one</p><p>two words</p><ul><li>x</li></ul>');
+  const b = make('xml');
+  b.apply(a.encodeSince(b.version()));
+  const ids = a.xmlChildIds([]);
+  assert.equal(ids.length, 3);
+  assert.deepEqual(a.xmlPathOf(ids[2]), [2]);
+  assert.deepEqual(a.xmlPathOf('root'), []);
+  assert.equal(a.xmlMarkup([2, 0]), '<li>x</li>');
+  assert.equal(a.xmlMarkup([1, 0]), 'two words');
+  const w = a.xmlAnchorAt([1, 0], 4);
+  assert.equal(a.xmlAnchorAt([], 3), 'end:root');
+  assert.equal(a.xmlAnchorAt([1, 0], 9), `end:${a.xmlChildIds([1])[0]}`);
+  assert.deepEqual(a.xmlResolve(w), { path: [1, 0], offset: 4 });
+  // Concurrent: A types before the anchor, B removes the first paragraph.
+  const v = a.version();
+  assert.equal(a.xmlReplace([1], 0, 1, 'two new words'), 4);
+  b.xmlReplace([], 0, 1, '');
+  a.apply(b.encodeSince(v));
+  b.apply(a.encodeSince(b.version()));
+  for (const r of [a, b]) {
+    assert.equal(r.value, '<p>two new words</p><ul><li>x</li></ul>');
+    assert.deepEqual(r.xmlResolve(w), { path: [0, 0], offset: 8 });
+    assert.equal(r.xmlResolve(`end:${ids[2]}`).offset, 1);
+  }
+  assert.equal(a.xmlPathOf(ids[0]), null); // removed
+  assert.deepEqual(a.xmlResolve(ids[0]), { path: [], offset: 0 }); // where it was
+  assert.equal(a.xmlResolve('424242.1'), null);
+  // Untrusted paths, ranges, markup and anchors.
+  assert.throws(() => a.xmlChildIds([5]), RangeError);
+  assert.throws(() => a.xmlChildIds([0, 0, 0]), RangeError);
+  assert.throws(() => a.xmlChildIds([-1]), RangeError);
+  assert.throws(() => a.xmlChildIds([1.5]), RangeError);
+  assert.throws(() => a.xmlChildIds('0'), TypeError);
+  assert.throws(() => a.xmlMarkup([]), RangeError);
+  assert.throws(() => a.xmlAnchorAt([0, 0], 99), RangeError);
+  assert.throws(() => a.xmlReplace([], 1, 0, ''), RangeError);
+  assert.throws(() => a.xmlReplace([], 0, 9, ''), RangeError);
+  assert.throws(() => a.xmlReplace([0], 0, 1, '<b>'), (err) => err instanceof FolioError && err.status === 'INVALID_ARGUMENT');
+  assert.throws(() => a.xmlResolve('end:'), (err) => err instanceof FolioError && err.status === 'INVALID_ARGUMENT');
+  assert.throws(() => a.xmlPathOf('1'), (err) => err instanceof FolioError && err.status === 'INVALID_ARGUMENT');
+  assert.equal(a.value, b.value);
+  a.free(), b.free();
+});
+
+test('xml: xmlChanged names the elements a remote change touched, with tracking on', () => {
+  const a = make('xml');
+  a.replace('<doc><p>one</p><p k="1">two</p><sec><p>in</p></sec></doc>');
+  const b = make('xml');
+  b.apply(a.encodeSince(b.version()));
+  b.track(true);
+  const [p1, p2] = a.xmlChildIds([0]);
+  let v = a.version();
+  a.xmlReplace([0, 0], 0, 1, 'one!');
+  assert.deepEqual(b.apply(a.encodeSince(v)).xmlChanged, [p1]);
+  v = a.version();
+  a.xmlReplace([0], 1, 2, '<p k="2">two</p>');
+  assert.deepEqual(b.apply(a.encodeSince(v)).xmlChanged, [p2]);
+  v = a.version();
+  a.xmlReplace([], 0, 0, '<h1/>');
+  assert.deepEqual(b.apply(a.encodeSince(v)).xmlChanged, ['root']);
+  v = a.version();
+  a.xmlReplace([1, 2, 0], 0, 1, 'in!');
+  a.xmlReplace([1], 2, 3, '');
+  const doc = a.xmlChildIds([])[1];
+  assert.deepEqual(b.apply(a.encodeSince(v)).xmlChanged, [doc]); // the <p> in the removed <sec> is not visible
+  assert.deepEqual(b.replace('<h1/>').xmlChanged, ['root']);
+  b.track(false);
+  assert.equal(b.apply(a.encodeSince(v)).xmlChanged, undefined);
+  a.free(), b.free();
+});

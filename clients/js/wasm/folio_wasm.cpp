@@ -20,9 +20,16 @@
 // never guessed from the characters, which in a run of equal ones ("t" + "wo t" + "hree" for an
 // insert of "two " before "three") could put the insert beside where it was made. Cost: O(n) for the
 // two id lists (runs of consecutive ids) and the value after.
+// Xml changes: with tracking on, a replace or an applied remote batch on an xml record leaves as parts
+// the ids of the elements it changed (document::xml_changed: "r.s", "root" for the fragment).
+//
+// Anchors and ids are strings: "r.s" (decimal replica id, decimal seq) names an item or a node, "end"
+// the end of a text or array, "end:r.s" / "end:root" the end of a node's children or text. Paths are
+// packed as u32 little-endian child indices. A malformed anchor or id fails with "[folio.value]".
 // Thread-safety: none (WebAssembly without threads).
 #include <emscripten/emscripten.h>
 
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -86,6 +93,51 @@ int guarded(F&& f) {
   }
 }
 
+/// "r.s", or "root" for document_start (the xml fragment).
+std::string id_string(const folio::op_id& id) {
+  if (id == folio::document_start) return "root";
+  return std::to_string(id.replica) + "." + std::to_string(id.seq);
+}
+
+/// Parses "r.s": a replica id 1..2^64-1 and a seq 0..max_counter, decimal without sign or leading
+/// zeros. Throws "[folio.value]" for anything else.
+folio::op_id parse_id(std::string_view s) {
+  const auto bad = [&]() -> folio::op_id { throw folio::error(folio::error_code::value, "malformed anchor or id (want \"replica.seq\")"); };
+  const std::size_t dot = s.find('.');
+  if (dot == std::string_view::npos) return bad();
+  const auto number = [&](std::string_view digits, auto& out) {
+    if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return false;
+    for (char c : digits)
+      if (c < '0' || c > '9') return false;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return ec == std::errc() && end == digits.data() + digits.size();
+  };
+  folio::op_id id;
+  if (!number(s.substr(0, dot), id.replica) || !number(s.substr(dot + 1), id.seq) || id.replica == 0 || id.seq > folio::max_counter) return bad();
+  return id;
+}
+
+/// An xml anchor: "r.s", "end:r.s" or "end:root".
+folio::xml_anchor parse_xml_anchor(std::string_view s) {
+  if (s.substr(0, 4) != "end:") return {parse_id(s), false};
+  if (s == "end:root") return {folio::document_start, true};
+  return {parse_id(s.substr(4)), true};
+}
+
+/// A path packed as u32 little-endian indices.
+std::vector<std::size_t> read_path(const char* p, std::size_t n) {
+  if (n % 4) throw folio::error(folio::error_code::value, "a packed path is not a whole number of u32 indices");
+  std::vector<std::size_t> out(n / 4);
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = std::size_t(b[4 * i]) | std::size_t(b[4 * i + 1]) << 8 | std::size_t(b[4 * i + 2]) << 16 | std::size_t(b[4 * i + 3]) << 24;
+  return out;
+}
+
+void put_path(const std::vector<std::size_t>& path) {
+  for (std::size_t i : path) nums.push_back(static_cast<std::uint32_t>(i));
+}
+
 using id_runs = std::vector<std::pair<folio::op_id, std::uint32_t>>;
 
 /// A walk over the ids of runs of consecutive ids.
@@ -135,6 +187,22 @@ int tracked(replica* r, F&& edit) {
     open = false, ++old_pos, b.next();
   }
   while (!b.done()) removed();
+  return result;
+}
+
+/// Runs `edit` on an xml record with tracking on, reporting the elements it changed as parts.
+template <class F>
+int tracked_xml(replica* r, F&& edit) {
+  folio::document& d = client(r).doc();
+  if (!r->track || d.type() != folio::record_type::xml) return edit();
+  struct recording {
+    folio::document& d;
+    ~recording() { d.record_xml_changes(false); }
+  } on{d};
+  d.record_xml_changes(true);
+  const int result = edit();
+  if (result < 0) return result;
+  for (const folio::op_id& id : d.xml_changed()) parts.push_back(id_string(id));
   return result;
 }
 
@@ -231,9 +299,11 @@ EMSCRIPTEN_KEEPALIVE int fw_on_answer(replica* r, const char* u, std::size_t un,
     bool ok = false;
     const folio::version_vector version = read_version(v, vn, ok);
     if (!ok) return fail("the answer's version is not a version vector");
-    return tracked(r, [&] {
-      const folio::apply_result res = client(r).on_answer(view(u, un), version, view(inc, in), view(rv, rvn));
-      return res ? (res.applied > 0 ? 1 : 0) : fail(res.message);
+    return tracked_xml(r, [&] {
+      return tracked(r, [&] {
+        const folio::apply_result res = client(r).on_answer(view(u, un), version, view(inc, in), view(rv, rvn));
+        return res ? (res.applied > 0 ? 1 : 0) : fail(res.message);
+      });
     });
   });
 }
@@ -245,10 +315,12 @@ EMSCRIPTEN_KEEPALIVE int fw_on_push(replica* r, const char* u, std::size_t un, c
     bool ok = false;
     const folio::version_vector version = read_version(v, vn, ok);
     if (!ok) return static_cast<int>(folio::push_status::invalid);
-    return tracked(r, [&] {
-      const folio::version_vector before = client(r).doc().version();
-      const auto status = static_cast<int>(client(r).on_push(view(u, un), version, view(inc, in)));
-      return status | (client(r).doc().version() != before ? 0x10 : 0);
+    return tracked_xml(r, [&] {
+      return tracked(r, [&] {
+        const folio::version_vector before = client(r).doc().version();
+        const auto status = static_cast<int>(client(r).on_push(view(u, un), version, view(inc, in)));
+        return status | (client(r).doc().version() != before ? 0x10 : 0);
+      });
     });
   });
 }
@@ -296,11 +368,12 @@ EMSCRIPTEN_KEEPALIVE int fw_replace(replica* r, const char* p, std::size_t n) {
         for (std::size_t i = 0; i < kv.size(); i += 2) entries[std::move(kv[i])] = std::move(kv[i + 1]);
         return count(d.replace_map(entries));
       }
-      case folio::record_type::xml: {
-        auto [parsed, change] = d.replace_xml(view(p, n));
-        if (!parsed) return fail(parsed.description());
-        return count(change);
-      }
+      case folio::record_type::xml:
+        return tracked_xml(r, [&] {
+          auto [parsed, change] = d.replace_xml(view(p, n));
+          if (!parsed) return fail(parsed.description());
+          return count(change);
+        });
     }
     return 0;
   });
@@ -332,6 +405,90 @@ EMSCRIPTEN_KEEPALIVE int fw_remove(replica* r, const char* k, std::size_t kn) {
   return guarded([&] { return count(client(r).doc().remove(std::string(k, kn))); });
 }
 
+// ---- anchors and xml positions (docs/CLIENT-JS.md, Replica) ------------------------------------
+
+/// Text and array: part 0, the anchor at `pos`: "r.s" of the item there, "end" at the length.
+EMSCRIPTEN_KEEPALIVE int fw_anchor_at(replica* r, std::size_t pos) {
+  return guarded([&] {
+    const folio::document& d = client(r).doc();
+    const std::size_t n = d.type() == folio::record_type::text ? d.as_text().size() : d.as_array().size();
+    if (pos > n) throw folio::error(folio::error_code::range, "position " + std::to_string(pos) + " past the end (" + std::to_string(n) + ")");
+    parts.push_back(pos == n ? std::string("end") : id_string(d.type() == folio::record_type::text ? d.as_text().id_at(pos) : d.as_array().id_at(pos)));
+    return 0;
+  });
+}
+
+/// Text and array: numbers (found, index) of anchor `a`: its item's index, or where it was if
+/// removed; found 0 for an item this replica does not hold.
+EMSCRIPTEN_KEEPALIVE int fw_index_of(replica* r, const char* a, std::size_t an) {
+  return guarded([&] {
+    const folio::document& d = client(r).doc();
+    const bool text = d.type() == folio::record_type::text;
+    const std::size_t n = text ? d.as_text().size() : d.as_array().size();
+    const std::string_view anchor = view(a, an);
+    std::optional<std::size_t> at = n;
+    if (anchor != "end") at = text ? d.as_text().index_of(parse_id(anchor)) : d.as_array().index_of(parse_id(anchor));
+    nums.push_back(at ? 1 : 0), nums.push_back(static_cast<std::uint32_t>(at.value_or(0)));
+    return 0;
+  });
+}
+
+/// Xml: part 0, the anchor at `offset` of the node at the packed path.
+EMSCRIPTEN_KEEPALIVE int fw_xml_anchor_at(replica* r, const char* p, std::size_t n, std::size_t offset) {
+  return guarded([&] {
+    const folio::xml_anchor a = client(r).doc().xml_anchor_at(read_path(p, n), offset);
+    parts.push_back(a.end ? "end:" + id_string(a.item) : id_string(a.item));
+    return 0;
+  });
+}
+
+/// Xml: numbers (found, offset, path...) of anchor `a` now; found 0 when it is not visible or unknown.
+EMSCRIPTEN_KEEPALIVE int fw_xml_resolve(replica* r, const char* a, std::size_t an) {
+  return guarded([&] {
+    const std::optional<folio::xml_position> at = client(r).doc().xml_resolve(parse_xml_anchor(view(a, an)));
+    nums.push_back(at ? 1 : 0), nums.push_back(at ? static_cast<std::uint32_t>(at->offset) : 0);
+    if (at) put_path(at->path);
+    return 0;
+  });
+}
+
+/// Xml: makes the live children [from, to) of the node at the packed path equal to the markup's
+/// nodes (document::replace_xml_range). Answers the unit operations made.
+EMSCRIPTEN_KEEPALIVE int fw_xml_replace(replica* r, const char* p, std::size_t n, std::size_t from, std::size_t to, const char* m, std::size_t mn) {
+  return guarded([&] {
+    auto [parsed, change] = client(r).doc().replace_xml_range(read_path(p, n), from, to, view(m, mn));
+    if (!parsed) return fail("[folio.value] " + parsed.description());
+    return count(change);
+  });
+}
+
+/// Xml: parts, the ids of the live children of the node at the packed path.
+EMSCRIPTEN_KEEPALIVE int fw_xml_child_ids(replica* r, const char* p, std::size_t n) {
+  return guarded([&] {
+    for (const folio::op_id& id : client(r).doc().xml_child_ids(read_path(p, n))) parts.push_back(id_string(id));
+    return 0;
+  });
+}
+
+/// Xml: part 0, the markup of the node at the packed path (not empty).
+EMSCRIPTEN_KEEPALIVE int fw_xml_markup(replica* r, const char* p, std::size_t n) {
+  return guarded([&] {
+    parts.push_back(client(r).doc().xml_markup(read_path(p, n)));
+    return 0;
+  });
+}
+
+/// Xml: numbers (found, path...) of the live node made by id "r.s" ("root": the fragment).
+EMSCRIPTEN_KEEPALIVE int fw_xml_path_of(replica* r, const char* a, std::size_t an) {
+  return guarded([&] {
+    const std::string_view s = view(a, an);
+    const std::optional<std::vector<std::size_t>> at = client(r).doc().xml_path_of(s == "root" ? folio::document_start : parse_id(s));
+    nums.push_back(at ? 1 : 0);
+    if (at) put_path(*at);
+    return 0;
+  });
+}
+
 // ---- replica to replica, without a server (tests, peer-to-peer transports) ----------------------
 
 /// Parts: the replica's version vector (encoded).
@@ -357,9 +514,11 @@ EMSCRIPTEN_KEEPALIVE int fw_encode_since(replica* r, const char* v, std::size_t 
 /// refused (nothing changed). Numbers after the hunks (tracking): none; pending is fw_pending.
 EMSCRIPTEN_KEEPALIVE int fw_apply(replica* r, const char* p, std::size_t n) {
   return guarded([&] {
-    return tracked(r, [&] {
-      const folio::apply_result res = client(r).doc().apply(view(p, n));
-      return res ? static_cast<int>(res.applied) : fail(res.message);
+    return tracked_xml(r, [&] {
+      return tracked(r, [&] {
+        const folio::apply_result res = client(r).doc().apply(view(p, n));
+        return res ? static_cast<int>(res.applied) : fail(res.message);
+      });
     });
   });
 }

@@ -14,6 +14,8 @@ publish_budgets::tenant_budget& publish_budgets::refilled(const std::string& ten
   const double part = std::chrono::duration<double>(now - b.refilled).count() / std::chrono::duration<double>(window).count();
   b.messages = std::min<double>(messages_per_tenant_window, b.messages + messages_per_tenant_window * part);
   b.full_bytes = std::min<double>(full_bytes_per_tenant_window, b.full_bytes + full_bytes_per_tenant_window * part);
+  b.presence_messages = std::min<double>(presence_messages_per_tenant_window, b.presence_messages + presence_messages_per_tenant_window * part);
+  b.presence_bytes = std::min<double>(presence_bytes_per_tenant_window, b.presence_bytes + presence_bytes_per_tenant_window * part);
   b.refilled = now;
   return b;
 }
@@ -48,6 +50,28 @@ bool publish_budgets::take_message(const std::string& tenant) {
     log::write("warn", "publish_budget_spent",
                "key " + tenant + " published " + std::to_string(messages_per_tenant_window) + " messages in the last " + std::to_string(window.count()) +
                    " s; its further changes owe their channels a notice to sync, sent as its budget refills");
+  return false;
+}
+
+bool publish_budgets::take_presence(const std::string& tenant, std::size_t bytes) {
+  bool log_spent = false;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    tenant_budget& mine = refilled(tenant);
+    if (mine.presence_messages >= 1 && mine.presence_bytes >= static_cast<double>(bytes)) {
+      mine.presence_messages -= 1;
+      mine.presence_bytes -= static_cast<double>(bytes);
+      mine.presence_spent_logged = false;
+      return true;
+    }
+    log_spent = !mine.presence_spent_logged;
+    mine.presence_spent_logged = true;
+  }
+  if (log_spent)
+    log::write("warn", "presence_budget_spent",
+               "key " + tenant + " spent its presence budget (" + std::to_string(presence_messages_per_tenant_window) + " messages or " +
+                   std::to_string(presence_bytes_per_tenant_window >> 20) + " MiB in " + std::to_string(window.count()) +
+                   " s); its presence messages are dropped until it refills");
   return false;
 }
 

@@ -7,6 +7,8 @@
 // while they fit in the tenant's full_bytes_per_tenant_window and in everyone's full_bytes_per_window;
 // otherwise its notice goes (publisher.hpp). So what one tenant's changes, large or many, hold in
 // Nchan's shared memory is bounded, and one tenant's flood spends only its own budgets.
+// Presence messages (presence/family.hpp) have budgets of their own, a message and a byte bucket per
+// tenant (take_presence): ephemeral, they are dropped when spent, and take nothing from the changes'.
 // Cost: one entry per tenant that published in the last window (at most 10,000 before those whose
 // budgets are whole again are forgotten); a take is a lookup and a refill, O(1).
 // Thread-safety: any thread (one mutex).
@@ -30,18 +32,27 @@ class publish_budgets {
   /// takes at least one, so it bounds the tenant's channels too.
   static constexpr std::size_t messages_per_tenant_window = 6000;
   static constexpr std::chrono::seconds window{60};  ///< nginx/publish.conf's nchan_message_timeout
+  /// Presence messages (joins, updates, leaves) a tenant publishes per window, at most, and their bytes.
+  static constexpr std::size_t presence_messages_per_tenant_window = 12000;
+  static constexpr std::size_t presence_bytes_per_tenant_window = std::size_t(8) << 20;
 
   /// Takes `bytes` of a message with ops from `tenant`'s and everyone's byte budgets; false (nothing
   /// taken) when either lacks them.
   bool take_bytes(const std::string& tenant, std::size_t bytes);
   /// Takes one message from `tenant`'s budget; false when it is spent (logged once until it has room again).
   bool take_message(const std::string& tenant);
+  /// Takes one presence message of `bytes` from `tenant`'s presence budgets; false (nothing taken) when
+  /// either is spent (logged once until it has room again).
+  bool take_presence(const std::string& tenant, std::size_t bytes);
 
  private:
   struct tenant_budget {
     double messages = static_cast<double>(messages_per_tenant_window), full_bytes = static_cast<double>(full_bytes_per_tenant_window);
     std::chrono::steady_clock::time_point refilled = std::chrono::steady_clock::now();
     bool spent_logged = false;  ///< a line was written since its message budget last had room
+    double presence_messages = static_cast<double>(presence_messages_per_tenant_window);
+    double presence_bytes = static_cast<double>(presence_bytes_per_tenant_window);
+    bool presence_spent_logged = false;
   };
   tenant_budget& refilled(const std::string& tenant);  ///< mu_ held
 

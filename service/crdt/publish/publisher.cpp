@@ -16,6 +16,11 @@ publisher::publisher(live_config c, std::function<bool(std::string_view)> key_kn
 
 bool publisher::publish(const std::string& channel, const std::string& full, const std::string& notice, const std::string& tenant) {
   if (!nginx_.enabled()) return false;
+  if (notice.empty()) {  // ephemeral (presence): as it is, or dropped
+    const bool sent = streams_.end_due(channel) && nginx_.send(channel, &full).empty();
+    sent ? ++published_ : ++presence_dropped_;
+    return sent;
+  }
   if (!streams_.end_due(channel)) {
     // Logged there; the channel's streams stay remembered, and the owed notice goes after a deletion that succeeds.
     ++failures_;
@@ -47,6 +52,11 @@ void publisher::enqueue(std::string channel, std::string full, std::string notic
   log::write("warn", "publish_queue_full",
              "channel " + channel.substr(0, 12) + "...: " + std::to_string(max_queued) + " messages already wait for nginx; the channel is owed a notice to sync");
   owed_.owe(channel, notice, tenant);
+}
+
+void publisher::enqueue_presence(std::string channel, std::string message, const std::string& tenant) {
+  if (!nginx_.enabled()) return;
+  if (!budgets_.take_presence(tenant, message.size()) || !queue_.push(std::move(channel), std::move(message), std::string(), tenant)) ++presence_dropped_;
 }
 
 }  // namespace folio::service

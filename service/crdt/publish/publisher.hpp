@@ -18,6 +18,10 @@
 // with its ops only while it is at most max_message_bytes and fits the byte budgets, else its
 // notice. A message nginx does not take makes its channel owed the notice. A failure to publish is
 // never reported to the writer.
+// Presence (presence/family.hpp) adds ephemeral messages: enqueue_presence takes one from the tenant's
+// presence budgets (budgets.hpp, apart from the changes') and queues it with an empty notice, in the
+// channel's order with its changes; such a message is sent as it is or dropped (budget spent, queue
+// full, nginx refusing it, a due stream's deletion failing), never replaced by a notice and never owed.
 // Answer first: folio-fcgi holds a request's messages (answer_first, through the server's
 // after-response hook) until its answer has been handed to nginx, so the answer reaches nginx before
 // the change's publish does (which nginx reads first is its event loop's choice, on two connections;
@@ -72,6 +76,11 @@ class publisher {
   /// While the calling thread holds an answer_first, the message waits until it ends.
   void enqueue(std::string channel, std::string full, std::string notice, const std::string& tenant = {});
 
+  /// Queues the presence message `message` for `channel`, an ephemeral one (above): dropped, and
+  /// counted in presence_dropped(), when `tenant`'s presence budget is spent or the queue is full.
+  void enqueue_presence(std::string channel, std::string message, const std::string& tenant);
+  std::uint64_t presence_dropped() const noexcept { return presence_dropped_.load(); }
+
   /// While one lives on a thread, the messages that thread queues to this publisher are held: they
   /// keep their place in their channels' queues (commit order), and messages queued behind them wait
   /// too, but none is sent until the answer_first ends (above). One per thread at a time; not movable.
@@ -88,7 +97,8 @@ class publisher {
 
   /// Publishes one message to `channel` now, on the calling thread (above): `full` when it is at most
   /// max_message_bytes and the budgets have room, else `notice` (small; for a deletion both are the
-  /// same); the channel's due token streams are ended first. When nginx does not take it, or the
+  /// same); the channel's due token streams are ended first. An empty `notice`: `full` is ephemeral
+  /// (enqueue_presence), sent as it is or dropped, never owed. When nginx does not take it, or the
   /// deletion before it failed, the channel is owed `notice`. True when nginx took the message.
   bool publish(const std::string& channel, const std::string& full, const std::string& notice, const std::string& tenant = {});
 
@@ -122,7 +132,7 @@ class publisher {
   live_config config_;
   nchan_endpoint nginx_;
   publish_budgets budgets_;
-  std::atomic<std::uint64_t> published_{0}, failures_{0}, over_budget_{0};
+  std::atomic<std::uint64_t> published_{0}, failures_{0}, over_budget_{0}, presence_dropped_{0};
   // Destroyed in the reverse order: the senders stop first (they use the rest), then the owed
   // notices' thread (it ends streams), then the sweeper.
   token_streams streams_;

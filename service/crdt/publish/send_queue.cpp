@@ -57,7 +57,10 @@ void send_queue::make_ready(const std::string& channel, const std::string& tenan
 bool send_queue::push(std::string&& channel, std::string&& full, std::string&& notice, const std::string& tenant) {
   std::lock_guard<std::mutex> g(mu_);
   if (queued_ >= max_queued || stopping_) return false;
-  if (queued_bytes_ + full.size() + notice.size() > max_queued_bytes) full = notice;  // its ops would not fit: subscribers sync
+  if (queued_bytes_ + full.size() + notice.size() > max_queued_bytes) {
+    if (notice.empty()) return false;  // an ephemeral message has no notice to stand for it
+    full = notice;                     // its ops would not fit: subscribers sync
+  }
   queued_bytes_ += full.size() + notice.size();
   ++queued_;
   const auto [entry, created] = queues_.try_emplace(channel);

@@ -43,7 +43,8 @@ class send_queue {
   send_queue& operator=(const send_queue&) = delete;
 
   /// Queues `full` and `notice` for `channel` of `tenant` (moved from only when queued); over
-  /// max_queued_bytes the notice is queued alone. False when max_queued messages wait or stopping.
+  /// max_queued_bytes the notice is queued alone (an ephemeral message, whose notice is empty, is
+  /// refused instead). False when max_queued messages wait or stopping.
   /// While the calling thread holds a hold of this queue, the message is held (above).
   bool push(std::string&& channel, std::string&& full, std::string&& notice, const std::string& tenant);
   /// Waits until at most `left` messages are queued or being sent, at most `wait`; false when more still are.

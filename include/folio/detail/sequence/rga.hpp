@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -411,6 +412,48 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
       done += take, ++p.idx, p.off = 0;
     }
     return out;
+  }
+
+  /// The id of the live item at `pos`. O(log n). Throws "[folio.range]" past the end.
+  op_id id_at(std::size_t pos) const {
+    if (pos >= size()) fail(error_code::range, "position " + std::to_string(pos) + " >= size " + std::to_string(size()));
+    const place p = locate_live(pos);
+    const run& r = p.leaf->runs[p.idx];
+    return {reps_[r.replica].id, r.seq + p.off};
+  }
+  /// Where item `id` is: the live items before it, which is its position while it is live and, once
+  /// removed, the position it had (where an insert at its place would go); `live` says which. Nullopt
+  /// for an id that is not an item here (not integrated yet, or a remove's). O(log n): the id index
+  /// finds its leaf, the parent links count what precedes it (run_tree::live_before).
+  std::optional<std::size_t> index_of(op_id id, bool* live = nullptr) const {
+    const std::uint32_t rep = find_replica(id.replica);
+    if (rep == no_replica || id.seq >= reps_[rep].next_seq) return std::nullopt;
+    const place p = locate_id(rep, id.seq);
+    if (!p.leaf) return std::nullopt;
+    if (live) *live = !p.leaf->runs[p.idx].deleted();
+    return this->live_before(p);
+  }
+  /// Calls f(op_id, const T&) for each live item of [pos, pos + n), in order. O(log n + n). Throws
+  /// "[folio.range]" past the end.
+  template <class F>
+  void for_each_item_in(std::size_t pos, std::size_t n, F&& f) const {
+    if (pos > size() || n > size() - pos)
+      fail(error_code::range, "range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
+    if (n == 0) return;
+    place p = locate_live(pos);
+    for (std::size_t done = 0; done < n;) {
+      normalize(p);
+      const run& r = p.leaf->runs[p.idx];
+      if (r.deleted() || p.off >= r.len()) {
+        ++p.idx, p.off = 0;
+        continue;
+      }
+      const std::uint32_t take = static_cast<std::uint32_t>(std::min<std::size_t>(r.len() - p.off, n - done));
+      const replica_state& rs = reps_[r.replica];
+      const std::size_t at = rs.slot(r.seq + p.off);
+      for (std::uint32_t k = 0; k < take; ++k) f(op_id{rs.id, r.seq + p.off + k}, rs.content[at + k]);
+      done += take, ++p.idx, p.off = 0;
+    }
   }
 
   /// Calls f(op_id, const T&) for each live item in order. O(n).

@@ -173,6 +173,17 @@ class run_tree {
     return {l, i, static_cast<std::uint32_t>(rel)};
   }
 
+  /// The live items before the item at `p` (its position when it is live): the live items of the runs
+  /// before it in its leaf (and p.off when its run is live), then, up through the parent links, those
+  /// of every earlier sibling of each ancestor. O(log n · inner_capacity + leaf_capacity).
+  std::size_t live_before(const place& p) const noexcept {
+    std::size_t n = p.leaf->runs[p.idx].deleted() ? 0 : p.off;
+    for (int i = 0; i < p.idx; ++i) n += p.leaf->runs[i].live();
+    for (const node* c = p.leaf; c->parent; c = c->parent)
+      for (int i = 0; c->parent->child[i] != c; ++i) n += c->parent->child[i]->live;
+    return n;
+  }
+
   /// The RGA scan: the first run at or after runs[i] of `l` whose first key is below `k` (the first
   /// item there with a smaller key: keys rise along a run), or the end of the last leaf if there is
   /// none. Runs of the leaf are scanned; beyond it, whole subtrees whose smallest key is larger are

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "../../error.hpp"
 #include "../../id.hpp"
@@ -56,6 +57,15 @@ void unpack_tree_op(std::string_view bytes, tree_op& o, ObjectAt&& object_at, st
   const auto [name, text] = object_at(static_cast<std::size_t>(in.varint("packed log")));
   o.object = name;
   if (!read_tree_payload(in, o, text, nrep, replica_at)) fail(error_code::invariant, "packed log entry does not read back");
+}
+
+/// The kind and the object index of the op packed at the start of `bytes` (its first two fields). O(1).
+inline std::pair<tree_op_kind, std::uint32_t> packed_kind_and_object(std::string_view bytes) {
+  byte_reader in(bytes);
+  const std::uint8_t flags = in.byte("packed log");
+  const std::uint64_t object = in.varint("packed log");
+  if (!in.ok()) fail(error_code::invariant, "packed log entry does not read back");
+  return {static_cast<tree_op_kind>(flags & 0x03), static_cast<std::uint32_t>(object)};
 }
 
 /// The UTF-8 text of the insert into a text packed at the start of `bytes`, as it lies there (no

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -249,15 +250,23 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// empty text node; concurrent text nodes may be adjacent). Attributes come in key order, as the
   /// flat layout wants them. O(live size). Throws "[folio.range]" for a tree of 4 GiB of characters or
   /// more (the flat layout's indices are 32-bit).
-  markup::flat_fragment flat() const {
+  markup::flat_fragment flat() const { return flat_range(0, 0, live_children(objects_[0])); }
+  /// As flat(), for the live children [from, from + count) of children object `oi` only: the top of
+  /// the fragment is those nodes, with their whole subtrees. O(log n + what it holds); a list not
+  /// edited since it was loaded (lazy) reads its one op whole. Throws "[folio.range]" past the end.
+  markup::flat_fragment flat_range(std::uint32_t oi, std::size_t from, std::size_t count) const {
     using index = markup::flat_fragment::index;
+    if (from > live_children(objects_[oi]) || count > live_children(objects_[oi]) - from)
+      fail(error_code::range, "children " + std::to_string(from) + "+" + std::to_string(count) + " past the end of a list of " +
+                                  std::to_string(live_children(objects_[oi])));
     markup::flat_fragment out;
     struct frame {
       std::uint32_t object;  // a children object
-      index slot, end;       // its list's nodes
+      std::size_t from, count;  // its live children read
+      index slot, end;       // their nodes
     };
-    out.set_top(out.add_nodes(live_children(objects_[0])));
-    std::vector<frame> stack{{0, out.top().first, out.top().end()}};
+    out.set_top(out.add_nodes(count));
+    std::vector<frame> stack{{oi, from, count, out.top().first, out.top().end()}};
     tree_op scratch;  // a lazy object's logged op (buffers reused)
     while (!stack.empty()) {
       frame f = stack.back();
@@ -276,11 +285,12 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
           if (const or_map* m = objects_[first].map.get())
             m->for_each([&](const std::string& k, const std::string& v) { out.add_attr(out.add_chars(k), out.add_chars(v)); });
           x.attrs.count = out.attrs_end() - x.attrs.first;
-          x.children = out.add_nodes(live_children(objects_[first + 1]));
-          if (x.children.count) stack.push_back({first + 1, x.children.first, x.children.end()});
+          const std::size_t kids = live_children(objects_[first + 1]);
+          x.children = out.add_nodes(kids);
+          if (x.children.count) stack.push_back({first + 1, 0, kids, x.children.first, x.children.end()});
         }
         out.node_at(f.slot++) = x;
-      });
+      }, f.from, f.count);
       if (f.slot != f.end) fail(error_code::invariant, "a children list has fewer items than it counts");
     }
     return out;
@@ -319,6 +329,130 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// The tree as a fragment (flat() converted).
   markup::fragment fragment() const { return flat().to_fragment(); }
 
+  // ---- positions in the tree (xml records) ----------------------------------------------------
+  //
+  // A node is named by the id of the insert that made it (document_start: the top-level fragment); a
+  // path is the live child indices from the fragment down to it. Items (children, code points) keep
+  // their ids wherever concurrent edits move them, so an item id is an anchor; every lookup below
+  // goes by the id index of one sequence and the objects' parent links: O(depth · log n).
+
+  /// A node and the object its offsets count: an element's children object (0 for the fragment), a
+  /// text node's text object.
+  struct xml_node {
+    op_id id = document_start;
+    std::uint32_t object = 0;
+    bool text = false;
+  };
+  /// Where an anchor is now: the path of the node holding it and the offset in that node.
+  struct xml_place {
+    std::vector<std::size_t> path;
+    std::size_t offset = 0;
+  };
+
+  /// The node at `path`. Throws "[folio.range]" for an index past the end of its list or a path that
+  /// goes on below a text node. O(depth · log n).
+  xml_node node_at(std::span<const std::size_t> path) const {
+    xml_node n;
+    for (std::size_t depth = 0; depth < path.size(); ++depth) {
+      if (n.text) fail(error_code::range, "path index " + std::to_string(depth) + " goes below a text node");
+      const object& o = objects_[n.object];
+      if (path[depth] >= live_items(o))
+        fail(error_code::range, "path index " + std::to_string(depth) + " (" + std::to_string(path[depth]) + ") past the end of a list of " +
+                                    std::to_string(live_items(o)));
+      n = node_of_item(item_id_at(o, path[depth]));
+    }
+    return n;
+  }
+  /// Live children of an element (or the fragment), code points of a text node. O(1).
+  std::size_t length(const xml_node& n) const { return live_items(objects_[n.object]); }
+  /// The id of the live child or code point at `offset` of `n` (< length(n)). O(log n).
+  op_id item_at(const xml_node& n, std::size_t offset) const {
+    const object& o = objects_[n.object];
+    if (offset >= live_items(o)) fail(error_code::range, "offset " + std::to_string(offset) + " past the end of a node of " + std::to_string(live_items(o)));
+    return item_id_at(o, offset);
+  }
+  /// The ids of the live children of element (or fragment) `n`. O(log n + children).
+  std::vector<op_id> child_ids(const xml_node& n) const {
+    std::vector<op_id> out;
+    const object& o = objects_[n.object];
+    if (n.text) fail(error_code::range, "a text node has no children");
+    if (o.seq) {
+      if (o.seq->kids) o.seq->kids->for_each_item([&](op_id local, const std::string&) { out.push_back(to_doc(o, local)); });
+    } else if (o.whole != no_entry) {
+      const logged& e = log_[o.whole];
+      for (std::uint32_t k = 0; k < e.len; ++k) out.push_back({reps_[e.rep].id, e.seq + k});
+    }
+    return out;
+  }
+  /// The path of the live node made by `node` (empty for document_start), or nullopt when it is not a
+  /// node here or is not visible (removed, or under a removed element). O(depth · log n).
+  std::optional<std::vector<std::size_t>> path_of(op_id node) const {
+    std::vector<std::size_t> path;
+    for (op_id cur = node; cur != document_start;) {
+      const auto* made = created_entry(cur);
+      if (!made) return std::nullopt;
+      const std::uint32_t p = objects_[made->second].parent;
+      bool live = false;
+      const std::optional<std::size_t> at = index_in(objects_[p], cur, &live);
+      if (!at || !live) return std::nullopt;
+      path.push_back(*at);
+      cur = objects_[p].name.creator;  // the root's is document_start
+    }
+    std::reverse(path.begin(), path.end());
+    return path;
+  }
+  /// Where item `id` (a child of an element or the fragment, or a code point of a text node) is now:
+  /// its node's path and its index there, or for a removed item the live items before it (where it
+  /// was). Nullopt for an id that is no inserted item here, or whose node is not visible.
+  /// O(depth · log n).
+  std::optional<xml_place> resolve(op_id id) const {
+    const std::uint32_t rep = find_replica(id.replica);
+    if (id.replica == 0 || rep == no_replica || id.seq >= reps_[rep].next_seq) return std::nullopt;
+    const logged& e = log_[*entry_holding(reps_[rep].log_pos, id.seq, log_)];
+    const auto [kind, oi] = packed_kind_and_object(std::string_view(log_bytes_).substr(static_cast<std::size_t>(e.at)));
+    if (kind != tree_op_kind::insert) return std::nullopt;
+    const object& o = objects_[oi];
+    const std::optional<std::size_t> at = index_in(o, id, nullptr);
+    if (!at) fail(error_code::invariant, "an inserted item is not in its object");
+    std::optional<std::vector<std::size_t>> path = path_of(o.name.creator);  // the root's creator is document_start
+    if (!path) return std::nullopt;
+    return xml_place{std::move(*path), *at};
+  }
+  /// Where the end of node `node` (document_start: the fragment) is now: its path and its length.
+  /// Nullopt as path_of.
+  std::optional<xml_place> resolve_end(op_id node) const {
+    std::optional<std::vector<std::size_t>> path = path_of(node);
+    if (!path) return std::nullopt;
+    return xml_place{std::move(*path), length(node == document_start ? xml_node{} : node_of_item(node))};
+  }
+
+  /// Starts (or stops and forgets) recording which objects integrated ops change: the change report
+  /// of changed_elements(). O(1) per op while on.
+  void record_changes(bool on) {
+    recording_ = on;
+    touched_.clear();
+  }
+  /// The elements whose attributes or children list, or one of whose child text nodes, ops integrated
+  /// since record_changes(true) changed, each once, by the id of the insert that made it
+  /// (document_start: the fragment), visible ones only; then starts afresh. O(k · depth · log n) for
+  /// k objects touched.
+  std::vector<op_id> changed_elements() {
+    std::sort(touched_.begin(), touched_.end());
+    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    std::vector<op_id> out;
+    for (const std::uint32_t oi : touched_) {
+      const object& o = objects_[oi];
+      if (shape_ != tree_shape::xml) break;
+      const std::uint32_t owner = o.kind == object_kind::text ? o.parent : oi;  // a text: the list holding its node
+      out.push_back(owner == 0 ? document_start : objects_[owner].name.creator);
+    }
+    touched_.clear();
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    std::erase_if(out, [&](const op_id& el) { return !path_of(el); });
+    return out;
+  }
+
   // ---- local edits (detail/tree/tree_edit.hpp) ----------------------------------------------------
 
   /// Sets `key` of the root map (map records) to `value`. No op if it already is its only value.
@@ -330,6 +464,11 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// Makes the XML tree equal to `to` through the edit script of diff_xml: children inserted and
   /// removed, attributes set and removed, code points inserted and removed in text nodes.
   local_change replace_xml(const markup::flat_fragment& to);
+  /// Makes the live children [from, to) of element (or fragment) `parent` equal to the top-level
+  /// nodes of `nodes` through the edit script of diff_xml between the two (unchanged nodes kept, texts
+  /// edited by code-point hunks). O(depth · log n + the range's and `nodes`' size + script · log n).
+  /// Throws "[folio.range]" for a text node or a range past the end.
+  local_change replace_xml_range(const xml_node& parent, std::size_t from, std::size_t to, const markup::flat_fragment& nodes);
 
   /// What inserting whole subtrees adds to the tables (tree_editor::measure counts it).
   struct tree_growth {
@@ -430,6 +569,9 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     object_name name;
     object_kind kind = object_kind::map;
     std::uint16_t depth = 0;  ///< children: elements above it (the root's is 0; at most markup::max_depth)
+    /// The children object holding the item that made this object (the root's: no_entry): the link a
+    /// node's path is read up by (path_of).
+    std::uint32_t parent = no_entry;
     /// A sequence with no engine yet: no_entry while it has no op, else the log_ index of its only op,
     /// an insert at its start whose values are its items and whose ids are theirs (local seqs from 0).
     std::uint32_t whole = no_entry;
@@ -456,10 +598,10 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
 
   /// Appends an object; objects made by one item are consecutive (an element's attributes, then its
   /// children). Its creator's `created` entry is the caller's (integrate_seq).
-  std::uint32_t add_object(const object_name& name, object_kind kind, std::uint32_t depth = 0) {
+  std::uint32_t add_object(const object_name& name, object_kind kind, std::uint32_t parent = no_entry, std::uint32_t depth = 0) {
     const auto idx = static_cast<std::uint32_t>(objects_.size());
     object& o = objects_.emplace_back();
-    o.name = name, o.kind = kind, o.depth = static_cast<std::uint16_t>(depth);
+    o.name = name, o.kind = kind, o.depth = static_cast<std::uint16_t>(depth), o.parent = parent;
     return idx;
   }
   /// The `created` entry of item `item` (an item of a children object), or null. O(log n), O(1) near
@@ -508,27 +650,67 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// Calls f(doc id, tag, index of its first object) for every live item of children object `o`, in
   /// order (a text node's text is that object; an element's attributes are, its children the next);
   /// `scratch` holds a lazy object's logged op meanwhile.
+  /// With `from` and `count`: only the live items [from, from + count) (within the list: the caller's
+  /// check), O(log n + count) besides a lazy object's op.
   template <class F>
-  void for_each_child(const object& o, tree_op& scratch, F&& f) const {
+  void for_each_child(const object& o, tree_op& scratch, F&& f, std::size_t from = 0, std::size_t count = std::size_t(-1)) const {
     if (o.seq) {
-      if (o.seq->kids)
-        o.seq->kids->for_each_item([&](op_id local, const std::string& tag) {
-          const op_id id = to_doc(o, local);
-          f(id, tag, created_entry(id)->second);
-        });
+      if (!o.seq->kids) return;
+      const auto each = [&](op_id local, const std::string& tag) {
+        const op_id id = to_doc(o, local);
+        f(id, tag, created_entry(id)->second);
+      };
+      if (from == 0 && count >= o.seq->kids->size())
+        o.seq->kids->for_each_item(each);
+      else
+        o.seq->kids->for_each_item_in(from, count, each);
       return;
     }
     if (o.whole == no_entry) return;
     const logged& e = log_[o.whole];
     unpack(e, scratch);
     const std::pair<std::uint32_t, std::uint32_t>* made = created_entry({scratch.id.replica, e.seq});  // its items' entries are consecutive
-    for (std::uint32_t k = 0; k < e.len; ++k) f(op_id{scratch.id.replica, e.seq + k}, std::as_const(scratch.nodes[k]), made[k].second);
+    const std::uint32_t end = static_cast<std::uint32_t>(std::min<std::size_t>(e.len, from + std::min<std::size_t>(count, e.len)));
+    for (std::uint32_t k = static_cast<std::uint32_t>(from); k < end; ++k)
+      f(op_id{scratch.id.replica, e.seq + k}, std::as_const(scratch.nodes[k]), made[k].second);
   }
   /// How many items for_each_child passes for children object `o` (its live children), without giving
   /// a lazy object its engine. O(1).
   std::size_t live_children(const object& o) const noexcept {
     if (o.seq) return o.seq->kids ? o.seq->kids->size() : 0;
     return o.whole == no_entry ? 0 : log_[o.whole].len;  // a lazy object's items are its only op's, all live
+  }
+  /// Live items of sequence object `o` (children or code points). O(1).
+  std::size_t live_items(const object& o) const noexcept {
+    if (o.seq) return o.seq->kids ? o.seq->kids->size() : o.seq->chars ? o.seq->chars->size() : 0;
+    return o.whole == no_entry ? 0 : log_[o.whole].len;
+  }
+  /// Doc id of the live item at `pos` (< live_items(o)) of sequence object `o`. O(log n).
+  op_id item_id_at(const object& o, std::size_t pos) const {
+    if (!o.seq) return {reps_[log_[o.whole].rep].id, log_[o.whole].seq + static_cast<std::uint32_t>(pos)};
+    return to_doc(o, o.seq->kids ? o.seq->kids->id_at(pos) : o.seq->chars->id_at(pos));
+  }
+  /// The live items before item `id` (doc id) of sequence object `o`: its index while live (`live`
+  /// says so); nullopt when it is not an item of `o`. O(log n).
+  std::optional<std::size_t> index_in(const object& o, op_id id, bool* live) const {
+    if (!o.seq) {
+      if (o.whole == no_entry) return std::nullopt;
+      const logged& e = log_[o.whole];
+      if (reps_[e.rep].id != id.replica || id.seq < e.seq || id.seq - e.seq >= e.len) return std::nullopt;
+      if (live) *live = true;  // a lazy object's items are all live
+      return id.seq - e.seq;
+    }
+    const seg* s = seg_of(o, id);
+    if (!s) return std::nullopt;
+    const op_id local{id.replica, s->local + (id.seq - s->doc)};
+    return o.seq->kids ? o.seq->kids->index_of(local, live) : o.seq->chars ? o.seq->chars->index_of(local, live) : std::nullopt;
+  }
+  /// The node made by item `id` of a children object (integrated). O(log n).
+  xml_node node_of_item(op_id id) const {
+    const auto* made = created_entry(id);
+    if (!made) fail(error_code::invariant, "a child item made no object");
+    const bool text = objects_[made->second].kind == object_kind::text;
+    return {id, text ? made->second : made->second + 1, text};
   }
   /// Appends the live code points of text object `o` to `out` as UTF-8.
   void append_text(const object& o, std::string& out) const {
@@ -688,6 +870,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
         if (!integrate_map(oi, o, why)) return outcome::invalid;
         break;
     }
+    if (recording_) touched_.push_back(oi);
     advance(rep, o.lamport, o.len, res);
     held_ += held_units(o);
     changed_ += o.kind == tree_op_kind::remove ? deleted : o.len;
@@ -780,10 +963,10 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
         const op_id item{o.id.replica, o.id.seq + k};
         made.push_back({item.seq, static_cast<std::uint32_t>(objects_.size())});
         if (o.nodes[k].empty()) {
-          add_object({item, object_role::text}, object_kind::text);
+          add_object({item, object_role::text}, object_kind::text, oi);
         } else {
-          add_object({item, object_role::attributes}, object_kind::map);
-          add_object({item, object_role::children}, object_kind::children, depth);
+          add_object({item, object_role::attributes}, object_kind::map, oi);
+          add_object({item, object_role::children}, object_kind::children, oi, depth);
         }
       }
     }
@@ -882,6 +1065,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   }
 
   tree_shape shape_;
+  bool recording_ = false;              ///< record_changes(): integrate_next notes each op's object in touched_
+  std::vector<std::uint32_t> touched_;  ///< objects integrated ops changed since record_changes(true), repeats included
   std::uint64_t held_ = 0;     ///< units()
   std::uint64_t changed_ = 0;  ///< changed()
   std::vector<object> objects_;  ///< index 0 is the root

@@ -7,11 +7,13 @@
 // consecutive doc ids. A whole edit reserves its counters first (all or nothing). Positions are
 // applied last first within a list, so the edit script's old positions stay valid.
 //
-// Complexity: replace_xml O(script x log n) after the diff; replace_map O(keys).
+// Complexity: replace_xml O(script x log n) after the diff; replace_xml_range the same after a diff of
+// the range alone (flattening it is O(log n + its size)); replace_map O(keys).
 //
 // Thread-safety: none.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -73,38 +75,23 @@ class tree_editor {
     }
     const xml_children_edit script = diff_xml(from, to);
     reserve_counters(first, d_.clock_, script_units(script, to));  // all or nothing
-    std::vector<std::pair<std::uint32_t, const xml_children_edit*>> stack{{0, &script}};
-    while (!stack.empty()) {
-      auto [obj, edit] = stack.back();
-      stack.pop_back();
-      for (auto it = edit->ops.rbegin(); it != edit->ops.rend(); ++it) {  // last first: old positions stay valid
-        const xml_child_op& op = *it;
-        switch (op.type) {
-          case xml_child_op::kind::insert:
-            insert_nodes(obj, op.pos, to, {op.first, static_cast<markup::flat_fragment::index>(op.count)});
-            break;
-          case xml_child_op::kind::remove:
-            local_erase(obj, op.pos, op.count);
-            break;
-          case xml_child_op::kind::update_element: {
-            const op_id el = item_at(obj, op.pos);
-            const std::uint32_t attrs = d_.find({el, object_role::attributes});
-            for (const std::string_view name : op.unset) local_unset(attrs, name);
-            for (const auto& [name, value] : op.set) local_set(attrs, name, std::string(value));
-            if (op.children) stack.push_back({d_.find({el, object_role::children}), op.children.get()});
-            break;
-          }
-          case xml_child_op::kind::update_text: {
-            const std::uint32_t t = d_.find({item_at(obj, op.pos), object_role::text});
-            for (auto h = op.text.rbegin(); h != op.text.rend(); ++h) {
-              if (h->a_len) local_erase(t, h->a_pos, h->a_len);
-              if (h->b_len) local_insert_text(t, h->a_pos, std::u32string(op.text_source, h->b_pos, h->b_len));
-            }
-            break;
-          }
-        }
-      }
-    }
+    apply_script(0, 0, script, to);
+    return change_since(first);
+  }
+  /// Makes the live children [from, to) of element (or fragment) `parent` equal to the top-level nodes
+  /// of `nodes`: replace_xml's script, made between those children alone (tree_doc::flat_range) and
+  /// `nodes`, applied at `from`.
+  local_change replace_xml_range(const tree_doc::xml_node& parent, std::size_t from, std::size_t to, const markup::flat_fragment& nodes) {
+    if (parent.text) fail(error_code::range, "the children of a text node");
+    if (from > to) fail(error_code::range, "range " + std::to_string(from) + ".." + std::to_string(to) + " ends before it starts");
+    if (d_.objects_[parent.object].depth + element_height(nodes) > markup::max_depth)
+      fail(error_code::value, "XML nesting deeper than " + std::to_string(markup::max_depth) + " once the nodes are in place");
+    const std::uint32_t first = d_.reps_[0].next_seq;
+    seq(parent.object);  // a lazy list is read once, to build its engine, rather than at every edit
+    const markup::flat_fragment old = d_.flat_range(parent.object, from, to - from);
+    const xml_children_edit script = diff_xml(old, nodes);
+    reserve_counters(first, d_.clock_, script_units(script, nodes));  // all or nothing
+    apply_script(parent.object, from, script, nodes);
     return change_since(first);
   }
 
@@ -278,6 +265,64 @@ class tree_editor {
     }
   }
 
+  /// The most elements nested in one another among the top-level nodes of `f` (0: text only). O(nodes).
+  static std::size_t element_height(const markup::flat_fragment& f) {
+    std::size_t most = 0;
+    std::vector<std::pair<markup::flat_fragment::range, std::size_t>> lists{{f.top(), 1}};
+    while (!lists.empty()) {
+      const auto [r, level] = lists.back();
+      lists.pop_back();
+      for (auto i = r.first; i < r.end(); ++i)
+        if (f.at(i).type == markup::node::kind::element) {
+          most = std::max(most, level);
+          if (f.at(i).children.count) lists.push_back({f.at(i).children, level + 1});
+        }
+    }
+    return most;
+  }
+  /// Applies `script` (made against the new value `to`) to children object `oi`, whose list the
+  /// script's top level edits from position `offset` on (its positions are relative to it).
+  void apply_script(std::uint32_t oi, std::size_t offset, const xml_children_edit& script, const markup::flat_fragment& to) {
+    struct work {
+      std::uint32_t object;
+      std::size_t offset;
+      const xml_children_edit* edit;
+    };
+    std::vector<work> stack{{oi, offset, &script}};
+    while (!stack.empty()) {
+      const auto [obj, base, edit] = stack.back();
+      stack.pop_back();
+      for (auto it = edit->ops.rbegin(); it != edit->ops.rend(); ++it) {  // last first: old positions stay valid
+        const xml_child_op& op = *it;
+        const std::size_t pos = base + op.pos;
+        switch (op.type) {
+          case xml_child_op::kind::insert:
+            insert_nodes(obj, pos, to, {op.first, static_cast<markup::flat_fragment::index>(op.count)});
+            break;
+          case xml_child_op::kind::remove:
+            local_erase(obj, pos, op.count);
+            break;
+          case xml_child_op::kind::update_element: {
+            const op_id el = item_at(obj, pos);
+            const std::uint32_t attrs = d_.find({el, object_role::attributes});
+            for (const std::string_view name : op.unset) local_unset(attrs, name);
+            for (const auto& [name, value] : op.set) local_set(attrs, name, std::string(value));
+            if (op.children) stack.push_back({d_.find({el, object_role::children}), 0, op.children.get()});
+            break;
+          }
+          case xml_child_op::kind::update_text: {
+            const std::uint32_t t = d_.find({item_at(obj, pos), object_role::text});
+            for (auto h = op.text.rbegin(); h != op.text.rend(); ++h) {
+              if (h->a_len) local_erase(t, h->a_pos, h->a_len);
+              if (h->b_len) local_insert_text(t, h->a_pos, std::u32string(op.text_source, h->b_pos, h->b_len));
+            }
+            break;
+          }
+        }
+      }
+    }
+  }
+
   object_name name_of(std::uint32_t oi) const { return d_.objects_[oi].name; }
 
   tree_doc& d_;
@@ -287,5 +332,8 @@ inline local_change tree_doc::set(const std::string& key, std::string value) { r
 inline local_change tree_doc::remove(const std::string& key) { return tree_editor(*this).remove(key); }
 inline local_change tree_doc::replace_map(const std::map<std::string, std::string>& entries) { return tree_editor(*this).replace_map(entries); }
 inline local_change tree_doc::replace_xml(const markup::flat_fragment& to) { return tree_editor(*this).replace_xml(to); }
+inline local_change tree_doc::replace_xml_range(const xml_node& parent, std::size_t from, std::size_t to, const markup::flat_fragment& nodes) {
+  return tree_editor(*this).replace_xml_range(parent, from, to, nodes);
+}
 
 }  // namespace folio::detail
