@@ -361,6 +361,8 @@ export function docFromMarkup(schema, markup, foreign = () => {}, maps = new Wea
 
 // ---- the binding ------------------------------------------------------------------------------------
 
+const CHANGED = Symbol('folio.xmlChanged'); // on a replica: what its last change call changed
+
 /** Marks the transactions that bring the record's changes into the editor. */
 export const folioRemoteKey = new PluginKey('folioRemote');
 
@@ -402,8 +404,12 @@ class ProseMirrorBinding {
     this.destroyed = false;
     this.onChange = (e) => {
       if (this.ours || this.destroyed) return;
-      this.fromRecord(e?.xmlChanged ?? null);
+      const r = record._replica;
+      this.fromRecord(e?.xmlChanged ?? (r && r === this.hooked ? r[CHANGED] : null));
+      this.hook();
     };
+    this.hooked = null;
+    this.hook();
     record.on('change', this.onChange);
     // Local transactions: wrap the view's dispatch (the only place every transaction passes).
     this.dispatchBefore = view.props.dispatchTransaction ?? null;
@@ -418,6 +424,36 @@ class ProseMirrorBinding {
     };
     view.setProps({ dispatchTransaction: this.dispatch });
     this.fromRecord(null);
+  }
+
+  /**
+   * The record's change event carries no xmlChanged (client.js reports text hunks only): the elements
+   * changed are read from the answer of the replica call that made the event (apply, onAnswer, onPush,
+   * replace; xmlReplace: its path), which the record makes right before emitting it, synchronously.
+   * Kept on the replica under a symbol; a replica not hooked yet (a new one after the record was
+   * added again) gives null: the whole document is compared.
+   */
+  hook() {
+    const r = this.record._replica;
+    if (!r || r === this.hooked) return;
+    this.hooked = r;
+    if (r[CHANGED] !== undefined) return; // another binding hooked it
+    r[CHANGED] = null;
+    for (const m of ['apply', 'onAnswer', 'onPush', 'replace']) {
+      const f = r[m];
+      r[m] = function (...args) {
+        const res = f.apply(this, args);
+        r[CHANGED] = res?.xmlChanged ?? null;
+        return res;
+      };
+    }
+    const replace = r.xmlReplace;
+    if (replace)
+      r.xmlReplace = function (path, ...args) {
+        const ops = replace.call(this, path, ...args);
+        r[CHANGED] = [[...path]];
+        return ops;
+      };
   }
 
   get replica() {
@@ -489,8 +525,9 @@ class ProseMirrorBinding {
         toA = na.childCount;
         toB = nb.childCount;
       }
-      xFrom = xmlStart(map, from);
-      xTo = xmlEnd(map, from, toA);
+      // A pure insertion goes right after the node before it (foreign nodes after that stay after it).
+      xFrom = toA === from && from > 0 ? xmlEnd(map, 0, from) : xmlStart(map, from);
+      xTo = toA === from ? xFrom : xmlEnd(map, from, toA);
       markup = '';
       for (let i = from; i < toB; ++i) markup += nodeMarkup(nb.child(i));
     }
@@ -550,6 +587,12 @@ class ProseMirrorBinding {
     this.view.dispatch(tr);
   }
 
+  /** wholeDocument, for topLevel's answer: null (no range; the whole document was rebuilt). */
+  whole(tr) {
+    this.wholeDocument(tr);
+    return null;
+  }
+
   wholeDocument(tr) {
     const { doc, map } = docFromMarkup(this.schema, this.record.value, this.foreign, this.maps);
     this.rootMap = map;
@@ -561,16 +604,18 @@ class ProseMirrorBinding {
     const r = this.replica;
     const targets = [];
     for (const id of changed) {
-      const path = id === 'root' ? [] : r.xmlPathOf(id);
+      const path = Array.isArray(id) ? id : id === 'root' ? [] : r.xmlPathOf(id);
       if (path) targets.push(path);
     }
     targets.sort((p, q) => p.length - q.length);
+    const done = [];
     if (targets.length && targets[0].length === 0) {
       if (this.rootMap || !this.rootIds) return this.wholeDocument(tr);
-      this.topLevel(tr);
+      const rebuilt = this.topLevel(tr);
+      if (!rebuilt) return; // the whole document was
+      for (let i = rebuilt[0]; i < rebuilt[1]; ++i) done.push([i]);
       targets.shift();
     }
-    const done = [];
     for (const xpath of targets) {
       // Down to the node to rebuild: the element itself, or the textblock holding it.
       let node = tr.doc;
@@ -602,7 +647,10 @@ class ProseMirrorBinding {
     }
   }
 
-  /** The top level's children changed: rebuilds the children between the unchanged ids at both ends. */
+  /**
+   * The top level's children changed: rebuilds the children between the unchanged ids at both ends.
+   * Returns that range of the fragment's children, or null when it rebuilt the whole document.
+   */
   topLevel(tr) {
     const r = this.replica;
     const ids = r.xmlChildIds([]);
@@ -615,11 +663,11 @@ class ProseMirrorBinding {
     for (let i = p; i < ids.length - s; ++i) {
       const parsed = parseMarkup(r.xmlMarkup([i]))[0];
       const type = parsed && typeof parsed !== 'string' ? this.schema.nodes[parsed.name] : null;
-      if (!type || type.isInline) return this.wholeDocument(tr);
+      if (!type || type.isInline) return this.whole(tr);
       nodes.push(buildNode(this.schema, type, parsed, this.foreign, this.maps));
     }
     const doc = tr.doc;
-    if (old.length !== doc.childCount) return this.wholeDocument(tr);
+    if (old.length !== doc.childCount) return this.whole(tr);
     let from = 0;
     for (let i = 0; i < p; ++i) from += doc.child(i).nodeSize;
     let to = from;
@@ -628,10 +676,11 @@ class ProseMirrorBinding {
     try {
       next.check();
     } catch {
-      return this.wholeDocument(tr);
+      return this.whole(tr);
     }
     this.rootIds = ids;
     patch(tr, 0, doc, next);
+    return [p, ids.length - s];
   }
 
   destroy() {
@@ -680,20 +729,56 @@ function patch(tr, base, a, b) {
   let hi = n;
   let hj = m;
   while (hi > p && hj > p && a.child(hi - 1).eq(b.child(hj - 1))) --hi, --hj;
-  let li = p;
-  while (li < hi && li < hj && a.child(li).sameMarkup(b.child(li))) ++li;
-  const tail = [];
-  while (hi > li && hj > li && a.child(hi - 1).sameMarkup(b.child(hj - 1))) tail.push([--hi, --hj]);
   const offsets = [0];
   for (let i = 0; i < n; ++i) offsets.push(offsets[i] + a.child(i).nodeSize);
+  // The children left, a[p, hi) and b[p, hj), paired: pairs[k] = [i, j], ascending.
+  const pairs = align(a, b, p, hi, hj);
+  pairs.push([hi, hj]);
   // From the end backwards: each step leaves the positions before it as they were.
-  for (const [i, j] of tail) patch(tr, base + offsets[i] + 1, a.child(i), b.child(j));
-  if (hi > li || hj > li) {
-    const kids = [];
-    for (let j = li; j < hj; ++j) kids.push(b.child(j));
-    tr.replaceWith(base + offsets[li], base + offsets[hi], Fragment.fromArray(kids));
+  for (let k = pairs.length - 1; k >= 0; --k) {
+    const [i, j] = pairs[k];
+    if (i < hi) patch(tr, base + offsets[i] + 1, a.child(i), b.child(j));
+    const [pi, pj] = k > 0 ? [pairs[k - 1][0] + 1, pairs[k - 1][1] + 1] : [p, p];
+    if (i > pi || j > pj) {
+      const kids = [];
+      for (let x = pj; x < j; ++x) kids.push(b.child(x));
+      tr.replaceWith(base + offsets[pi], base + offsets[i], Fragment.fromArray(kids));
+    }
   }
-  for (let i = li - 1; i >= p; --i) patch(tr, base + offsets[i] + 1, a.child(i), b.child(i));
+}
+
+/** Whether two children are one node changed (same markup, and their texts share a start or an end). */
+function similar(x, y) {
+  if (!x.sameMarkup(y)) return false;
+  const s = x.textContent;
+  const t = y.textContent;
+  if (!s || !t) return !s && !t;
+  const k = Math.min(3, s.length, t.length);
+  return s.slice(0, k) === t.slice(0, k) || s.slice(-k) === t.slice(-k);
+}
+
+/**
+ * Pairs children a[p, hi) with b[p, hj) that are one node changed: the longest common subsequence
+ * under similar() for up to 64 x 64 children (O(n * m)), else those of the same markup at the start.
+ */
+function align(a, b, p, hi, hj) {
+  const n = hi - p;
+  const m = hj - p;
+  const pairs = [];
+  if (n === 0 || m === 0) return pairs;
+  if (n > 64 || m > 64) {
+    for (let i = p; i < hi && i < hj && a.child(i).sameMarkup(b.child(i)); ++i) pairs.push([i, i]);
+    return pairs;
+  }
+  const L = Array.from({ length: n + 1 }, () => new Uint8Array(m + 1));
+  for (let i = n - 1; i >= 0; --i)
+    for (let j = m - 1; j >= 0; --j) L[i][j] = similar(a.child(p + i), b.child(p + j)) ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  for (let i = 0, j = 0; i < n && j < m; ) {
+    if (similar(a.child(p + i), b.child(p + j)) && L[i][j] === L[i + 1][j + 1] + 1) pairs.push([p + i++, p + j++]);
+    else if (L[i + 1][j] >= L[i][j + 1]) ++i;
+    else ++j;
+  }
+  return pairs;
 }
 
 /** Makes the node `a` at `pos` equal to `b`: its content's differing parts, or the whole node. */
