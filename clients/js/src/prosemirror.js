@@ -417,10 +417,12 @@ class ProseMirrorBinding {
       if (this.dispatchBefore) this.dispatchBefore.call(view, tr);
       else view.updateState(view.state.apply(tr));
     };
+    // What the view shows after a transaction, beyond the record's own changes (a remote transaction's
+    // document: plugins' appendTransaction may add to it), goes to the record.
     this.dispatch = (tr) => {
-      const before = this.view.state.doc;
+      const before = tr.getMeta(folioRemoteKey) ? tr.doc : this.view.state.doc;
       dispatch(tr);
-      if (!this.destroyed && tr.docChanged && !tr.getMeta(folioRemoteKey)) this.toRecord(before, this.view.state.doc);
+      if (!this.destroyed && this.view.state.doc !== before) this.toRecord(before, this.view.state.doc);
     };
     view.setProps({ dispatchTransaction: this.dispatch });
     this.fromRecord(null);
@@ -467,64 +469,58 @@ class ProseMirrorBinding {
 
   // ---- local -> record --------------------------------------------------------------------------------
 
-  /** Writes the change from document `a` to `b` to the record: the smallest range, as one xmlReplace. */
+  /**
+   * Writes the change from document `a` to `b` to the record: the smallest range, as one xmlReplace.
+   * The children ProseMirror left untouched are the same objects in both documents, so the range of
+   * a container's children that changed is what lies between its identical children at both ends
+   * (not findDiffStart/End's range, which cannot tell a split at the end of one paragraph from one
+   * at the start of the next: the engine would then move the text of a paragraph someone else is
+   * typing in). While that range is one child of the same type and attributes on both sides, the
+   * binding descends into it; in a textblock it writes the inline content whole.
+   */
   toRecord(a, b) {
-    const start = a.content.findDiffStart(b.content);
-    if (start === null) return;
+    if (a === b || a.eq(b)) return;
     if (!this.ranged) {
       this.write(() => this.record.replace(markupOf(b)));
       return;
     }
-    let { a: endA, b: endB } = a.content.findDiffEnd(b.content);
-    const overlap = start - Math.min(endA, endB);
-    if (overlap > 0) {
-      endA += overlap;
-      endB += overlap;
-    }
-    const $sa = a.resolve(start);
-    const $sb = b.resolve(start);
-    const $ea = a.resolve(endA);
-    const $eb = b.resolve(endB);
-    let depth = Math.min($sa.sharedDepth(endA), $sb.sharedDepth(endB));
-    // The same container in both (the prefix is equal, so the indices on the way are).
-    while (depth > 0 && !$sa.node(depth).sameMarkup($sb.node(depth))) --depth;
-    // The XML path of the container, through the maps of the containers holding foreign nodes.
     const path = [];
-    for (let d = 0; d < depth; ++d) {
-      const map = d === 0 ? this.rootMap : this.maps.get($sa.node(d));
-      const x = map ? map.xml[$sa.index(d)] : $sa.index(d);
-      if (x === null || x === undefined) {
-        // A node the markup lacks (filled in): write its container from there.
-        depth = d;
-        break;
-      }
-      path.push(x);
-    }
-    const na = $sa.node(depth);
-    const nb = $sb.node(depth);
-    const map = depth === 0 ? this.rootMap : this.maps.get(na);
+    let na = a;
+    let nb = b;
+    let map = this.rootMap;
+    let depth = 0;
     let from;
     let toA;
     let toB;
+    for (;;) {
+      if (na.inlineContent) break;
+      const n = na.childCount;
+      const m = nb.childCount;
+      let p = 0;
+      while (p < n && p < m && na.child(p) === nb.child(p)) ++p;
+      let s = 0;
+      while (s < n - p && s < m - p && na.child(n - 1 - s) === nb.child(m - 1 - s)) ++s;
+      [from, toA, toB] = [p, n - s, m - s];
+      const x = map ? map.xml[p] : p;
+      const one = toA - from === 1 && toB - from === 1 && na.child(p).sameMarkup(nb.child(p)) && !na.child(p).isLeaf;
+      if (!one || x === null || x === undefined) break;
+      // Inside child p: this container keeps its children but that one; its map goes to the new node.
+      if (depth > 0 && map) this.maps.set(nb, map);
+      path.push(x);
+      na = na.child(p);
+      nb = nb.child(p);
+      map = this.maps.get(na);
+      ++depth;
+    }
     let xFrom;
     let xTo;
     let markup;
     if (na.inlineContent) {
-      // A textblock: its inline content as a whole (its XML children).
-      from = 0;
-      toA = na.childCount;
-      toB = nb.childCount;
+      // A textblock: its inline content as a whole (its element's children, foreign ones too).
       xFrom = 0;
-      xTo = this.replica.xmlChildIds(path).length; // the element's children as they are (foreign ones too)
+      xTo = this.replica.xmlChildIds(path).length;
       markup = inlineMarkup(nb);
     } else {
-      from = $sa.index(depth);
-      toA = $ea.indexAfter(depth);
-      toB = $eb.indexAfter(depth);
-      if (toA < from || toB < from) {
-        toA = na.childCount;
-        toB = nb.childCount;
-      }
       // A pure insertion goes right after the node before it (foreign nodes after that stay after it).
       xFrom = toA === from && from > 0 ? xmlEnd(map, 0, from) : xmlStart(map, from);
       xTo = toA === from ? xFrom : xmlEnd(map, from, toA);
@@ -538,25 +534,22 @@ class ProseMirrorBinding {
         this.record._local(undefined);
       }
     });
-    // The maps follow: the new container's children [from, toB) are now XML children [xFrom, +k).
+    if (na.inlineContent) {
+      if (map) this.maps.delete(na);
+      return;
+    }
+    // The map follows: the new container's children [from, toB) are now XML children [xFrom, +k).
     const k = toB - from;
-    if (map && !na.inlineContent) {
-      const xml = [...map.xml.slice(0, from)];
+    if (map) {
+      const xml = map.xml.slice(0, from);
       for (let i = 0; i < k; ++i) xml.push(xFrom + i);
       const shift = k - (xTo - xFrom);
       for (const x of map.xml.slice(toA)) xml.push(x === null ? null : x + shift);
       const next = { xml, count: map.count + shift };
       if (depth === 0) this.rootMap = next;
       else this.maps.set(nb, next);
-    } else if (map && na.inlineContent) {
-      if (depth === 0) this.rootMap = null;
     }
-    // Containers above keep their children: their maps go to the new nodes.
-    for (let d = 1; d < depth; ++d) {
-      const m = this.maps.get($sa.node(d));
-      if (m) this.maps.set($sb.node(d), m);
-    }
-    if (depth === 0 && this.rootIds && !na.inlineContent) {
+    if (depth === 0 && this.rootIds) {
       const r = this.replica;
       const ids = [];
       for (let i = 0; i < k; ++i) ids.push(r.xmlAnchorAt([], xFrom + i));

@@ -35,22 +35,27 @@ export function prosemirror(name, user) {
   return shownMarkup(name);
 }
 
-/** A Tiptap Editor with its StarterKit bound to xml record `name` (clients/js/examples/tiptap.js does the same). */
-export async function tiptap(name) {
-  const [{ Editor }, { default: StarterKit }] = await Promise.all([import('@tiptap/core'), import('@tiptap/starter-kit')]);
+/**
+ * A Tiptap Editor with its StarterKit and remote cursors on xml record `name` of `ids`, opened by
+ * clients/js/examples/tiptap.js (which connects the record itself).
+ */
+export async function tiptap(name, { token, ids, user }) {
+  const { openTiptap } = await import('/examples/tiptap.js');
   const element = document.createElement('div');
   element.id = name;
   document.body.append(element);
-  const editor = new Editor({ element, extensions: [StarterKit] });
+  const opened = await openTiptap(element, { baseUrl: folio, token, ...ids, user });
+  records[name] = opened.record;
+  opened.record.errors = [];
+  opened.record.on('error', (e) => opened.record.errors.push(String(e?.message ?? e)));
+  views[name] = opened.editor.view;
   foreign[name] = [];
-  binding.bindProseMirror(records[name], editor.view, { onForeign: (w) => foreign[name].push(w) });
-  views[name] = editor.view;
-  window.editors = { ...(window.editors ?? {}), [name]: editor };
   return shownMarkup(name);
 }
 
 /** The markup of the editor's document (the record's form). */
 export function shownMarkup(name) {
+  views[name].domObserver.flush();
   return binding.markupOf(views[name].state.doc);
 }
 
@@ -61,6 +66,7 @@ export function foreignSeen(name) {
 /** Focuses editor `name` and puts its selection at [from, to) (ProseMirror positions). */
 export function select(name, from, to = from) {
   const v = views[name];
+  v.domObserver.flush(); // keys typed before: into the document first (ProseMirror reads the DOM's changes later)
   v.focus();
   v.dispatch(v.state.tr.setSelection(state.TextSelection.create(v.state.doc, from, to)));
   return [v.state.selection.from, v.state.selection.to];
@@ -72,6 +78,18 @@ export function endOfBlock(name, index) {
   let pos = 0;
   for (let i = 0; i <= index; ++i) pos += doc.child(i).nodeSize;
   return pos - 1;
+}
+
+/** The position at the end of the textblock holding `text` (-1: none). */
+export function endOfBlockWith(name, text) {
+  const at = find(name, text);
+  if (at < 0) return -1;
+  return views[name].state.doc.resolve(at).end();
+}
+
+/** Others present, as record.presence has them (for failure messages). */
+export function others(name) {
+  return records[name].presence.others;
 }
 
 /** Where `text` starts in the document (the first match inside one text node), or -1. */
