@@ -18,6 +18,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "tests", "e2e"))
 from varints import read_varint, varint  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import event_streams  # noqa: E402
 
 url, key, token, rounds, full_doc_bytes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 host, port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
@@ -48,50 +50,13 @@ post(conn, "/v2/crdt/add", dict(ids, editorId="fan", type="text", data="x"))
 
 
 def subscribe(n, editor="fan"):
-    query = urllib.parse.urlencode(dict(ids, editorId=editor))
-    request = ("GET /v2/crdt/subscribe?%s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nx-folio-api-key: %s\r\n"
-               "x-folio-auth-token: %s\r\n\r\n" % (query, host, key, token)).encode()
-    sel = selectors.DefaultSelector()
-    socks = []
-    for _ in range(n):
-        s = socket.create_connection((host, port))
-        s.sendall(request)
-        s.setblocking(False)
-        socks.append(s)
-        sel.register(s, selectors.EVENT_READ, {"buf": bytearray(), "ready": False})
-    ready = 0
-    while ready < n:  # every subscriber has Nchan's greeting: subscribed
-        for k, _ in sel.select(10):
-            buf = k.data["buf"]
-            chunk = k.fileobj.recv(65536)
-            if not chunk:
-                raise SystemExit("a subscriber was refused or closed: %r" % bytes(buf[:300]))
-            buf += chunk
-            if b": hi\n" in buf and not k.data["ready"]:
-                k.data["ready"] = True
-                ready += 1
-                del buf[:buf.index(b": hi\n") + 5]
-    return sel, socks
+    return event_streams.subscribe(host, port, key, token, dict(ids, editorId=editor), n)
 
 
 def one_round(sel, n, value):
     t0 = time.perf_counter()
     dt, _ = post(conn, "/v2/crdt/update", dict(ids, editorId="fan", data=value))
-    got, lat = 0, []
-    while got < n:
-        events = sel.select(10)
-        if not events:
-            raise SystemExit("deliveries missing: %d of %d" % (got, n))
-        for k, _ in events:
-            buf = k.data["buf"]
-            buf += k.fileobj.recv(65536)
-            while b"\n\n" in buf:
-                ev, _, rest = bytes(buf).partition(b"\n\n")
-                buf[:] = rest
-                if b"data:" in ev:
-                    got += 1
-                    lat.append(time.perf_counter() - t0)
-    return dt, lat
+    return dt, event_streams.deliveries(sel, n, t0)
 
 
 text = "x"

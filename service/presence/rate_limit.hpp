@@ -1,5 +1,6 @@
 // service/presence/rate_limit.hpp — the per-client token bucket of presence/set (docs/API.md, "Presence"):
-// a client (a clientId within its tenant) may set `burst` times at once, refilled at `per_second`; beyond
+// a client (a clientId of a user within its tenant: another user sending the same clientId spends a
+// bucket of its own) may set `burst` times at once, refilled at `per_second`; beyond
 // it a set is refused (429). Per process: on N nodes a client spread over them may get up to N times the
 // rate, still bounded.
 // Cost: a lookup per take; one entry per client seen in the last burst/per_second seconds, at most

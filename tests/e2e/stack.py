@@ -9,7 +9,8 @@ FOLIO_TEST_DB=postgresql runs folio-fcgi (and folio-admin) on a PostgreSQL datab
 file: a private cluster for the module (scripts/pg-test-cluster), stopped and removed with the stack.
 
 FOLIO_TEST_NODES=N (N > 1) runs the stack as scripts/cluster runs Folio: N nodes (folio-fcgi + nginx each)
-on one PostgreSQL database and one Redis (scripts/redis-private: Nchan's channels), behind a front nginx
+on one PostgreSQL database and one Redis (scripts/redis-private: Nchan's channels, and presence through
+folio-fcgi --presence-redis), behind a front nginx
 that passes requests to the nodes in turn (scripts/front-start); STACK.port is the front's. The first
 node lives in the stack's directory as the single node does, the others in node<i>/ beside it; every
 node writes the same log files (log/), so a test reads "the service's log" either way. STACK.fcgi and
@@ -35,7 +36,7 @@ import urllib.parse
 
 __all__ = ["STACK", "CREDS", "setUpModule", "tearDownModule", "call", "ok", "err", "log_lines", "RESPONDER_MAX_BODY",
            "subscription_request", "answer_complete", "read_answer", "raw_answer", "EventStream", "single_node",
-           "channel_of", "Subscribing", "read_all", "responses", "wait_until", "publish_failures", "redis_stall"]
+           "channel_of", "Subscribing", "read_all", "responses", "wait_until", "metric_total", "publish_failures", "redis_stall"]
 
 BUILD, SOURCE = sys.argv[1], sys.argv[2]
 FCGI = os.path.join(BUILD, "service", "folio-fcgi")
@@ -182,11 +183,17 @@ class Stack:
         os.makedirs(os.path.join(node.dir, "run"), exist_ok=True)
         if os.path.exists(node.socket):
             os.unlink(node.socket)
+        shared = []
+        if self.cluster:  # presence shared through the cluster's Redis, as scripts/cluster runs it
+            self.start_redis()
+            with open(os.path.join(self.redis_dir, "port")) as f:
+                shared = ["--presence-redis", "127.0.0.1:" + f.read().strip(),
+                          "--presence-redis-password-file", os.path.join(self.redis_dir, "password")]
         with open(self.fcgi_log, "a") as log:
             node.fcgi = subprocess.Popen([FCGI, "--socket", node.socket, "--db", self.db, "--workers", "4",
                                           "--max-body", str(RESPONDER_MAX_BODY), "--channel-secret-file", self.secret,
                                           "--publish-socket", node.publish_socket, "--client-token-keys", self.client_keys,
-                                          *self.fcgi_args], stderr=log)
+                                          *shared, *self.fcgi_args], stderr=log)
         for _ in range(200):  # the socket's file appears at bind(), before listen(): connect to know it listens
             with socket.socket(socket.AF_UNIX) as s:
                 try:
@@ -196,13 +203,17 @@ class Stack:
                     time.sleep(0.05)
         raise RuntimeError("folio-fcgi did not start")
 
+    def start_redis(self):
+        """The cluster's Redis (Nchan's channels, and presence: folio-fcgi --presence-redis), unless it runs."""
+        if not os.path.exists(os.path.join(self.redis_dir, "port")):
+            subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), "start", self.redis_dir, str(free_port())], check=True)
+
     def start_nginx(self):
         """Each node's nginx that is not running, as scripts/run starts it (scripts/nginx-start: render,
         remove stale sockets, exec nginx); in a cluster, with Redis, and the front when it is not running."""
         env = dict(os.environ, FOLIO_CORS_ORIGINS=self.cors_origins)
         if self.cluster:
-            if not os.path.exists(os.path.join(self.redis_dir, "port")):
-                subprocess.run([os.path.join(SOURCE, "scripts", "redis-private"), "start", self.redis_dir, str(free_port())], check=True)
+            self.start_redis()
             env.update(FOLIO_REDIS_URL=self.redis_url(), FOLIO_TRUSTED_PROXY="127.0.0.1",
                        FOLIO_ACCESS_LOG=os.path.join(self.dir, "log", "nginx-access.log") + " folio_json")
         restarted = False
@@ -382,15 +393,19 @@ def wait_until(predicate, seconds=30, what="the condition"):
     raise AssertionError("%s did not hold within %d s\n%s" % (what, seconds, STACK.log_tails()))
 
 
-def publish_failures():
-    """folio_publish_failures_total summed over the nodes' /metrics."""
+def metric_total(name):
+    """The metric `name` (a counter or gauge without labels) summed over the nodes' /metrics."""
     total = 0
     for node in STACK.nodes:
         status, raw = call("/metrics", who=None, method="GET", body=b"", content_type=None, raw=True, port=node.port)
         assert status == 200, raw
-        total += sum(int(float(line.rsplit(" ", 1)[1])) for line in raw.decode().splitlines()
-                     if line.rsplit(" ", 1)[0] == "folio_publish_failures_total")
+        total += sum(int(float(line.rsplit(" ", 1)[1])) for line in raw.decode().splitlines() if line.rsplit(" ", 1)[0] == name)
     return total
+
+
+def publish_failures():
+    """folio_publish_failures_total summed over the nodes' /metrics."""
+    return metric_total("folio_publish_failures_total")
 
 
 def redis_stall(test, update):
