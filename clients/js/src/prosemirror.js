@@ -884,10 +884,11 @@ const escapeCss = (s) => String(s).replace(/[^#a-zA-Z0-9(),.% -]/g, '');
 
 /**
  * A plugin showing the others present on the record (record.presence) as carets with their name and
- * selections in their colour (presence state { name, color }), and announcing this editor's selection
- * as engine anchors. options.user: this client's presence state ({ name, color }); options.render(
- * other): the caret's DOM element (default: a span.folio-cursor with a span.folio-cursor-label).
- * Works once bindProseMirror(record, view) bound the view.
+ * selections in their colour (presence state { name, color }), and publishing this editor's selection
+ * as engine anchors (record.presence.select: sent once the page called record.presence.set). With
+ * options.user (this client's state, { name, color }) the plugin calls set(user, selection) itself.
+ * options.render(other): the caret's DOM element (default: a span.folio-cursor with a
+ * span.folio-cursor-label). Works once bindProseMirror(record, view) bound the view.
  */
 export function folioCursors(record, options = {}) {
   const controller = {
@@ -922,7 +923,11 @@ export function folioCursors(record, options = {}) {
       const key = JSON.stringify(selection);
       if (key === this.lastSent) return;
       this.lastSent = key;
-      record.presence.set(options.user ?? {}, selection);
+      // With options.user the plugin joins; else the selection goes out once the page called set().
+      if (options.user && !this.joined) {
+        this.joined = true;
+        record.presence.set(options.user, selection);
+      } else record.presence.select(selection);
     },
     decorations(state) {
       const b = this.binding;

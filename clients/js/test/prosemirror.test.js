@@ -40,14 +40,19 @@ class Record {
   }
 }
 
-/** What the binding needs of an EditorView. */
+/** What the binding needs of an EditorView (and the plugins' views, as EditorView runs them). */
 class View {
   constructor(state) {
     this.state = state;
     this.props = {};
+    this.pluginViews = state.plugins.filter((p) => p.spec.view).map((p) => p.spec.view(this));
   }
   setProps(p) { Object.assign(this.props, p); }
-  updateState(s) { this.state = s; }
+  updateState(s) {
+    const prev = this.state;
+    this.state = s;
+    for (const v of this.pluginViews) v.update?.(this, prev);
+  }
   dispatch(tr) {
     if (this.props.dispatchTransaction) this.props.dispatchTransaction.call(this, tr);
     else this.updateState(this.state.apply(tr));
@@ -307,4 +312,31 @@ test('through the client: a remote keystroke in a large document rebuilds only i
   assert.equal(values, 0);
   assert.equal(view.state.selection.from, caret + 1 + 5); // mapped through "X" and the new paragraph (size 5)
   record.close();
+});
+
+test('remote cursors: the others\' selections as a caret and a range at their characters, this one\'s published', { skip: !ranged && 'the engine has no anchors yet' }, async () => {
+  const { folioCursors, folioCursorsKey } = await import('../src/prosemirror.js');
+  const a = editor(new Record(Replica.create(engine, 'xml')));
+  const bRecord = new Record(Replica.create(engine, 'xml'));
+  const sent = [];
+  const others = [];
+  bRecord.presence = { others, set: (state, selection) => sent.push(['set', state, selection]), select: (selection) => sent.push(['select', selection]) };
+  const b = editor(bRecord, [folioCursors(bRecord, { user: { name: 'Bea', color: '#06c' } })]);
+  a.record.replace('<paragraph>hello <strong>bold</strong> world</paragraph>');
+  exchange(a, b);
+  // Bea selects "bold": her anchors, resolved in a's document, are the same characters.
+  b.view.dispatch(b.view.state.tr.setSelection(TextSelection.create(b.view.state.doc, 7, 11)));
+  assert.deepEqual([sent[0][0], sent[0][1], sent.at(-1)[0]], ['set', { name: 'Bea', color: '#06c' }, 'select']); // joins once, then selects
+  const selection = sent.at(-1)[1];
+  assert.equal(positionOf(a.binding.binding, a.view.state.doc, selection.anchor), 7);
+  assert.equal(positionOf(a.binding.binding, a.view.state.doc, selection.head), 11);
+  // Ann (in b's presence list) has her caret before "world" and "lo " selected; typing before it moves it.
+  const ann = { clientId: 'c1', userId: 'u1', state: { name: 'Ann', color: '#c00' }, selection: { anchor: anchorOf(a.binding.binding, a.view.state.doc, 4), head: anchorOf(a.binding.binding, a.view.state.doc, 12) } };
+  others.push(ann);
+  b.view.dispatch(b.view.state.tr.setMeta(folioCursorsKey, 'presence'));
+  const decos = () => folioCursorsKey.getState(b.view.state).decorations.find().map((d) => [d.from, d.to, d.spec.name ?? 'range']);
+  assert.deepEqual(decos(), [[4, 12, 'range'], [12, 12, 'Ann']]);
+  type(a, 1, '>> ');
+  exchange(a, b);
+  assert.deepEqual(decos(), [[7, 15, 'range'], [15, 15, 'Ann']]);
 });
