@@ -280,18 +280,12 @@ test('anchors: a position and back, through concurrent edits', { skip: !ranged &
 });
 
 test('through the client: a remote keystroke in a large document rebuilds only its paragraph', async () => {
-  const { connect } = await import('../folio.js');
-  const { FakeEventSource, ModelService, until } = await import('./model.js');
+  const { connectTo, ModelService } = await import('./model.js');
   const service = new ModelService(engine, 'xml');
   let big = '';
   for (let i = 0; i < 2000; ++i) big += `<paragraph>paragraph ${i} <strong>with bold</strong> and more text</paragraph>`;
   service.doc.replace(big);
-  const before = FakeEventSource.instances.length;
-  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource });
-  await until(() => FakeEventSource.instances.length > before);
-  const es = FakeEventSource.last();
-  es.open();
-  const record = await pending;
+  const { record, remote } = await connectTo(service);
   const view = new View(EditorState.create({ schema, plugins: [history()] }));
   bindProseMirror(record, view);
   assert.equal(markupOf(view.state.doc), big);
@@ -305,8 +299,8 @@ test('through the client: a remote keystroke in a large document rebuilds only i
   const caret = view.state.doc.resolve(0).posAtIndex(1500) + 3;
   view.dispatch(view.state.tr.setSelection(TextSelection.create(view.state.doc, caret)));
   // Elsewhere, a keystroke in paragraph 1000 and a paragraph inserted before 1200.
-  es.send(service.edit((d) => d.xmlReplace([1000], 0, 3, 'paraXgraph 1000 <strong>with bold</strong> and more text')));
-  es.send(service.edit((d) => d.xmlReplace([], 1200, 1200, '<paragraph>new</paragraph>')));
+  remote((d) => d.xmlReplace([1000], 0, 3, 'paraXgraph 1000 <strong>with bold</strong> and more text'));
+  remote((d) => d.xmlReplace([], 1200, 1200, '<paragraph>new</paragraph>'));
   assert.equal(markupOf(view.state.doc), service.doc.value);
   assert.deepEqual(markups, [[1000], [1200]], JSON.stringify(markups)); // the changed paragraph, the new one; never the document
   assert.equal(values, 0);
