@@ -90,6 +90,13 @@ function element(name, attrs, inner) {
   return inner ? `${s}>${inner}</${name}>` : `${s}/>`;
 }
 
+/** Parsed markup nodes (parseMarkup's) written back as the engine writes them. */
+function parsedMarkup(nodes) {
+  let s = '';
+  for (const c of nodes) s += typeof c === 'string' ? escapeText(c) : element(c.name, c.attrs, parsedMarkup(c.children));
+  return s;
+}
+
 const isDefault = (v, spec) => spec.hasDefault && (v === spec.default || JSON.stringify(v) === JSON.stringify(spec.default));
 
 /** The attributes written for a node's or mark's attrs: those not at their default, ordered by name. */
@@ -336,6 +343,9 @@ function buildNode(schema, type, el, foreign, maps) {
     return node;
   }
   if (xml) maps.set(node, { xml, count: el.children.length });
+  // A textblock whose markup is not the canonical form of what it shows (elements of a mark side by
+  // side after concurrent inserts, foreign elements): local edits keep its structure (keepStructure).
+  else if (type.inlineContent && inlineMarkup(node) !== parsedMarkup(el.children)) maps.set(node, { inline: true });
   return node;
 }
 
@@ -357,6 +367,95 @@ export function docFromMarkup(schema, markup, foreign = () => {}, maps = new Wea
     return { doc, map: { xml: new Array(doc.content.childCount).fill(null), count: children.length } };
   }
   return { doc, map: xml ? { xml, count: children.length } : null };
+}
+
+// ---- edits of a textblock that keep its markup's structure ------------------------------------------
+
+/**
+ * The markup of textblock `b`'s inline content made from the markup it has now (`xml`: the parsed
+ * children of its element, showing textblock `a`) by changing only the range that differs between `a`
+ * and `b` (findDiffStart/findDiffEnd): the text and elements before and after it keep their elements
+ * as they are (two <strong> side by side stay two; a foreign element stays), and new inline content
+ * joins the elements of its neighbours whose marks it has. Writing the canonical form instead would
+ * move text between elements, and two clients doing so at once would both move it: it would be
+ * doubled. null when `xml` does not show `a` (then the canonical form is written). O(size of the
+ * textblock).
+ */
+function keepStructure(schema, xml, a, b) {
+  // The leaves of the markup in order: text, or an inline node's element, with the elements around it.
+  const leaves = [];
+  const walk = (nodes, chain) => {
+    for (const c of nodes) {
+      if (typeof c === 'string') {
+        if (c) leaves.push({ text: c, size: c.length, chain });
+        continue;
+      }
+      const t = schema.nodes[c.name];
+      if (t && t.isInline && !t.isText) leaves.push({ markup: parsedMarkup([c]), size: a.type.contentMatch.matchType(t) ? 1 : 0, chain });
+      else walk(c.children, [...chain, c]);
+    }
+  };
+  walk(xml, []);
+  let total = 0;
+  for (const l of leaves) total += l.size;
+  if (total !== a.content.size) return null;
+  const start = a.content.findDiffStart(b.content);
+  if (start === null) return null;
+  let { a: endA, b: endB } = a.content.findDiffEnd(b.content);
+  const overlap = start - Math.min(endA, endB);
+  if (overlap > 0) {
+    endA += overlap;
+    endB += overlap;
+  }
+  // The leaves before `start` and from `endA` (a text leaf cut where the range starts or ends).
+  const before = [];
+  const after = [];
+  let o = 0;
+  for (const l of leaves) {
+    const end = o + l.size;
+    if (l.text !== undefined) {
+      if (o < start) before.push({ ...l, text: l.text.slice(0, Math.min(l.size, start - o)) });
+      if (end > endA) after.push({ ...l, text: l.text.slice(Math.max(0, endA - o)) });
+    } else if (end <= start && (l.size > 0 || o < start)) before.push(l);
+    else if (o >= endA) after.push(l);
+    o = end;
+  }
+  // The new range: its inline nodes, each under its neighbours' elements as far as its marks match them.
+  const matches = (chain, marks) => {
+    let k = 0;
+    while (k < chain.length && k < marks.length && chain[k].name === marks[k].type.name &&
+           JSON.stringify(chain[k].attrs) === JSON.stringify(attrsOut(marks[k].type, marks[k].attrs))) ++k;
+    return k;
+  };
+  const middle = [];
+  b.content.cut(start, endB).forEach((n) => {
+    const left = (middle.length ? middle : before)[(middle.length ? middle : before).length - 1];
+    const right = after[0];
+    const kl = left ? matches(left.chain, n.marks) : 0;
+    const kr = right ? matches(right.chain, n.marks) : 0;
+    const chain = (kl >= kr ? left?.chain ?? [] : right.chain).slice(0, Math.max(kl, kr));
+    for (let i = chain.length; i < n.marks.length; ++i) chain.push({ name: n.marks[i].type.name, attrs: attrsOut(n.marks[i].type, n.marks[i].attrs) });
+    middle.push(n.isText ? { text: n.text, chain } : { markup: nodeMarkup(n.mark([])), chain });
+  });
+  // Written back: elements by identity, so a kept element is one element again.
+  let out = '';
+  const open = []; // [element, markup before it]
+  const close = (keep) => {
+    while (open.length > keep) {
+      const [el, prior] = open.pop();
+      out = prior + element(el.name, el.attrs, out.slice(prior.length));
+    }
+  };
+  for (const l of [...before, ...middle, ...after]) {
+    if (l.text === '') continue;
+    let k = 0;
+    while (k < open.length && k < l.chain.length && open[k][0] === l.chain[k]) ++k;
+    close(k);
+    for (let i = k; i < l.chain.length; ++i) open.push([l.chain[i], out]);
+    out += l.text !== undefined ? escapeText(l.text) : l.markup;
+  }
+  close(0);
+  return out;
 }
 
 // ---- the binding ------------------------------------------------------------------------------------
@@ -515,11 +614,18 @@ class ProseMirrorBinding {
     let xFrom;
     let xTo;
     let markup;
+    let kept = null;
     if (na.inlineContent) {
-      // A textblock: its inline content as a whole (its element's children, foreign ones too).
+      // A textblock: its inline content as a whole (its element's children, foreign ones too), in the
+      // canonical form, or, when its markup is not canonical, with its structure kept.
       xFrom = 0;
       xTo = this.replica.xmlChildIds(path).length;
       markup = inlineMarkup(nb);
+      if (this.maps.has(na)) {
+        const el = parseMarkup(this.replica.xmlMarkup(path))[0];
+        kept = el && typeof el !== 'string' ? keepStructure(this.schema, el.children, na, nb) : null;
+        if (kept !== null) markup = kept;
+      }
     } else {
       // A pure insertion goes right after the node before it (foreign nodes after that stay after it).
       xFrom = toA === from && from > 0 ? xmlEnd(map, 0, from) : xmlStart(map, from);
@@ -535,7 +641,7 @@ class ProseMirrorBinding {
       }
     });
     if (na.inlineContent) {
-      if (map) this.maps.delete(na);
+      if (kept !== null && kept !== inlineMarkup(nb)) this.maps.set(nb, { inline: true });
       return;
     }
     // The map follows: the new container's children [from, toB) are now XML children [xFrom, +k).
@@ -591,6 +697,7 @@ class ProseMirrorBinding {
     this.rootMap = map;
     this.rootIds = this.ranged && !map ? this.replica.xmlChildIds([]) : null;
     patch(tr, 0, tr.doc, doc);
+    this.carry(doc, tr.doc);
   }
 
   changedNodes(tr, changed) {
@@ -637,6 +744,7 @@ class ProseMirrorBinding {
       if (!type) continue;
       const fresh = buildNode(this.schema, type, parsed, this.foreign, this.maps);
       replaceNode(tr, pos, node, fresh);
+      this.carry(fresh, tr.doc.nodeAt(pos));
     }
   }
 
@@ -673,7 +781,21 @@ class ProseMirrorBinding {
     }
     this.rootIds = ids;
     patch(tr, 0, doc, next);
+    for (let i = p; i < ids.length - s; ++i) this.carry(next.child(i), tr.doc.child(i));
     return [p, ids.length - s];
+  }
+
+  /**
+   * The maps of the nodes of `built` (made from markup) go to the equal nodes the transaction left in
+   * the document in their place (`shown`): patch() keeps nodes that were equal and makes new ones for
+   * what it replaced. O(size of `built`), less where both share nodes.
+   */
+  carry(built, shown) {
+    if (!shown || built === shown) return;
+    const m = this.maps.get(built);
+    if (m) this.maps.set(shown, m);
+    if (built.isTextblock || built.childCount !== shown.childCount) return;
+    for (let i = 0; i < built.childCount; ++i) this.carry(built.child(i), shown.child(i));
   }
 
   destroy() {

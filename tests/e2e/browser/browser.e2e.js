@@ -737,20 +737,23 @@ async function proseMirrorPages(ids, n, token) {
   return pages;
 }
 
-/** Waits until every page shows the same markup as crdt/get's value; returns it. */
+/**
+ * Waits until every page shows the same markup as crdt/get's value (in its canonical form: after
+ * concurrent inserts the record may hold two elements of one mark side by side); returns it.
+ */
 async function converged(pages, ids, what) {
   let markup;
   await until(async () => {
-    const seen = [...(await Promise.all(pages.map((p) => pm(p, 'shownMarkup', 'doc')))), await stored(ids)];
+    const seen = [...(await Promise.all(pages.map((p) => pm(p, 'shownMarkup', 'doc')))), await pm(pages[0], 'canonical', await stored(ids))];
     markup = seen[0];
     return seen.every((v) => v === seen[0]) || seen;
   }, what);
   return markup;
 }
 
-/** Puts the caret of page `page` at `pos` and types `text` with its keyboard. */
-async function typeAt(page, pos, text) {
-  await pm(page, 'select', 'doc', pos);
+/** Puts the caret of page `page` where `where` says (prosemirror-harness.js: place) and types `text` with its keyboard. */
+async function typeAt(page, where, text) {
+  await pm(page, 'place', 'doc', where);
   await page.keyboard.type(text);
 }
 
@@ -767,47 +770,57 @@ test('ProseMirror: two pages type in one paragraph and across paragraphs, bold, 
   try {
     assert.equal(await pm(a, 'shownMarkup', 'doc'), '<paragraph>Hello world</paragraph><paragraph>second</paragraph>');
     // Both type in the first paragraph at once: merged character by character.
-    await Promise.all([typeAt(a, 7, 'big '), typeAt(b, 12, '!!')]);
+    await Promise.all([typeAt(a, { before: 'world' }, 'big '), typeAt(b, { end: 'Hello' }, '!!')]);
     let m = await converged([a, b], ids, 'concurrent typing in one paragraph');
     assert.equal(m, '<paragraph>Hello big world!!</paragraph><paragraph>second</paragraph>');
     // Bold (Mod-b over a selection) on one page while the other types in the second paragraph.
-    await pm(a, 'select', 'doc', 7, 10);
+    await pm(a, 'place', 'doc', { select: 'big' });
     await a.keyboard.down('Control');
     await a.keyboard.press('b');
     await a.keyboard.up('Control');
-    await typeAt(b, await pm(b, 'endOfBlock', 'doc', 1), ' line');
+    await typeAt(b, { end: 'second' }, ' line');
     m = await converged([a, b], ids, 'bold and typing');
     assert.equal(m, '<paragraph>Hello <strong>big</strong> world!!</paragraph><paragraph>second line</paragraph>');
     // At once: a split (Enter before "world") on one page, a join (Backspace at the start of the second
     // paragraph) on the other. Whatever the structure merges to, no character is lost or doubled.
     await Promise.all([
       (async () => {
-        await pm(a, 'select', 'doc', await pm(a, 'find', 'doc', 'world'));
+        await pm(a, 'place', 'doc', { before: 'world' });
         await a.keyboard.press('Enter');
       })(),
       (async () => {
-        await pm(b, 'select', 'doc', await pm(b, 'find', 'doc', 'second'));
+        await pm(b, 'place', 'doc', { before: 'second' });
         await b.keyboard.press('Backspace');
       })(),
     ]);
     m = await converged([a, b], ids, 'a split and a join');
     const sorted = (t) => [...t].sort().join('');
     assert.equal(sorted(textOf(m)), sorted('Hello big world!!second line'), m);
-    // A list on one page (around the paragraph holding "world") while the other types and splits in "second".
+    // A list around a new last paragraph on one page while the other types and splits in the first.
+    // (Not in the same paragraph: wrapping rewrites the block, and the tree has no move, so what is
+    // typed into it meanwhile would go with the old block; docs/CLIENT-JS.md.)
+    await typeAt(a, { end: 'line' }, '');
+    await a.keyboard.press('Enter');
+    await a.keyboard.type('listed');
+    await converged([a, b], ids, 'the new paragraph');
     await Promise.all([
       (async () => {
-        await pm(a, 'select', 'doc', await pm(a, 'find', 'doc', 'world'));
+        await pm(a, 'place', 'doc', { before: 'listed' });
         assert.equal(await pm(a, 'bulletList', 'doc'), true);
+        await typeAt(a, { end: 'listed' }, '');
+        await a.keyboard.press('Enter');
+        await a.keyboard.type('item 2');
       })(),
       (async () => {
-        await typeAt(b, await pm(b, 'find', 'doc', 'second'), 'item ');
+        await typeAt(b, 1, 'Top ');
         await b.keyboard.press('Enter');
-        await b.keyboard.type('next');
+        await b.keyboard.type('then ');
       })(),
     ]);
     m = await converged([a, b], ids, 'list edits');
-    assert.ok(m.includes('<bullet_list><list_item><paragraph>'), m);
-    assert.equal(sorted(textOf(m)), sorted('Hello big world!!item nextsecond line'), m);
+    assert.ok(m.startsWith('<paragraph>Top </paragraph><paragraph>then Hello <strong>big</strong>'), m);
+    assert.ok(m.endsWith('<bullet_list><list_item><paragraph>listed</paragraph></list_item><list_item><paragraph>item 2</paragraph></list_item></bullet_list>'), m);
+    assert.equal(sorted(textOf(m)), sorted('Top then Hello big world!!second linelisteditem 2'), m);
     for (const p of [a, b]) assert.deepEqual((await call(p, 'state', 'doc')).errors, []);
   } finally {
     await closeAll([a, b]);
@@ -826,12 +839,12 @@ test('ProseMirror: five pages edit at once, one offline and back; all converge t
     await until(async () => (await call(pages[4], 'state', 'doc')).online === false || (await call(pages[4], 'state', 'doc')), 'page 4 is offline');
     // Every page types into its own paragraph and into the first one, splits and bolds, at once.
     await Promise.all(pages.map(async (p, i) => {
-      await typeAt(p, await pm(p, 'endOfBlockWith', 'doc', `p${i}`), ` by ${i}`);
+      await typeAt(p, { end: `p${i}` }, ` by ${i}`);
       await typeAt(p, 1, `${i}`);
-      await typeAt(p, await pm(p, 'endOfBlockWith', 'doc', `by ${i}`), '');
+      await typeAt(p, { end: `by ${i}` }, '');
       await p.keyboard.press('Enter');
       await p.keyboard.type(`new ${i}`);
-      await pm(p, 'select', 'doc', (await pm(p, 'find', 'doc', `new ${i}`)), (await pm(p, 'find', 'doc', `new ${i}`)) + 3);
+      await pm(p, 'place', 'doc', { select: `new ${i}` });
       await p.keyboard.down('Control');
       await p.keyboard.press('b');
       await p.keyboard.up('Control');
@@ -842,7 +855,7 @@ test('ProseMirror: five pages edit at once, one offline and back; all converge t
     const m = await converged(pages, ids, 'all five pages');
     for (let i = 0; i < 5; ++i) {
       assert.ok(m.includes(`by ${i}</paragraph>`), m);
-      assert.ok(m.includes(`<paragraph><strong>new</strong> ${i}</paragraph>`), m);
+      assert.ok(m.includes(`<paragraph><strong>new ${i}</strong></paragraph>`), m);
     }
     const first = m.slice(0, m.indexOf('</paragraph>'));
     for (let i = 0; i < 5; ++i) assert.ok(first.includes(String(i)), first);
@@ -905,10 +918,10 @@ test('ProseMirror: a Tiptap editor with its StarterKit and a ProseMirror page co
       '<paragraph>Hello <bold>Tiptap</bold></paragraph><bulletList><listItem><paragraph>one</paragraph></listItem></bulletList><paragraph/>');
     await until(async () => (await stored(ids)).endsWith('<paragraph/>') || (await stored(ids)), 'the service has the trailing paragraph');
     await pm(u, 'tiptap', 'doc', { token, ids, user: { name: 'U', color: '#06c' } });
-    await typeAt(t, await pm(t, 'find', 'doc', 'one') + 3, ' two');
+    await typeAt(t, { after: 'one' }, ' two');
     await t.keyboard.press('Enter');
     await t.keyboard.type('three');
-    await pm(u, 'select', 'doc', 1, 6);
+    await pm(u, 'place', 'doc', { select: 'Hello' });
     await u.keyboard.down('Control');
     await u.keyboard.press('i');
     await u.keyboard.up('Control');

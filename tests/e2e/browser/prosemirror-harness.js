@@ -59,6 +59,11 @@ export function shownMarkup(name) {
   return binding.markupOf(views[name].state.doc);
 }
 
+/** The canonical form of markup in this page's schema (crdt/get's value may hold two elements of one mark side by side). */
+export function canonical(markup) {
+  return binding.markupOf(binding.docFromMarkup(schema, markup).doc);
+}
+
 export function foreignSeen(name) {
   return foreign[name];
 }
@@ -72,19 +77,21 @@ export function select(name, from, to = from) {
   return [v.state.selection.from, v.state.selection.to];
 }
 
-/** The position just inside the end of top-level block `index` (where typing appends to it). */
-export function endOfBlock(name, index) {
-  const doc = views[name].state.doc;
-  let pos = 0;
-  for (let i = 0; i <= index; ++i) pos += doc.child(i).nodeSize;
-  return pos - 1;
-}
-
-/** The position at the end of the textblock holding `text` (-1: none). */
-export function endOfBlockWith(name, text) {
+/**
+ * Focuses editor `name` and puts its selection where `where` says, in one go (positions computed in
+ * another call could be stale: remote changes arrive between calls): a position; { before: text } /
+ * { after: text }: the caret at the start / end of the first `text`; { end: text }: at the end of the
+ * textblock holding it; { select: text }: `text` selected.
+ */
+export function place(name, where) {
+  if (typeof where === 'number') return select(name, where);
+  const text = where.before ?? where.after ?? where.end ?? where.select;
   const at = find(name, text);
-  if (at < 0) return -1;
-  return views[name].state.doc.resolve(at).end();
+  if (at < 0) throw new Error(`no "${text}" in ${shownMarkup(name)}`);
+  if (where.before !== undefined) return select(name, at);
+  if (where.after !== undefined) return select(name, at + text.length);
+  if (where.end !== undefined) return select(name, views[name].state.doc.resolve(at).end());
+  return select(name, at, at + text.length);
 }
 
 /** Others present, as record.presence has them (for failure messages). */
@@ -94,6 +101,7 @@ export function others(name) {
 
 /** Where `text` starts in the document (the first match inside one text node), or -1. */
 export function find(name, text) {
+  views[name].domObserver.flush();
   let at = -1;
   views[name].state.doc.descendants((node, pos) => {
     if (at < 0 && node.isText && node.text.includes(text)) at = pos + node.text.indexOf(text);
