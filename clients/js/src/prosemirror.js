@@ -521,7 +521,10 @@ class ProseMirrorBinding {
     this.dispatch = (tr) => {
       const before = tr.getMeta(folioRemoteKey) ? tr.doc : this.view.state.doc;
       dispatch(tr);
-      if (!this.destroyed && this.view.state.doc !== before) this.toRecord(before, this.view.state.doc);
+      if (this.destroyed) return;
+      if (this.view.state.doc !== before) this.toRecord(before, this.view.state.doc);
+      // The selection's anchors once the record holds what the view shows (folioCursors).
+      if (tr.docChanged) cursorsOf(this.view)?.announce(this.view.state);
     };
     view.setProps({ dispatchTransaction: this.dispatch });
     this.fromRecord(null);
@@ -1101,8 +1104,9 @@ export function folioCursors(record, options = {}) {
       },
     },
     view: () => ({
+      // A change of the document: the binding announces once it wrote it (anchors are the record's).
       update(view, prev) {
-        if (!view.state.selection.eq(prev.selection) || !view.state.doc.eq(prev.doc)) controller.announce(view.state);
+        if (view.state.doc === prev.doc && !view.state.selection.eq(prev.selection)) controller.announce(view.state);
       },
       destroy() {
         controller.detach();

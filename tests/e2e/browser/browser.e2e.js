@@ -744,7 +744,7 @@ async function proseMirrorPages(ids, n, token) {
 async function converged(pages, ids, what) {
   let markup;
   await until(async () => {
-    const seen = [...(await Promise.all(pages.map((p) => pm(p, 'shownMarkup', 'doc')))), await pm(pages[0], 'canonical', await stored(ids))];
+    const seen = [...(await Promise.all(pages.map((p) => pm(p, 'shownMarkup', 'doc')))), await pm(pages[0], 'canonical', 'doc', await stored(ids))];
     markup = seen[0];
     return seen.every((v) => v === seen[0]) || seen;
   }, what);
@@ -818,8 +818,10 @@ test('ProseMirror: two pages type in one paragraph and across paragraphs, bold, 
       })(),
     ]);
     m = await converged([a, b], ids, 'list edits');
-    assert.ok(m.startsWith('<paragraph>Top </paragraph><paragraph>then Hello <strong>big</strong>'), m);
-    assert.ok(m.endsWith('<bullet_list><list_item><paragraph>listed</paragraph></list_item><list_item><paragraph>item 2</paragraph></list_item></bullet_list>'), m);
+    // Where the list lands beside the paragraph split at the same time is the tree's choice (the split
+    // moves the paragraph's tail into a new element, inserted where the list is inserted).
+    assert.ok(m.startsWith('<paragraph>Top </paragraph>') && m.includes('<paragraph>then Hello <strong>big</strong>'), m);
+    assert.ok(m.includes('<bullet_list><list_item><paragraph>listed</paragraph></list_item><list_item><paragraph>item 2</paragraph></list_item></bullet_list>'), m);
     assert.equal(sorted(textOf(m)), sorted('Top then Hello big world!!second linelisteditem 2'), m);
     for (const p of [a, b]) assert.deepEqual((await call(p, 'state', 'doc')).errors, []);
   } finally {
@@ -952,7 +954,7 @@ test('ProseMirror: each page shows the others\' carets at their characters after
       const want = pages.map((_, j) => ({ name: `U${j}`, pos: heads[j] })).filter((_, j) => j !== i);
       await until(async () => {
         const { shown, carets } = await pm(p, 'carets', 'doc');
-        return (shown === 2 && JSON.stringify(carets) === JSON.stringify(want)) || { shown, carets, others: await pm(p, 'others', 'doc') };
+        return (shown === 2 && JSON.stringify(carets) === JSON.stringify(want)) || { shown, carets, want, others: await pm(p, 'others', 'doc') };
       }, `page ${i} shows the others' carets where they are`);
     }
   } finally {

@@ -59,9 +59,9 @@ export function shownMarkup(name) {
   return binding.markupOf(views[name].state.doc);
 }
 
-/** The canonical form of markup in this page's schema (crdt/get's value may hold two elements of one mark side by side). */
-export function canonical(markup) {
-  return binding.markupOf(binding.docFromMarkup(schema, markup).doc);
+/** The canonical form of markup in editor `name`'s schema (crdt/get's value may hold two elements of one mark side by side). */
+export function canonical(name, markup) {
+  return binding.markupOf(binding.docFromMarkup(views[name].state.schema, markup).doc);
 }
 
 export function foreignSeen(name) {
