@@ -638,10 +638,7 @@ class ProseMirrorBinding {
     }
     this.write(() => {
       const r = this.replica;
-      if (r.xmlReplace(path, xFrom, xTo, markup) > 0) {
-        r.changed?.();
-        this.record._local(undefined);
-      }
+      if (r.xmlReplace(path, xFrom, xTo, markup) > 0) this.record._local(undefined);
     });
     if (na.inlineContent) {
       if (kept !== null && kept !== inlineMarkup(nb)) this.maps.set(nb, { inline: true });
