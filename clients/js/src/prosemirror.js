@@ -202,26 +202,6 @@ export function markupOf(doc) {
   return contentMarkup(doc);
 }
 
-/** The number of top-level XML nodes of a textblock's inline content (its element's children). */
-function inlineXmlCount(node) {
-  let n = 0;
-  let prev = null; // outer mark or text of the last top-level XML node
-  node.forEach((child) => {
-    const outer = child.marks[0];
-    if (outer) {
-      if (!(prev && prev !== 'text' && prev.eq?.(outer))) ++n;
-      prev = outer;
-    } else if (child.isText) {
-      if (prev !== 'text') ++n;
-      prev = 'text';
-    } else {
-      ++n;
-      prev = null;
-    }
-  });
-  return n;
-}
-
 /**
  * Where each inline child of a textblock is in its element: for child i, the XML path below the
  * textblock's element (of its text node, or of its element for a leaf). O(children * marks).
@@ -383,19 +363,7 @@ export function docFromMarkup(schema, markup, foreign = () => {}, maps = new Wea
  */
 function keepStructure(schema, xml, a, b) {
   // The leaves of the markup in order: text, or an inline node's element, with the elements around it.
-  const leaves = [];
-  const walk = (nodes, chain) => {
-    for (const c of nodes) {
-      if (typeof c === 'string') {
-        if (c) leaves.push({ text: c, size: c.length, chain });
-        continue;
-      }
-      const t = schema.nodes[c.name];
-      if (t && t.isInline && !t.isText) leaves.push({ markup: parsedMarkup([c]), size: a.type.contentMatch.matchType(t) ? 1 : 0, chain });
-      else walk(c.children, [...chain, c]);
-    }
-  };
-  walk(xml, []);
+  const leaves = markupLeaves(schema, a.type, xml);
   let total = 0;
   for (const l of leaves) total += l.size;
   if (total !== a.content.size) return null;
@@ -935,13 +903,51 @@ export function anchorOf(binding, doc, pos) {
     const map = $p.depth === 0 ? binding.rootMap : binding.maps.get(parent);
     return r.xmlAnchorAt(path, xmlStart(map, $p.index()));
   }
-  const layout = inlineLayout(parent);
-  const i = $p.index();
-  if (i >= parent.childCount) return r.xmlAnchorAt(path, inlineXmlCount(parent)); // the end of the textblock
-  const child = parent.child(i);
-  const rel = layout[i];
-  if (child.isText) return r.xmlAnchorAt([...path, ...rel], codePoints(child.text, $p.textOffset));
-  return r.xmlAnchorAt([...path, ...rel.slice(0, -1)], rel[rel.length - 1]);
+  // Inside a textblock: the leaf holding the character (or inline node) after the position.
+  const off = $p.parentOffset;
+  let o = 0;
+  for (const leaf of inlineLeaves(binding, parent, path)) {
+    if (leaf.size > 0 && off < o + leaf.size) {
+      if (leaf.text !== undefined) return r.xmlAnchorAt([...path, ...leaf.rel], codePoints(leaf.text, off - o));
+      return r.xmlAnchorAt([...path, ...leaf.rel.slice(0, -1)], leaf.rel[leaf.rel.length - 1]);
+    }
+    o += leaf.size;
+  }
+  return r.xmlAnchorAt(path, r.xmlChildIds(path).length); // the end of the textblock
+}
+
+/**
+ * The leaves of a textblock's markup in order: { rel (the XML path below its element), size (in
+ * ProseMirror positions), text (a text node's) }. From the node itself when its markup is canonical,
+ * else from the record (xmlMarkup of its element at `path`), as keepStructure reads it.
+ */
+function inlineLeaves(binding, node, path) {
+  if (!binding.maps.has(node)) {
+    const layout = inlineLayout(node);
+    const leaves = [];
+    node.forEach((child, _o, i) => leaves.push({ rel: layout[i], size: child.nodeSize, text: child.isText ? child.text : undefined }));
+    return leaves;
+  }
+  const el = parseMarkup(binding.replica.xmlMarkup(path))[0];
+  return el && typeof el !== 'string' ? markupLeaves(binding.schema, node.type, el.children) : [];
+}
+
+/** The leaves of parsed markup children of a textblock of `type` (see inlineLeaves), with the elements around each (`chain`). */
+function markupLeaves(schema, type, xml) {
+  const leaves = [];
+  const walk = (nodes, chain, rel) => {
+    nodes.forEach((c, k) => {
+      if (typeof c === 'string') {
+        if (c) leaves.push({ text: c, size: c.length, chain, rel: [...rel, k] });
+        return;
+      }
+      const t = schema.nodes[c.name];
+      if (t && t.isInline && !t.isText) leaves.push({ markup: parsedMarkup([c]), size: type.contentMatch.matchType(t) ? 1 : 0, chain, rel: [...rel, k] });
+      else walk(c.children, [...chain, c], [...rel, k]);
+    });
+  };
+  walk(xml, [], []);
+  return leaves;
 }
 
 function offsetOfChild(parent, i) {
@@ -977,19 +983,17 @@ export function positionOf(binding, doc, anchor) {
   }
   // Inside a textblock: `rest` is the path below its element.
   const rest = path.slice(d);
-  const layout = inlineLayout(node);
   let o = start;
   let lastEnd = null;
-  for (let i = 0; i < node.childCount; ++i) {
-    const child = node.child(i);
-    const rel = layout[i];
-    if (child.isText && rel.length === rest.length && rel.every((x, k) => x === rest[k])) return o + utf16Index(child.text, offset);
-    // The first child at or after XML child `offset` of the element at `rest`.
+  for (const leaf of inlineLeaves(binding, node, path.slice(0, d))) {
+    const rel = leaf.rel;
+    if (leaf.text !== undefined && rel.length === rest.length && rel.every((x, k) => x === rest[k])) return o + utf16Index(leaf.text, offset);
+    // The first leaf at or after XML child `offset` of the element at `rest`.
     if (rel.length > rest.length && rest.every((x, k) => x === rel[k])) {
       if (rel[rest.length] >= offset) return o;
-      lastEnd = o + child.nodeSize;
+      lastEnd = o + leaf.size;
     }
-    o += child.nodeSize;
+    o += leaf.size;
   }
   return lastEnd ?? (rest.length === 0 ? o : null);
 }

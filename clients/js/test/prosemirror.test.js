@@ -370,4 +370,8 @@ test('a paragraph whose markup is not canonical keeps its structure through edit
   assert.ok(a.view.state.doc.eq(b.view.state.doc));
   assert.equal(a.view.state.doc.textContent, '1aXxX2b');
   assert.match(a.record.value, /^<paragraph>1a<strong>Xx<\/strong><strong>X2?<\/strong>(2)?<em>b<\/em><\/paragraph>$/);
+  // Anchors in it are read from its markup as it is: each position and back.
+  const d = a.view.state.doc;
+  for (let pos = 1; pos < d.content.size; ++pos)
+    assert.equal(positionOf(b.binding.binding, b.view.state.doc, anchorOf(a.binding.binding, d, pos)), pos, `position ${pos}`);
 });
