@@ -202,36 +202,6 @@ export function markupOf(doc) {
   return contentMarkup(doc);
 }
 
-/**
- * Where each inline child of a textblock is in its element: for child i, the XML path below the
- * textblock's element (of its text node, or of its element for a leaf). O(children * marks).
- */
-function inlineLayout(node) {
-  const paths = [];
-  const counts = [0]; // children so far of each open level
-  const open = [];
-  const path = [];
-  node.forEach((child) => {
-    const marks = child.marks;
-    let keep = 0;
-    while (keep < open.length && keep < marks.length && open[keep].eq(marks[keep])) ++keep;
-    while (open.length > keep) {
-      open.pop();
-      path.pop();
-      counts.pop();
-    }
-    for (let i = keep; i < marks.length; ++i) {
-      path.push(counts[counts.length - 1]++);
-      counts.push(0);
-      open.push(marks[i]);
-    }
-    const last = counts.length - 1;
-    // A text node after a text node at the same level (same marks) is one XML text node: PM merges them.
-    paths.push([...path, counts[last]++]);
-  });
-  return paths;
-}
-
 // ---- markup to nodes --------------------------------------------------------------------------------
 
 /**
@@ -323,9 +293,6 @@ function buildNode(schema, type, el, foreign, maps) {
     return node;
   }
   if (xml) maps.set(node, { xml, count: el.children.length });
-  // A textblock whose markup is not the canonical form of what it shows (elements of a mark side by
-  // side after concurrent inserts, foreign elements): local edits keep its structure (keepStructure).
-  else if (type.inlineContent && inlineMarkup(node) !== parsedMarkup(el.children)) maps.set(node, { inline: true });
   return node;
 }
 
@@ -349,20 +316,44 @@ export function docFromMarkup(schema, markup, foreign = () => {}, maps = new Wea
   return { doc, map: xml ? { xml, count: children.length } : null };
 }
 
-// ---- edits of a textblock that keep its markup's structure ------------------------------------------
+// ---- edits of a textblock, on its markup as the record has it ------------------------------------
 
 /**
- * The markup of textblock `b`'s inline content made from the markup it has now (`xml`: the parsed
- * children of its element, showing textblock `a`) by changing only the range that differs between `a`
- * and `b` (findDiffStart/findDiffEnd): the text and elements before and after it keep their elements
- * as they are (two <strong> side by side stay two; a foreign element stays), and new inline content
- * joins the elements of its neighbours whose marks it has. Writing the canonical form instead would
- * move text between elements, and two clients doing so at once would both move it: it would be
- * doubled. null when `xml` does not show `a` (then the canonical form is written). O(size of the
- * textblock).
+ * The exact children of the element at `path` as the record has them (parseMarkup of the element's
+ * markup would join adjacent text nodes, which concurrent inserts make): a string per text node
+ * (empty ones included), an inline node's parsed element as it is, a mark's (or a foreign) element
+ * with its exact children. Top-level ones carry `top`, their index. O(size of the element · depth).
  */
-function keepStructure(schema, xml, a, b) {
-  // The leaves of the markup in order: text, or an inline node's element, with the elements around it.
+function exactChildren(replica, schema, path) {
+  const out = [];
+  const n = replica.xmlChildIds(path).length;
+  for (let k = 0; k < n; ++k) {
+    const at = [...path, k];
+    const node = parseMarkup(replica.xmlMarkup(at))[0];
+    if (node === undefined || typeof node === 'string') out.push(node ?? '');
+    else {
+      const t = schema.nodes[node.name];
+      out.push(t && t.isInline && !t.isText ? node : { name: node.name, attrs: node.attrs, children: exactChildren(replica, schema, at) });
+    }
+  }
+  return out;
+}
+
+/**
+ * The record edit that makes textblock `a`'s inline content `b`'s, on its children as the record has
+ * them (`xml`: exactChildren): { from, to, markup }, its children [from, to) to replace with
+ * `markup`. Only the range findDiffStart/findDiffEnd give changes: the leaves (text, inline nodes)
+ * before and after it keep their text nodes and elements, new inline content joins its neighbours'
+ * elements (and text node) as far as its marks match, and the children replaced are only those the
+ * range touches. So a keystroke rewrites one text node, and what concurrent inserts left (two
+ * <strong> side by side, two text nodes side by side) stays as it is: writing the canonical form would
+ * join them (delete one, add its text to the other), and two clients doing so at once would double
+ * that text. null when `xml` does not show `a`. O(size of the textblock).
+ */
+function textblockEdit(schema, xml, a, b) {
+  xml.forEach((c, k) => {
+    if (typeof c !== 'string') c.top = k;
+  });
   const leaves = markupLeaves(schema, a.type, xml);
   let total = 0;
   for (const l of leaves) total += l.size;
@@ -375,20 +366,24 @@ function keepStructure(schema, xml, a, b) {
     endA += overlap;
     endB += overlap;
   }
-  // The leaves before `start` and from `endA` (a text leaf cut where the range starts or ends).
+  // The leaves before `start` and from `endA` (a text leaf cut where the range starts or ends); the
+  // top-level children the range removes something from are touched.
   const before = [];
   const after = [];
+  const touched = new Set();
   let o = 0;
   for (const l of leaves) {
     const end = o + l.size;
+    const top = l.rel[0];
+    if (o < endA && end > start) touched.add(top);
     if (l.text !== undefined) {
-      if (o < start) before.push({ ...l, text: l.text.slice(0, Math.min(l.size, start - o)) });
-      if (end > endA) after.push({ ...l, text: l.text.slice(Math.max(0, endA - o)) });
-    } else if (end <= start && (l.size > 0 || o < start)) before.push(l);
-    else if (o >= endA) after.push(l);
+      if (o < start) before.push({ ...l, top, text: l.text.slice(0, Math.min(l.size, start - o)) });
+      if (end > endA) after.push({ ...l, top, text: l.text.slice(Math.max(0, endA - o)) });
+    } else if (end <= start && (l.size > 0 || o < start)) before.push({ ...l, top });
+    else if (o >= endA) after.push({ ...l, top });
     o = end;
   }
-  // The new range: its inline nodes, each under its neighbours' elements as far as its marks match them.
+  // The new range: each inline node under its neighbours' elements as far as its marks match them.
   const matches = (chain, marks) => {
     let k = 0;
     while (k < chain.length && k < marks.length && chain[k].name === marks[k].type.name &&
@@ -397,15 +392,34 @@ function keepStructure(schema, xml, a, b) {
   };
   const middle = [];
   b.content.cut(start, endB).forEach((n) => {
-    const left = (middle.length ? middle : before)[(middle.length ? middle : before).length - 1];
+    const left = middle.length ? middle[middle.length - 1] : before[before.length - 1];
     const right = after[0];
-    const kl = left ? matches(left.chain, n.marks) : 0;
-    const kr = right ? matches(right.chain, n.marks) : 0;
-    const chain = (kl >= kr ? left?.chain ?? [] : right.chain).slice(0, Math.max(kl, kr));
+    const kl = left ? matches(left.chain, n.marks) : -1;
+    const kr = right ? matches(right.chain, n.marks) : -1;
+    const from = kl >= kr ? left : right;
+    const k = Math.max(kl, kr, 0);
+    const chain = (from?.chain ?? []).slice(0, k);
     for (let i = chain.length; i < n.marks.length; ++i) chain.push({ name: n.marks[i].type.name, attrs: attrsOut(n.marks[i].type, n.marks[i].attrs) });
-    middle.push(n.isText ? { text: n.text, chain } : { markup: nodeMarkup(n.mark([])), chain });
+    // In its neighbour's top-level child when it shares its outer element, or its text node.
+    const joins = from && (k > 0 || (n.isText && n.marks.length === 0 && from.chain.length === 0 && from.text !== undefined));
+    const top = joins ? from.top : undefined;
+    if (top !== undefined) touched.add(top);
+    middle.push(n.isText ? { text: n.text, chain, top } : { markup: nodeMarkup(n.mark([])), chain, top });
   });
-  // Written back: elements by identity, so a kept element is one element again.
+  // The children replaced: from the first touched to the last; new ones alone go where the range is.
+  let from = Infinity;
+  let to = -Infinity;
+  for (const t of touched) {
+    from = Math.min(from, t);
+    to = Math.max(to, t + 1);
+  }
+  if (from === Infinity) {
+    const prior = before.length ? before[before.length - 1].top + 1 : after.length ? after[0].top : xml.length;
+    from = to = Math.min(prior, after.length ? after[0].top : xml.length);
+  }
+  // Written back: the leaves of those children and the new ones; elements by identity (a kept element
+  // is one element again), text of one text node together.
+  const kept = [...before, ...middle, ...after].filter((l) => (l.top === undefined || (l.top >= from && l.top < to)) && l.text !== '');
   let out = '';
   const open = []; // [element, markup before it]
   const close = (keep) => {
@@ -414,8 +428,7 @@ function keepStructure(schema, xml, a, b) {
       out = prior + element(el.name, el.attrs, out.slice(prior.length));
     }
   };
-  for (const l of [...before, ...middle, ...after]) {
-    if (l.text === '') continue;
+  for (const l of kept) {
     let k = 0;
     while (k < open.length && k < l.chain.length && open[k][0] === l.chain[k]) ++k;
     close(k);
@@ -423,7 +436,7 @@ function keepStructure(schema, xml, a, b) {
     out += l.text !== undefined ? escapeText(l.text) : l.markup;
   }
   close(0);
-  return out;
+  return { from, to, markup: out };
 }
 
 // ---- the binding ------------------------------------------------------------------------------------
@@ -585,17 +598,15 @@ class ProseMirrorBinding {
     let xFrom;
     let xTo;
     let markup;
-    let kept = null;
     if (na.inlineContent) {
-      // A textblock: its inline content as a whole (its element's children, foreign ones too), in the
-      // canonical form, or, when its markup is not canonical, with its structure kept.
-      xFrom = 0;
-      xTo = this.replica.xmlChildIds(path).length;
-      markup = inlineMarkup(nb);
-      if (this.maps.has(na)) {
-        const el = parseMarkup(this.replica.xmlMarkup(path))[0];
-        kept = el && typeof el !== 'string' ? keepStructure(this.schema, el.children, na, nb) : null;
-        if (kept !== null) markup = kept;
+      // A textblock: the children its change touches, on its markup as the record has it (else, when
+      // the record does not show it as the editor did, its inline content whole, canonical).
+      const edit = textblockEdit(this.schema, exactChildren(this.replica, this.schema, path), na, nb);
+      if (edit) ({ from: xFrom, to: xTo, markup } = edit);
+      else {
+        xFrom = 0;
+        xTo = this.replica.xmlChildIds(path).length;
+        markup = inlineMarkup(nb);
       }
     } else {
       // A pure insertion goes right after the node before it (foreign nodes after that stay after it).
@@ -608,10 +619,7 @@ class ProseMirrorBinding {
       const r = this.replica;
       if (r.xmlReplace(path, xFrom, xTo, markup) > 0) this.record._local(undefined);
     });
-    if (na.inlineContent) {
-      if (kept !== null && kept !== inlineMarkup(nb)) this.maps.set(nb, { inline: true });
-      return;
-    }
+    if (na.inlineContent) return;
     // The map follows: the new container's children [from, toB) are now XML children [xFrom, +k).
     const k = toB - from;
     if (map) {
@@ -917,19 +925,11 @@ export function anchorOf(binding, doc, pos) {
 }
 
 /**
- * The leaves of a textblock's markup in order: { rel (the XML path below its element), size (in
- * ProseMirror positions), text (a text node's) }. From the node itself when its markup is canonical,
- * else from the record (xmlMarkup of its element at `path`), as keepStructure reads it.
+ * The leaves of a textblock's markup in order, as the record has it (exactChildren): { rel (the XML
+ * path below its element), size (in ProseMirror positions), text (a text node's) }. O(its size).
  */
 function inlineLeaves(binding, node, path) {
-  if (!binding.maps.has(node)) {
-    const layout = inlineLayout(node);
-    const leaves = [];
-    node.forEach((child, _o, i) => leaves.push({ rel: layout[i], size: child.nodeSize, text: child.isText ? child.text : undefined }));
-    return leaves;
-  }
-  const el = parseMarkup(binding.replica.xmlMarkup(path))[0];
-  return el && typeof el !== 'string' ? markupLeaves(binding.schema, node.type, el.children) : [];
+  return markupLeaves(binding.schema, node.type, exactChildren(binding.replica, binding.schema, path));
 }
 
 /** The leaves of parsed markup children of a textblock of `type` (see inlineLeaves), with the elements around each (`chain`). */
