@@ -77,6 +77,63 @@ export interface ConnectOptions {
   EventSource?: EventSourceConstructor;
   /** Where folio-engine.wasm is (default: dist/folio-engine.wasm beside this package), or its bytes. */
   engine?: string | URL | Response | ArrayBuffer | Uint8Array;
+  /** This client's id in the record's presence: 1 to 64 of [A-Za-z0-9_-] (default: 22 random ones). */
+  presenceClientId?: string;
+  /** The least time between the starts of two presence/set requests, in ms (default 100). */
+  presenceThrottleMs?: number;
+}
+
+/** A selection as anchors (record.anchorAt): the fixed end and the moving end (the caret). */
+export interface PresenceSelection {
+  anchor: string;
+  head: string;
+}
+
+/** Another client present on the record, as the service announced it. */
+export interface PresenceEntry {
+  clientId: string;
+  /** The user of its token (a tenant-key client: the userId it sent). */
+  userId: string | null;
+  /** The JSON object it announced (by convention { name, color }). */
+  state: JsonObject;
+  selection: PresenceSelection | null;
+  /** When the service last heard from it (the service's clock; not for ordering). */
+  updatedAt: string | null;
+}
+
+/** A join, a change of state or selection (heartbeats are not reported), or a leave. */
+export interface PresenceEvent {
+  type: 'join' | 'update' | 'leave';
+  clientId: string;
+  userId: string | null;
+  /** leave: the last state and selection known. */
+  state: JsonObject;
+  selection: PresenceSelection | null;
+}
+
+/**
+ * Who else has the record open (record.presence). Made on first use, which reads who is here
+ * (presence/get, and again at every reconnect); a record whose presence is never used sends nothing.
+ */
+export interface RecordPresence {
+  /** This client's id (connect's presenceClientId, or a random one). */
+  readonly clientId: string;
+  /** The others present (never this client), each a copy. Updated by `presence` events. */
+  readonly others: PresenceEntry[];
+  /** The state and selection this client announces (null before set). */
+  readonly state: JsonObject | null;
+  readonly selection: PresenceSelection | null;
+  /**
+   * Announces this client (joins, or updates): `state` a JSON object (at most 4 KiB as canonical
+   * JSON), `selection` anchors or null (absent: kept). Throttled: one request in flight, the latest
+   * state wins; sent again every timeoutMs/3 while joined. A refusal is an `error` event; a read-only
+   * token may announce.
+   */
+  set(state: JsonObject, selection?: PresenceSelection | null): void;
+  /** Changes only the selection; sent once set() has joined (the editor bindings call it). */
+  select(selection: PresenceSelection | null): void;
+  /** Leaves now; set() joins again. close() and the page's pagehide leave too. */
+  leave(): void;
 }
 
 /** Errors from the service, the network, or bytes that do not decode. */
@@ -143,6 +200,8 @@ export interface RecordEvents {
   deleted: { editorId: string; incarnation: string; deleted: true; lastUpdate: string };
   /** A change with a larger revision than any seen for this incarnation came: `metadata` is now it. */
   metadata: RecordMetadata;
+  /** Another client joined, changed its state or selection, or left (record.presence). */
+  presence: PresenceEvent;
 }
 
 /**
@@ -173,6 +232,19 @@ export class FolioRecord {
    * pushed changes (`value` may be ahead of it: `await sync()` first).
    */
   readonly recordVersion: string;
+  /** Who else has the record open, and this client's announcement. */
+  readonly presence: RecordPresence;
+
+  /**
+   * Text and array: an anchor for the position before item (code point) `index`, "end" at the end; it
+   * stays by that item through every edit, here and in other clients. RangeError past the end.
+   */
+  anchorAt(index: number): string;
+  /**
+   * Where `anchor` is now: the item's index; where it was if removed; the length for "end"; -1 for an
+   * item this replica does not hold (yet). A FolioError (INVALID_ARGUMENT) for a malformed anchor.
+   */
+  indexOf(anchor: string): number;
 
   /** Makes the record equal to `value` through the engine's diff. Throws TypeError for a wrong shape. */
   replace(value: string | JsonObject[] | JsonObject): this;
@@ -247,11 +319,31 @@ export function indexedDbPersistence(
   options?: { database?: string; indexedDB?: IDBFactory; IDBKeyRange?: typeof IDBKeyRange },
 ): Promise<IndexedDbPersistence>;
 
-/** Keeps a <textarea> or <input> and a text record in step; destroy() unbinds. */
+/**
+ * Keeps a <textarea> or <input> and a text record in step; destroy() unbinds. Once the page announced
+ * itself (record.presence.set), the element's selection is published as anchors (presence.select).
+ */
 export function bindTextarea(
   record: FolioRecord,
   element: Pick<HTMLTextAreaElement, 'value' | 'selectionStart' | 'selectionEnd' | 'selectionDirection' | 'setSelectionRange' | 'addEventListener' | 'removeEventListener'>,
 ): { destroy(): void };
+
+/**
+ * Keeps `element` (a <ul> or <ol>)
+ * listing the others on `record` (record.presence): an <li data-client-id> each, holding
+ * span.folio-presence-swatch (its colour), span.folio-presence-name and span.folio-presence-where
+ * (presenceWhere). Redrawn on presence events and changes; destroy() stops.
+ */
+export function presenceList(record: FolioRecord, element: HTMLElement): { destroy(): void };
+/** A client's display name: state.name, else its userId, else its client id. */
+export function presenceName(entry: PresenceEntry): string;
+/** A client's colour: state.color when it is #hex or a colour name, else one derived from its client id. */
+export function presenceColor(entry: PresenceEntry): string;
+/**
+ * Where a client's caret is: "line L, column C" (text), "item N" (array), "" without a selection,
+ * "…" for an anchor not held yet.
+ */
+export function presenceWhere(record: FolioRecord, entry: PresenceEntry): string;
 
 /**
  * An EventSource over fetch (connect uses it where there is no global EventSource, as in Node). Unlike

@@ -49,6 +49,7 @@ import { loadEngine, Replica } from './engine.js';
 import { FolioError } from './errors.js';
 import { mergeStates } from './persistence.js';
 import { FetchEventSource } from './fetch-event-source.js';
+import { Presence } from './presence.js';
 
 const EMPTY_VERSION = new Uint8Array([0]); // the empty version vector ("AA==")
 const ROUNDS = 8; // sync rounds in one run before yielding (each makes progress: a pull, a push)
@@ -131,6 +132,7 @@ export class FolioRecord {
     this._followed = ''; // the incarnation _follow last saw the replica hold
     this._onOnline = () => this._reachable();
     globalThis.addEventListener?.('online', this._onOnline);
+    this._presence = null; // made on first use (presence.js)
   }
 
   // ---- the record --------------------------------------------------------------------------------
@@ -166,6 +168,32 @@ export class FolioRecord {
    * before reading both).
    */
   get recordVersion() { return this._live().recordVersion; }
+
+  /**
+   * Who else has the record open, and this client's own announcement (presence.js): set(state,
+   * selection?), select(selection), leave(), others, and `presence` events. Made on first use, which
+   * reads who is here (presence/get); a record whose presence is never used sends nothing about it.
+   */
+  get presence() {
+    if (!this._presence) {
+      if (this._closed) throw closedError();
+      this._presence = new Presence(this, { clientId: this._o.presenceClientId, throttleMs: this._o.presenceThrottleMs });
+      if (this._source?.readyState === 1) this._presence._refresh();
+    }
+    return this._presence;
+  }
+
+  /**
+   * Text and array: an anchor for the position before item (code point) `index`: the id of the item
+   * there, or "end" at the end. It stays by that item through every edit (Replica.anchorAt).
+   */
+  anchorAt(index) { return this._live().anchorAt(index); }
+
+  /**
+   * Where `anchor` (from anchorAt, here or in another client) is now: the item's index; where it was
+   * when it was removed; the length for "end"; -1 for an item this replica does not hold yet.
+   */
+  indexOf(anchor) { return this._live().indexOf(anchor); }
 
   /** Makes the record equal to `value` through the engine's diff (like REST update, but local). */
   replace(value) {
@@ -272,6 +300,10 @@ export class FolioRecord {
 
   _recordIds() {
     if (this._closed) throw closedError();
+    return this._recordIdsOpen();
+  }
+
+  _recordIdsOpen() {
     return { organizationId: this._o.organizationId, documentId: this._o.documentId, editorId: this._o.editorId };
   }
 
@@ -282,6 +314,7 @@ export class FolioRecord {
    */
   close() {
     if (this._closed) return this._closing;
+    this._presence?._close(); // presence/leave, before the token and timers go
     this._closed = true;
     globalThis.removeEventListener?.('online', this._onOnline);
     if (this._persistNext && this._replica) this._finalState = this._replica.save(); // edits not handed over yet
@@ -718,6 +751,7 @@ export class FolioRecord {
       else es = this._o.headers ? new this._o.EventSource(url, { headers }) : new this._o.EventSource(url);
       this._source = es;
       es.onopen = () => {
+        this._presence?._opened(); // who is here now; announce again
         this._reachable(); // a sync retry waiting is made now
         if (!opened) {
           opened = true;
@@ -728,6 +762,7 @@ export class FolioRecord {
         this._after(SETTLE_MS, () => this._kick());
       };
       es.onmessage = (ev) => {
+        if (this._presenceMessage(ev.data)) return; // never a sync, nor a retry
         if (this._retryTimer !== null) this._reachable(false); // the service answers: push what waits now
         this._message(ev.data);
       };
@@ -786,6 +821,23 @@ export class FolioRecord {
     } finally {
       abort.abort();
     }
+  }
+
+  /**
+   * True when `text` is a presence message ({ editorId, presence: {...} }, docs/API.md): handed to
+   * presence (if in use), and nothing else. A cheap test first: every message passes here.
+   */
+  _presenceMessage(text) {
+    if (this._closed || typeof text !== 'string' || !text.includes('"presence"')) return false;
+    let m;
+    try {
+      m = JSON.parse(text);
+    } catch {
+      return false;
+    }
+    if (!m || typeof m !== 'object' || !m.presence || typeof m.presence !== 'object' || m.update !== undefined || m.deleted !== undefined) return false;
+    this._presence?._message(m.presence);
+    return true;
   }
 
   _message(text) {

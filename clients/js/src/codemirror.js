@@ -21,10 +21,23 @@
 // The editor must start with the record's value (doc: record.value); one that does not is set to it.
 // Cost: converting positions walks the text before them (O(n) a change); the record's change itself
 // is O(n) too (engine.js: tracked changes).
+//
+// folioCursors(record): the others' carets and selections (record.presence) as decorations: a mark
+// over each selection in its user's colour and a caret widget with the user's name (presenceName,
+// presenceColor: state.name, state.color). Their anchors are resolved with record.indexOf each time
+// the presence or the record changes (a redraw, at most once a task, after the editor shows the
+// change); between redraws CodeMirror maps the decorations through the editor's changes. While the
+// editor's document differs from the record's value (remote changes waiting for a composition to
+// end) the redraw waits. The editor's main selection is published as anchors (record.anchorAt)
+// through record.presence.select whenever it or the document changes, once the page announced
+// itself (record.presence.set); an anchor names the character after the position, so typing at a
+// caret leaves its anchor as it is and sends nothing. Cost: O(n + others) a redraw or publish
+// (positions are converted over the text).
 
-import { Annotation, ChangeSet, Transaction } from '@codemirror/state';
-import { ViewPlugin } from '@codemirror/view';
+import { Annotation, ChangeSet, StateEffect, StateField, Transaction } from '@codemirror/state';
+import { Decoration, EditorView, ViewPlugin, WidgetType } from '@codemirror/view';
 import { codePoints, utf16Index } from './positions.js';
+import { presenceColor, presenceName } from './textarea.js';
 
 /** Marks the transactions that bring changes from the record (not the user's). */
 export const folioRemote = Annotation.define();
@@ -191,4 +204,133 @@ export function folioSync(record) {
       },
     },
   });
+}
+
+// ---- remote cursors -------------------------------------------------------------------------------------
+
+/** Replaces the remote cursors' decorations (a DecorationSet). */
+export const setFolioCursors = StateEffect.define();
+
+/** The remote cursors' decorations, mapped through the document's changes between redraws. */
+export const folioCursorField = StateField.define({
+  create: () => Decoration.none,
+  update(decorations, tr) {
+    for (const e of tr.effects) if (e.is(setFolioCursors)) return e.value;
+    return tr.docChanged ? decorations.map(tr.changes) : decorations;
+  },
+  provide: (field) => EditorView.decorations.from(field),
+});
+
+/** A caret of another client: a bar in its colour with its name above. */
+export class FolioCursorWidget extends WidgetType {
+  constructor(clientId, name, color) {
+    super();
+    this.clientId = clientId;
+    this.name = name;
+    this.color = color;
+  }
+
+  eq(other) {
+    return other.clientId === this.clientId && other.name === this.name && other.color === this.color;
+  }
+
+  toDOM(view) {
+    const doc = view?.dom?.ownerDocument ?? document;
+    const caret = doc.createElement('span');
+    caret.className = 'cm-folio-cursor';
+    caret.dataset.clientId = this.clientId;
+    caret.style.borderLeftColor = this.color;
+    const label = doc.createElement('span');
+    label.className = 'cm-folio-cursor-label';
+    label.textContent = this.name;
+    label.style.backgroundColor = this.color;
+    caret.append(label);
+    return caret;
+  }
+
+  ignoreEvent() {
+    return true;
+  }
+}
+
+const cursorTheme = EditorView.baseTheme({
+  '.cm-folio-cursor': { position: 'relative', borderLeft: '2px solid', marginLeft: '-1px', marginRight: '-1px', pointerEvents: 'none' },
+  '.cm-folio-cursor-label': {
+    position: 'absolute', bottom: '100%', left: '-2px', padding: '0 3px', borderRadius: '3px 3px 3px 0',
+    color: 'white', fontSize: '0.75em', lineHeight: '1.3', whiteSpace: 'nowrap', fontFamily: 'system-ui, sans-serif',
+  },
+});
+
+/**
+ * Publishes the view's selection and draws the others' (folioCursors wraps it as a view plugin; use it
+ * directly only without an EditorView: tests). The view's state needs folioCursorField.
+ */
+export class FolioCodeMirrorCursors {
+  constructor(record, view) {
+    if (record.type !== 'text') throw new TypeError(`the CodeMirror cursors need a text record; this one is ${record.type}`);
+    this.record = record;
+    this.view = view;
+    this.queued = false;
+    this.destroyed = false;
+    this.onEvent = () => this.queueRedraw();
+    record.on('presence', this.onEvent);
+    record.on('change', this.onEvent);
+    void record.presence; // reads who is here
+    this.queueRedraw();
+  }
+
+  update(update) {
+    if (update.docChanged || update.selectionSet) this.publish();
+  }
+
+  /** The main selection as anchors, to record.presence (once the page announced itself). */
+  publish() {
+    const presence = this.record._presence;
+    if (!presence?.state || this.destroyed) return;
+    const doc = this.view.state.doc.toString();
+    if (doc !== this.record.value) return; // remote changes wait for a composition: positions differ
+    const { anchor, head } = this.view.state.selection.main;
+    presence.select({ anchor: this.record.anchorAt(codePoints(doc, anchor)), head: this.record.anchorAt(codePoints(doc, head)) });
+  }
+
+  queueRedraw() {
+    if (this.queued || this.destroyed) return;
+    this.queued = true;
+    setTimeout(() => {
+      this.queued = false;
+      this.redraw();
+    }, 0);
+  }
+
+  /** The others' selections, resolved now, as decorations (a transaction of their own). */
+  redraw() {
+    if (this.destroyed) return;
+    const doc = this.view.state.doc.toString();
+    if (doc !== this.record.value) return; // the next change's redraw draws them
+    const ranges = [];
+    for (const entry of this.record.presence.others) {
+      if (!entry.selection) continue;
+      const a = this.record.indexOf(entry.selection.anchor);
+      const h = this.record.indexOf(entry.selection.head);
+      if (a < 0 || h < 0) continue; // items this replica does not hold yet
+      const anchor = utf16Index(doc, a);
+      const head = utf16Index(doc, h);
+      const color = presenceColor(entry);
+      if (anchor !== head)
+        ranges.push(Decoration.mark({ class: 'cm-folio-selection', attributes: { style: `background-color: color-mix(in srgb, ${color} 25%, transparent)`, 'data-client-id': entry.clientId } }).range(Math.min(anchor, head), Math.max(anchor, head)));
+      ranges.push(Decoration.widget({ widget: new FolioCursorWidget(entry.clientId, presenceName(entry), color), side: 1 }).range(head));
+    }
+    this.view.dispatch({ effects: setFolioCursors.of(Decoration.set(ranges, true)), annotations: [folioRemote.of(true), Transaction.addToHistory.of(false)] });
+  }
+
+  destroy() {
+    this.destroyed = true;
+    this.record.off('presence', this.onEvent);
+    this.record.off('change', this.onEvent);
+  }
+}
+
+/** The CodeMirror extension showing the others' cursors and publishing this editor's selection. */
+export function folioCursors(record) {
+  return [folioCursorField, cursorTheme, ViewPlugin.define((view) => new FolioCodeMirrorCursors(record, view))];
 }

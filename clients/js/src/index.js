@@ -4,6 +4,6 @@ export { connect, FolioRecord } from './client.js';
 export { FolioError } from './errors.js';
 export { FetchEventSource } from './fetch-event-source.js';
 export { createEngine, loadEngine, Replica } from './engine.js';
-export { bindTextarea } from './textarea.js';
+export { bindTextarea, presenceColor, presenceList, presenceName, presenceWhere } from './textarea.js';
 export { indexedDbPersistence } from './persistence.js';
 export { canonicalJson } from './json.js';

@@ -13,8 +13,15 @@
 //    reading the input method may still replace, and setting the value would break the composition,
 //    leaving the reading in the text), and changes from elsewhere wait. At compositionend the
 //    composed text becomes one edit, carried through the waiting changes, and they are shown.
+//  * Presence: once the page announces itself (record.presence.set), the textarea's selection is
+//    published as anchors (record.presence.select, anchors from record.anchorAt, so others place it
+//    by the characters it is by): on focus, select, keyup, mouseup and input. Until then nothing is
+//    sent (a binding alone announces nothing).
 // The element needs value, selectionStart, selectionEnd, setSelectionRange and addEventListener /
 // removeEventListener: any HTMLTextAreaElement or HTMLInputElement.
+//
+// presenceList: who else is on a record and where, as a list (<li> per other client, its name and
+// colour from its state, and its caret's line and column for a text record, its item for an array).
 
 import { codePoints, mapPosition, singleChange, utf16Index } from './positions.js';
 
@@ -96,16 +103,107 @@ export function bindTextarea(record, element) {
     }
   };
 
+  /** The selection as anchors, to presence (only while the page is announced). */
+  const publish = () => {
+    const presence = record._presence;
+    if (!presence?.state || composing) return;
+    const value = record.value;
+    const start = record.anchorAt(Math.min(codePoints(value, element.selectionStart ?? 0), record.length));
+    const end = record.anchorAt(Math.min(codePoints(value, element.selectionEnd ?? 0), record.length));
+    const backward = element.selectionDirection === 'backward';
+    presence.select({ anchor: backward ? end : start, head: backward ? start : end });
+  };
+  const SELECTION_EVENTS = ['focus', 'select', 'keyup', 'mouseup', 'input'];
+
   record.on('change', onChange);
   element.addEventListener('input', onInput);
   element.addEventListener('compositionstart', onCompositionStart);
   element.addEventListener('compositionend', onCompositionEnd);
+  for (const type of SELECTION_EVENTS) element.addEventListener(type, publish); // after onInput: the record has the edit
   return {
     destroy() {
       record.off('change', onChange);
+      for (const type of SELECTION_EVENTS) element.removeEventListener(type, publish);
       element.removeEventListener('input', onInput);
       element.removeEventListener('compositionstart', onCompositionStart);
       element.removeEventListener('compositionend', onCompositionEnd);
+    },
+  };
+}
+
+/** A client's display name: its state's `name`, else its userId, else its client id. */
+export function presenceName(entry) {
+  const name = entry.state?.name;
+  return typeof name === 'string' && name !== '' ? name : entry.userId ?? entry.clientId;
+}
+
+/** A client's colour: its state's `color` when it is a CSS colour of the safe forms (#rgb, #rrggbb, a name), else one from its id. */
+export function presenceColor(entry) {
+  const c = entry.state?.color;
+  if (typeof c === 'string' && /^(#[0-9a-fA-F]{3,8}|[a-zA-Z]{1,20})$/.test(c)) return c;
+  let h = 0;
+  for (const ch of entry.clientId) h = (h * 31 + ch.charCodeAt(0)) % 360;
+  return `hsl(${h} 70% 42%)`;
+}
+
+/**
+ * Where another client's caret is: "line L, column C" in a text record (1-based, code points), "item
+ * N" in an array, "" without a selection, "…" for an anchor this replica does not hold yet.
+ */
+export function presenceWhere(record, entry) {
+  if (!entry.selection || (record.type !== 'text' && record.type !== 'array')) return '';
+  const at = record.indexOf(entry.selection.head);
+  if (at < 0) return '…';
+  if (record.type === 'array') return `item ${at + 1}`;
+  const value = record.value;
+  const before = value.slice(0, utf16Index(value, at));
+  const lineStart = before.lastIndexOf('\n') + 1;
+  const line = before.split('\n').length;
+  return `line ${line}, column ${codePoints(before) - codePoints(before, lineStart) + 1}`;
+}
+
+/**
+ * Keeps `element` (a <ul> or <ol>) listing the others present on `record`: one <li> each, with
+ * data-client-id, a swatch in its colour, its name and where its caret is (presenceWhere). Redrawn on
+ * `presence` events and on changes (carets move with the text), at most once a task. Reads
+ * record.presence (so it asks the service who is here). O(clients + value length) a redraw.
+ */
+export function presenceList(record, element) {
+  const doc = element.ownerDocument;
+  let queued = false;
+  let destroyed = false;
+  const draw = () => {
+    queued = false;
+    if (destroyed) return;
+    element.replaceChildren(...record.presence.others.map((entry) => {
+      const li = doc.createElement('li');
+      li.dataset.clientId = entry.clientId;
+      const swatch = doc.createElement('span');
+      swatch.className = 'folio-presence-swatch';
+      swatch.style.background = presenceColor(entry);
+      const name = doc.createElement('span');
+      name.className = 'folio-presence-name';
+      name.textContent = presenceName(entry);
+      const where = doc.createElement('span');
+      where.className = 'folio-presence-where';
+      where.textContent = presenceWhere(record, entry);
+      li.append(swatch, name, where);
+      return li;
+    }));
+  };
+  const redraw = () => {
+    if (queued) return;
+    queued = true;
+    queueMicrotask(draw);
+  };
+  record.on('presence', redraw);
+  record.on('change', redraw);
+  draw();
+  return {
+    destroy() {
+      destroyed = true;
+      record.off('presence', redraw);
+      record.off('change', redraw);
     },
   };
 }

@@ -51,6 +51,12 @@ export class ModelService {
     this.refusals = []; // queued answers: { status, body } served before anything else
     this.versions = []; // versions/add and restore's backups, oldest first: { ...the answer's, value }
     this.published = []; // the live messages of restores, for the test to send
+    // Presence (docs/API.md): clientId -> entry; the messages set and leave publish, for the test to
+    // send; the timeout the set answer names; a hold on set answers (a promise the answer waits for).
+    this.present = new Map();
+    this.presenceMessages = [];
+    this.presenceTimeoutMs = 30000;
+    this.holdPresence = null;
     this.fetch = (url, init) => this.handle(url, init);
   }
 
@@ -105,6 +111,7 @@ export class ModelService {
       return json(r.httpStatus, r.body);
     }
     if (u.pathname.startsWith('/v2/crdt/versions/')) return this.versionsEndpoint(u.pathname, request.body.data);
+    if (u.pathname.startsWith('/v2/presence/')) return this.presenceEndpoint(u.pathname, request);
     if (u.pathname !== '/v2/crdt/sync') return json(404, { error: { message: `No endpoint at ${u.pathname}.`, status: 'NOT_FOUND' } });
     const d = request.body.data;
     if (this.readOnly && d.update)
@@ -165,6 +172,29 @@ export class ModelService {
   }
 }
 
+/** presence/set, leave and get as docs/API.md says (userId: the body's, else "user:" + the bearer token). */
+ModelService.prototype.presenceEndpoint = async function (path, request) {
+  const d = request.body.data;
+  const ok = (message, data) => json(200, { result: { status: 'success', message, data } });
+  const userId = d.userId ?? `user:${String(request.headers.Authorization ?? '').replace(/^Bearer /, '')}`;
+  if (path === '/v2/presence/set') {
+    if (this.holdPresence) await this.holdPresence;
+    const before = this.present.get(d.clientId);
+    const entry = { clientId: d.clientId, userId, state: d.state ?? before?.state ?? {}, selection: d.selection === undefined ? before?.selection ?? null : d.selection, updatedAt: `2025-01-20T10:30:${String(this.presenceMessages.length % 60).padStart(2, '0')}.000Z` };
+    this.present.set(d.clientId, entry);
+    this.presenceMessages.push({ editorId: d.editorId, presence: { type: before ? 'update' : 'join', ...entry } });
+    return ok('Presence set.', { clientId: d.clientId, timeoutMs: this.presenceTimeoutMs });
+  }
+  if (path === '/v2/presence/leave') {
+    const before = this.present.get(d.clientId);
+    this.present.delete(d.clientId);
+    if (before) this.presenceMessages.push({ editorId: d.editorId, presence: { type: 'leave', clientId: d.clientId, userId: before.userId, updatedAt: before.updatedAt } });
+    return ok('Presence left.', { clientId: d.clientId });
+  }
+  if (path === '/v2/presence/get') return ok('Presence fetched.', { presence: [...this.present.values()].map((e) => ({ editorId: d.editorId, ...e })) });
+  return json(404, { error: { message: `No endpoint at ${path}.`, status: 'NOT_FOUND' } });
+};
+
 function json(status, body) {
   return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
 }
@@ -176,4 +206,19 @@ export async function until(cond, turns = 200) {
     await new Promise((r) => setImmediate(r));
   }
   throw new Error(`condition not reached: ${cond}`);
+}
+
+/**
+ * A record connected to `service` (its fetch and a FakeEventSource, opened): { record, remote }, where
+ * remote(f) makes the change f(replica) in the service and delivers its message to the record.
+ */
+export async function connectTo(service) {
+  const { connect } = await import('../folio.js');
+  const before = FakeEventSource.instances.length;
+  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource });
+  await until(() => FakeEventSource.instances.length > before);
+  const es = FakeEventSource.last();
+  es.open();
+  const record = await pending;
+  return { record, remote: (f) => es.send(service.edit(f)) };
 }

@@ -2,9 +2,9 @@
 // accept the documented uses and refuse wrong ones (@ts-expect-error lines).
 import { EditorState } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
-import { folioRemote, folioSync } from '@folio/client/codemirror';
-import { bindTextarea, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, indexedDbPersistence, loadEngine, Replica } from '@folio/client';
-import type { ChangeEvent, JsonObject, RecordMetadata, TextChange, VersionInfo, VersionValue } from '@folio/client';
+import { folioCursors, folioRemote, folioSync } from '@folio/client/codemirror';
+import { bindTextarea, presenceList, presenceName, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, indexedDbPersistence, loadEngine, Replica } from '@folio/client';
+import type { ChangeEvent, JsonObject, PresenceEntry, PresenceEvent, RecordMetadata, TextChange, VersionInfo, VersionValue } from '@folio/client';
 
 export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement): Promise<void> {
   const record: FolioRecord = await connect({
@@ -56,10 +56,24 @@ export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement):
   await store.clear();
   store.close();
   Replica.resume(await loadEngine(), saved).free();
+  await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', presenceClientId: 'tab-1', presenceThrottleMs: 0 });
   await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', saved, headers: { 'x-folio-api-key': 'k' }, EventSource: FetchEventSource });
+  record.presence.set({ name: 'Ana', color: '#c33' }, { anchor: record.anchorAt(0), head: record.anchorAt(record.length) });
+  record.presence.set({ name: 'Ana' });
+  record.presence.select(null);
+  const at: number = record.indexOf(record.anchorAt(0));
+  const others: PresenceEntry[] = record.presence.others;
+  record.on('presence', (e: PresenceEvent) => void [e.type, e.clientId, e.state.name, e.selection?.head, at, others[0]?.userId]);
+  presenceList(record, parent).destroy();
+  void presenceName(others[0]!);
+  record.presence.leave();
+  // @ts-expect-error presence state is a JSON object
+  record.presence.set('Ana');
+  // @ts-expect-error presence is read-only
+  record.presence = null;
   const { destroy } = bindTextarea(record, textarea);
   destroy();
-  new EditorView({ parent, state: EditorState.create({ doc: String(record.value), extensions: [folioSync(record)] }) });
+  new EditorView({ parent, state: EditorState.create({ doc: String(record.value), extensions: [folioSync(record), folioCursors(record)] }) });
   void folioRemote;
   const engine = await loadEngine();
   const r = Replica.create(engine, 'text');

@@ -1,0 +1,189 @@
+// Remote cursors on a live record: anchors (record.anchorAt / indexOf), the textarea's selection
+// published and presenceList, and the CodeMirror cursors (folioCursors) against a real EditorState
+// driven without a DOM. The others are announced through the record's channel (test/model.js).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { EditorSelection, EditorState } from '@codemirror/state';
+
+import { bindTextarea, connect, loadEngine, presenceColor, presenceList, presenceName, presenceWhere } from '../folio.js';
+import { folioCursorField, FolioCodeMirrorCursors, FolioCodeMirrorSync, FolioCursorWidget } from '../src/codemirror.js';
+import { FakeEventSource, ModelService, until } from './model.js';
+
+const engine = await loadEngine();
+
+async function textRecord(initial) {
+  const service = new ModelService(engine, 'text');
+  service.doc.replace(initial);
+  const before = FakeEventSource.instances.length;
+  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource, presenceThrottleMs: 0 });
+  await until(() => FakeEventSource.instances.length > before);
+  const es = FakeEventSource.last();
+  es.open();
+  const record = await pending;
+  const remote = (f) => es.send(service.edit(f));
+  /** Another client announcing its caret at index `head` of the service's value (anchors of the service's replica). */
+  const announce = (clientId, name, anchor, head = anchor, type = 'join') =>
+    es.send({ editorId: 'e', presence: { type, clientId, userId: `u-${clientId}`, state: { name, color: '#d93f3f' }, selection: { anchor: service.doc.anchorAt(anchor), head: service.doc.anchorAt(head) }, updatedAt: 't' } });
+  return { service, record, remote, announce, es };
+}
+
+const sets = (service) => service.requests.filter((r) => r.path === '/v2/presence/set').map((r) => r.body.data.selection);
+
+test('anchors: anchorAt/indexOf follow their character through concurrent edits, here and in another replica', async () => {
+  const { record, remote } = await textRecord('hello world');
+  try {
+    const w = record.anchorAt(6); // "w"
+    const end = record.anchorAt(11);
+    assert.equal(end, 'end');
+    assert.equal(record.indexOf(w), 6);
+    remote((d) => d.insert(0, '>> '));
+    record.insert(8, ',');
+    assert.equal(record.value, '>> hello, world');
+    assert.equal(record.indexOf(w), 10);
+    assert.equal(record.indexOf(end), record.length);
+    remote((d) => d.delete(8, 6)); // " world" goes (the service lacks the ","), "w" with it: where it was
+    assert.equal(record.indexOf(w), 9);
+    assert.throws(() => record.anchorAt(99), RangeError);
+  } finally {
+    record.close();
+  }
+});
+
+/** The textarea stand-in the binding needs (value, selection, events). */
+class FakeTextarea {
+  constructor() {
+    this.value = '';
+    this.selectionStart = this.selectionEnd = 0;
+    this.selectionDirection = 'none';
+    this.listeners = {};
+  }
+  setSelectionRange(start, end, direction = 'none') {
+    Object.assign(this, { selectionStart: start, selectionEnd: end, selectionDirection: direction });
+  }
+  addEventListener(type, f) { (this.listeners[type] ??= new Set()).add(f); }
+  removeEventListener(type, f) { this.listeners[type]?.delete(f); }
+  fire(type) { for (const f of this.listeners[type] ?? []) f({ type }); }
+}
+
+/** The DOM a list needs: elements with children, text, dataset, style, className. */
+class FakeElement {
+  constructor(doc, tag) {
+    Object.assign(this, { ownerDocument: doc, tagName: tag, children: [], dataset: {}, style: {}, className: '', _text: '' });
+  }
+  get textContent() { return this._text + this.children.map((c) => c.textContent).join(''); }
+  set textContent(t) { this._text = t; this.children = []; }
+  append(...c) { this.children.push(...c); }
+  replaceChildren(...c) { this.children = c; }
+}
+function fakeList() {
+  const doc = { createElement: (tag) => new FakeElement(doc, tag) };
+  return new FakeElement(doc, 'ul');
+}
+
+test('textarea: the selection is published as anchors once the page announced itself; a list says who is where', async () => {
+  const { service, record, remote, announce } = await textRecord('one\ntwo 😀 three');
+  try {
+    const ta = new FakeTextarea();
+    const binding = bindTextarea(record, ta);
+    ta.setSelectionRange(4, 7, 'backward'); // "two", selected backwards
+    ta.fire('select');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(sets(service), [], 'not announced: nothing sent');
+    record.presence.set({ name: 'Me' });
+    ta.fire('keyup');
+    await until(() => sets(service).length >= 1 && sets(service).at(-1) !== null);
+    const sel = sets(service).at(-1);
+    assert.deepEqual([service.doc.indexOf(sel.anchor), service.doc.indexOf(sel.head)], [7, 4]);
+    // A remote insert before the caret moves the textarea's selection, not its anchors: nothing is sent.
+    const sent = service.requests.length;
+    remote((d) => d.insert(0, '# '));
+    ta.fire('keyup');
+    await new Promise((r) => setImmediate(r));
+    assert.equal(service.requests.length, sent);
+
+    const ul = fakeList();
+    const list = presenceList(record, ul);
+    announce('ana', 'Ana', 12); // "# one\ntwo 😀 three": the "t" of "three", line 2, column 7 (code points)
+    announce('bo', 'Bo', 0); // the "#"
+    await until(() => ul.children.length === 2);
+    assert.deepEqual(ul.children.map((li) => [li.dataset.clientId, li.textContent]), [['ana', 'Analine 2, column 7'], ['bo', 'Boline 1, column 1']]);
+    assert.equal(ul.children[0].children[0].style.background, '#d93f3f');
+    remote((d) => d.insert(0, 'zero\n'));
+    await until(() => ul.children[0].textContent === 'Analine 3, column 7');
+    assert.equal(ul.children[1].textContent, 'Boline 2, column 1');
+    list.destroy();
+    binding.destroy();
+  } finally {
+    record.close();
+  }
+});
+
+test('presenceName, presenceColor and presenceWhere: fallbacks and refusals', async () => {
+  const { record } = await textRecord('abc');
+  try {
+    assert.equal(presenceName({ clientId: 'c', userId: 'u', state: {} }), 'u');
+    assert.equal(presenceName({ clientId: 'c', userId: null, state: { name: 'N' } }), 'N');
+    assert.equal(presenceColor({ clientId: 'c', state: { color: 'red' } }), 'red');
+    assert.match(presenceColor({ clientId: 'c', state: { color: 'red; background: url(x)' } }), /^hsl\(/); // not a colour: one of its own
+    assert.equal(presenceWhere(record, { clientId: 'c', selection: null }), '');
+    assert.equal(presenceWhere(record, { clientId: 'c', selection: { anchor: '99.1', head: '99.1' } }), '…');
+  } finally {
+    record.close();
+  }
+});
+
+/** A view with the cursors' field: the state and dispatch, feeding updates to the plugins. */
+function fakeView(doc) {
+  return {
+    state: EditorState.create({ doc, extensions: [folioCursorField] }),
+    plugins: [],
+    dispatch(spec) {
+      const tr = this.state.update(spec);
+      this.state = tr.state;
+      for (const p of this.plugins) p.update({ docChanged: tr.docChanged, selectionSet: !!tr.selection, transactions: [tr] });
+    },
+  };
+}
+
+function carets(view) {
+  const out = [];
+  view.state.field(folioCursorField).between(0, view.state.doc.length, (from, to, deco) => {
+    out.push(deco.spec.widget ? `${deco.spec.widget.name}@${from}` : `sel ${from}-${to}`);
+  });
+  return out.sort();
+}
+
+test('CodeMirror: the others\' carets and selections are drawn at their characters and follow edits; the local selection is published', async () => {
+  const { service, record, remote, announce } = await textRecord('😀 hello world');
+  try {
+    const view = fakeView(record.value);
+    const sync = new FolioCodeMirrorSync(record, view);
+    const cursors = new FolioCodeMirrorCursors(record, view);
+    view.plugins.push(sync, cursors);
+    announce('ana', 'Ana', 2, 7); // "hello" selected, caret after it (code points)
+    announce('bo', 'Bo', 8);
+    await until(() => carets(view).length === 3);
+    assert.deepEqual(carets(view), ['Ana@8', 'Bo@9', 'sel 3-8']); // UTF-16: the emoji is two units
+    remote((d) => d.insert(2, 'oh '));
+    await until(() => carets(view).includes('Ana@11'));
+    assert.deepEqual(carets(view), ['Ana@11', 'Bo@12', 'sel 6-11']);
+    view.dispatch({ changes: { from: 0, insert: 'x' } }); // local: mapped at once, then redrawn from the anchors
+    assert.deepEqual(carets(view), ['Ana@12', 'Bo@13', 'sel 7-12']);
+    announce('bo', 'Bo', 0, 0, 'leave');
+    await until(() => carets(view).length === 2);
+    // The local selection, once announced: anchors of the characters after its ends.
+    record.presence.set({ name: 'Me' });
+    view.dispatch({ selection: EditorSelection.range(3, 1) });
+    await until(() => sets(service).at(-1) !== null && sets(service).at(-1) !== undefined);
+    await record.sync();
+    const sel = sets(service).at(-1);
+    assert.deepEqual([service.doc.indexOf(sel.anchor), service.doc.indexOf(sel.head)], [2, 1]); // "x😀 ": code points
+    const w = new FolioCursorWidget('c', 'Name', '#123456');
+    assert.ok(w.eq(new FolioCursorWidget('c', 'Name', '#123456')) && !w.eq(new FolioCursorWidget('c', 'Other', '#123456')));
+    cursors.destroy();
+    sync.destroy();
+  } finally {
+    record.close();
+  }
+});
