@@ -5,7 +5,8 @@
 // reports it, the others find nothing).
 // Keys, under "folio:presence:" (apart from Nchan's): r:<record> a hash clientId -> entry (a JSON array
 // [userId, state, selection, updatedAt]); expiry, a sorted set of "<record>\x1f<clientId>" by updatedAt;
-// d:<document> the set of a document's editorIds with entries; t:<tenant> the tenant's count. <record>
+// d:<document> the set of a document's editorIds with entries; t:<tenant> the tenant's count; u:<record>
+// a hash userId -> that user's entries on the record. <record>
 // is record_key::cache_key() (ids hold no control characters, so \x1f separates them).
 // Connections: hiredis, blocking, 1 s to connect and per command, AUTH when a password is set; kept in
 // a pool (one per concurrent caller), a failed one dropped (a pooled one's failure, as after a Redis
