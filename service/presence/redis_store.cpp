@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "platform/log.hpp"
 #include "wire/json.hpp"
 
 namespace folio::service {
@@ -150,12 +151,17 @@ redis_presence_store::~redis_presence_store() {
   for (redisContext* c : idle_) redisFree(c);
 }
 
+void redis_presence_store::unavailable(const std::string& why) {
+  if (!failing_.exchange(true)) log::write("error", "presence_redis_failed", "presence's Redis at " + shown_ + " " + why);
+  throw api_error(status::unavailable, "Presence is unavailable; retry later.");
+}
+
 redisContext* redis_presence_store::connect() {
   const timeval second{1, 0};
   redisContext* c = unix_path_.empty() ? redisConnectWithTimeout(host_.c_str(), port_, second) : redisConnectUnixWithTimeout(unix_path_.c_str(), second);
   const auto fail = [&](const std::string& why) {
     if (c) redisFree(c);
-    throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " " + why + ".");
+    unavailable(why);
   };
   if (!c) fail("could not be reached");
   if (c->err) fail("could not be reached (" + std::string(c->errstr) + ")");
@@ -190,14 +196,14 @@ redis_presence_store::reply redis_presence_store::command(const std::vector<std:
         pooled = false;
         continue;
       }
-      throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " failed (" + why + ").");
+      unavailable("failed (" + why + ")");
     }
     {
       std::lock_guard<std::mutex> g(mu_);
       idle_.push_back(c);
     }
-    if (r->type == REDIS_REPLY_ERROR)
-      throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " answered " + std::string(r->str, r->len) + ".");
+    if (r->type == REDIS_REPLY_ERROR) unavailable("answered " + std::string(r->str, r->len));
+    if (failing_.exchange(false)) log::write("info", "presence_redis_resumed", "presence's Redis at " + shown_ + " answers again");
     return r;
   }
 }
