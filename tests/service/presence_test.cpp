@@ -304,6 +304,19 @@ TEST(presence_budget, SpentApartFromTheChanges) {
   EXPECT_FALSE(b.take_presence("other2", svc::publish_budgets::presence_bytes_per_tenant_window + 1));
 }
 
+TEST(presence_budget, AllTenantsTogetherAreBoundedToo) {
+  // Each tenant within its own budget, together they cannot hold more than presence_bytes_per_window
+  // of Nchan's memory (which the changes need): the third tenant's presence is dropped.
+  svc::publish_budgets b;
+  const std::size_t share = svc::publish_budgets::presence_bytes_per_tenant_window;
+  ASSERT_EQ(svc::publish_budgets::presence_bytes_per_window, 2 * share);
+  EXPECT_TRUE(b.take_presence("t1", share - 4096));  // (a new tenant's bucket may be a few bytes short of whole)
+  EXPECT_TRUE(b.take_presence("t2", share - 4096));
+  EXPECT_FALSE(b.take_presence("t3", std::size_t(1) << 20));  // what refilled meanwhile is far less than 1 MiB
+  EXPECT_TRUE(b.take_message("t3"));                            // the changes' budgets are untouched
+  EXPECT_TRUE(b.take_bytes("t3", std::size_t(1) << 20));
+}
+
 // The endpoints through the server, on the test database, with the injected clock and every published
 // message seen through the family's hook.
 struct presence_api : fixture {
