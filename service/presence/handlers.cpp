@@ -90,6 +90,8 @@ std::string presence_set(context& c, presence_family& f) {
     case presence_store::set_outcome::other_user: throw other_user();
     case presence_store::set_outcome::record_full:
       throw api_error(status::resource_exhausted, "This record already has 256 clients present; retry later.");
+    case presence_store::set_outcome::user_full:
+      throw api_error(status::resource_exhausted, "This user already has 64 clients present on this record; retry later.");
     case presence_store::set_outcome::tenant_full:
       throw api_error(status::resource_exhausted,
                       "This API key already has " + std::to_string(c.svc.settings().presence.per_tenant) + " clients present; retry later.");

@@ -33,12 +33,15 @@ presence_store::set_result memory_presence_store::set(const record_key& k, const
     by_time_.erase({e->updated_ms, rk, client});
   } else {
     if (r != records_.end() && r->second.size() >= max_per_record) return {set_outcome::record_full, {}};
+    const std::string user_key = rk + '\x1f' + user;
+    if (const auto u = per_user_count_.find(user_key); u != per_user_count_.end() && u->second >= max_per_user) return {set_outcome::user_full, {}};
     std::size_t& count = per_tenant_count_[k.tenant];
     if (count >= per_tenant_) {
       if (count == 0) per_tenant_count_.erase(k.tenant);
       return {set_outcome::tenant_full, {}};
     }
     ++count;
+    ++per_user_count_[user_key];
     if (r == records_.end()) r = records_.try_emplace(rk).first;
     e = &r->second[client];
     e->client = client, e->user = user;
@@ -54,6 +57,7 @@ presence_store::set_result memory_presence_store::set(const record_key& k, const
 
 void memory_presence_store::remove(records::iterator r, std::map<std::string, presence_entry>::iterator e, const std::string& tenant) {
   by_time_.erase({e->second.updated_ms, r->first, e->first});
+  if (const auto u = per_user_count_.find(r->first + '\x1f' + e->second.user); u != per_user_count_.end() && --u->second == 0) per_user_count_.erase(u);
   r->second.erase(e);
   if (r->second.empty()) records_.erase(r);
   if (const auto c = per_tenant_count_.find(tenant); c != per_tenant_count_.end() && --c->second == 0) per_tenant_count_.erase(c);

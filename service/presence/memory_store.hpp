@@ -1,6 +1,6 @@
 // service/presence/memory_store.hpp — presence kept in this process's memory (one node; store.hpp has
 // the model). Entries by record key, then clientId (ordered maps: get() lists in order), an index by
-// updatedAt for expire(), and a count per tenant.
+// updatedAt for expire(), a count per (record, user) and a count per tenant.
 // Cost: O(log n) per set/leave, O(entries listed) per get (a document's records: O(log n + listed)),
 // O(k log n) for k entries expired. Memory: bounded by the per-record and per-tenant limits.
 // Thread-safety: one mutex.
@@ -37,6 +37,7 @@ class memory_presence_store final : public presence_store {
   records records_;
   std::set<std::tuple<std::int64_t, std::string, std::string>> by_time_;  ///< (updatedAt, record key, clientId)
   std::unordered_map<std::string, std::size_t> per_tenant_count_;
+  std::unordered_map<std::string, std::size_t> per_user_count_;  ///< by "<record key>\x1f<userId>"
 };
 
 }  // namespace folio::service

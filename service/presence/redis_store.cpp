@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "platform/log.hpp"
 #include "wire/json.hpp"
 
 namespace folio::service {
@@ -15,9 +16,9 @@ namespace {
 
 constexpr std::string_view prefix = "folio:presence:";
 
-// join or refresh. KEYS: the record's hash, expiry, the document's editors, the tenant's count.
-// ARGV: clientId, userId, has state (1/0), state, has selection, selection, now, expiry member, editorId,
-// max per record, max per tenant. Answers {outcome, userId, state, selection, updatedAt, changed (1/0)}.
+// join or refresh. KEYS: the record's hash, expiry, the document's editors, the tenant's count, the
+// record's counts per user. ARGV: clientId, userId, has state (1/0), state, has selection, selection,
+// now, expiry member, editorId, max per record, max per tenant, max per user. Answers {outcome, userId, state, selection, updatedAt, changed (1/0)}.
 constexpr const char* set_script = R"(
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 local state, sel, outcome, changed = '{}', 'null', 'joined', '1'
@@ -27,8 +28,10 @@ if cur then
   state, sel, outcome = e[2], e[3], 'updated'
 else
   if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[10]) then return {'record_full'} end
+  if tonumber(redis.call('HGET', KEYS[5], ARGV[2]) or '0') >= tonumber(ARGV[12]) then return {'user_full'} end
   if tonumber(redis.call('GET', KEYS[4]) or '0') >= tonumber(ARGV[11]) then return {'tenant_full'} end
   redis.call('INCR', KEYS[4])
+  redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
   redis.call('SADD', KEYS[3], ARGV[9])
 end
 if cur then changed = '0' end
@@ -46,6 +49,7 @@ if not cur then return {'absent'} end
 local e = cjson.decode(cur)
 if ARGV[2] ~= '' and e[1] ~= ARGV[2] then return {'other_user', e[1], e[2], e[3], e[4]} end
 redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('HINCRBY', KEYS[5], e[1], -1) <= 0 then redis.call('HDEL', KEYS[5], e[1]) end
 redis.call('ZREM', KEYS[2], ARGV[3])
 if redis.call('HLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[3], ARGV[4]) end
 if redis.call('DECR', KEYS[4]) <= 0 then redis.call('DEL', KEYS[4]) end
@@ -61,10 +65,13 @@ for _, m in ipairs(due) do
   redis.call('ZREM', KEYS[1], m)
   local p = {}
   for part in string.gmatch(m, '[^\31]+') do p[#p + 1] = part end
-  local h = ARGV[3] .. 'r:' .. p[1] .. '\31' .. p[2] .. '\31' .. p[3] .. '\31' .. p[4]
+  local rk = p[1] .. '\31' .. p[2] .. '\31' .. p[3] .. '\31' .. p[4]
+  local h = ARGV[3] .. 'r:' .. rk
   local cur = redis.call('HGET', h, p[5])
   if cur then
     redis.call('HDEL', h, p[5])
+    local user = cjson.decode(cur)[1]
+    if redis.call('HINCRBY', ARGV[3] .. 'u:' .. rk, user, -1) <= 0 then redis.call('HDEL', ARGV[3] .. 'u:' .. rk, user) end
     if redis.call('HLEN', h) == 0 then redis.call('SREM', ARGV[3] .. 'd:' .. p[1] .. '\31' .. p[2] .. '\31' .. p[3], p[4]) end
     local t = ARGV[3] .. 't:' .. p[1]
     if redis.call('DECR', t) <= 0 then redis.call('DEL', t) end
@@ -93,6 +100,7 @@ return out
 
 std::string document_of(const record_key& k) { return k.tenant + '\x1f' + k.org + '\x1f' + k.doc; }
 std::string hash_of(const record_key& k) { return std::string(prefix) + "r:" + k.cache_key(); }
+std::string user_counts_of(const record_key& k) { return std::string(prefix) + "u:" + k.cache_key(); }
 
 std::string text(const redisReply* r) { return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? std::string(r->str, r->len) : std::string(); }
 
@@ -143,12 +151,17 @@ redis_presence_store::~redis_presence_store() {
   for (redisContext* c : idle_) redisFree(c);
 }
 
+void redis_presence_store::unavailable(const std::string& why) {
+  if (!failing_.exchange(true)) log::write("error", "presence_redis_failed", "presence's Redis at " + shown_ + " " + why);
+  throw api_error(status::unavailable, "Presence is unavailable; retry later.");
+}
+
 redisContext* redis_presence_store::connect() {
   const timeval second{1, 0};
   redisContext* c = unix_path_.empty() ? redisConnectWithTimeout(host_.c_str(), port_, second) : redisConnectUnixWithTimeout(unix_path_.c_str(), second);
   const auto fail = [&](const std::string& why) {
     if (c) redisFree(c);
-    throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " " + why + ".");
+    unavailable(why);
   };
   if (!c) fail("could not be reached");
   if (c->err) fail("could not be reached (" + std::string(c->errstr) + ")");
@@ -183,14 +196,14 @@ redis_presence_store::reply redis_presence_store::command(const std::vector<std:
         pooled = false;
         continue;
       }
-      throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " failed (" + why + ").");
+      unavailable("failed (" + why + ")");
     }
     {
       std::lock_guard<std::mutex> g(mu_);
       idle_.push_back(c);
     }
-    if (r->type == REDIS_REPLY_ERROR)
-      throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " answered " + std::string(r->str, r->len) + ".");
+    if (r->type == REDIS_REPLY_ERROR) unavailable("answered " + std::string(r->str, r->len));
+    if (failing_.exchange(false)) log::write("info", "presence_redis_resumed", "presence's Redis at " + shown_ + " answers again");
     return r;
   }
 }
@@ -199,11 +212,13 @@ presence_store::set_result redis_presence_store::set(const record_key& k, const 
                                                      const std::optional<std::string>& state, const std::optional<std::string>& selection,
                                                      std::int64_t now_ms) {
   const std::string p(prefix);
-  const reply r = command({"EVAL", set_script, "4", hash_of(k), p + "expiry", p + "d:" + document_of(k), p + "t:" + k.tenant, client, user,
-                           state ? "1" : "0", state.value_or(""), selection ? "1" : "0", selection.value_or(""), std::to_string(now_ms),
-                           k.cache_key() + '\x1f' + client, k.editor, std::to_string(max_per_record), std::to_string(per_tenant_)});
+  const reply r = command({"EVAL", set_script, "5", hash_of(k), p + "expiry", p + "d:" + document_of(k), p + "t:" + k.tenant, user_counts_of(k),
+                           client, user, state ? "1" : "0", state.value_or(""), selection ? "1" : "0", selection.value_or(""),
+                           std::to_string(now_ms), k.cache_key() + '\x1f' + client, k.editor, std::to_string(max_per_record),
+                           std::to_string(per_tenant_), std::to_string(max_per_user)});
   const std::string outcome = r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? text(r->element[0]) : std::string();
   if (outcome == "record_full") return {set_outcome::record_full, {}};
+  if (outcome == "user_full") return {set_outcome::user_full, {}};
   if (outcome == "tenant_full") return {set_outcome::tenant_full, {}};
   const set_outcome o = outcome == "joined" ? set_outcome::joined : outcome == "updated" ? set_outcome::updated : set_outcome::other_user;
   const bool changed = r->elements < 6 || text(r->element[5]) == "1";
@@ -212,7 +227,7 @@ presence_store::set_result redis_presence_store::set(const record_key& k, const 
 
 presence_store::leave_result redis_presence_store::leave(const record_key& k, const std::string& client, const std::optional<std::string>& user) {
   const std::string p(prefix);
-  const reply r = command({"EVAL", leave_script, "4", hash_of(k), p + "expiry", p + "d:" + document_of(k), p + "t:" + k.tenant, client,
+  const reply r = command({"EVAL", leave_script, "5", hash_of(k), p + "expiry", p + "d:" + document_of(k), p + "t:" + k.tenant, user_counts_of(k), client,
                            user.value_or(""), k.cache_key() + '\x1f' + client, k.editor});
   const std::string outcome = r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? text(r->element[0]) : std::string();
   if (outcome == "left") return {leave_outcome::left, answered_entry(r.get(), client)};

@@ -5,16 +5,21 @@
 // reports it, the others find nothing).
 // Keys, under "folio:presence:" (apart from Nchan's): r:<record> a hash clientId -> entry (a JSON array
 // [userId, state, selection, updatedAt]); expiry, a sorted set of "<record>\x1f<clientId>" by updatedAt;
-// d:<document> the set of a document's editorIds with entries; t:<tenant> the tenant's count. <record>
+// d:<document> the set of a document's editorIds with entries; t:<tenant> the tenant's count; u:<record>
+// a hash userId -> that user's entries on the record. <record>
 // is record_key::cache_key() (ids hold no control characters, so \x1f separates them).
 // Connections: hiredis, blocking, 1 s to connect and per command, AUTH when a password is set; kept in
 // a pool (one per concurrent caller), a failed one dropped (a pooled one's failure, as after a Redis
-// restart, is retried once on a new connection). Redis unreachable: api_error UNAVAILABLE.
+// restart, is retried once on a new connection). Redis unreachable or answering an error: api_error
+// UNAVAILABLE with a message that names neither its address nor its error (clients see it: the
+// address is the operator's to know), which the log has instead: presence_redis_failed, once until a
+// command succeeds again (presence_redis_resumed).
 // The process must ignore SIGPIPE (folio-fcgi does): hiredis writes to a connection Redis may have closed.
 // Cost: set/leave O(log n) in Redis, get O(entries listed), expire O(k log n); one round trip each.
 // Thread-safety: every member from any thread.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,12 +51,15 @@ class redis_presence_store final : public presence_store {
   /// One command on a pooled connection; api_error UNAVAILABLE when Redis cannot be reached or answers an error.
   reply command(const std::vector<std::string>& args);
   redisContext* connect();
+  /// Logs why (with the address) unless already failing, then throws api_error UNAVAILABLE.
+  [[noreturn]] void unavailable(const std::string& why);
 
   std::string host_, unix_path_, password_, shown_;
   int port_ = 0;
   const std::size_t per_tenant_;
   std::mutex mu_;
   std::vector<redisContext*> idle_;
+  std::atomic<bool> failing_{false};  ///< presence_redis_failed was logged and no command succeeded since
 };
 
 }  // namespace folio::service

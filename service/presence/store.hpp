@@ -7,7 +7,9 @@
 // {"anchor","head"}) and when it was last set (updatedAt, ms since the epoch). Nothing is written to the
 // database. Invariants every store keeps, whatever the interleaving of calls on any node:
 //  - a clientId of a record belongs to one userId while present (another user's set is refused);
-//  - at most max_per_record entries per record and `per_tenant` per tenant (a join beyond is refused);
+//  - at most max_per_record entries per record, max_per_user of them one user's (so one client token,
+//    whose clientIds are its own to choose, cannot fill a record), and `per_tenant` per tenant (a join
+//    beyond any bound is refused);
 //  - an entry is removed once, by leave() or by expire(); only that call reports it, so exactly one leave
 //    is published per entry, whichever node removes it.
 // Thread-safety: every member from any thread.
@@ -39,8 +41,9 @@ struct placed_entry {
 class presence_store {
  public:
   static constexpr std::size_t max_per_record = 256;
+  static constexpr std::size_t max_per_user = 64;  ///< a user's entries on one record, at most
 
-  enum class set_outcome { joined, updated, other_user, record_full, tenant_full };
+  enum class set_outcome { joined, updated, other_user, record_full, user_full, tenant_full };
   struct set_result {
     set_outcome outcome = set_outcome::joined;
     presence_entry entry;  ///< joined/updated: the entry as stored (state and selection kept when not given)

@@ -57,10 +57,17 @@ bool publish_budgets::take_presence(const std::string& tenant, std::size_t bytes
   bool log_spent = false;
   {
     std::lock_guard<std::mutex> g(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    const double all = static_cast<double>(presence_bytes_per_window);
+    presence_bytes_ = std::min(all, presence_bytes_ + all * std::chrono::duration<double>(now - presence_refilled_).count() /
+                                                          std::chrono::duration<double>(window).count());
+    presence_refilled_ = now;
     tenant_budget& mine = refilled(tenant);
-    if (mine.presence_messages >= 1 && mine.presence_bytes >= static_cast<double>(bytes)) {
+    const double size = static_cast<double>(bytes);
+    if (mine.presence_messages >= 1 && mine.presence_bytes >= size && presence_bytes_ >= size) {
       mine.presence_messages -= 1;
-      mine.presence_bytes -= static_cast<double>(bytes);
+      mine.presence_bytes -= size;
+      presence_bytes_ -= size;
       mine.presence_spent_logged = false;
       return true;
     }

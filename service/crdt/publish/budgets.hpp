@@ -8,7 +8,9 @@
 // otherwise its notice goes (publisher.hpp). So what one tenant's changes, large or many, hold in
 // Nchan's shared memory is bounded, and one tenant's flood spends only its own budgets.
 // Presence messages (presence/family.hpp) have budgets of their own, a message and a byte bucket per
-// tenant (take_presence): ephemeral, they are dropped when spent, and take nothing from the changes'.
+// tenant and a byte bucket of everyone's (take_presence): ephemeral, they are dropped when spent, and
+// take nothing from the changes'; the bucket of everyone's bounds what all tenants' presence holds in
+// Nchan's shared memory, so many tenants announcing at their budgets cannot fill it under the changes.
 // Cost: one entry per tenant that published in the last window (at most 10,000 before those whose
 // budgets are whole again are forgotten); a take is a lookup and a refill, O(1).
 // Thread-safety: any thread (one mutex).
@@ -35,14 +37,16 @@ class publish_budgets {
   /// Presence messages (joins, updates, leaves) a tenant publishes per window, at most, and their bytes.
   static constexpr std::size_t presence_messages_per_tenant_window = 12000;
   static constexpr std::size_t presence_bytes_per_tenant_window = std::size_t(8) << 20;
+  /// Bytes of presence messages published per window, of every tenant, at most.
+  static constexpr std::size_t presence_bytes_per_window = std::size_t(16) << 20;
 
   /// Takes `bytes` of a message with ops from `tenant`'s and everyone's byte budgets; false (nothing
   /// taken) when either lacks them.
   bool take_bytes(const std::string& tenant, std::size_t bytes);
   /// Takes one message from `tenant`'s budget; false when it is spent (logged once until it has room again).
   bool take_message(const std::string& tenant);
-  /// Takes one presence message of `bytes` from `tenant`'s presence budgets; false (nothing taken) when
-  /// either is spent (logged once until it has room again).
+  /// Takes one presence message of `bytes` from `tenant`'s presence budgets and everyone's presence
+  /// bytes; false (nothing taken) when one is spent (logged once until the tenant's have room again).
   bool take_presence(const std::string& tenant, std::size_t bytes);
 
  private:
@@ -59,6 +63,8 @@ class publish_budgets {
   std::mutex mu_;
   double bytes_ = static_cast<double>(full_bytes_per_window);  ///< bytes of full messages that may go now, of every tenant
   std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();
+  double presence_bytes_ = static_cast<double>(presence_bytes_per_window);  ///< bytes of presence messages that may go now, of every tenant
+  std::chrono::steady_clock::time_point presence_refilled_ = std::chrono::steady_clock::now();
   std::unordered_map<std::string, tenant_budget> tenants_;
 };
 
