@@ -8,7 +8,7 @@ import { EditorSelection, EditorState } from '@codemirror/state';
 
 import { bindTextarea, connect, loadEngine, presenceColor, presenceList, presenceName, presenceWhere } from '../folio.js';
 import { folioCursorField, FolioCodeMirrorCursors, FolioCodeMirrorSync, FolioCursorWidget } from '../src/codemirror.js';
-import { FakeEventSource, ModelService, until } from './model.js';
+import { FakeEventSource, FakeTextarea, ModelService, until } from './model.js';
 
 const engine = await loadEngine();
 
@@ -49,22 +49,6 @@ test('anchors: anchorAt/indexOf follow their character through concurrent edits,
     record.close();
   }
 });
-
-/** The textarea stand-in the binding needs (value, selection, events). */
-class FakeTextarea {
-  constructor() {
-    this.value = '';
-    this.selectionStart = this.selectionEnd = 0;
-    this.selectionDirection = 'none';
-    this.listeners = {};
-  }
-  setSelectionRange(start, end, direction = 'none') {
-    Object.assign(this, { selectionStart: start, selectionEnd: end, selectionDirection: direction });
-  }
-  addEventListener(type, f) { (this.listeners[type] ??= new Set()).add(f); }
-  removeEventListener(type, f) { this.listeners[type]?.delete(f); }
-  fire(type) { for (const f of this.listeners[type] ?? []) f({ type }); }
-}
 
 /** The DOM a list needs: elements with children, text, dataset, style, className. */
 class FakeElement {
