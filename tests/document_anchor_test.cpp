@@ -9,6 +9,7 @@
 #include <folio/document.hpp>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -268,6 +269,111 @@ TEST(XmlRange, AKeystrokeInALargeRecordIsSmall) {
   folio::markup::fragment f;
   ASSERT_TRUE(folio::markup::parse(big, f));
   EXPECT_NE(d.xml(), folio::markup::serialize(f));
+}
+
+// Seeded random range replaces on random trees: each gives the value the splice of the parsed nodes
+// into the tree's fragment gives, a peer receiving its ops gets the same, and every anchor taken
+// before whose item is still live resolves to a place whose anchor is itself.
+TEST(XmlRange, SeededRandomRangeReplacesMatchTheSpliceAndKeepAnchors) {
+  std::mt19937 rng(53);
+  const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const auto random_nodes = [&](int depth) {
+    std::string out;
+    std::vector<std::string> words{"a", "bc", "def", "é", "x y"};
+    const std::function<void(int)> gen = [&](int d) {
+      const std::size_t n = pick(4);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (d == 0 || pick(2)) {
+          out += words[pick(words.size())];
+        } else {
+          const std::string tag = std::vector<std::string>{"p", "b", "i", "li"}[pick(4)];
+          out += "<" + tag + (pick(3) == 0 ? " k=\"" + std::to_string(pick(3)) + "\"" : "") + ">";
+          gen(d - 1);
+          out += "</" + tag + ">";
+        }
+      }
+    };
+    gen(depth);
+    return out;
+  };
+  for (int round = 0; round < 60; ++round) {
+    document d(record_type::xml, 1);
+    ASSERT_TRUE(d.replace_xml("<doc>" + random_nodes(3) + "</doc>").first);
+    document peer = fork(d, 2);
+    for (int step = 0; step < 8; ++step) {
+      // A random element (or the fragment).
+      path at;
+      for (std::size_t k = pick(4); k > 0; --k) {
+        const auto kids = d.xml_child_ids(at);
+        std::vector<std::size_t> elements;
+        for (std::size_t i = 0; i < kids.size(); ++i) {
+          path q = at;
+          q.push_back(i);
+          if (d.xml_markup(q).front() == '<') elements.push_back(i);
+        }
+        if (elements.empty()) break;
+        at.push_back(elements[pick(elements.size())]);
+      }
+      // Anchors on every child and code point of the element's children, before.
+      std::vector<xml_anchor> anchors;
+      const std::size_t n = d.xml_child_ids(at).size();
+      for (std::size_t i = 0; i <= n; ++i) anchors.push_back(d.xml_anchor_at(at, i));
+      for (std::size_t i = 0; i < n; ++i) {
+        path q = at;
+        q.push_back(i);
+        if (d.xml_markup(q).front() == '<') continue;
+        const std::string text = d.xml_markup(q);  // no character here needs escaping
+        const std::size_t cps = static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+        for (std::size_t c : {std::size_t(0), cps / 2, cps - 1, cps}) anchors.push_back(d.xml_anchor_at(q, c));
+      }
+      const std::size_t from = pick(n + 1), to = from + pick(n - from + 1);
+      const std::string nodes = random_nodes(2);
+      // The expected value: the nodes spliced into the tree's fragment.
+      folio::markup::fragment f = d.xml_fragment(), parsed;
+      ASSERT_TRUE(folio::markup::parse(nodes, parsed));
+      std::vector<folio::markup::node>* list = &f;
+      for (std::size_t i : at) list = &(*list)[i].children;
+      list->erase(list->begin() + static_cast<std::ptrdiff_t>(from), list->begin() + static_cast<std::ptrdiff_t>(to));
+      list->insert(list->begin() + static_cast<std::ptrdiff_t>(from), parsed.begin(), parsed.end());
+      const auto [pr, change] = d.replace_xml_range(at, from, to, nodes);
+      ASSERT_TRUE(pr) << pr.description();
+      ASSERT_EQ(d.xml(), folio::markup::serialize(f)) << "round " << round << " step " << step << ": " << nodes;
+      d.check_invariants();
+      ASSERT_TRUE(peer.apply(d.encode_change(change)));
+      ASSERT_EQ(peer.xml(), d.xml());
+      for (const xml_anchor& a : anchors) {
+        const auto p = d.xml_resolve(a);
+        if (!p) {  // its node was removed
+          EXPECT_FALSE(a.end && d.xml_path_of(a.item)) << "the end of a visible node resolves";
+          continue;
+        }
+        if (d.xml_anchor_at(p->path, p->offset) == a) continue;  // the item itself, or the node's end
+        // Otherwise the item was removed, and the offset is where it was (a node: it has no path).
+        EXPECT_FALSE(a.end) << "an end resolves to a place that is not that end";
+        EXPECT_FALSE(d.xml_path_of(a.item)) << "a live node resolves elsewhere";
+      }
+    }
+  }
+}
+
+// Concurrent text nodes typed into one empty element are two children that markup writes as one text;
+// a replace of the element's whole children range makes them one node again.
+TEST(XmlRange, AdjacentTextNodesCountAsChildrenAndMergeOnTheNextRangeReplace) {
+  document base(record_type::xml, 1);
+  ASSERT_TRUE(base.replace_xml("<p/>").first);
+  document a = fork(base, 2), b = fork(base, 3);
+  const std::string ca = a.encode_change(a.replace_xml_range(path{0}, 0, 0, "ab").second);
+  const std::string cb = b.encode_change(b.replace_xml_range(path{0}, 0, 0, "cd").second);
+  ASSERT_TRUE(a.apply(cb));
+  ASSERT_TRUE(b.apply(ca));
+  EXPECT_EQ(a.xml(), b.xml());
+  EXPECT_EQ(a.xml_child_ids(path{0}).size(), 2u);
+  const std::string text = a.xml_markup(path{0}).substr(3, 4);
+  EXPECT_EQ(a.xml_markup(path{0, 0}) + a.xml_markup(path{0, 1}), text);
+  const auto [pr, change] = a.replace_xml_range(path{0}, 0, 2, text + "!");
+  ASSERT_TRUE(pr);
+  EXPECT_EQ(a.xml_child_ids(path{0}).size(), 1u);
+  EXPECT_EQ(a.xml(), "<p>" + text + "!</p>");
 }
 
 // ---- xml: the change report ----------------------------------------------------------------------

@@ -453,3 +453,19 @@ test('xml: xmlChanged names the elements a remote change touched, with tracking 
   assert.equal(b.apply(a.encodeSince(v)).xmlChanged, undefined);
   a.free(), b.free();
 });
+
+test('xml: onAnswer and onPush answer xmlChanged too, with tracking on', () => {
+  const a = make('xml');
+  a.replace('<p>one</p><p>two</p>');
+  const b = make('xml');
+  b.track(true);
+  const answer = b.onAnswer(a.encodeSince(b.version()), a.version(), 'i1');
+  assert.deepEqual(answer.xmlChanged, ['root', ...a.xmlChildIds([])]); // the list and each new <p>
+  const v = a.version();
+  a.xmlReplace([1], 0, 1, 'two!');
+  const push = b.onPush(a.encodeSince(v), a.version(), 'i1');
+  assert.equal(push.status, 'applied');
+  assert.deepEqual(push.xmlChanged, [a.xmlChildIds([])[1]]);
+  assert.equal(b.value, '<p>one</p><p>two!</p>');
+  a.free(), b.free();
+});

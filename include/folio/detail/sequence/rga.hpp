@@ -395,22 +395,8 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// Ids of the live items [pos, pos + n) as runs of consecutive seqs of one replica, in document
   /// order: (first id, count). O(log n + runs). Throws "[folio.range]" past the end.
   std::vector<std::pair<op_id, std::uint32_t>> live_ids(std::size_t pos, std::size_t n) const {
-    if (pos > size() || n > size() - pos)
-      fail(error_code::range, "range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
     std::vector<std::pair<op_id, std::uint32_t>> out;
-    if (n == 0) return out;
-    place p = locate_live(pos);
-    for (std::size_t done = 0; done < n;) {
-      normalize(p);
-      const run& r = p.leaf->runs[p.idx];
-      if (r.deleted() || p.off >= r.len()) {
-        ++p.idx, p.off = 0;
-        continue;
-      }
-      const std::uint32_t take = static_cast<std::uint32_t>(std::min<std::size_t>(r.len() - p.off, n - done));
-      out.push_back({op_id{reps_[r.replica].id, r.seq + p.off}, take});
-      done += take, ++p.idx, p.off = 0;
-    }
+    for_each_live_piece(pos, n, [&](const run& r, std::uint32_t off, std::uint32_t take) { out.push_back({op_id{reps_[r.replica].id, r.seq + off}, take}); });
     return out;
   }
 
@@ -437,6 +423,16 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
   /// "[folio.range]" past the end.
   template <class F>
   void for_each_item_in(std::size_t pos, std::size_t n, F&& f) const {
+    for_each_live_piece(pos, n, [&](const run& r, std::uint32_t off, std::uint32_t take) {
+      const replica_state& rs = reps_[r.replica];
+      const std::size_t at = rs.slot(r.seq + off);
+      for (std::uint32_t k = 0; k < take; ++k) f(op_id{rs.id, r.seq + off + k}, rs.content[at + k]);
+    });
+  }
+  /// Calls f(run, off, take) for each piece of a live run that the live items [pos, pos + n) cover, in
+  /// order: items [off, off + take) of the run. O(log n + runs). Throws "[folio.range]" past the end.
+  template <class F>
+  void for_each_live_piece(std::size_t pos, std::size_t n, F&& f) const {
     if (pos > size() || n > size() - pos)
       fail(error_code::range, "range " + std::to_string(pos) + "+" + std::to_string(n) + " > size " + std::to_string(size()));
     if (n == 0) return;
@@ -449,9 +445,7 @@ class rga : public run_tree<rga<T>>, public replica_core<rga_replica<T>, rga_par
         continue;
       }
       const std::uint32_t take = static_cast<std::uint32_t>(std::min<std::size_t>(r.len() - p.off, n - done));
-      const replica_state& rs = reps_[r.replica];
-      const std::size_t at = rs.slot(r.seq + p.off);
-      for (std::uint32_t k = 0; k < take; ++k) f(op_id{rs.id, r.seq + p.off + k}, rs.content[at + k]);
+      f(r, p.off, take);
       done += take, ++p.idx, p.off = 0;
     }
   }

@@ -253,7 +253,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   markup::flat_fragment flat() const { return flat_range(0, 0, live_children(objects_[0])); }
   /// As flat(), for the live children [from, from + count) of children object `oi` only: the top of
   /// the fragment is those nodes, with their whole subtrees. O(log n + what it holds); a list not
-  /// edited since it was loaded (lazy) reads its one op whole. Throws "[folio.range]" past the end.
+  /// edited since it was loaded (lazy) reads its one op whole, once: for a part of it, the op stays
+  /// unpacked (lazy_read_) for the next range of that list. Throws "[folio.range]" past the end.
   markup::flat_fragment flat_range(std::uint32_t oi, std::size_t from, std::size_t count) const {
     using index = markup::flat_fragment::index;
     if (from > live_children(objects_[oi]) || count > live_children(objects_[oi]) - from)
@@ -271,7 +272,10 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     while (!stack.empty()) {
       frame f = stack.back();
       stack.pop_back();
-      for_each_child(objects_[f.object], scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
+      // A part of a lazy list is read from the op kept for it (a list holds no item of its own, so only
+      // the first frame is that list); the whole of one (flat()) is read once and not kept.
+      const bool top_lazy = f.object == oi && !objects_[oi].seq && objects_[oi].whole != no_entry && count < live_children(objects_[oi]);
+      for_each_child(objects_[f.object], top_lazy ? lazy_op(objects_[oi]) : scratch, [&](const op_id&, const std::string& tag, std::uint32_t first) {
         if (f.slot == f.end) fail(error_code::invariant, "a children list has more items than it counts");
         markup::flat_fragment::item x;
         if (tag.empty()) {
@@ -290,7 +294,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
           if (x.children.count) stack.push_back({first + 1, 0, kids, x.children.first, x.children.end()});
         }
         out.node_at(f.slot++) = x;
-      }, f.from, f.count);
+      }, f.from, f.count, top_lazy);
       if (f.slot != f.end) fail(error_code::invariant, "a children list has fewer items than it counts");
     }
     return out;
@@ -495,6 +499,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     for (std::uint32_t i = 0; i < objects_.size(); ++i) {
       const object& o = objects_[i];
       if (i != 0 && find_object(o.name) != i) fail(error_code::invariant, "an object is not found by its name");
+      if (i != 0 && (o.parent >= objects_.size() || objects_[o.parent].kind != object_kind::children || !index_in(objects_[o.parent], o.name.creator, nullptr)))
+        fail(error_code::invariant, "an object's parent list does not hold the item that made it");
       if (o.map) o.map->check_invariants();
       if (o.whole != no_entry) {
         if (o.seq || o.kind == object_kind::map || o.whole >= log_.size()) fail(error_code::invariant, "a lazy object's op is not a logged insert");
@@ -536,6 +542,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// Heap bytes, approximately (objects, their engines, the log).
   std::size_t memory_usage() const {
     std::size_t bytes = objects_.capacity() * sizeof(object) + log_.capacity() * sizeof(logged) + log_bytes_.capacity();
+    bytes += touched_.capacity() * sizeof(std::uint32_t) + lazy_read_.op.nodes.capacity() * sizeof(std::string);  // the change report, a kept lazy list
     for (const replica_state& r : reps_)
       bytes += sizeof(replica_state) + r.log_pos.capacity() * sizeof(std::uint32_t) + r.created.capacity() * sizeof(r.created[0]);
     for (const object& o : objects_) {
@@ -652,8 +659,9 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   /// `scratch` holds a lazy object's logged op meanwhile.
   /// With `from` and `count`: only the live items [from, from + count) (within the list: the caller's
   /// check), O(log n + count) besides a lazy object's op.
+  /// With `ready`, `scratch` holds the lazy object's op already (lazy_op).
   template <class F>
-  void for_each_child(const object& o, tree_op& scratch, F&& f, std::size_t from = 0, std::size_t count = std::size_t(-1)) const {
+  void for_each_child(const object& o, tree_op& scratch, F&& f, std::size_t from = 0, std::size_t count = std::size_t(-1), bool ready = false) const {
     if (o.seq) {
       if (!o.seq->kids) return;
       const auto each = [&](op_id local, const std::string& tag) {
@@ -668,7 +676,7 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     }
     if (o.whole == no_entry) return;
     const logged& e = log_[o.whole];
-    unpack(e, scratch);
+    if (!ready) unpack(e, scratch);
     const std::pair<std::uint32_t, std::uint32_t>* made = created_entry({scratch.id.replica, e.seq});  // its items' entries are consecutive
     const std::uint32_t end = static_cast<std::uint32_t>(std::min<std::size_t>(e.len, from + std::min<std::size_t>(count, e.len)));
     for (std::uint32_t k = static_cast<std::uint32_t>(from); k < end; ++k)
@@ -679,6 +687,16 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
   std::size_t live_children(const object& o) const noexcept {
     if (o.seq) return o.seq->kids ? o.seq->kids->size() : 0;
     return o.whole == no_entry ? 0 : log_[o.whole].len;  // a lazy object's items are its only op's, all live
+  }
+  /// The op of lazy object `o`, unpacked: kept in lazy_read_ by its log entry (a logged op never
+  /// changes), so reading ranges of one lazy list unpacks it once. O(that op) the first time, O(1) after.
+  tree_op& lazy_op(const object& o) const {
+    if (lazy_read_.entry != o.whole) {
+      lazy_read_.entry = UINT32_MAX;
+      unpack(log_[o.whole], lazy_read_.op);
+      lazy_read_.entry = o.whole;
+    }
+    return lazy_read_.op;
   }
   /// Live items of sequence object `o` (children or code points). O(1).
   std::size_t live_items(const object& o) const noexcept {
@@ -1079,6 +1097,8 @@ class tree_doc : public replica_core<tree_replica, tree_parked> {
     tree_op op;
   };
   mutable std::unordered_map<std::uint32_t, unpacked> compared_;
+  /// The lazy list flat_range read last (lazy_op): the last lazy list read by position, one op held.
+  mutable unpacked lazy_read_;
 };
 
 }  // namespace folio::detail
