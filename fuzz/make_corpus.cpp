@@ -92,6 +92,9 @@ int main(int argc, char** argv) {
       {11, "{\"data\":{" + ids + R"(,"editorId":"t"}})"},
       {12, "{\"data\":{" + ids + R"(,"editorId":"t","version":"AA=="}})"},
       {13, ""},
+      {29, "{\"data\":{" + ids + R"(,"editorId":"t","clientId":"tab-1","state":{"name":"A","c":[1]},"selection":{"anchor":"1.2","head":"end"}}})"},
+      {30, "{\"data\":{" + ids + R"(,"editorId":"t","clientId":"tab-1"}})"},
+      {31, "{\"data\":{" + ids + R"(}})"},
   };
   int i = 0;
   for (const auto& [path, body] : requests) put(root / "request", "seed" + std::to_string(i++), std::string(1, static_cast<char>(path)) + body);

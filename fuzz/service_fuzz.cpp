@@ -51,6 +51,7 @@ constexpr std::string_view paths[] = {
     "/v2/webhooks/endpoints/get",       "/v2/webhooks/endpoints/delete", "/v2/webhooks/endpoints/rotate-secret",
     "/v2/webhooks/endpoints/test",      "/v2/webhooks/deliveries/get",   "/v2/webhooks/deliveries/replay",
     "/v2/events/get",
+    "/v2/presence/set",                 "/v2/presence/leave",            "/v2/presence/get",
 };
 constexpr const char* editors[] = {"t", "m", "x", "a"};
 

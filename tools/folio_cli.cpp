@@ -212,6 +212,7 @@ bool apply_message(const options& o, std::optional<folio::sync_client>& c, const
   rapidjson::Document m;
   m.Parse(message.c_str(), message.size());
   if (!m.IsObject()) return true;  // not ours (a keep-alive); ignore
+  if (m.HasMember("presence")) return true;  // who is on the record (docs/API.md, "Presence"): nothing of its value
   // Messages of one record may arrive out of commit order (several nodes publish; docs/API.md): the
   // deletion of an incarnation this replica does not follow (one deleted before the record was added
   // again, arriving after the new one's changes) is not the end of the record it follows.

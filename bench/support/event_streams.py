@@ -3,6 +3,7 @@ bench/support/presence_fanout.py).
 
   sel, socks = subscribe(host, port, key, token, ids, n)    n subscribers, each greeted by Nchan
   delays = deliveries(sel, n, t0, accept)                    reads until n messages `accept` takes
+  read_some(sel, on_message, wait)                           one read of what has come, message by message
 """
 import json
 import selectors
@@ -39,21 +40,31 @@ def subscribe(host, port, key, token, ids, n):
     return sel, socks
 
 
+def read_some(sel, on_message, wait=10):
+    """Reads what the subscribers have (waiting at most `wait` seconds for something) and calls
+    `on_message(sock, message)` for each whole message (parsed JSON); False when nothing came."""
+    events = sel.select(wait)
+    for k, _ in events:
+        buf = k.data["buf"]
+        buf += k.fileobj.recv(65536)
+        while b"\n\n" in buf:
+            ev, _, rest = bytes(buf).partition(b"\n\n")
+            buf[:] = rest
+            for line in ev.split(b"\n"):
+                if line.startswith(b"data:"):
+                    on_message(k.fileobj, json.loads(line[5:]))
+    return bool(events)
+
+
 def deliveries(sel, n, t0, accept=lambda message: True, what="deliveries"):
-    """Reads the subscribers' events until `n` messages (parsed JSON) that `accept` takes have come;
-    answers each one's delay from `t0` (time.perf_counter)."""
+    """Reads the subscribers' events until `n` messages that `accept` takes have come; answers each
+    one's delay from `t0` (time.perf_counter)."""
     lat = []
+
+    def take(_, message):
+        if accept(message):
+            lat.append(time.perf_counter() - t0)
     while len(lat) < n:
-        events = sel.select(10)
-        if not events:
+        if not read_some(sel, take):
             raise SystemExit("%s missing: %d of %d" % (what, len(lat), n))
-        for k, _ in events:
-            buf = k.data["buf"]
-            buf += k.fileobj.recv(65536)
-            while b"\n\n" in buf:
-                ev, _, rest = bytes(buf).partition(b"\n\n")
-                buf[:] = rest
-                for line in ev.split(b"\n"):
-                    if line.startswith(b"data:") and accept(json.loads(line[5:])):
-                        lat.append(time.perf_counter() - t0)
     return lat

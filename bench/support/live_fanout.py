@@ -143,16 +143,7 @@ expected = writers * per_writer
 seen = {id(s): [] for s in socks}
 deadline = time.monotonic() + 120
 while sum(len(v) for v in seen.values()) < expected * listeners and time.monotonic() < deadline:
-    for k, _ in sel.select(1):
-        buf = k.data["buf"]
-        buf += k.fileobj.recv(65536)
-        while b"\n\n" in buf:
-            ev, _, rest = bytes(buf).partition(b"\n\n")
-            buf[:] = rest
-            for line in ev.split(b"\n"):
-                if line.startswith(b"data:"):
-                    m = json.loads(line[5:])
-                    seen[id(k.fileobj)].append(version_total(m["version"]) if "version" in m else None)
+    event_streams.read_some(sel, lambda sock, m: seen[id(sock)].append(version_total(m["version"]) if "version" in m else None), 1)
 for t in threads:
     t.join()
 for s in socks:

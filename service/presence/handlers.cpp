@@ -81,7 +81,8 @@ std::string presence_set(context& c, presence_family& f) {
   const std::optional<std::string> state = state_of(c.data), selection = selection_of(c.data);
   const std::string user = author(c.who, optional_id(c.data, "userId"));
   const std::int64_t now = f.now_ms();
-  if (!f.rate_limit().take(k.tenant + '\x1f' + client, now))
+  // The bucket is the user's own: another user sending this clientId (refused below) cannot spend it.
+  if (!f.rate_limit().take(k.tenant, user + '\x1f' + client, now))
     throw api_error(status::resource_exhausted, "Too many presence updates from this clientId: at most 10 a second, in bursts of 20; retry later.");
   require_record(c, k);
   const presence_store::set_result r = f.store().set(k, client, user, state, selection, now);

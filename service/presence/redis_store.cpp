@@ -163,28 +163,36 @@ redisContext* redis_presence_store::connect() {
 }
 
 redis_presence_store::reply redis_presence_store::command(const std::vector<std::string>& args) {
-  redisContext* c = nullptr;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (!idle_.empty()) c = idle_.back(), idle_.pop_back();
-  }
-  if (!c) c = connect();
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
   for (const std::string& a : args) argv.push_back(a.data()), lens.push_back(a.size());
-  reply r(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
-  if (!r || c->err) {
-    const std::string why = c->err ? std::string(c->errstr) : std::string("no answer");
-    redisFree(c);
-    throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " failed (" + why + ").");
+  // A pooled connection may have died with its Redis (a restart): its failure is retried once on a fresh one.
+  for (bool pooled = true;;) {
+    redisContext* c = nullptr;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (pooled && !idle_.empty()) c = idle_.back(), idle_.pop_back();
+    }
+    pooled = c != nullptr;
+    if (!c) c = connect();
+    reply r(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
+    if (!r || c->err) {
+      const std::string why = c->err ? std::string(c->errstr) : std::string("no answer");
+      redisFree(c);
+      if (pooled) {
+        pooled = false;
+        continue;
+      }
+      throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " failed (" + why + ").");
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      idle_.push_back(c);
+    }
+    if (r->type == REDIS_REPLY_ERROR)
+      throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " answered " + std::string(r->str, r->len) + ".");
+    return r;
   }
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    idle_.push_back(c);
-  }
-  if (r->type == REDIS_REPLY_ERROR)
-    throw api_error(status::unavailable, "Presence is unavailable: its Redis at " + shown_ + " answered " + std::string(r->str, r->len) + ".");
-  return r;
 }
 
 presence_store::set_result redis_presence_store::set(const record_key& k, const std::string& client, const std::string& user,

@@ -8,7 +8,9 @@
 // d:<document> the set of a document's editorIds with entries; t:<tenant> the tenant's count. <record>
 // is record_key::cache_key() (ids hold no control characters, so \x1f separates them).
 // Connections: hiredis, blocking, 1 s to connect and per command, AUTH when a password is set; kept in
-// a pool (one per concurrent caller), a failed one dropped. Redis unreachable: api_error UNAVAILABLE.
+// a pool (one per concurrent caller), a failed one dropped (a pooled one's failure, as after a Redis
+// restart, is retried once on a new connection). Redis unreachable: api_error UNAVAILABLE.
+// The process must ignore SIGPIPE (folio-fcgi does): hiredis writes to a connection Redis may have closed.
 // Cost: set/leave O(log n) in Redis, get O(entries listed), expire O(k log n); one round trip each.
 // Thread-safety: every member from any thread.
 #pragma once

@@ -3,8 +3,8 @@
 # succeeds, names the Debian package of every missing library, leaves the service out, and that engine
 # tests build and pass. Arguments: FOLIO_SOURCE, WORK, CXX, BUILD_TYPE, TRACES, LAUNCHER (may be empty).
 file(REMOVE_RECURSE ${WORK})
-set(hidden FCGI SQLite3 Libpq OpenSSL CURL RapidJSON Systemd)
-set(packages libfcgi-dev libsqlite3-dev libpq-dev libssl-dev libcurl4-openssl-dev rapidjson-dev libsystemd-dev)
+set(hidden FCGI SQLite3 Libpq OpenSSL CURL RapidJSON Systemd Hiredis)
+set(packages libfcgi-dev libsqlite3-dev libpq-dev libssl-dev libcurl4-openssl-dev rapidjson-dev libsystemd-dev libhiredis-dev)
 set(engine_tests id_test version_test)
 
 set(configure ${CMAKE_COMMAND} -S ${FOLIO_SOURCE} -B ${WORK} -DCMAKE_CXX_COMPILER=${CXX}

@@ -522,3 +522,31 @@ TEST(Publisher, ARefusalForLackOfMemoryMarksTheMemoryFull) {
 }
 
 }  // namespace
+
+namespace {
+
+// A presence message (publisher::enqueue_presence) goes in its channel's order with the changes, as it
+// is; one nginx refuses is dropped and counted, never owed as a notice to sync.
+TEST(Publisher, PresenceMessagesGoInOrderAndAreDroppedNeverOwed) {
+  fake_nginx nginx;
+  svc::publisher p(svc::live_config{"secret", nginx.path()});
+  p.enqueue(ch, "change1", "notice1");
+  p.enqueue_presence(ch, "presence1", "t");
+  p.enqueue(ch, "change2", "notice2");
+  ASSERT_TRUE(p.drain(std::chrono::seconds(30)));
+  const auto posts = nginx.posts();
+  ASSERT_EQ(posts.size(), 3u);
+  EXPECT_EQ(posts[0].second, "change1");
+  EXPECT_EQ(posts[1].second, "presence1");
+  EXPECT_EQ(posts[2].second, "change2");
+  EXPECT_EQ(p.presence_dropped(), 0u);
+  nginx.post_status = 500;
+  p.enqueue_presence(ch, "presence2", "t");
+  ASSERT_TRUE(p.drain(std::chrono::seconds(30)));
+  EXPECT_EQ(p.presence_dropped(), 1u);
+  EXPECT_EQ(p.owed(), 0u);        // nothing to resend
+  EXPECT_EQ(p.failures(), 0u);    // the changes' counters are the changes'
+  EXPECT_EQ(p.published(), 2u);
+}
+
+}  // namespace

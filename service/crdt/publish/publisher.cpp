@@ -18,7 +18,7 @@ bool publisher::publish(const std::string& channel, const std::string& full, con
   if (!nginx_.enabled()) return false;
   if (notice.empty()) {  // ephemeral (presence): as it is, or dropped
     const bool sent = streams_.end_due(channel) && nginx_.send(channel, &full).empty();
-    sent ? ++published_ : ++presence_dropped_;
+    if (!sent) ++presence_dropped_;  // published_ and failures_ count changes only
     return sent;
   }
   if (!streams_.end_due(channel)) {
