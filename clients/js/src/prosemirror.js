@@ -90,6 +90,13 @@ function element(name, attrs, inner) {
   return inner ? `${s}>${inner}</${name}>` : `${s}/>`;
 }
 
+/** Parsed markup nodes (parseMarkup's) written back as the engine writes them. */
+function parsedMarkup(nodes) {
+  let s = '';
+  for (const c of nodes) s += typeof c === 'string' ? escapeText(c) : element(c.name, c.attrs, parsedMarkup(c.children));
+  return s;
+}
+
 const isDefault = (v, spec) => spec.hasDefault && (v === spec.default || JSON.stringify(v) === JSON.stringify(spec.default));
 
 /** The attributes written for a node's or mark's attrs: those not at their default, ordered by name. */
@@ -193,56 +200,6 @@ export function contentMarkup(node) {
 /** The markup of a document: the record's value once in step (the engine's canonical form). */
 export function markupOf(doc) {
   return contentMarkup(doc);
-}
-
-/** The number of top-level XML nodes of a textblock's inline content (its element's children). */
-function inlineXmlCount(node) {
-  let n = 0;
-  let prev = null; // outer mark or text of the last top-level XML node
-  node.forEach((child) => {
-    const outer = child.marks[0];
-    if (outer) {
-      if (!(prev && prev !== 'text' && prev.eq?.(outer))) ++n;
-      prev = outer;
-    } else if (child.isText) {
-      if (prev !== 'text') ++n;
-      prev = 'text';
-    } else {
-      ++n;
-      prev = null;
-    }
-  });
-  return n;
-}
-
-/**
- * Where each inline child of a textblock is in its element: for child i, the XML path below the
- * textblock's element (of its text node, or of its element for a leaf). O(children * marks).
- */
-function inlineLayout(node) {
-  const paths = [];
-  const counts = [0]; // children so far of each open level
-  const open = [];
-  const path = [];
-  node.forEach((child) => {
-    const marks = child.marks;
-    let keep = 0;
-    while (keep < open.length && keep < marks.length && open[keep].eq(marks[keep])) ++keep;
-    while (open.length > keep) {
-      open.pop();
-      path.pop();
-      counts.pop();
-    }
-    for (let i = keep; i < marks.length; ++i) {
-      path.push(counts[counts.length - 1]++);
-      counts.push(0);
-      open.push(marks[i]);
-    }
-    const last = counts.length - 1;
-    // A text node after a text node at the same level (same marks) is one XML text node: PM merges them.
-    paths.push([...path, counts[last]++]);
-  });
-  return paths;
 }
 
 // ---- markup to nodes --------------------------------------------------------------------------------
@@ -359,6 +316,129 @@ export function docFromMarkup(schema, markup, foreign = () => {}, maps = new Wea
   return { doc, map: xml ? { xml, count: children.length } : null };
 }
 
+// ---- edits of a textblock, on its markup as the record has it ------------------------------------
+
+/**
+ * The exact children of the element at `path` as the record has them (parseMarkup of the element's
+ * markup would join adjacent text nodes, which concurrent inserts make): a string per text node
+ * (empty ones included), an inline node's parsed element as it is, a mark's (or a foreign) element
+ * with its exact children. Top-level ones carry `top`, their index. O(size of the element · depth).
+ */
+function exactChildren(replica, schema, path) {
+  const out = [];
+  const n = replica.xmlChildIds(path).length;
+  for (let k = 0; k < n; ++k) {
+    const at = [...path, k];
+    const node = parseMarkup(replica.xmlMarkup(at))[0];
+    if (node === undefined || typeof node === 'string') out.push(node ?? '');
+    else {
+      const t = schema.nodes[node.name];
+      out.push(t && t.isInline && !t.isText ? node : { name: node.name, attrs: node.attrs, children: exactChildren(replica, schema, at) });
+    }
+  }
+  return out;
+}
+
+/**
+ * The record edit that makes textblock `a`'s inline content `b`'s, on its children as the record has
+ * them (`xml`: exactChildren): { from, to, markup }, its children [from, to) to replace with
+ * `markup`. Only the range findDiffStart/findDiffEnd give changes: the leaves (text, inline nodes)
+ * before and after it keep their text nodes and elements, new inline content joins its neighbours'
+ * elements (and text node) as far as its marks match, and the children replaced are only those the
+ * range touches. So a keystroke rewrites one text node, and what concurrent inserts left (two
+ * <strong> side by side, two text nodes side by side) stays as it is: writing the canonical form would
+ * join them (delete one, add its text to the other), and two clients doing so at once would double
+ * that text. null when `xml` does not show `a`. O(size of the textblock).
+ */
+function textblockEdit(schema, xml, a, b) {
+  xml.forEach((c, k) => {
+    if (typeof c !== 'string') c.top = k;
+  });
+  const leaves = markupLeaves(schema, a.type, xml);
+  let total = 0;
+  for (const l of leaves) total += l.size;
+  if (total !== a.content.size) return null;
+  const start = a.content.findDiffStart(b.content);
+  if (start === null) return null;
+  let { a: endA, b: endB } = a.content.findDiffEnd(b.content);
+  const overlap = start - Math.min(endA, endB);
+  if (overlap > 0) {
+    endA += overlap;
+    endB += overlap;
+  }
+  // The leaves before `start` and from `endA` (a text leaf cut where the range starts or ends); the
+  // top-level children the range removes something from are touched.
+  const before = [];
+  const after = [];
+  const touched = new Set();
+  let o = 0;
+  for (const l of leaves) {
+    const end = o + l.size;
+    const top = l.rel[0];
+    if (o < endA && end > start) touched.add(top);
+    if (l.text !== undefined) {
+      if (o < start) before.push({ ...l, top, text: l.text.slice(0, Math.min(l.size, start - o)) });
+      if (end > endA) after.push({ ...l, top, text: l.text.slice(Math.max(0, endA - o)) });
+    } else if (end <= start && (l.size > 0 || o < start)) before.push({ ...l, top });
+    else if (o >= endA) after.push({ ...l, top });
+    o = end;
+  }
+  // The new range: each inline node under its neighbours' elements as far as its marks match them.
+  const matches = (chain, marks) => {
+    let k = 0;
+    while (k < chain.length && k < marks.length && chain[k].name === marks[k].type.name &&
+           JSON.stringify(chain[k].attrs) === JSON.stringify(attrsOut(marks[k].type, marks[k].attrs))) ++k;
+    return k;
+  };
+  const middle = [];
+  b.content.cut(start, endB).forEach((n) => {
+    const left = middle.length ? middle[middle.length - 1] : before[before.length - 1];
+    const right = after[0];
+    const kl = left ? matches(left.chain, n.marks) : -1;
+    const kr = right ? matches(right.chain, n.marks) : -1;
+    const from = kl >= kr ? left : right;
+    const k = Math.max(kl, kr, 0);
+    const chain = (from?.chain ?? []).slice(0, k);
+    for (let i = chain.length; i < n.marks.length; ++i) chain.push({ name: n.marks[i].type.name, attrs: attrsOut(n.marks[i].type, n.marks[i].attrs) });
+    // In its neighbour's top-level child when it shares its outer element, or its text node.
+    const joins = from && (k > 0 || (n.isText && n.marks.length === 0 && from.chain.length === 0 && from.text !== undefined));
+    const top = joins ? from.top : undefined;
+    if (top !== undefined) touched.add(top);
+    middle.push(n.isText ? { text: n.text, chain, top } : { markup: nodeMarkup(n.mark([])), chain, top });
+  });
+  // The children replaced: from the first touched to the last; new ones alone go where the range is.
+  let from = Infinity;
+  let to = -Infinity;
+  for (const t of touched) {
+    from = Math.min(from, t);
+    to = Math.max(to, t + 1);
+  }
+  if (from === Infinity) {
+    const prior = before.length ? before[before.length - 1].top + 1 : after.length ? after[0].top : xml.length;
+    from = to = Math.min(prior, after.length ? after[0].top : xml.length);
+  }
+  // Written back: the leaves of those children and the new ones; elements by identity (a kept element
+  // is one element again), text of one text node together.
+  const kept = [...before, ...middle, ...after].filter((l) => (l.top === undefined || (l.top >= from && l.top < to)) && l.text !== '');
+  let out = '';
+  const open = []; // [element, markup before it]
+  const close = (keep) => {
+    while (open.length > keep) {
+      const [el, prior] = open.pop();
+      out = prior + element(el.name, el.attrs, out.slice(prior.length));
+    }
+  };
+  for (const l of kept) {
+    let k = 0;
+    while (k < open.length && k < l.chain.length && open[k][0] === l.chain[k]) ++k;
+    close(k);
+    for (let i = k; i < l.chain.length; ++i) open.push([l.chain[i], out]);
+    out += l.text !== undefined ? escapeText(l.text) : l.markup;
+  }
+  close(0);
+  return { from, to, markup: out };
+}
+
 // ---- the binding ------------------------------------------------------------------------------------
 
 const CHANGED = Symbol('folio.xmlChanged'); // on a replica: what its last change call changed
@@ -417,10 +497,15 @@ class ProseMirrorBinding {
       if (this.dispatchBefore) this.dispatchBefore.call(view, tr);
       else view.updateState(view.state.apply(tr));
     };
+    // What the view shows after a transaction, beyond the record's own changes (a remote transaction's
+    // document: plugins' appendTransaction may add to it), goes to the record.
     this.dispatch = (tr) => {
-      const before = this.view.state.doc;
+      const before = tr.getMeta(folioRemoteKey) ? tr.doc : this.view.state.doc;
       dispatch(tr);
-      if (!this.destroyed && tr.docChanged && !tr.getMeta(folioRemoteKey)) this.toRecord(before, this.view.state.doc);
+      if (this.destroyed) return;
+      if (this.view.state.doc !== before) this.toRecord(before, this.view.state.doc);
+      // The selection's anchors once the record holds what the view shows (folioCursors).
+      if (tr.docChanged) cursorsOf(this.view)?.announce(this.view.state);
     };
     view.setProps({ dispatchTransaction: this.dispatch });
     this.fromRecord(null);
@@ -467,64 +552,63 @@ class ProseMirrorBinding {
 
   // ---- local -> record --------------------------------------------------------------------------------
 
-  /** Writes the change from document `a` to `b` to the record: the smallest range, as one xmlReplace. */
+  /**
+   * Writes the change from document `a` to `b` to the record: the smallest range, as one xmlReplace.
+   * The children ProseMirror left untouched are the same objects in both documents, so the range of
+   * a container's children that changed is what lies between its identical children at both ends
+   * (not findDiffStart/End's range, which cannot tell a split at the end of one paragraph from one
+   * at the start of the next: the engine would then move the text of a paragraph someone else is
+   * typing in). While that range is one child of the same type and attributes on both sides, the
+   * binding descends into it; in a textblock it writes the inline content whole.
+   */
   toRecord(a, b) {
-    const start = a.content.findDiffStart(b.content);
-    if (start === null) return;
+    if (a === b || a.eq(b)) return;
     if (!this.ranged) {
       this.write(() => this.record.replace(markupOf(b)));
       return;
     }
-    let { a: endA, b: endB } = a.content.findDiffEnd(b.content);
-    const overlap = start - Math.min(endA, endB);
-    if (overlap > 0) {
-      endA += overlap;
-      endB += overlap;
-    }
-    const $sa = a.resolve(start);
-    const $sb = b.resolve(start);
-    const $ea = a.resolve(endA);
-    const $eb = b.resolve(endB);
-    let depth = Math.min($sa.sharedDepth(endA), $sb.sharedDepth(endB));
-    // The same container in both (the prefix is equal, so the indices on the way are).
-    while (depth > 0 && !$sa.node(depth).sameMarkup($sb.node(depth))) --depth;
-    // The XML path of the container, through the maps of the containers holding foreign nodes.
     const path = [];
-    for (let d = 0; d < depth; ++d) {
-      const map = d === 0 ? this.rootMap : this.maps.get($sa.node(d));
-      const x = map ? map.xml[$sa.index(d)] : $sa.index(d);
-      if (x === null || x === undefined) {
-        // A node the markup lacks (filled in): write its container from there.
-        depth = d;
-        break;
-      }
-      path.push(x);
-    }
-    const na = $sa.node(depth);
-    const nb = $sb.node(depth);
-    const map = depth === 0 ? this.rootMap : this.maps.get(na);
+    let na = a;
+    let nb = b;
+    let map = this.rootMap;
+    let depth = 0;
     let from;
     let toA;
     let toB;
+    for (;;) {
+      if (na.inlineContent) break;
+      const n = na.childCount;
+      const m = nb.childCount;
+      let p = 0;
+      while (p < n && p < m && na.child(p) === nb.child(p)) ++p;
+      let s = 0;
+      while (s < n - p && s < m - p && na.child(n - 1 - s) === nb.child(m - 1 - s)) ++s;
+      [from, toA, toB] = [p, n - s, m - s];
+      const x = map ? map.xml[p] : p;
+      const one = toA - from === 1 && toB - from === 1 && na.child(p).sameMarkup(nb.child(p)) && !na.child(p).isLeaf;
+      if (!one || x === null || x === undefined) break;
+      // Inside child p: this container keeps its children but that one; its map goes to the new node.
+      if (depth > 0 && map) this.maps.set(nb, map);
+      path.push(x);
+      na = na.child(p);
+      nb = nb.child(p);
+      map = this.maps.get(na);
+      ++depth;
+    }
     let xFrom;
     let xTo;
     let markup;
     if (na.inlineContent) {
-      // A textblock: its inline content as a whole (its XML children).
-      from = 0;
-      toA = na.childCount;
-      toB = nb.childCount;
-      xFrom = 0;
-      xTo = this.replica.xmlChildIds(path).length; // the element's children as they are (foreign ones too)
-      markup = inlineMarkup(nb);
-    } else {
-      from = $sa.index(depth);
-      toA = $ea.indexAfter(depth);
-      toB = $eb.indexAfter(depth);
-      if (toA < from || toB < from) {
-        toA = na.childCount;
-        toB = nb.childCount;
+      // A textblock: the children its change touches, on its markup as the record has it (else, when
+      // the record does not show it as the editor did, its inline content whole, canonical).
+      const edit = textblockEdit(this.schema, exactChildren(this.replica, this.schema, path), na, nb);
+      if (edit) ({ from: xFrom, to: xTo, markup } = edit);
+      else {
+        xFrom = 0;
+        xTo = this.replica.xmlChildIds(path).length;
+        markup = inlineMarkup(nb);
       }
+    } else {
       // A pure insertion goes right after the node before it (foreign nodes after that stay after it).
       xFrom = toA === from && from > 0 ? xmlEnd(map, 0, from) : xmlStart(map, from);
       xTo = toA === from ? xFrom : xmlEnd(map, from, toA);
@@ -533,30 +617,21 @@ class ProseMirrorBinding {
     }
     this.write(() => {
       const r = this.replica;
-      if (r.xmlReplace(path, xFrom, xTo, markup) > 0) {
-        r.changed?.();
-        this.record._local(undefined);
-      }
+      if (r.xmlReplace(path, xFrom, xTo, markup) > 0) this.record._local(undefined);
     });
-    // The maps follow: the new container's children [from, toB) are now XML children [xFrom, +k).
+    if (na.inlineContent) return;
+    // The map follows: the new container's children [from, toB) are now XML children [xFrom, +k).
     const k = toB - from;
-    if (map && !na.inlineContent) {
-      const xml = [...map.xml.slice(0, from)];
+    if (map) {
+      const xml = map.xml.slice(0, from);
       for (let i = 0; i < k; ++i) xml.push(xFrom + i);
       const shift = k - (xTo - xFrom);
       for (const x of map.xml.slice(toA)) xml.push(x === null ? null : x + shift);
       const next = { xml, count: map.count + shift };
       if (depth === 0) this.rootMap = next;
       else this.maps.set(nb, next);
-    } else if (map && na.inlineContent) {
-      if (depth === 0) this.rootMap = null;
     }
-    // Containers above keep their children: their maps go to the new nodes.
-    for (let d = 1; d < depth; ++d) {
-      const m = this.maps.get($sa.node(d));
-      if (m) this.maps.set($sb.node(d), m);
-    }
-    if (depth === 0 && this.rootIds && !na.inlineContent) {
+    if (depth === 0 && this.rootIds) {
       const r = this.replica;
       const ids = [];
       for (let i = 0; i < k; ++i) ids.push(r.xmlAnchorAt([], xFrom + i));
@@ -598,6 +673,7 @@ class ProseMirrorBinding {
     this.rootMap = map;
     this.rootIds = this.ranged && !map ? this.replica.xmlChildIds([]) : null;
     patch(tr, 0, tr.doc, doc);
+    this.carry(doc, tr.doc);
   }
 
   changedNodes(tr, changed) {
@@ -644,6 +720,7 @@ class ProseMirrorBinding {
       if (!type) continue;
       const fresh = buildNode(this.schema, type, parsed, this.foreign, this.maps);
       replaceNode(tr, pos, node, fresh);
+      this.carry(fresh, tr.doc.nodeAt(pos));
     }
   }
 
@@ -680,7 +757,21 @@ class ProseMirrorBinding {
     }
     this.rootIds = ids;
     patch(tr, 0, doc, next);
+    for (let i = p; i < ids.length - s; ++i) this.carry(next.child(i), tr.doc.child(i));
     return [p, ids.length - s];
+  }
+
+  /**
+   * The maps of the nodes of `built` (made from markup) go to the equal nodes the transaction left in
+   * the document in their place (`shown`): patch() keeps nodes that were equal and makes new ones for
+   * what it replaced. O(size of `built`), less where both share nodes.
+   */
+  carry(built, shown) {
+    if (!shown || built === shown) return;
+    const m = this.maps.get(built);
+    if (m) this.maps.set(shown, m);
+    if (built.isTextblock || built.childCount !== shown.childCount) return;
+    for (let i = 0; i < built.childCount; ++i) this.carry(built.child(i), shown.child(i));
   }
 
   destroy() {
@@ -820,13 +911,43 @@ export function anchorOf(binding, doc, pos) {
     const map = $p.depth === 0 ? binding.rootMap : binding.maps.get(parent);
     return r.xmlAnchorAt(path, xmlStart(map, $p.index()));
   }
-  const layout = inlineLayout(parent);
-  const i = $p.index();
-  if (i >= parent.childCount) return r.xmlAnchorAt(path, inlineXmlCount(parent)); // the end of the textblock
-  const child = parent.child(i);
-  const rel = layout[i];
-  if (child.isText) return r.xmlAnchorAt([...path, ...rel], codePoints(child.text, $p.textOffset));
-  return r.xmlAnchorAt([...path, ...rel.slice(0, -1)], rel[rel.length - 1]);
+  // Inside a textblock: the leaf holding the character (or inline node) after the position.
+  const off = $p.parentOffset;
+  let o = 0;
+  for (const leaf of inlineLeaves(binding, parent, path)) {
+    if (leaf.size > 0 && off < o + leaf.size) {
+      if (leaf.text !== undefined) return r.xmlAnchorAt([...path, ...leaf.rel], codePoints(leaf.text, off - o));
+      return r.xmlAnchorAt([...path, ...leaf.rel.slice(0, -1)], leaf.rel[leaf.rel.length - 1]);
+    }
+    o += leaf.size;
+  }
+  return r.xmlAnchorAt(path, r.xmlChildIds(path).length); // the end of the textblock
+}
+
+/**
+ * The leaves of a textblock's markup in order, as the record has it (exactChildren): { rel (the XML
+ * path below its element), size (in ProseMirror positions), text (a text node's) }. O(its size).
+ */
+function inlineLeaves(binding, node, path) {
+  return markupLeaves(binding.schema, node.type, exactChildren(binding.replica, binding.schema, path));
+}
+
+/** The leaves of parsed markup children of a textblock of `type` (see inlineLeaves), with the elements around each (`chain`). */
+function markupLeaves(schema, type, xml) {
+  const leaves = [];
+  const walk = (nodes, chain, rel) => {
+    nodes.forEach((c, k) => {
+      if (typeof c === 'string') {
+        if (c) leaves.push({ text: c, size: c.length, chain, rel: [...rel, k] });
+        return;
+      }
+      const t = schema.nodes[c.name];
+      if (t && t.isInline && !t.isText) leaves.push({ markup: parsedMarkup([c]), size: type.contentMatch.matchType(t) ? 1 : 0, chain, rel: [...rel, k] });
+      else walk(c.children, [...chain, c], [...rel, k]);
+    });
+  };
+  walk(xml, [], []);
+  return leaves;
 }
 
 function offsetOfChild(parent, i) {
@@ -862,19 +983,17 @@ export function positionOf(binding, doc, anchor) {
   }
   // Inside a textblock: `rest` is the path below its element.
   const rest = path.slice(d);
-  const layout = inlineLayout(node);
   let o = start;
   let lastEnd = null;
-  for (let i = 0; i < node.childCount; ++i) {
-    const child = node.child(i);
-    const rel = layout[i];
-    if (child.isText && rel.length === rest.length && rel.every((x, k) => x === rest[k])) return o + utf16Index(child.text, offset);
-    // The first child at or after XML child `offset` of the element at `rest`.
+  for (const leaf of inlineLeaves(binding, node, path.slice(0, d))) {
+    const rel = leaf.rel;
+    if (leaf.text !== undefined && rel.length === rest.length && rel.every((x, k) => x === rest[k])) return o + utf16Index(leaf.text, offset);
+    // The first leaf at or after XML child `offset` of the element at `rest`.
     if (rel.length > rest.length && rest.every((x, k) => x === rel[k])) {
       if (rel[rest.length] >= offset) return o;
-      lastEnd = o + child.nodeSize;
+      lastEnd = o + leaf.size;
     }
-    o += child.nodeSize;
+    o += leaf.size;
   }
   return lastEnd ?? (rest.length === 0 ? o : null);
 }
@@ -891,10 +1010,11 @@ const escapeCss = (s) => String(s).replace(/[^#a-zA-Z0-9(),.% -]/g, '');
 
 /**
  * A plugin showing the others present on the record (record.presence) as carets with their name and
- * selections in their colour (presence state { name, color }), and announcing this editor's selection
- * as engine anchors. options.user: this client's presence state ({ name, color }); options.render(
- * other): the caret's DOM element (default: a span.folio-cursor with a span.folio-cursor-label).
- * Works once bindProseMirror(record, view) bound the view.
+ * selections in their colour (presence state { name, color }), and publishing this editor's selection
+ * as engine anchors (record.presence.select: sent once the page called record.presence.set). With
+ * options.user (this client's state, { name, color }) the plugin calls set(user, selection) itself.
+ * options.render(other): the caret's DOM element (default: a span.folio-cursor with a
+ * span.folio-cursor-label). Works once bindProseMirror(record, view) bound the view.
  */
 export function folioCursors(record, options = {}) {
   const controller = {
@@ -929,7 +1049,11 @@ export function folioCursors(record, options = {}) {
       const key = JSON.stringify(selection);
       if (key === this.lastSent) return;
       this.lastSent = key;
-      record.presence.set(options.user ?? {}, selection);
+      // With options.user the plugin joins; else the selection goes out once the page called set().
+      if (options.user && !this.joined) {
+        this.joined = true;
+        record.presence.set(options.user, selection);
+      } else record.presence.select(selection);
     },
     decorations(state) {
       const b = this.binding;
@@ -981,8 +1105,9 @@ export function folioCursors(record, options = {}) {
       },
     },
     view: () => ({
+      // A change of the document: the binding announces once it wrote it (anchors are the record's).
       update(view, prev) {
-        if (!view.state.selection.eq(prev.selection) || !view.state.doc.eq(prev.doc)) controller.announce(view.state);
+        if (view.state.doc === prev.doc && !view.state.selection.eq(prev.selection)) controller.announce(view.state);
       },
       destroy() {
         controller.detach();

@@ -6,23 +6,16 @@ import { mock, test } from 'node:test';
 
 import { EditorSelection, EditorState, Transaction } from '@codemirror/state';
 
-import { bindTextarea, connect, loadEngine } from '../folio.js';
+import { bindTextarea, loadEngine } from '../folio.js';
 import { FolioCodeMirrorSync, folioRemote, folioSync } from '../src/codemirror.js';
-import { FakeEventSource, FakeTextarea, ModelService, until } from './model.js';
+import { connectTo, FakeTextarea, ModelService, until } from './model.js';
 
 const engine = await loadEngine();
 
 async function textRecord(initial) {
   const service = new ModelService(engine, 'text');
   service.doc.replace(initial);
-  const before = FakeEventSource.instances.length;
-  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource });
-  await until(() => FakeEventSource.instances.length > before);
-  const es = FakeEventSource.last();
-  es.open();
-  const record = await pending;
-  /** A change made elsewhere, delivered to this record. */
-  const remote = (f) => es.send(service.edit(f));
+  const { record, remote } = await connectTo(service); // remote(f): a change made elsewhere, delivered to this record
   return { service, record, remote };
 }
 

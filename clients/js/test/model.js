@@ -247,3 +247,18 @@ export async function until(cond, turns = 200) {
   }
   throw new Error(`condition not reached: ${cond}`);
 }
+
+/**
+ * A record connected to `service` (its fetch and a FakeEventSource, opened): { record, remote }, where
+ * remote(f) makes the change f(replica) in the service and delivers its message to the record.
+ */
+export async function connectTo(service) {
+  const { connect } = await import('../folio.js');
+  const before = FakeEventSource.instances.length;
+  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource });
+  await until(() => FakeEventSource.instances.length > before);
+  const es = FakeEventSource.last();
+  es.open();
+  const record = await pending;
+  return { record, remote: (f) => es.send(service.edit(f)) };
+}

@@ -12,11 +12,12 @@
 // for a condition, with a generous deadline.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
+import { packagesImportMap } from './import-map.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const base = process.env.FOLIO_URL;
@@ -72,47 +73,17 @@ async function until(cond, what) {
 
 // ---- the page server --------------------------------------------------------------------------------
 
-/** The ES module file of an export target of an installed package ("import" condition, else "default"/"browser"). */
-function exportTarget(e) {
-  while (e && typeof e === 'object') e = e.import ?? e.default ?? e.browser;
-  return e;
-}
-
-/** An installed package's module entries: "." (or "module"/"main") and its subpath exports, as import-map entries. */
-function packageEntries(name) {
-  const pj = JSON.parse(readFileSync(join(here, 'node_modules', name, 'package.json'), 'utf8'));
-  const out = {};
-  const file = (e) => `/node_modules/${name}/${e.replace(/^\.\//, '')}`;
-  const exp = pj.exports;
-  const subpaths = exp && typeof exp === 'object' && Object.keys(exp).some((k) => k.startsWith('.')) ? exp : { '.': exp };
-  for (const [key, target] of Object.entries(subpaths)) {
-    if (key.includes('*')) continue;
-    const e = exportTarget(target) ?? (key === '.' ? pj.module ?? pj.main ?? 'index.js' : null);
-    if (typeof e === 'string' && /\.m?js$/.test(e)) out[key === '.' ? name : name + key.slice(1)] = file(e);
-  }
-  return { out, pj };
-}
-
-/**
- * An import map of the editors' packages and everything they import (the bindings' peers): CodeMirror's
- * view and state, ProseMirror's packages, Tiptap's core and StarterKit (with @tiptap/pm's subpaths).
- */
-function importMap() {
-  const imports = {};
-  const done = new Set();
-  const todo = ['@codemirror/view', '@codemirror/state', 'prosemirror-model', 'prosemirror-state', 'prosemirror-view', 'prosemirror-transform',
-    'prosemirror-history', 'prosemirror-schema-basic', 'prosemirror-schema-list', 'prosemirror-keymap', 'prosemirror-commands',
-    '@tiptap/core', '@tiptap/starter-kit', '@tiptap/pm'];
-  while (todo.length) {
-    const name = todo.pop();
-    if (done.has(name)) continue;
-    done.add(name);
-    const { out, pj } = packageEntries(name);
-    Object.assign(imports, out);
-    todo.push(...Object.keys(pj.dependencies ?? {}), ...Object.keys(pj.peerDependencies ?? {}).filter((d) => existsSync(join(here, 'node_modules', d, 'package.json'))));
-  }
-  return { imports };
-}
+/** The editors' packages the pages import (the bindings' peers; Tiptap for its example). */
+const EDITOR_PACKAGES = ['@codemirror/view', '@codemirror/state', 'prosemirror-model', 'prosemirror-state', 'prosemirror-view', 'prosemirror-transform',
+  'prosemirror-history', 'prosemirror-schema-basic', 'prosemirror-schema-list', 'prosemirror-keymap', 'prosemirror-commands',
+  '@tiptap/core', '@tiptap/starter-kit', '@tiptap/pm'];
+// The client by its package names too, from Folio's nginx (clients/js/examples/*.js import it so).
+const importMap = () => {
+  const map = packagesImportMap(here, EDITOR_PACKAGES);
+  map.imports['@folio/client'] = `${base}/client/folio.js`;
+  map.imports['@folio/client/prosemirror'] = `${base}/client/src/prosemirror.js`;
+  return map;
+};
 
 const PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Folio browser test</title>
@@ -128,6 +99,7 @@ function servePages() {
     let body = null;
     if (path === '/page.html') body = PAGE;
     else if (path === '/harness.js' || path === '/prosemirror-harness.js') body = readFileSync(join(here, path.slice(1)));
+    else if (path === '/examples/tiptap.js') body = readFileSync(join(here, '../../../clients/js/examples/tiptap.js'));
     else if (/^\/node_modules\/[@a-zA-Z0-9._/-]+\.m?js$/.test(path) && !path.includes('..')) {
       try {
         body = readFileSync(join(here, path));
@@ -788,25 +760,31 @@ async function proseMirrorPages(ids, n, token) {
   return pages;
 }
 
-/** Waits until every page shows the same markup as crdt/get's value; returns it. */
+/**
+ * Waits until every page shows the same markup as crdt/get's value (in its canonical form: after
+ * concurrent inserts the record may hold two elements of one mark side by side); returns it.
+ */
 async function converged(pages, ids, what) {
   let markup;
   await until(async () => {
-    const seen = [...(await Promise.all(pages.map((p) => pm(p, 'shownMarkup', 'doc')))), await stored(ids)];
+    const seen = [...(await Promise.all(pages.map((p) => pm(p, 'shownMarkup', 'doc')))), await pm(pages[0], 'canonical', 'doc', await stored(ids))];
     markup = seen[0];
     return seen.every((v) => v === seen[0]) || seen;
   }, what);
-  return markup;
+  return spaces(markup);
 }
 
-/** Puts the caret of page `page` at `pos` and types `text` with its keyboard. */
-async function typeAt(page, pos, text) {
-  await pm(page, 'select', 'doc', pos);
+/** Markup with the no-break spaces Chromium may type for a space (before other text, at a line's end) as spaces. */
+const spaces = (markup) => markup.replace(/\u00a0/g, ' ');
+
+/** Puts the caret of page `page` where `where` says (prosemirror-harness.js: place) and types `text` with its keyboard. */
+async function typeAt(page, where, text) {
+  await pm(page, 'place', 'doc', where);
   await page.keyboard.type(text);
 }
 
-/** The characters of markup (its text nodes, in order). */
-const textOf = (markup) => markup.replace(/<[^>]*>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+/** The characters of markup (its text nodes, in order; the no-break spaces Chromium types at a line's end as spaces). */
+const textOf = (markup) => spaces(markup).replace(/<[^>]*>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
 const closeAll = (pages) => Promise.all(pages.map((p) => p.browserContext().close()));
 
@@ -818,46 +796,59 @@ test('ProseMirror: two pages type in one paragraph and across paragraphs, bold, 
   try {
     assert.equal(await pm(a, 'shownMarkup', 'doc'), '<paragraph>Hello world</paragraph><paragraph>second</paragraph>');
     // Both type in the first paragraph at once: merged character by character.
-    await Promise.all([typeAt(a, 7, 'big '), typeAt(b, 12, '!!')]);
+    await Promise.all([typeAt(a, { before: 'world' }, 'big '), typeAt(b, { end: 'Hello' }, '!!')]);
     let m = await converged([a, b], ids, 'concurrent typing in one paragraph');
     assert.equal(m, '<paragraph>Hello big world!!</paragraph><paragraph>second</paragraph>');
     // Bold (Mod-b over a selection) on one page while the other types in the second paragraph.
-    await pm(a, 'select', 'doc', 7, 10);
+    await pm(a, 'place', 'doc', { select: 'big' });
     await a.keyboard.down('Control');
     await a.keyboard.press('b');
     await a.keyboard.up('Control');
-    await typeAt(b, await pm(b, 'endOfBlock', 'doc', 1), ' line');
+    await typeAt(b, { end: 'second' }, ' line');
     m = await converged([a, b], ids, 'bold and typing');
     assert.equal(m, '<paragraph>Hello <strong>big</strong> world!!</paragraph><paragraph>second line</paragraph>');
     // At once: a split (Enter before "world") on one page, a join (Backspace at the start of the second
     // paragraph) on the other. Whatever the structure merges to, no character is lost or doubled.
     await Promise.all([
       (async () => {
-        await pm(a, 'select', 'doc', await pm(a, 'find', 'doc', 'world'));
+        await pm(a, 'place', 'doc', { before: 'world' });
         await a.keyboard.press('Enter');
       })(),
       (async () => {
-        await pm(b, 'select', 'doc', await pm(b, 'find', 'doc', 'second'));
+        await pm(b, 'place', 'doc', { before: 'second' });
         await b.keyboard.press('Backspace');
       })(),
     ]);
     m = await converged([a, b], ids, 'a split and a join');
-    assert.equal(textOf(m), 'Hello big world!!second line');
-    // A list on one page (around the paragraph holding "world") while the other types and splits in "second".
+    const sorted = (t) => [...t].sort().join('');
+    assert.equal(sorted(textOf(m)), sorted('Hello big world!!second line'), m);
+    // A list around a new last paragraph on one page while the other types and splits in the first.
+    // (Not in the same paragraph: wrapping rewrites the block, and the tree has no move, so what is
+    // typed into it meanwhile would go with the old block; docs/CLIENT-JS.md.)
+    await typeAt(a, { end: 'line' }, '');
+    await a.keyboard.press('Enter');
+    await a.keyboard.type('listed');
+    await converged([a, b], ids, 'the new paragraph');
     await Promise.all([
       (async () => {
-        await pm(a, 'select', 'doc', await pm(a, 'find', 'doc', 'world'));
+        await pm(a, 'place', 'doc', { before: 'listed' });
         assert.equal(await pm(a, 'bulletList', 'doc'), true);
+        await typeAt(a, { end: 'listed' }, '');
+        await a.keyboard.press('Enter');
+        await a.keyboard.type('item 2');
       })(),
       (async () => {
-        await typeAt(b, await pm(b, 'find', 'doc', 'second'), 'item ');
+        await typeAt(b, 1, 'Top ');
         await b.keyboard.press('Enter');
-        await b.keyboard.type('next');
+        await b.keyboard.type('then ');
       })(),
     ]);
     m = await converged([a, b], ids, 'list edits');
-    assert.ok(m.includes('<bullet_list><list_item><paragraph>'), m);
-    assert.equal(textOf(m), 'Hello big world!!item nextsecond line');
+    // Where the list lands beside the paragraph split at the same time is the tree's choice (the split
+    // moves the paragraph's tail into a new element, inserted where the list is inserted).
+    assert.ok(m.startsWith('<paragraph>Top </paragraph>') && m.includes('<paragraph>then Hello <strong>big</strong>'), m);
+    assert.ok(m.includes('<bullet_list><list_item><paragraph>listed</paragraph></list_item><list_item><paragraph>item 2</paragraph></list_item></bullet_list>'), m);
+    assert.equal(sorted(textOf(m)), sorted('Top then Hello big world!!second linelisteditem 2'), m);
     for (const p of [a, b]) assert.deepEqual((await call(p, 'state', 'doc')).errors, []);
   } finally {
     await closeAll([a, b]);
@@ -876,12 +867,12 @@ test('ProseMirror: five pages edit at once, one offline and back; all converge t
     await until(async () => (await call(pages[4], 'state', 'doc')).online === false || (await call(pages[4], 'state', 'doc')), 'page 4 is offline');
     // Every page types into its own paragraph and into the first one, splits and bolds, at once.
     await Promise.all(pages.map(async (p, i) => {
-      await typeAt(p, await pm(p, 'endOfBlock', 'doc', i), ` by ${i}`);
+      await typeAt(p, { end: `p${i}` }, ` by ${i}`);
       await typeAt(p, 1, `${i}`);
-      await typeAt(p, await pm(p, 'endOfBlock', 'doc', i), '');
+      await typeAt(p, { end: `by ${i}` }, '');
       await p.keyboard.press('Enter');
       await p.keyboard.type(`new ${i}`);
-      await pm(p, 'select', 'doc', (await pm(p, 'find', 'doc', `new ${i}`)), (await pm(p, 'find', 'doc', `new ${i}`)) + 3);
+      await pm(p, 'place', 'doc', { select: `new ${i}` });
       await p.keyboard.down('Control');
       await p.keyboard.press('b');
       await p.keyboard.up('Control');
@@ -892,7 +883,7 @@ test('ProseMirror: five pages edit at once, one offline and back; all converge t
     const m = await converged(pages, ids, 'all five pages');
     for (let i = 0; i < 5; ++i) {
       assert.ok(m.includes(`by ${i}</paragraph>`), m);
-      assert.ok(m.includes(`<paragraph><strong>new</strong> ${i}</paragraph>`), m);
+      assert.ok(m.includes(`<paragraph><strong>new ${i}</strong></paragraph>`), m);
     }
     const first = m.slice(0, m.indexOf('</paragraph>'));
     for (let i = 0; i < 5; ++i) assert.ok(first.includes(String(i)), first);
@@ -910,7 +901,7 @@ test('ProseMirror: a REST crdt/update with baseVersion appears in the editors wi
   const [a] = await proseMirrorPages(ids, 1, token);
   try {
     await typeAt(a, 7, 'big ');                              // typed after the backend's read
-    await until(async () => (await stored(ids)) === '<paragraph>Hello big world</paragraph>' || (await stored(ids)), 'the typing is stored');
+    await until(async () => spaces(await stored(ids)) === '<paragraph>Hello big world</paragraph>' || (await stored(ids)), 'the typing is stored');
     await pm(a, 'select', 'doc', 3);
     const r = await rest('/v2/crdt/update', { ...ids, type: 'xml', baseVersion: version, data: '<heading>Title</heading><paragraph>Hello world!</paragraph>' });
     assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -931,7 +922,7 @@ test('ProseMirror: undo undoes only this page\'s own changes', async () => {
     await typeAt(a, 5, ' mine');
     await converged([a, b], ids, "a's typing everywhere");
     await typeAt(b, 1, 'theirs ');
-    await until(async () => (await pm(a, 'shownMarkup', 'doc')) === '<paragraph>theirs base mine</paragraph>' || (await pm(a, 'shownMarkup', 'doc')), "a shows b's typing");
+    await until(async () => spaces(await pm(a, 'shownMarkup', 'doc')) === '<paragraph>theirs base mine</paragraph>' || (await pm(a, 'shownMarkup', 'doc')), "a shows b's typing");
     await a.keyboard.down('Control');
     await a.keyboard.press('z');
     await a.keyboard.up('Control');
@@ -949,22 +940,22 @@ test('ProseMirror: a Tiptap editor with its StarterKit and a ProseMirror page co
   const t = await newPage();
   const u = await newPage();
   try {
-    await open(t, 'doc', { token, ids });
-    await open(u, 'doc', { token, ids });
-    // StarterKit's TrailingNode adds an empty paragraph after the list: a change of t's, sent to the record.
-    assert.equal(await pm(t, 'tiptap', 'doc'), '<paragraph>Hello <bold>Tiptap</bold></paragraph><bulletList><listItem><paragraph>one</paragraph></listItem></bulletList><paragraph/>');
-    await until(async () => (await call(u, 'state', 'doc')).value.endsWith('<paragraph/>') || (await call(u, 'state', 'doc')).value, 'u has the trailing paragraph');
-    await pm(u, 'tiptap', 'doc');
-    await typeAt(t, await pm(t, 'find', 'doc', 'one') + 3, ' two');
+    // clients/js/examples/tiptap.js: StarterKit's TrailingNode adds an empty paragraph after the list,
+    // a change of t's, written to the record (u opens once the service has it).
+    assert.equal(await pm(t, 'tiptap', 'doc', { token, ids, user: { name: 'T', color: '#c00' } }),
+      '<paragraph>Hello <bold>Tiptap</bold></paragraph><bulletList><listItem><paragraph>one</paragraph></listItem></bulletList><paragraph/>');
+    await until(async () => (await stored(ids)).endsWith('<paragraph/>') || (await stored(ids)), 'the service has the trailing paragraph');
+    await pm(u, 'tiptap', 'doc', { token, ids, user: { name: 'U', color: '#06c' } });
+    await typeAt(t, { after: 'one' }, ' two');
     await t.keyboard.press('Enter');
     await t.keyboard.type('three');
-    await pm(u, 'select', 'doc', 1, 6);
+    await pm(u, 'place', 'doc', { select: 'Hello' });
     await u.keyboard.down('Control');
     await u.keyboard.press('i');
     await u.keyboard.up('Control');
     const m = await converged([t, u], ids, 'the Tiptap editors');
     assert.equal(m, '<paragraph><italic>Hello</italic> <bold>Tiptap</bold></paragraph><bulletList><listItem><paragraph>one two</paragraph></listItem><listItem><paragraph>three</paragraph></listItem></bulletList><paragraph/>');
-    assert.deepEqual(await pm(t, 'foreignSeen', 'doc'), []);
+    assert.ok(!t.log.some((l) => l.includes('not in the schema')), t.log.join('\n')); // StarterKit's markup is all its schema's
   } finally {
     await closeAll([t, u]);
   }
@@ -989,7 +980,7 @@ test('ProseMirror: each page shows the others\' carets at their characters after
       const want = pages.map((_, j) => ({ name: `U${j}`, pos: heads[j] })).filter((_, j) => j !== i);
       await until(async () => {
         const { shown, carets } = await pm(p, 'carets', 'doc');
-        return (shown === 2 && JSON.stringify(carets) === JSON.stringify(want)) || { shown, carets };
+        return (shown === 2 && JSON.stringify(carets) === JSON.stringify(want)) || { shown, carets, want, others: await pm(p, 'others', 'doc') };
       }, `page ${i} shows the others' carets where they are`);
     }
   } finally {

@@ -35,23 +35,33 @@ export function prosemirror(name, user) {
   return shownMarkup(name);
 }
 
-/** A Tiptap Editor with its StarterKit bound to xml record `name` (clients/js/examples/tiptap.js does the same). */
-export async function tiptap(name) {
-  const [{ Editor }, { default: StarterKit }] = await Promise.all([import('@tiptap/core'), import('@tiptap/starter-kit')]);
+/**
+ * A Tiptap Editor with its StarterKit and remote cursors on xml record `name` of `ids`, opened by
+ * clients/js/examples/tiptap.js (which connects the record itself).
+ */
+export async function tiptap(name, { token, ids, user }) {
+  const { openTiptap } = await import('/examples/tiptap.js');
   const element = document.createElement('div');
   element.id = name;
   document.body.append(element);
-  const editor = new Editor({ element, extensions: [StarterKit] });
+  const opened = await openTiptap(element, { baseUrl: folio, token, ...ids, user });
+  records[name] = opened.record;
+  opened.record.errors = [];
+  opened.record.on('error', (e) => opened.record.errors.push(String(e?.message ?? e)));
+  views[name] = opened.editor.view;
   foreign[name] = [];
-  binding.bindProseMirror(records[name], editor.view, { onForeign: (w) => foreign[name].push(w) });
-  views[name] = editor.view;
-  window.editors = { ...(window.editors ?? {}), [name]: editor };
   return shownMarkup(name);
 }
 
 /** The markup of the editor's document (the record's form). */
 export function shownMarkup(name) {
+  views[name].domObserver.flush();
   return binding.markupOf(views[name].state.doc);
+}
+
+/** The canonical form of markup in editor `name`'s schema (crdt/get's value may hold two elements of one mark side by side). */
+export function canonical(name, markup) {
+  return binding.markupOf(binding.docFromMarkup(views[name].state.schema, markup).doc);
 }
 
 export function foreignSeen(name) {
@@ -61,21 +71,37 @@ export function foreignSeen(name) {
 /** Focuses editor `name` and puts its selection at [from, to) (ProseMirror positions). */
 export function select(name, from, to = from) {
   const v = views[name];
+  v.domObserver.flush(); // keys typed before: into the document first (ProseMirror reads the DOM's changes later)
   v.focus();
   v.dispatch(v.state.tr.setSelection(state.TextSelection.create(v.state.doc, from, to)));
   return [v.state.selection.from, v.state.selection.to];
 }
 
-/** The position just inside the end of top-level block `index` (where typing appends to it). */
-export function endOfBlock(name, index) {
-  const doc = views[name].state.doc;
-  let pos = 0;
-  for (let i = 0; i <= index; ++i) pos += doc.child(i).nodeSize;
-  return pos - 1;
+/**
+ * Focuses editor `name` and puts its selection where `where` says, in one go (positions computed in
+ * another call could be stale: remote changes arrive between calls): a position; { before: text } /
+ * { after: text }: the caret at the start / end of the first `text`; { end: text }: at the end of the
+ * textblock holding it; { select: text }: `text` selected.
+ */
+export function place(name, where) {
+  if (typeof where === 'number') return select(name, where);
+  const text = where.before ?? where.after ?? where.end ?? where.select;
+  const at = find(name, text);
+  if (at < 0) throw new Error(`no "${text}" in ${shownMarkup(name)}`);
+  if (where.before !== undefined) return select(name, at);
+  if (where.after !== undefined) return select(name, at + text.length);
+  if (where.end !== undefined) return select(name, views[name].state.doc.resolve(at).end());
+  return select(name, at, at + text.length);
+}
+
+/** Others present, as record.presence has them (for failure messages). */
+export function others(name) {
+  return records[name].presence.others;
 }
 
 /** Where `text` starts in the document (the first match inside one text node), or -1. */
 export function find(name, text) {
+  views[name].domObserver.flush();
   let at = -1;
   views[name].state.doc.descendants((node, pos) => {
     if (at < 0 && node.isText && node.text.includes(text)) at = pos + node.text.indexOf(text);
