@@ -249,16 +249,17 @@ export async function until(cond, turns = 200) {
 }
 
 /**
- * A record connected to `service` (its fetch and a FakeEventSource, opened): { record, remote }, where
- * remote(f) makes the change f(replica) in the service and delivers its message to the record.
+ * A record connected to `service` (its fetch and a FakeEventSource, opened; `options`: more of
+ * connect's): { record, es, remote }, where remote(f) makes the change f(replica) in the service and
+ * delivers its message to the record.
  */
-export async function connectTo(service) {
+export async function connectTo(service, options = {}) {
   const { connect } = await import('../folio.js');
   const before = FakeEventSource.instances.length;
-  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource });
+  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource, ...options });
   await until(() => FakeEventSource.instances.length > before);
   const es = FakeEventSource.last();
   es.open();
   const record = await pending;
-  return { record, remote: (f) => es.send(service.edit(f)) };
+  return { record, es, remote: (f) => es.send(service.edit(f)) };
 }
