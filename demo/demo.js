@@ -8,13 +8,22 @@
 //     "Save version" takes a named one, Restore gives the text a version's value as a forward change
 //     that reaches every open tab through the subscription (nothing reloads); the list is read again
 //     after each, and a second after remote changes pause (another tab's restore adds a version).
-import { bindTextarea, connect } from '/client/folio.js';
+//   * an xml record (`rich`, default "rich") as rich text in ProseMirror (bindProseMirror and its
+//     folioCursors plugin, /client/src/prosemirror.js): paragraphs, headings, lists, bold, italic,
+//     links; ProseMirror's modules come from demo/node_modules through the page's import map, loaded
+//     only for this part (without them, or without the record, the rest of the page works);
+//   * presence: this tab announces itself on each record (record.presence.set) with a name and a
+//     colour (kept for the tab in sessionStorage; the name is editable), others' cursors show in the
+//     rich text and, as a who-is-where list (presenceList), beside the text.
+// The records listen over WebSockets (WebSocketEventSource): three EventSources a tab would fill the
+// browser's six HTTP/1.1 connections per origin with two tabs, and every request after that would wait.
+import { bindTextarea, connect, presenceList, WebSocketEventSource } from '/client/folio.js';
 
 const params = new URLSearchParams(location.hash.slice(1));
 const token = params.get('token');
 const organizationId = params.get('org');
 const documentId = params.get('doc');
-const editors = { text: params.get('text') || 'text', list: params.get('list') || 'tasks' };
+const editors = { text: params.get('text') || 'text', list: params.get('list') || 'tasks', rich: params.get('rich') || 'rich' };
 const $ = (id) => document.getElementById(id);
 const status = $('status');
 
@@ -107,6 +116,138 @@ function versionList(record) {
   return refresh();
 }
 
+// ---- presence: this tab's name and colour -------------------------------------------------------------
+
+const COLORS = ['#d93f3f', '#2f7ed8', '#2e9e5b', '#b15cd6', '#e0821d', '#1b9aa3', '#c2457a', '#6b6bd6'];
+
+/** This tab's presence state: { name, color }, kept in sessionStorage (a reload keeps it, a new tab gets its own). */
+function me() {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem('folio-demo-me'));
+    if (kept && typeof kept.name === 'string' && typeof kept.color === 'string') return kept;
+  } catch {
+    // none kept, or storage refused: a new one
+  }
+  const n = crypto.getRandomValues(new Uint8Array(2));
+  const user = { name: params.get('name') || `Guest ${100 + (n[0] % 900)}`, color: COLORS[n[1] % COLORS.length] };
+  try {
+    sessionStorage.setItem('folio-demo-me', JSON.stringify(user));
+  } catch {
+    // not kept
+  }
+  return user;
+}
+
+/** The name field: a change is announced on every record at once (the selection is kept). */
+function nameField(user, records) {
+  const input = $('my-name');
+  input.value = user.name;
+  $('my-color').style.background = user.color;
+  input.addEventListener('change', () => {
+    user.name = input.value.trim() || user.name;
+    input.value = user.name;
+    try {
+      sessionStorage.setItem('folio-demo-me', JSON.stringify(user));
+    } catch {
+      // not kept
+    }
+    for (const r of records) r.presence.set({ ...user });
+  });
+  $('me').hidden = false;
+}
+
+// ---- rich text --------------------------------------------------------------------------------------
+
+/**
+ * The xml record in ProseMirror: a basic schema (paragraphs, headings, bullet and numbered lists,
+ * hard breaks; bold, italic, links), history (undo/redo of this tab's own changes), keys and a
+ * toolbar, and the others' cursors. Resolves to the record, or null when this part cannot run.
+ */
+async function richText(ids, user) {
+  let pm;
+  try {
+    pm = await Promise.all([
+      import('prosemirror-model'), import('prosemirror-state'), import('prosemirror-view'), import('prosemirror-schema-basic'),
+      import('prosemirror-schema-list'), import('prosemirror-keymap'), import('prosemirror-commands'), import('prosemirror-history'),
+      import('/client/src/prosemirror.js'),
+    ]);
+  } catch (e) {
+    richMissing(`ProseMirror's modules did not load (${e.message}): run npm ci in demo/ (scripts/run does).`);
+    return null;
+  }
+  const [{ Schema }, { EditorState }, { EditorView }, basic, lists, { keymap }, commands, { history, undo, redo }, { bindProseMirror, folioCursors }] = pm;
+  let rich;
+  try {
+    rich = await connect({ ...ids, editorId: editors.rich });
+  } catch (e) {
+    richMissing(`No rich text here (${e.status ?? 'error'}: ${e.message}); scripts/run adds the record "${editors.rich}" to the welcome document.`);
+    return null;
+  }
+  if (rich.type !== 'xml') {
+    richMissing(`The record "${editors.rich}" is ${rich.type}, not xml.`);
+    rich.close();
+    return null;
+  }
+  const schema = new Schema({
+    nodes: lists.addListNodes(basic.schema.spec.nodes.remove('image').remove('horizontal_rule').remove('code_block').remove('blockquote'), 'paragraph block*', 'block'),
+    marks: basic.schema.spec.marks.remove('code'),
+  });
+  const { toggleMark, setBlockType, baseKeymap, chainCommands, exitCode } = commands;
+  const { wrapInList, splitListItem, liftListItem, sinkListItem } = lists;
+  const n = schema.nodes;
+  const link = (state, dispatch) => {
+    const type = schema.marks.link;
+    if (state.selection.empty) return false;
+    if (!dispatch) return true;
+    const { from, to } = state.selection;
+    if (state.doc.rangeHasMark(from, to, type)) return toggleMark(type)(state, dispatch);
+    const href = prompt('Link to', 'https://');
+    return href ? toggleMark(type, { href, title: null })(state, dispatch) : false;
+  };
+  const run = {
+    strong: toggleMark(schema.marks.strong),
+    em: toggleMark(schema.marks.em),
+    link,
+    paragraph: setBlockType(n.paragraph),
+    h1: setBlockType(n.heading, { level: 1 }),
+    h2: setBlockType(n.heading, { level: 2 }),
+    bullet: wrapInList(n.bullet_list),
+    ordered: wrapInList(n.ordered_list),
+  };
+  const keys = keymap({
+    'Mod-z': undo, 'Shift-Mod-z': redo, 'Mod-y': redo,
+    'Mod-b': run.strong, 'Mod-i': run.em,
+    'Mod-Alt-0': run.paragraph, 'Mod-Alt-1': run.h1, 'Mod-Alt-2': run.h2,
+    Enter: splitListItem(n.list_item), 'Mod-[': liftListItem(n.list_item), 'Mod-]': sinkListItem(n.list_item),
+    'Shift-Enter': chainCommands(exitCode, (state, dispatch) => {
+      if (dispatch) dispatch(state.tr.replaceSelectionWith(n.hard_break.create()).scrollIntoView());
+      return true;
+    }),
+  });
+  const view = new EditorView($('rich'), {
+    state: EditorState.create({ schema, plugins: [history(), keys, keymap(baseKeymap), folioCursors(rich, { user })] }),
+  });
+  bindProseMirror(rich, view);
+  for (const button of $('toolbar').querySelectorAll('button')) {
+    button.addEventListener('mousedown', (e) => e.preventDefault()); // keep the editor's selection
+    button.addEventListener('click', () => {
+      run[button.dataset.command](view.state, view.dispatch, view);
+      view.focus();
+    });
+  }
+  $('rich-id').textContent = editors.rich;
+  presenceList(rich, $('rich-people'));
+  window.folioDemo = { ...window.folioDemo, rich, richView: view };
+  return rich;
+}
+
+function richMissing(text) {
+  $('rich-missing').textContent = text;
+  $('rich-missing').hidden = false;
+  $('toolbar').hidden = true;
+  $('rich-people').parentElement.hidden = true;
+}
+
 async function main() {
   if (!token || !organizationId || !documentId) {
     show('error', 'no token');
@@ -115,7 +256,7 @@ async function main() {
     $('help').hidden = false;
     return;
   }
-  const ids = { baseUrl: location.origin, token, organizationId, documentId };
+  const ids = { baseUrl: location.origin, token, organizationId, documentId, EventSource: WebSocketEventSource };
   try {
     const [text, list] = await Promise.all([
       connect({ ...ids, editorId: editors.text }),
@@ -134,9 +275,16 @@ async function main() {
       $('task-title').value = '';
     });
     await versionList(text);
+    const user = me();
+    text.presence.set({ ...user }); // bindTextarea publishes the caret from now on
+    presenceList(text, $('text-people'));
+    window.folioDemo = { ...window.folioDemo, text, list };
     $('records').hidden = false;
     $('tips').hidden = false;
-    watch([text, list]);
+    const rich = await richText(ids, user);
+    const live = rich ? [text, list, rich] : [text, list];
+    nameField(user, rich ? [text, rich] : [text]);
+    watch(live);
   } catch (e) {
     const expired = e.httpStatus === 401 ? ' (run scripts/run again for a fresh link)' : '';
     show('error', `${e.status ?? 'error'}: ${e.message}${expired}`);

@@ -2,14 +2,19 @@
 # the service and greet its user. Expects to run from the source tree's root.
 
 # Builds folio-fcgi, folio-admin and folio-cli in Release (build-release/), and the JavaScript client's
-# engine (WebAssembly) when it is missing or older than its sources. Without the engine the service
-# runs as ever, and only the demo page and /client/ lack it.
+# engine (WebAssembly) when it is missing or older than its sources, and the demo's ProseMirror modules
+# (npm ci in demo/, from its committed lock) when they are missing or older than the lock. Without the
+# engine the service runs as ever, and only the demo page and /client/ lack it; without the modules
+# only the demo's rich text does.
 folio_build_release() {
   cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DFOLIO_BUILD_TESTS=OFF -DFOLIO_BUILD_BENCH=OFF >/dev/null
   cmake --build build-release -j2 --target folio-fcgi folio-admin folio-cli
   local wasm=clients/js/dist/folio-engine.wasm
   if [ ! -s "$wasm" ] || [ -n "$(find include/folio clients/js/wasm -newer "$wasm" -type f -print -quit)" ]; then
     scripts/build-js || echo "building the JavaScript client failed (above); the demo page needs it" >&2
+  fi
+  if [ ! -f demo/node_modules/.package-lock.json ] || [ demo/package-lock.json -nt demo/node_modules/.package-lock.json ]; then
+    (cd demo && npm ci --no-audit --no-fund --loglevel=error) || echo "npm ci in demo/ failed (above); the demo's rich text needs it" >&2
   fi
 }
 
@@ -66,6 +71,7 @@ folio_welcome() {
   local demo='"organizationId":"demo","documentId":"welcome"' minted demo_token demo_link
   api /v2/crdt/add "{\"data\":{$demo,\"editorId\":\"text\",\"type\":\"text\",\"data\":\"Hello from Folio! Edit me in two tabs.\\n\"}}" >/dev/null
   api /v2/crdt/add "{\"data\":{$demo,\"editorId\":\"tasks\",\"type\":\"array\",\"data\":[{\"title\":\"Open this page in a second tab\",\"done\":false},{\"title\":\"Run the curl line scripts/run printed\",\"done\":false}]}}" >/dev/null
+  api /v2/crdt/add "{\"data\":{$demo,\"editorId\":\"rich\",\"type\":\"xml\",\"data\":\"<heading level=\\\"1\\\">Welcome to Folio</heading><paragraph>This is <strong>rich text</strong> on an <em>xml</em> record: open a second tab and type in both.</paragraph><bullet_list><list_item><paragraph>every tab shows the others' cursors</paragraph></list_item><list_item><paragraph>undo undoes only your own changes</paragraph></list_item></bullet_list>\"}}" >/dev/null
   minted=$(api /v2/auth/token "{\"data\":{$demo,\"userId\":\"demo-user\",\"access\":\"write\",\"expiresInSeconds\":86400}}")
   demo_token=$(printf '%s' "$minted" | sed -n 's/.*"token":"\([A-Za-z0-9._-]*\)".*/\1/p')
   if [ -n "$demo_token" ]; then

@@ -360,6 +360,21 @@ export class FetchEventSource implements EventSourceLike {
   close(): void;
 }
 
+/**
+ * The EventSource interface over a WebSocket to the same subscribe URL (connect({ EventSource:
+ * WebSocketEventSource })): browsers allow six HTTP/1.1 connections per origin, which a few open
+ * EventSources fill (several records, several tabs); WebSockets have a pool of their own. Reconnects
+ * a second after a dropped socket; one that never opened closes (readyState 2) with an `error`. The
+ * page's origin must be allowed by the operator (a WebSocket always sends an Origin).
+ */
+export class WebSocketEventSource {
+  /** init.headers: not sent (a browser's WebSocket cannot); the token goes in the URL. */
+  constructor(url: string | URL, init?: { WebSocket?: typeof WebSocket; headers?: Record<string, string> });
+  readonly url: string;
+}
+// readyState, onopen, onmessage, onerror and close(), as EventSourceLike says.
+export interface WebSocketEventSource extends EventSourceLike {}
+
 /** A JSON value in the service's canonical form (keys sorted by UTF-8 bytes, no whitespace). */
 export function canonicalJson(value: JsonValue): string;
 

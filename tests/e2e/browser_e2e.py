@@ -21,7 +21,13 @@ from stack import *  # noqa: F401,F403 (setUpModule/tearDownModule start and sto
 import stack
 
 PAGES_PORT = stack.free_port()
-STACK.cors_origins = "http://127.0.0.1:%d" % PAGES_PORT
+PAGES_ORIGIN = "http://127.0.0.1:%d" % PAGES_PORT
+# The test pages' origin, and the stack's own (as scripts/run allows it): the demo page listens over
+# WebSockets, which always send an Origin.
+STACK.cors_origins = "%s http://127.0.0.1:%d" % (PAGES_ORIGIN, STACK.port)
+# A presence timeout far beyond the tests' deadlines: a page that leaves within one left by itself (its
+# pagehide), not by the service's timeout.
+STACK.fcgi_args = STACK.fcgi_args + ["--presence-timeout", "600"]
 
 
 def chromium():
@@ -82,8 +88,30 @@ class StaticFiles(unittest.TestCase):
         status, h, _ = get("/demo")
         self.assertEqual((status, h["location"].rpartition(":%d" % STACK.port)[2]), (301, "/demo/"))
 
+    def test_the_demo_modules_named_by_its_import_map(self):
+        # Every module the page's import map names, and ProseMirror's style sheet, from demo/node_modules
+        # (npm ci in demo/); nothing else there: package.json, CommonJS builds, paths out of it.
+        with open(os.path.join(stack.SOURCE, "demo", "index.html"), encoding="utf-8") as f:
+            page = f.read()
+        start = page.index('<script type="importmap">') + len('<script type="importmap">')
+        imports = json.loads(page[start:page.index("</script>", start)])["imports"]
+        self.assertIn("prosemirror-view", imports)
+        for name, path in imports.items():
+            status, h, body = get(path)
+            self.assertEqual((status, h.get("content-type")), (200, "text/javascript"), path)
+            with open(os.path.join(stack.SOURCE, "demo", path[len("/demo/"):]), "rb") as f:
+                self.assertEqual(body, f.read(), path)
+            self.assertEqual(h["cache-control"], "no-cache", path)
+        status, h, _ = get("/demo/node_modules/prosemirror-view/style/prosemirror.css")
+        self.assertEqual((status, h["content-type"]), (200, "text/css"))
+        for path in ("/demo/node_modules/prosemirror-model/package.json", "/demo/node_modules/prosemirror-view/dist/index.cjs",
+                     "/demo/node_modules/.package-lock.json", "/demo/node_modules/../package.json",
+                     "/demo/node_modules/prosemirror-model/src/index.ts", "/demo/package-lock.json"):
+            status, h, body = get(path)
+            self.assertEqual(status, 404, path)
+
     def test_other_origins_load_the_client_only_if_listed(self):
-        allowed = STACK.cors_origins
+        allowed = PAGES_ORIGIN
         status, h, _ = get("/client/folio.js", {"Origin": allowed})
         self.assertEqual((status, h.get("access-control-allow-origin")), (200, allowed))
         self.assertIn("Origin", h.get("vary", ""))

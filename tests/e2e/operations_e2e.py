@@ -370,6 +370,12 @@ class DevSetup(unittest.TestCase):
                              env=dict(os.environ, **creds), capture_output=True, text=True, timeout=60)
         self.assertEqual(cli.returncode, 0, cli.stderr)
         self.assertIn("Hello from Folio!", cli.stdout)
+        # The demo's rich text: an xml record in the markup of the ProseMirror binding's mapping.
+        rich = subprocess.run([os.path.join(stack.BUILD, "tools", "folio-cli"), "--org", "demo", "--doc", "welcome", "--editor", "rich",
+                               "--state", os.path.join(work, "rich.state"), "sync"],
+                              env=dict(os.environ, **creds), capture_output=True, text=True, timeout=60)
+        self.assertEqual(rich.returncode, 0, rich.stderr)
+        self.assertTrue(json.loads(rich.stdout).startswith('<heading level="1">Welcome to Folio</heading><paragraph>This is <strong>rich text</strong>'), rich.stdout)
         # Another port on the next start: the key is kept, the URL follows.
         self.setup(work, 'folio_dev_credentials "$1"', STACK.port + 1)
         with open(path) as f:

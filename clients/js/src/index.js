@@ -3,6 +3,7 @@
 export { connect, FolioRecord } from './client.js';
 export { FolioError } from './errors.js';
 export { FetchEventSource } from './fetch-event-source.js';
+export { WebSocketEventSource } from './websocket-event-source.js';
 export { createEngine, loadEngine, Replica } from './engine.js';
 export { bindTextarea, presenceColor, presenceList, presenceName, presenceWhere } from './textarea.js';
 export { indexedDbPersistence } from './persistence.js';

@@ -12,7 +12,8 @@
 //    A failure that says "later" (unreachable, 429) is retried after RETRY_MS and at the
 //    subscription's next open; any other is an `error` event and waits for the next set().
 //  * leaving: leave(), record.close() and the page's `pagehide` send presence/leave at once as a
-//    keepalive fetch (it outlives the page); a `pageshow` after `pagehide` (the page came back from
+//    keepalive fetch (it outlives the page). From `pagehide` on nothing is sent (a closing page may
+//    still run a while, and see its own leave come back), until a `pageshow` (the page came back from
 //    the back-forward cache) announces the state again.
 //  * others: presence/get when presence is first used and at every (re)open of the subscription,
 //    plus the presence messages on the record's channel (join, update, leave). A get answers the
@@ -78,8 +79,14 @@ export class Presence {
     this._getAgain = false; // another get was asked for while one ran
     this._named = null; // clientIds a message named while the get runs
     this._closed = false;
-    this._onPageHide = () => this._leaveNow(true);
+    this._hidden = false; // between pagehide and pageshow: nothing is sent (the page may still run a while)
+    this._onPageHide = () => {
+      this._hidden = true;
+      this._leaveNow(true);
+    };
     this._onPageShow = () => {
+      if (!this._hidden) return;
+      this._hidden = false;
       if (this._joined) this._send();
     };
     globalThis.addEventListener?.('pagehide', this._onPageHide);
@@ -140,7 +147,7 @@ export class Presence {
   }
 
   _flush() {
-    if (this._closed || !this._joined || !this._unsent || this._sending || this._throttle !== null) return;
+    if (this._closed || this._hidden || !this._joined || !this._unsent || this._sending || this._throttle !== null) return;
     this._unsent = false;
     this._sending = true;
     this._stopTimers();

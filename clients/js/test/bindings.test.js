@@ -8,7 +8,7 @@ import { EditorSelection, EditorState, Transaction } from '@codemirror/state';
 
 import { bindTextarea, loadEngine } from '../folio.js';
 import { FolioCodeMirrorSync, folioRemote, folioSync } from '../src/codemirror.js';
-import { connectTo, ModelService, until } from './model.js';
+import { connectTo, FakeTextarea, ModelService, until } from './model.js';
 
 const engine = await loadEngine();
 
@@ -17,46 +17,6 @@ async function textRecord(initial) {
   service.doc.replace(initial);
   const { record, remote } = await connectTo(service); // remote(f): a change made elsewhere, delivered to this record
   return { service, record, remote };
-}
-
-/** What a browser's textarea does that the binding relies on. */
-class FakeTextarea {
-  constructor() {
-    this._value = '';
-    this.selectionStart = this.selectionEnd = 0;
-    this.selectionDirection = 'none';
-    this.listeners = {};
-  }
-  get value() { return this._value; }
-  set value(v) {
-    // A browser puts the caret at the end when a script sets the value.
-    this._value = v;
-    this.selectionStart = this.selectionEnd = v.length;
-  }
-  setSelectionRange(start, end, direction = 'none') {
-    this.selectionStart = start;
-    this.selectionEnd = end;
-    this.selectionDirection = direction;
-  }
-  addEventListener(type, f) { (this.listeners[type] ??= new Set()).add(f); }
-  removeEventListener(type, f) { this.listeners[type]?.delete(f); }
-  fire(type) { for (const f of this.listeners[type] ?? []) f({ type }); }
-  /** The user types `text` over the selection (UTF-16 positions), as the browser does. */
-  type(text) {
-    const v = this._value;
-    this._value = v.slice(0, this.selectionStart) + text + v.slice(this.selectionEnd);
-    this.selectionStart = this.selectionEnd = this.selectionStart + text.length;
-    this.fire('input');
-  }
-  /** Backspace: removes the selection, or the code point before the caret. */
-  backspace() {
-    const v = this._value;
-    let from = this.selectionStart;
-    if (from === this.selectionEnd) from -= /[\uDC00-\uDFFF]/.test(v[from - 1] ?? '') ? 2 : 1;
-    this._value = v.slice(0, from) + v.slice(this.selectionEnd);
-    this.selectionStart = this.selectionEnd = from;
-    this.fire('input');
-  }
 }
 
 test('textarea: the user\'s edits become record edits at code-point positions', async () => {

@@ -6,22 +6,16 @@ import { test } from 'node:test';
 
 import { EditorSelection, EditorState } from '@codemirror/state';
 
-import { bindTextarea, connect, loadEngine, presenceColor, presenceList, presenceName, presenceWhere } from '../folio.js';
+import { bindTextarea, loadEngine, presenceColor, presenceList, presenceName, presenceWhere } from '../folio.js';
 import { folioCursorField, FolioCodeMirrorCursors, FolioCodeMirrorSync, FolioCursorWidget } from '../src/codemirror.js';
-import { FakeEventSource, ModelService, until } from './model.js';
+import { connectTo, FakeTextarea, ModelService, until } from './model.js';
 
 const engine = await loadEngine();
 
 async function textRecord(initial) {
   const service = new ModelService(engine, 'text');
   service.doc.replace(initial);
-  const before = FakeEventSource.instances.length;
-  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource, presenceThrottleMs: 0 });
-  await until(() => FakeEventSource.instances.length > before);
-  const es = FakeEventSource.last();
-  es.open();
-  const record = await pending;
-  const remote = (f) => es.send(service.edit(f));
+  const { record, es, remote } = await connectTo(service, { presenceThrottleMs: 0 });
   /** Another client announcing its caret at index `head` of the service's value (anchors of the service's replica). */
   const announce = (clientId, name, anchor, head = anchor, type = 'join') =>
     es.send({ editorId: 'e', presence: { type, clientId, userId: `u-${clientId}`, state: { name, color: '#d93f3f' }, selection: { anchor: service.doc.anchorAt(anchor), head: service.doc.anchorAt(head) }, updatedAt: 't' } });
@@ -49,22 +43,6 @@ test('anchors: anchorAt/indexOf follow their character through concurrent edits,
     record.close();
   }
 });
-
-/** The textarea stand-in the binding needs (value, selection, events). */
-class FakeTextarea {
-  constructor() {
-    this.value = '';
-    this.selectionStart = this.selectionEnd = 0;
-    this.selectionDirection = 'none';
-    this.listeners = {};
-  }
-  setSelectionRange(start, end, direction = 'none') {
-    Object.assign(this, { selectionStart: start, selectionEnd: end, selectionDirection: direction });
-  }
-  addEventListener(type, f) { (this.listeners[type] ??= new Set()).add(f); }
-  removeEventListener(type, f) { this.listeners[type]?.delete(f); }
-  fire(type) { for (const f of this.listeners[type] ?? []) f({ type }); }
-}
 
 /** The DOM a list needs: elements with children, text, dataset, style, className. */
 class FakeElement {

@@ -62,3 +62,44 @@ test('a refusal closes it for good; a network failure reconnects', async () => {
   assert.deepEqual(seen, ['error 0', 'open', 'back']);
   assert.equal(calls.length, 2);
 });
+
+// WebSocketEventSource (src/websocket-event-source.js) against a scripted WebSocket.
+class FakeWebSocket {
+  static instances = [];
+  constructor(url) {
+    this.url = url;
+    this.closed = false;
+    FakeWebSocket.instances.push(this);
+  }
+  close() { this.closed = true; }
+}
+
+test('WebSocketEventSource: ws URL, open and text messages, a drop reconnects, a refusal closes, close() stops', async () => {
+  const { WebSocketEventSource } = await import('../src/websocket-event-source.js');
+  const seen = [];
+  const es = new WebSocketEventSource('http://folio.test/v2/crdt/subscribe?token=t', { WebSocket: FakeWebSocket });
+  es.onopen = () => seen.push(`open ${es.readyState}`);
+  es.onmessage = (m) => seen.push(`message ${m.data}`);
+  es.onerror = () => seen.push(`error ${es.readyState}`);
+  const first = FakeWebSocket.instances.at(-1);
+  assert.equal(first.url, 'ws://folio.test/v2/crdt/subscribe?token=t');
+  assert.equal(es.readyState, 0);
+  first.onopen();
+  first.onmessage({ data: '{"a":1}' });
+  first.onmessage({ data: new ArrayBuffer(2) }); // not text: not a message
+  first.onclose(); // dropped after it opened: reconnects by itself
+  assert.deepEqual(seen, ['open 1', 'message {"a":1}', 'error 0']);
+  await new Promise((r) => setTimeout(r, 1100));
+  const second = FakeWebSocket.instances.at(-1);
+  assert.notEqual(second, first);
+  first.onmessage({ data: 'late' }); // the old socket's: ignored
+  second.onclose(); // never opened: refused or unreachable, closed for the client to ask why
+  assert.deepEqual(seen.slice(3), ['error 2']);
+  assert.equal(es.readyState, 2);
+  const third = new WebSocketEventSource('https://folio.test/s', { WebSocket: FakeWebSocket });
+  assert.equal(FakeWebSocket.instances.at(-1).url, 'wss://folio.test/s');
+  third.close();
+  assert.equal(FakeWebSocket.instances.at(-1).closed, true);
+  FakeWebSocket.instances.at(-1).onclose();
+  assert.equal(third.readyState, 2);
+});

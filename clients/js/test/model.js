@@ -36,6 +36,46 @@ export class FakeEventSource {
   }
 }
 
+/** What a browser's textarea does that the binding relies on. */
+export class FakeTextarea {
+  constructor() {
+    this._value = '';
+    this.selectionStart = this.selectionEnd = 0;
+    this.selectionDirection = 'none';
+    this.listeners = {};
+  }
+  get value() { return this._value; }
+  set value(v) {
+    // A browser puts the caret at the end when a script sets the value.
+    this._value = v;
+    this.selectionStart = this.selectionEnd = v.length;
+  }
+  setSelectionRange(start, end, direction = 'none') {
+    this.selectionStart = start;
+    this.selectionEnd = end;
+    this.selectionDirection = direction;
+  }
+  addEventListener(type, f) { (this.listeners[type] ??= new Set()).add(f); }
+  removeEventListener(type, f) { this.listeners[type]?.delete(f); }
+  fire(type) { for (const f of this.listeners[type] ?? []) f({ type }); }
+  /** The user types `text` over the selection (UTF-16 positions), as the browser does. */
+  type(text) {
+    const v = this._value;
+    this._value = v.slice(0, this.selectionStart) + text + v.slice(this.selectionEnd);
+    this.selectionStart = this.selectionEnd = this.selectionStart + text.length;
+    this.fire('input');
+  }
+  /** Backspace: removes the selection, or the code point before the caret. */
+  backspace() {
+    const v = this._value;
+    let from = this.selectionStart;
+    if (from === this.selectionEnd) from -= /[\uDC00-\uDFFF]/.test(v[from - 1] ?? '') ? 2 : 1;
+    this._value = v.slice(0, from) + v.slice(this.selectionEnd);
+    this.selectionStart = this.selectionEnd = from;
+    this.fire('input');
+  }
+}
+
 export class ModelService {
   constructor(engine, type, { incarnation = '4187203945523807211', contentKey = 'content' } = {}) {
     this.engine = engine;
@@ -209,16 +249,17 @@ export async function until(cond, turns = 200) {
 }
 
 /**
- * A record connected to `service` (its fetch and a FakeEventSource, opened): { record, remote }, where
- * remote(f) makes the change f(replica) in the service and delivers its message to the record.
+ * A record connected to `service` (its fetch and a FakeEventSource, opened; `options`: more of
+ * connect's): { record, es, remote }, where remote(f) makes the change f(replica) in the service and
+ * delivers its message to the record.
  */
-export async function connectTo(service) {
+export async function connectTo(service, options = {}) {
   const { connect } = await import('../folio.js');
   const before = FakeEventSource.instances.length;
-  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource });
+  const pending = connect({ baseUrl: 'http://folio.test', organizationId: 'o', documentId: 'd', editorId: 'e', fetch: service.fetch, EventSource: FakeEventSource, ...options });
   await until(() => FakeEventSource.instances.length > before);
   const es = FakeEventSource.last();
   es.open();
   const record = await pending;
-  return { record, remote: (f) => es.send(service.edit(f)) };
+  return { record, es, remote: (f) => es.send(service.edit(f)) };
 }

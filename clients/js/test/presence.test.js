@@ -153,7 +153,7 @@ test('close() and pagehide send presence/leave at once as a keepalive fetch; pag
   globalThis.removeEventListener = target.removeEventListener.bind(target);
   const service = new ModelService(engine, 'text');
   try {
-    const { record } = await open(service, { presenceClientId: 'tab' });
+    const { record, es } = await open(service, { presenceClientId: 'tab' });
     const keepalive = [];
     const fetch = record._o.fetch;
     record._o.fetch = (url, init) => {
@@ -165,6 +165,14 @@ test('close() and pagehide send presence/leave at once as a keepalive fetch; pag
     target.dispatchEvent(new Event('pagehide'));
     assert.equal(calls(service, 'leave').length, 1, 'sent synchronously, in the pagehide handler');
     await until(() => !service.present.has('tab'));
+    // The closing page still runs: its own leave comes back on the channel, a heartbeat falls due, the
+    // subscription reopens. None of it announces it again.
+    const sets = calls(service, 'set').length;
+    es.send({ editorId: 'body', presence: { type: 'leave', clientId: 'tab', userId: 'user:tok' } });
+    record.presence.set({ name: 'Tab', more: 1 });
+    es.open();
+    for (let i = 0; i < 20; ++i) await new Promise((r) => setImmediate(r));
+    assert.equal(calls(service, 'set').length, sets);
     target.dispatchEvent(new Event('pageshow'));
     await until(() => service.present.has('tab'));
     record.close();

@@ -390,28 +390,51 @@ test('a CodeMirror EditorView (folioSync) and a textarea page converge', async (
   }
 });
 
-test('the demo page: two tabs converge, a REST update appears, a saved version restores in both, and a screenshot is saved', async () => {
+test('the demo page: two tabs converge, see each other in the rich text, a REST update appears, a saved version restores in both, and a screenshot is saved', async () => {
   const documentId = newDoc('demo');
   const text = { organizationId: org, documentId, editorId: 'text' };
   const tasks = { organizationId: org, documentId, editorId: 'tasks' };
+  const rich = { organizationId: org, documentId, editorId: 'rich' };
   await add(text, 'text', 'Hello from the demo.\n');
   await add(tasks, 'array', [{ title: 'Open a second tab', done: false }]);
+  await add(rich, 'xml', '<heading level="1">Rich text</heading><paragraph>Some <strong>bold</strong> words.</paragraph>');
   const { token } = await mint(documentId);
-  const link = `${base}/demo/#${new URLSearchParams({ token, org, doc: documentId })}`;
+  const link = (name) => `${base}/demo/#${new URLSearchParams({ token, org, doc: documentId, name })}`;
   const ctx = await browser.createBrowserContext();
   const one = await ctx.newPage();
   const two = await ctx.newPage();
   try {
-    for (const page of [one, two]) {
+    for (const [page, name] of [[one, 'Ana'], [two, 'Bo']]) {
       await page.bringToFront();
-      await page.setViewport({ width: 1100, height: 640 });
-      await page.goto(link, { timeout: DEADLINE_MS });
+      await page.setViewport({ width: 1100, height: 900 });
+      await page.goto(link(name), { timeout: DEADLINE_MS });
       await page.waitForFunction(() => document.getElementById('status').dataset.state === 'online', { timeout: DEADLINE_MS, polling: POLL_MS })
         .catch(async (e) => { throw new Error(`${e.message}: ${await page.$eval('#status', (s) => s.textContent)}`); });
     }
     const shown = (page) => page.$eval('#text', (t) => t.value);
     const titles = (page) => page.$$eval('#tasks li span', (s) => s.map((x) => x.textContent));
     assert.equal(await shown(one), 'Hello from the demo.\n');
+
+    // The rich text: ProseMirror shows the xml record; typing in one tab reaches the other and the
+    // service; each tab lists the other and draws its caret with its name.
+    const richShown = (page) => page.$eval('#rich .ProseMirror', (e) => e.innerHTML);
+    const richText = (page) => page.$eval('#rich .ProseMirror', (e) => e.innerText);
+    await until(async () => (await richShown(one)).includes('<h1>Rich text</h1>') || (await richShown(one)), 'tab one shows the rich text');
+    assert.match(await richShown(two), /<p>Some <strong>bold<\/strong> words\./);
+    await one.bringToFront();
+    await one.click('#rich .ProseMirror p');
+    await one.keyboard.press('End');
+    await one.keyboard.type(' Typed here.');
+    await until(async () => (await richText(two)).includes('words. Typed here.') || (await richText(two)), 'tab two shows tab one\'s rich typing');
+    await until(async () => (await stored(rich)) === '<heading level="1">Rich text</heading><paragraph>Some <strong>bold</strong> words. Typed here.</paragraph>' || (await stored(rich)), 'the service holds it');
+    const here = (page, list) => page.$$eval(`#${list} li .folio-presence-name`, (l) => l.map((x) => x.textContent));
+    await until(async () => JSON.stringify([await here(one, 'rich-people'), await here(two, 'rich-people'), await here(one, 'text-people')]) === '[["Bo"],["Ana"],["Bo"]]'
+      || [await here(one, 'rich-people'), await here(two, 'rich-people'), await here(one, 'text-people')], 'each tab lists the other');
+    const caretLabels = (page) => page.$$eval('#rich .folio-cursor-label', (l) => l.map((x) => x.textContent));
+    await until(async () => JSON.stringify(await caretLabels(two)) === '["Ana"]' || (await caretLabels(two)), 'tab two draws Ana\'s caret');
+    // Where: right after "Typed here." (the caret's character is the end of the paragraph).
+    const caretBefore = (page) => page.$eval('#rich .folio-cursor', (c) => c.previousSibling?.textContent ?? (c.parentElement.previousSibling?.textContent ?? ''));
+    assert.match(await caretBefore(two), /Typed here\.$/);
 
     await one.bringToFront();
     await one.focus('#text');
@@ -962,5 +985,111 @@ test('ProseMirror: each page shows the others\' carets at their characters after
     }
   } finally {
     await closeAll(pages);
+  }
+});
+
+// ---- issue 53: presence and remote cursors --------------------------------------------------------------
+
+const others = (page, name = 'text') => call(page, 'presenceOthers', name);
+
+test('presence: joins reach the other pages (a read-only token announces too); a closed page leaves at once', async () => {
+  const ids = { organizationId: org, documentId: newDoc('presence'), editorId: 'text' };
+  await add(ids, 'text', 'Hello');
+  const { token } = await mint(ids.documentId);
+  const { token: readToken } = await mint(ids.documentId, { access: 'read', userId: 'reader' });
+  const ctx = await browser.createBrowserContext();
+  const [one, two, reader] = [await newPage(ctx), await newPage(ctx), await newPage(ctx)];
+  try {
+    const idOf = {};
+    for (const [page, name, t] of [[one, 'One', token], [two, 'Two', token], [reader, 'Reader', readToken]]) {
+      await open(page, 'text', { token: t, ids });
+      idOf[name] = await call(page, 'presenceSet', 'text', { name, color: '#c33' });
+    }
+    const names = async (page) => (await others(page)).others.map((o) => o.name).sort();
+    for (const [page, expected] of [[one, ['Reader', 'Two']], [two, ['One', 'Reader']], [reader, ['One', 'Two']]])
+      await until(async () => JSON.stringify(await names(page)) === JSON.stringify(expected) || (await names(page)), `a page sees ${expected}`);
+    const seenByOne = (await others(one)).others;
+    assert.deepEqual(seenByOne.find((o) => o.name === 'Reader').userId, 'reader');
+    assert.ok((await others(one)).events.includes(`join ${idOf.Two}`));
+    // The presence timeout is long in this stack (browser_e2e.py): only the page's own leave, sent as
+    // it closes, can remove it within the deadline.
+    await two.close({ runBeforeUnload: true });
+    await until(async () => JSON.stringify(await names(one)) === '["Reader"]' || (await names(one)), 'the closed page left');
+    assert.ok((await others(one)).events.includes(`leave ${idOf.Two}`));
+    await until(async () => JSON.stringify(await names(reader)) === '["One"]' || (await names(reader)), 'the reader sees the leave too');
+    const r = await rest('/v2/presence/get', ids);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(r.body.result.data.presence.map((p) => p.clientId).sort(), [idOf.One, idOf.Reader].sort());
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('remote cursors: after concurrent edits each CodeMirror page shows the others\' carets at the right characters; a textarea page lists them', async () => {
+  const ids = { organizationId: org, documentId: newDoc('cursors'), editorId: 'text' };
+  await add(ids, 'text', '0123456789');
+  const { token } = await mint(ids.documentId);
+  const [a, b, c] = [await newPage(), await newPage(), await newPage()];
+  try {
+    for (const [page, name] of [[a, 'Ana'], [b, 'Bo'], [c, 'Cy']]) {
+      await open(page, 'text', { token, ids });
+      await call(page, 'presenceSet', 'text', { name, color: '#2f7ed8' });
+    }
+    await call(a, 'codemirrorWithCursors', 'text');
+    await call(b, 'codemirrorWithCursors', 'text');
+    await call(c, 'textarea', 'text');
+    await call(c, 'presenceListOf', 'text');
+    await call(a, 'codemirrorSelect', 'text', 5); // before "5"
+    await call(b, 'codemirrorSelect', 'text', 2); // before "2"
+    await select(c, 'text', 9); // before "9"
+    // Concurrent edits: each page edits before the carets of the others.
+    await Promise.all([
+      a.evaluate(() => window.harness.editors.text.view.dispatch({ changes: { from: 0, insert: 'AAA' } })),
+      b.evaluate(() => window.harness.editors.text.view.dispatch({ changes: { from: 8, insert: 'BB' } })),
+      c.evaluate(() => { const r = window.harness.records.text; r.insert(r.length, '!'); }),
+    ]);
+    const expected = 'AAA01234567BB89!';
+    await until(async () => {
+      const seen = [await call(a, 'shown', 'text'), await call(b, 'shown', 'text'), await call(c, 'shown', 'text'), await stored(ids)];
+      return seen.every((v) => v === expected) || seen;
+    }, 'the three pages and the service converge');
+    const at = (ch) => expected.indexOf(ch);
+    const drawn = async (page) => (await call(page, 'codemirrorCursors', 'text')).carets.map((x) => `${x.name}@${x.pos}`).join(' ');
+    await until(async () => (await drawn(a)) === `Bo@${at('2')} Cy@${at('9')}` || (await drawn(a)), 'page A draws Bo before "2" and Cy before "9"');
+    await until(async () => (await drawn(b)) === `Ana@${at('5')} Cy@${at('9')}` || (await drawn(b)), 'page B draws Ana before "5" and Cy before "9"');
+    assert.deepEqual((await call(a, 'codemirrorCursors', 'text')).labels, ['Bo', 'Cy']);
+    const listed = async () => (await call(c, 'presenceListed', 'text')).sort();
+    // Each <li>: the swatch (empty), the name, where: "Ana" + "line 1, column 9".
+    const expectedList = [`Analine 1, column ${at('5') + 1}`, `Boline 1, column ${at('2') + 1}`];
+    await until(async () => JSON.stringify(await listed()) === JSON.stringify(expectedList) || (await listed()), 'the textarea page lists who is where');
+  } finally {
+    for (const p of [a, b, c]) await p.browserContext().close();
+  }
+});
+
+test('50 pages present on one document: each sees the 49 others; 10 close and the rest see 39', async () => {
+  const ids = { organizationId: org, documentId: newDoc('fifty'), editorId: 'text' };
+  await add(ids, 'text', 'fifty');
+  const { token } = await mint(ids.documentId);
+  const pages = [];
+  try {
+    for (let i = 0; i < 50; ++i) {
+      // Each in a context of its own (like 50 browsers): one profile opens at most six HTTP/1.1
+      // connections per origin, and each page holds one for its subscription.
+      const page = await newPage();
+      await open(page, 'text', { token, ids });
+      await call(page, 'presenceSet', 'text', { name: `p${i}` });
+      pages.push(page);
+    }
+    const count = async (page) => (await others(page)).others.length;
+    for (const page of [pages[0], pages[24], pages[49]]) await until(async () => (await count(page)) === 49 || (await count(page)), 'a page sees the 49 others');
+    // pagehide: each page leaves (a keepalive fetch, which outlives the page but not its context:
+    // the contexts close at the end).
+    for (const page of pages.slice(40)) await page.close({ runBeforeUnload: true });
+    const present = async () => (await rest('/v2/presence/get', ids)).body.result.data.presence.length;
+    for (const page of [pages[0], pages[39]]) await until(async () => (await count(page)) === 39 || { seen: await count(page), service: await present() }, 'a page sees the 39 left');
+    assert.equal(await present(), 40);
+  } finally {
+    for (const page of pages) await page.browserContext().close();
   }
 });

@@ -188,3 +188,80 @@ export async function subscribeAnswer(token, ids) {
     abort.abort();
   }
 }
+
+// ---- presence (issue 53) ------------------------------------------------------------------------------
+
+const presenceEvents = {}; // by record name: the `presence` events seen, as "type clientId"
+
+/** Announces record `name`'s page with `state` (record.presence.set); starts keeping its events. */
+export function presenceSet(name, state) {
+  const r = records[name];
+  if (!presenceEvents[name]) {
+    presenceEvents[name] = [];
+    r.on('presence', (e) => presenceEvents[name].push(`${e.type} ${e.clientId}`));
+  }
+  r.presence.set(state);
+  return r.presence.clientId;
+}
+
+/** Who record `name` sees: { clientId, userId, name, selection } each, sorted by clientId, and its events. */
+export function presenceOthers(name) {
+  const r = records[name];
+  const others = r.presence.others.map((o) => ({ clientId: o.clientId, userId: o.userId, name: o.state.name ?? null, selection: o.selection }));
+  others.sort((a, b) => (a.clientId < b.clientId ? -1 : 1));
+  return { clientId: r.presence.clientId, others, events: presenceEvents[name] ?? [] };
+}
+
+/** Where record `name` places each other client's caret: clientId -> index (record.indexOf of its head). */
+export function presenceHeads(name) {
+  const r = records[name];
+  return Object.fromEntries(r.presence.others.filter((o) => o.selection).map((o) => [o.clientId, r.indexOf(o.selection.head)]));
+}
+
+/** A CodeMirror view bound to the record with the others' cursors (folioSync + folioCursors). */
+export async function codemirrorWithCursors(name) {
+  const [{ EditorView }, { EditorState }, cm] = await Promise.all([
+    import('@codemirror/view'), import('@codemirror/state'), import(`${folio}/client/src/codemirror.js`),
+  ]);
+  const parent = document.createElement('div');
+  parent.id = name;
+  document.body.append(parent);
+  const record = records[name];
+  const view = new EditorView({ parent, state: EditorState.create({ doc: record.value, extensions: [cm.folioSync(record), cm.folioCursors(record)] }) });
+  editors[name] = { view, field: cm.folioCursorField };
+}
+
+/** Sets the CodeMirror selection of `name` (UTF-16 positions) as the user would. */
+export function codemirrorSelect(name, anchor, head = anchor) {
+  const { view } = editors[name];
+  view.focus();
+  view.dispatch({ selection: { anchor, head } });
+}
+
+/**
+ * The remote carets drawn in CodeMirror editor `name`: [{ clientId, name, pos }] from its decorations
+ * (pos in the document), and the DOM's caret labels (their text), sorted.
+ */
+export function codemirrorCursors(name) {
+  const { view, field } = editors[name];
+  const carets = [];
+  view.state.field(field).between(0, view.state.doc.length, (from, _to, deco) => {
+    const w = deco.spec.widget;
+    if (w) carets.push({ clientId: w.clientId, name: w.name, pos: from });
+  });
+  carets.sort((a, b) => a.pos - b.pos || (a.clientId < b.clientId ? -1 : 1));
+  const labels = [...view.dom.querySelectorAll('.cm-folio-cursor-label')].map((e) => e.textContent).sort();
+  return { carets, labels };
+}
+
+/** A who-is-where list (presenceList) of record `name`: returns nothing; presenceListed reads it. */
+export function presenceListOf(name) {
+  const ul = document.createElement('ul');
+  ul.id = `${name}-people`;
+  document.body.append(ul);
+  F.presenceList(records[name], ul);
+}
+
+export function presenceListed(name) {
+  return [...document.getElementById(`${name}-people`).children].map((li) => li.textContent);
+}

@@ -3,7 +3,7 @@
 import { EditorState } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { folioCursors, folioRemote, folioSync } from '@folio/client/codemirror';
-import { bindTextarea, presenceList, presenceName, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, indexedDbPersistence, loadEngine, Replica } from '@folio/client';
+import { WebSocketEventSource, bindTextarea, presenceList, presenceName, canonicalJson, connect, FetchEventSource, FolioError, FolioRecord, indexedDbPersistence, loadEngine, Replica } from '@folio/client';
 import type { ChangeEvent, JsonObject, PresenceEntry, PresenceEvent, RecordMetadata, TextChange, VersionInfo, VersionValue } from '@folio/client';
 
 export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement): Promise<void> {
@@ -56,7 +56,7 @@ export async function usage(textarea: HTMLTextAreaElement, parent: HTMLElement):
   await store.clear();
   store.close();
   Replica.resume(await loadEngine(), saved).free();
-  await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', presenceClientId: 'tab-1', presenceThrottleMs: 0 });
+  await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', presenceClientId: 'tab-1', presenceThrottleMs: 0, EventSource: WebSocketEventSource });
   await connect({ baseUrl: '', organizationId: 'o', documentId: 'd', editorId: 'e', saved, headers: { 'x-folio-api-key': 'k' }, EventSource: FetchEventSource });
   record.presence.set({ name: 'Ana', color: '#c33' }, { anchor: record.anchorAt(0), head: record.anchorAt(record.length) });
   record.presence.set({ name: 'Ana' });
