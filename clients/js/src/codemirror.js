@@ -37,7 +37,7 @@
 import { Annotation, ChangeSet, StateEffect, StateField, Transaction } from '@codemirror/state';
 import { Decoration, EditorView, ViewPlugin, WidgetType } from '@codemirror/view';
 import { codePoints, utf16Index } from './positions.js';
-import { presenceColor, presenceName } from './textarea.js';
+import { presenceColor, presenceName } from './presence.js';
 
 /** Marks the transactions that bring changes from the record (not the user's). */
 export const folioRemote = Annotation.define();

@@ -313,6 +313,35 @@ export class Presence {
   }
 }
 
+// ---- how another client is shown ----------------------------------------------------------------------
+// A state is the other client's to choose (any JSON object): every binding shows a name and a colour
+// only through these two, so what a hostile state holds is text (textContent) or a colour of a form
+// that cannot leave a CSS value (no ';', ':', quotes, url()).
+
+const NAME_MAX = 64; // UTF-16 units shown of a name
+const COLOR = /^(?:#[0-9a-fA-F]{3,8}|[a-zA-Z]{1,20}|(?:rgba?|hsla?)\([0-9a-z.,%\s/+-]{1,64}\))$/;
+
+/** A client's display name: its state's `name` (a non-empty string, its first 64 units), else its userId, else its client id. */
+export function presenceName(entry) {
+  const name = entry?.state?.name;
+  if (typeof name === 'string' && name.trim() !== '') return name.length > NAME_MAX ? name.slice(0, NAME_MAX) + '…' : name;
+  const id = typeof entry?.userId === 'string' && entry.userId !== '' ? entry.userId : entry?.clientId;
+  return typeof id === 'string' ? id.slice(0, NAME_MAX) : '';
+}
+
+/**
+ * A client's colour: its state's `color` when it is a CSS colour of a safe form (#hex, a name,
+ * rgb()/hsl() of numbers), else one made from its client id (hsl). Use it as a CSS value only; a
+ * lighter shade is color-mix(in srgb, <colour> 25%, transparent), which any of these forms allows.
+ */
+export function presenceColor(entry) {
+  const c = entry?.state?.color;
+  if (typeof c === 'string' && COLOR.test(c)) return c;
+  let h = 0;
+  for (const ch of String(entry?.clientId ?? '')) h = (h * 31 + ch.charCodeAt(0)) % 360;
+  return `hsl(${h} 70% 42%)`;
+}
+
 /** A failure worth retrying later: no answer, a gateway's, or the rate limit. */
 function isLater(e) {
   return e instanceof FolioError && [0, 429, 502, 503, 504].includes(e.httpStatus);

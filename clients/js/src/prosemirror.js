@@ -34,6 +34,7 @@ import { Fragment } from 'prosemirror-model';
 import { Plugin, PluginKey } from 'prosemirror-state';
 import { Decoration, DecorationSet } from 'prosemirror-view';
 import { codePoints, utf16Index } from './positions.js';
+import { presenceColor, presenceName } from './presence.js';
 
 // ---- markup: the engine's canonical form ------------------------------------------------------------
 
@@ -1006,8 +1007,6 @@ function cursorsOf(view) {
   return folioCursorsKey.getState(view.state)?.controller ?? null;
 }
 
-const escapeCss = (s) => String(s).replace(/[^#a-zA-Z0-9(),.% -]/g, '');
-
 /**
  * A plugin showing the others present on the record (record.presence) as carets with their name and
  * selections in their colour (presence state { name, color }), and publishing this editor's selection
@@ -1073,11 +1072,11 @@ export function folioCursors(record, options = {}) {
         }
         if (head === null) continue;
         anchor ??= head;
-        const color = escapeCss(other.state?.color ?? '#f80');
-        const name = String(other.state?.name ?? other.userId ?? '');
+        const color = presenceColor(other);
+        const name = presenceName(other);
         const from = Math.min(anchor, head);
         const to = Math.max(anchor, head);
-        if (from < to) decos.push(Decoration.inline(from, to, { class: 'folio-selection', style: `background-color: ${color}33` }, { clientId: other.clientId }));
+        if (from < to) decos.push(Decoration.inline(from, to, { class: 'folio-selection', style: `background-color: color-mix(in srgb, ${color} 25%, transparent)` }, { clientId: other.clientId }));
         decos.push(
           Decoration.widget(head, () => (options.render ? options.render(other) : caret(name, color, other.clientId)), {
             key: `${other.clientId}:${name}:${color}`,

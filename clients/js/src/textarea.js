@@ -24,6 +24,9 @@
 // colour from its state, and its caret's line and column for a text record, its item for an array).
 
 import { codePoints, mapPosition, singleChange, utf16Index } from './positions.js';
+import { presenceColor, presenceName } from './presence.js';
+
+export { presenceColor, presenceName };
 
 /** Binds `element` to the text record `record`; returns { destroy() } to unbind. */
 export function bindTextarea(record, element) {
@@ -129,21 +132,6 @@ export function bindTextarea(record, element) {
       element.removeEventListener('compositionend', onCompositionEnd);
     },
   };
-}
-
-/** A client's display name: its state's `name`, else its userId, else its client id. */
-export function presenceName(entry) {
-  const name = entry.state?.name;
-  return typeof name === 'string' && name !== '' ? name : entry.userId ?? entry.clientId;
-}
-
-/** A client's colour: its state's `color` when it is a CSS colour of the safe forms (#rgb, #rrggbb, a name), else one from its id. */
-export function presenceColor(entry) {
-  const c = entry.state?.color;
-  if (typeof c === 'string' && /^(#[0-9a-fA-F]{3,8}|[a-zA-Z]{1,20})$/.test(c)) return c;
-  let h = 0;
-  for (const ch of entry.clientId) h = (h * 31 + ch.charCodeAt(0)) % 360;
-  return `hsl(${h} 70% 42%)`;
 }
 
 /**

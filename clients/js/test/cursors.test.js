@@ -165,3 +165,54 @@ test('CodeMirror: the others\' carets and selections are drawn at their characte
     record.close();
   }
 });
+
+// A hostile client's state, as every other page receives it: a name of markup, a colour that would
+// close the CSS declaration, values of other types and huge ones.
+const HOSTILE = [
+  { name: '<img src=x onerror=alert(1)>', color: 'red; background:url(//evil)' },
+  { name: { toString: 'x' }, color: ['#fff'] },
+  { name: 'n'.repeat(100000), color: `#${'f'.repeat(100000)}` },
+  { name: 42, color: 'rgb(1 2 3); x: url(y)' },
+];
+const safeColor = (c) => typeof c === 'string' && c.length < 100 && !/[;:"'\\{}]|url|expression/i.test(c);
+
+test('a hostile presence state is inert text and a safe colour: presenceName/presenceColor, the list, CodeMirror', async () => {
+  const { record, es } = await textRecord('abc');
+  try {
+    for (const state of HOSTILE) {
+      const entry = { clientId: 'evil', userId: 'u-evil', state };
+      assert.ok(safeColor(presenceColor(entry)), presenceColor(entry));
+      assert.ok(typeof presenceName(entry) === 'string' && presenceName(entry).length <= 65);
+    }
+    assert.equal(presenceName({ clientId: 'c', userId: 'u', state: { name: '<b>' } }), '<b>'); // shown as text (textContent)
+    assert.equal(presenceColor({ clientId: 'c', state: { color: 'hsl(120 50% 40%)' } }), 'hsl(120 50% 40%)');
+    assert.equal(presenceColor({ clientId: 'c', state: { color: 'rgb(1, 2, 3)' } }), 'rgb(1, 2, 3)');
+    const list = fakeList();
+    presenceList(record, list);
+    const view = fakeView(record.value);
+    const sync = new FolioCodeMirrorSync(record, view);
+    const cursors = new FolioCodeMirrorCursors(record, view);
+    view.plugins.push(sync, cursors);
+    HOSTILE.forEach((state, i) =>
+      es.send({ editorId: 'e', presence: { type: 'join', clientId: `evil${i}`, userId: 'u', state, selection: { anchor: record.anchorAt(1), head: record.anchorAt(2) }, updatedAt: 't' } }));
+    await until(() => list.children.length === HOSTILE.length && carets(view).length === 2 * HOSTILE.length);
+    for (const li of list.children) {
+      const [swatch, name] = li.children;
+      assert.ok(safeColor(swatch.style.background), swatch.style.background);
+      assert.equal(name.children.length, 0); // text only
+      assert.ok(name.textContent.length <= 65);
+    }
+    view.state.field(folioCursorField).between(0, view.state.doc.length, (_f, _t, deco) => {
+      if (deco.spec.widget) {
+        assert.ok(safeColor(deco.spec.widget.color) && deco.spec.widget.name.length <= 65);
+      } else {
+        const style = deco.spec.attributes.style;
+        assert.match(style, /^background-color: color-mix\(in srgb, [^;]* 25%, transparent\)$/);
+      }
+    });
+    cursors.destroy();
+    sync.destroy();
+  } finally {
+    record.close();
+  }
+});
