@@ -243,7 +243,7 @@ export class Presence {
     const entry = {
       clientId: p.clientId,
       userId: typeof p.userId === 'string' ? p.userId : null,
-      state: p.state && typeof p.state === 'object' ? p.state : {},
+      state: p.state && typeof p.state === 'object' && !Array.isArray(p.state) ? p.state : {},
       selection: p.selection && typeof p.selection.anchor === 'string' && typeof p.selection.head === 'string' ? { anchor: p.selection.anchor, head: p.selection.head } : null,
       updatedAt: p.updatedAt ?? null,
     };

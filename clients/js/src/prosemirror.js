@@ -1070,8 +1070,9 @@ export function folioCursors(record, options = {}) {
         } catch {
           continue;
         }
-        if (head === null) continue;
         anchor ??= head;
+        const size = state.doc.content.size;
+        if (head === null || head < 0 || head > size || anchor < 0 || anchor > size) continue; // not shown: no caret
         const color = presenceColor(other);
         const name = presenceName(other);
         const from = Math.min(anchor, head);

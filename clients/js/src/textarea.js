@@ -136,11 +136,17 @@ export function bindTextarea(record, element) {
 
 /**
  * Where another client's caret is: "line L, column C" in a text record (1-based, code points), "item
- * N" in an array, "" without a selection, "…" for an anchor this replica does not hold yet.
+ * N" in an array, "" without a selection (or one that is not of anchors of this record), "…" for an
+ * anchor this replica does not hold yet.
  */
 export function presenceWhere(record, entry) {
   if (!entry.selection || (record.type !== 'text' && record.type !== 'array')) return '';
-  const at = record.indexOf(entry.selection.head);
+  let at;
+  try {
+    at = record.indexOf(entry.selection.head);
+  } catch {
+    return ''; // not an anchor of this record
+  }
   if (at < 0) return '…';
   if (record.type === 'array') return `item ${at + 1}`;
   const value = record.value;

@@ -216,3 +216,49 @@ test('a hostile presence state is inert text and a safe colour: presenceName/pre
     record.close();
   }
 });
+
+test('odd presence messages: no throw, no caret but at the anchors\' characters; unknown anchors hidden until they resolve', async () => {
+  const { record, es, service } = await textRecord('hello world');
+  try {
+    const errors = [];
+    record.on('error', (e) => errors.push(e));
+    const list = fakeList();
+    presenceList(record, list);
+    const view = fakeView(record.value);
+    const sync = new FolioCodeMirrorSync(record, view);
+    const cursors = new FolioCodeMirrorCursors(record, view);
+    view.plugins.push(sync, cursors);
+    const send = (presence, editorId = 'e') => es.send({ editorId, presence: { userId: 'u', updatedAt: 't', ...presence } });
+    const sel = (anchor, head = anchor) => ({ anchor, head });
+    send({ type: 'join', clientId: 'ok', state: { name: 'Ok' }, selection: sel(record.anchorAt(6)) });
+    for (const state of ['x', 7, null, [1, 2], true]) send({ type: 'join', clientId: 'odd', state, selection: null });
+    for (const selection of ['x', 5, [], sel(5, 6), sel('end:root'), sel('end:1.1'), sel('1.x'), sel(''), sel('-1.2'), sel('1.99999999999999999999'), { anchor: 'end' }])
+      send({ type: 'update', clientId: 'odd', state: { name: 'Odd' }, selection });
+    send({ type: 'whatever', clientId: 'ok2', state: {}, selection: null });
+    send({ type: 'leave', clientId: 'nobody' });
+    send({ type: 'join', clientId: 'other-editor', state: { name: 'Elsewhere' }, selection: sel(record.anchorAt(0)) }, 'another-editor');
+    es.send({ editorId: 'e', presence: 'join' });
+    es.send({ editorId: 'e', presence: { type: 'join', clientId: 7 } });
+    // A caret at a character this replica does not hold yet: hidden, then shown once it arrives.
+    const held = service.edit((d) => d.insert(0, '>')); // the push of it, held back
+    const unseen = service.doc.anchorAt(0);
+    send({ type: 'join', clientId: 'ahead', state: { name: 'Ahead' }, selection: sel(unseen) });
+    for (let i = 0; i < 1000; ++i) send({ type: 'update', clientId: `flood${i % 20}`, state: { name: `F${i}` }, selection: null });
+    await until(() => record.presence.others.length === 23);
+    await new Promise((r) => setTimeout(r, 0)); // CodeMirror's redraw runs a task later
+    assert.deepEqual(carets(view), ['Ok@6']);
+    assert.equal(list.children.length, 23);
+    assert.ok(!record.presence.others.some((o) => o.clientId === 'other-editor' || o.clientId === 'nobody' || o.clientId === 'ok2'));
+    assert.deepEqual(record.presence.others.find((o) => o.clientId === 'odd').state, { name: 'Odd' });
+    assert.equal(list.children.find((li) => li.dataset.clientId === 'ahead').children[2].textContent, '…');
+    es.send(held); // the character arrives
+    await until(() => carets(view).length === 2);
+    assert.equal(record.value, '>hello world');
+    assert.deepEqual(carets(view), ['Ahead@0', 'Ok@7']);
+    assert.deepEqual(errors, []);
+    cursors.destroy();
+    sync.destroy();
+  } finally {
+    record.close();
+  }
+});
