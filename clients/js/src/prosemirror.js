@@ -888,7 +888,13 @@ export function bindProseMirror(record, view, options) {
   const b = new ProseMirrorBinding(record, view, options);
   const presence = cursorsOf(view);
   if (presence) presence.attach(b);
-  return { destroy: () => b.destroy(), binding: b };
+  return {
+    destroy: () => {
+      b.destroy();
+      if (presence?.binding === b) presence.detach(); // its presence listener goes with the binding
+    },
+    binding: b,
+  };
 }
 
 // ---- positions <-> anchors ------------------------------------------------------------------------------
@@ -1023,15 +1029,23 @@ export function folioCursors(record, options = {}) {
     attach(binding) {
       this.binding = binding;
       this.view = binding.view;
+      // Presence events come one per message (a flood of them, from many clients): one redraw a task.
+      this.queued = false;
       this.onPresence = () => {
-        if (!binding.destroyed && this.view) this.view.dispatch(this.view.state.tr.setMeta(folioCursorsKey, 'presence'));
+        if (this.queued) return;
+        this.queued = true;
+        queueMicrotask(() => {
+          this.queued = false;
+          if (this.binding === binding && !binding.destroyed) this.view.dispatch(this.view.state.tr.setMeta(folioCursorsKey, 'presence'));
+        });
       };
       record.on('presence', this.onPresence);
       this.announce(this.view.state);
-      this.onPresence();
+      this.view.dispatch(this.view.state.tr.setMeta(folioCursorsKey, 'presence'));
     },
     detach() {
       if (this.onPresence) record.off('presence', this.onPresence);
+      this.onPresence = null;
       this.binding = null;
     },
     announce(state) {

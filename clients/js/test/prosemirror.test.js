@@ -427,3 +427,28 @@ test('remote cursors: a hostile state is inert text and a safe colour; any accep
   assert.ok(names.includes('<img src=x onerror=alert(1)>')); // text: the caret's label sets textContent
   assert.ok(names.every((n) => typeof n === 'string' && n.length <= 65));
 });
+
+test('remote cursors: a flood of presence events is one redraw; destroy() leaves no listener on the record', async () => {
+  const { folioCursors, folioCursorsKey } = await import('../src/prosemirror.js');
+  const record = new Record(Replica.create(engine, 'xml'));
+  record.presence = { others: [], set() {}, select() {} };
+  const ed = editor(record, [folioCursors(record)]);
+  record.replace('<paragraph>hello</paragraph>');
+  let redraws = 0;
+  const dispatch = ed.view.dispatch.bind(ed.view);
+  ed.view.dispatch = (tr) => {
+    if (tr.getMeta(folioCursorsKey) === 'presence') ++redraws;
+    dispatch(tr);
+  };
+  const controller = folioCursorsKey.getState(ed.view.state).controller;
+  for (let i = 0; i < 1000; ++i) controller.onPresence({ type: 'update', clientId: `c${i % 50}` });
+  await null;
+  assert.equal(redraws, 1);
+  assert.equal(record.listeners.size, 2); // the binding's change listener and the cursors' presence one
+  const onPresence = controller.onPresence;
+  ed.binding.destroy();
+  assert.equal(record.listeners.size, 0);
+  onPresence(); // an event already being delivered: nothing is drawn
+  await null;
+  assert.equal(redraws, 1);
+});
