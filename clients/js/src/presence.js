@@ -9,8 +9,9 @@
 //    answered and `throttleMs` have passed since it started (a throttle: the service refuses more
 //    than its rate per client with 429). While joined, the state is sent again every timeoutMs/3
 //    (the service's `timeoutMs`, from the set answer) so the service does not time the client out.
-//    A failure that says "later" (unreachable, 429) is retried after RETRY_MS and at the
-//    subscription's next open; any other is an `error` event and waits for the next set().
+//    A failure that says "later" (unreachable, 429, 502-504) is retried after a wait doubling from
+//    1 s to 30 s (back to 1 s once a set is answered) and at the subscription's next open; any other
+//    is an `error` event and waits for the next set() or select() (no heartbeat resends it).
 //  * leaving: leave(), record.close() and the page's `pagehide` send presence/leave at once as a
 //    keepalive fetch (it outlives the page). From `pagehide` on nothing is sent (a closing page may
 //    still run a while, and see its own leave come back), until a `pageshow` (the page came back from
@@ -26,7 +27,8 @@
 
 import { FolioError } from './errors.js';
 
-const RETRY_MS = 1000;
+const RETRY_MIN_MS = 1000; // a set that failed "later" is retried after this, doubling to RETRY_MAX_MS
+const RETRY_MAX_MS = 30000;
 const DEFAULT_TIMEOUT_MS = 30000; // the service's default, until a set answer names its own
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -73,6 +75,7 @@ export class Presence {
     this._throttle = null; // the timer before the next set may start
     this._heartbeat = null;
     this._retry = null;
+    this._retryDelay = RETRY_MIN_MS; // the next retry's wait: doubles per failure, back to the least on an answer
     this._timeoutMs = DEFAULT_TIMEOUT_MS;
     this._others = new Map(); // clientId -> entry
     this._getting = null; // the get in flight
@@ -175,14 +178,18 @@ export class Presence {
     if (e) {
       if (isLater(e)) {
         this._unsent = true;
-        if (this._retry === null) this._retry = this._record._after(RETRY_MS, () => {
+        const delay = this._retryDelay;
+        this._retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
+        if (this._retry === null) this._retry = this._record._after(delay, () => {
           this._retry = null;
           this._flush();
         });
         return;
       }
       this._record._emit('error', e);
-    }
+      // Refused: sent again by the next set() or select(), not by heartbeats (each would be refused).
+      if (!this._unsent) return;
+    } else this._retryDelay = RETRY_MIN_MS;
     if (this._unsent) {
       this._flush();
       return;
