@@ -75,6 +75,7 @@ export class Presence {
     this._throttle = null; // the timer before the next set may start
     this._heartbeat = null;
     this._retry = null;
+    this._leaveAgain = null; // a leave sent while a set was in flight (its request), to send again after it
     this._retryDelay = RETRY_MIN_MS; // the next retry's wait: doubles per failure, back to the least on an answer
     this._timeoutMs = DEFAULT_TIMEOUT_MS;
     this._others = new Map(); // clientId -> entry
@@ -174,6 +175,9 @@ export class Presence {
   /** The set request in flight answered (`e`: its failure, or null). */
   _done(e) {
     this._sending = false;
+    const leave = this._leaveAgain;
+    this._leaveAgain = null;
+    if (leave && !e && (this._closed || !this._joined || this._hidden)) this._fetchLeave(leave);
     if (this._closed || !this._joined) return;
     if (e) {
       if (isLater(e)) {
@@ -220,8 +224,17 @@ export class Presence {
     const r = this._record;
     const ids = r._recordIdsOpen();
     const headers = { 'Content-Type': 'application/json', ...r._authHeaders(r._token) };
+    const leave = { method: 'POST', headers, keepalive: true, body: JSON.stringify({ data: { ...ids, clientId: this.clientId } }) };
+    // A set in flight may reach the service after this leave (another connection): sent again once
+    // that set is answered, if the client has not announced itself since (_done).
+    if (this._sending) this._leaveAgain = leave;
+    this._fetchLeave(leave);
+  }
+
+  _fetchLeave(leave) {
+    const r = this._record;
     try {
-      const sent = r._o.fetch(r._o.baseUrl + '/v2/presence/leave', { method: 'POST', headers, keepalive: true, body: JSON.stringify({ data: { ...ids, clientId: this.clientId } }) });
+      const sent = r._o.fetch(r._o.baseUrl + '/v2/presence/leave', leave);
       Promise.resolve(sent).catch(() => {}); // gone with the page, or offline: the service's timeout removes it
     } catch {
       // as above

@@ -278,3 +278,35 @@ test('a set refused with 429 backs off (1 s doubling to 30 s, 1 s again after an
     record.close();
   }
 });
+
+test('a leave sent while a set is in flight is sent again once that set is answered: no ghost when the set arrives last', async () => {
+  const service = new ModelService(engine, 'text');
+  const { record } = await open(service);
+  const fetch = record._o.fetch;
+  let release;
+  const held = new Promise((r) => (release = r));
+  let holding = true;
+  record._o.fetch = async (url, init) => {
+    if (holding && String(url).endsWith('/presence/set')) await held; // the set arrives after the leave
+    return fetch(url, init);
+  };
+  try {
+    record.presence.set({ name: 'x' });
+    await until(() => record.presence._sending);
+    record.presence.leave();
+    await until(() => calls(service, 'leave').length === 1);
+    holding = false;
+    release();
+    await until(() => calls(service, 'set').length === 1);
+    await until(() => calls(service, 'leave').length === 2 && service.present.size === 0);
+    // A leave with no set in flight is sent once.
+    record.presence.set({ name: 'y' });
+    await until(() => service.present.size === 1);
+    record.presence.leave();
+    await until(() => service.present.size === 0);
+    for (let i = 0; i < 5; ++i) await new Promise((r) => setImmediate(r));
+    assert.equal(calls(service, 'leave').length, 3);
+  } finally {
+    record.close();
+  }
+});
