@@ -166,6 +166,17 @@ test('CodeMirror: the others\' carets and selections are drawn at their characte
   }
 });
 
+/** Who is here as presenceList draws it and a CodeMirror view with the cursors, on `record`. */
+function drawn(record) {
+  const list = fakeList();
+  const people = presenceList(record, list);
+  const view = fakeView(record.value);
+  const sync = new FolioCodeMirrorSync(record, view);
+  const cursors = new FolioCodeMirrorCursors(record, view);
+  view.plugins.push(sync, cursors);
+  return { list, view, unbind: () => [people, cursors, sync].forEach((b) => b.destroy()) };
+}
+
 // A hostile client's state, as every other page receives it: a name of markup, a colour that would
 // close the CSS declaration, values of other types and huge ones.
 const HOSTILE = [
@@ -187,12 +198,7 @@ test('a hostile presence state is inert text and a safe colour: presenceName/pre
     assert.equal(presenceName({ clientId: 'c', userId: 'u', state: { name: '<b>' } }), '<b>'); // shown as text (textContent)
     assert.equal(presenceColor({ clientId: 'c', state: { color: 'hsl(120 50% 40%)' } }), 'hsl(120 50% 40%)');
     assert.equal(presenceColor({ clientId: 'c', state: { color: 'rgb(1, 2, 3)' } }), 'rgb(1, 2, 3)');
-    const list = fakeList();
-    presenceList(record, list);
-    const view = fakeView(record.value);
-    const sync = new FolioCodeMirrorSync(record, view);
-    const cursors = new FolioCodeMirrorCursors(record, view);
-    view.plugins.push(sync, cursors);
+    const { list, view, unbind } = drawn(record);
     HOSTILE.forEach((state, i) =>
       es.send({ editorId: 'e', presence: { type: 'join', clientId: `evil${i}`, userId: 'u', state, selection: { anchor: record.anchorAt(1), head: record.anchorAt(2) }, updatedAt: 't' } }));
     await until(() => list.children.length === HOSTILE.length && carets(view).length === 2 * HOSTILE.length);
@@ -210,8 +216,7 @@ test('a hostile presence state is inert text and a safe colour: presenceName/pre
         assert.match(style, /^background-color: color-mix\(in srgb, [^;]* 25%, transparent\)$/);
       }
     });
-    cursors.destroy();
-    sync.destroy();
+    unbind();
   } finally {
     record.close();
   }
@@ -222,12 +227,7 @@ test('odd presence messages: no throw, no caret but at the anchors\' characters;
   try {
     const errors = [];
     record.on('error', (e) => errors.push(e));
-    const list = fakeList();
-    presenceList(record, list);
-    const view = fakeView(record.value);
-    const sync = new FolioCodeMirrorSync(record, view);
-    const cursors = new FolioCodeMirrorCursors(record, view);
-    view.plugins.push(sync, cursors);
+    const { list, view, unbind } = drawn(record);
     const send = (presence, editorId = 'e') => es.send({ editorId, presence: { userId: 'u', updatedAt: 't', ...presence } });
     const sel = (anchor, head = anchor) => ({ anchor, head });
     send({ type: 'join', clientId: 'ok', state: { name: 'Ok' }, selection: sel(record.anchorAt(6)) });
@@ -256,8 +256,7 @@ test('odd presence messages: no throw, no caret but at the anchors\' characters;
     assert.equal(record.value, '>hello world');
     assert.deepEqual(carets(view), ['Ahead@0', 'Ok@7']);
     assert.deepEqual(errors, []);
-    cursors.destroy();
-    sync.destroy();
+    unbind();
   } finally {
     record.close();
   }
