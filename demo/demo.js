@@ -17,7 +17,7 @@
 //     rich text and, as a who-is-where list (presenceList), beside the text.
 // The records listen over WebSockets (WebSocketEventSource): three EventSources a tab would fill the
 // browser's six HTTP/1.1 connections per origin with two tabs, and every request after that would wait.
-import { bindTextarea, connect, presenceList, WebSocketEventSource } from '/client/folio.js';
+import { bindTextarea, connect, presenceColor, presenceList, WebSocketEventSource } from '/client/folio.js';
 
 const params = new URLSearchParams(location.hash.slice(1));
 const token = params.get('token');
@@ -142,7 +142,7 @@ function me() {
 function nameField(user, records) {
   const input = $('my-name');
   input.value = user.name;
-  $('my-color').style.background = user.color;
+  $('my-color').style.background = presenceColor({ clientId: '', state: user });
   input.addEventListener('change', () => {
     user.name = input.value.trim() || user.name;
     input.value = user.name;

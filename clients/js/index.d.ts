@@ -335,9 +335,9 @@ export function bindTextarea(
  * (presenceWhere). Redrawn on presence events and changes; destroy() stops.
  */
 export function presenceList(record: FolioRecord, element: HTMLElement): { destroy(): void };
-/** A client's display name: state.name, else its userId, else its client id. */
+/** A client's display name: state.name (a non-empty string, its first 64 characters), else its userId, else its client id. */
 export function presenceName(entry: PresenceEntry): string;
-/** A client's colour: state.color when it is #hex or a colour name, else one derived from its client id. */
+/** A client's colour, safe as a CSS value: state.color when it is #hex, a colour name or rgb()/hsl() of numbers, else an hsl() derived from its client id. */
 export function presenceColor(entry: PresenceEntry): string;
 /**
  * Where a client's caret is: "line L, column C" (text), "item N" (array), "" without a selection,

@@ -836,7 +836,7 @@ export class FolioRecord {
       return false;
     }
     if (!m || typeof m !== 'object' || !m.presence || typeof m.presence !== 'object' || m.update !== undefined || m.deleted !== undefined) return false;
-    this._presence?._message(m.presence);
+    if (m.editorId === undefined || m.editorId === this._o.editorId) this._presence?._message(m.presence);
     return true;
   }
 

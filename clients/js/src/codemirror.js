@@ -37,7 +37,7 @@
 import { Annotation, ChangeSet, StateEffect, StateField, Transaction } from '@codemirror/state';
 import { Decoration, EditorView, ViewPlugin, WidgetType } from '@codemirror/view';
 import { codePoints, utf16Index } from './positions.js';
-import { presenceColor, presenceName } from './textarea.js';
+import { presenceColor, presenceName } from './presence.js';
 
 /** Marks the transactions that bring changes from the record (not the user's). */
 export const folioRemote = Annotation.define();
@@ -310,8 +310,14 @@ export class FolioCodeMirrorCursors {
     const ranges = [];
     for (const entry of this.record.presence.others) {
       if (!entry.selection) continue;
-      const a = this.record.indexOf(entry.selection.anchor);
-      const h = this.record.indexOf(entry.selection.head);
+      let a;
+      let h;
+      try {
+        a = this.record.indexOf(entry.selection.anchor);
+        h = this.record.indexOf(entry.selection.head);
+      } catch {
+        continue; // not an anchor of this record (another client's to choose): not shown
+      }
       if (a < 0 || h < 0) continue; // items this replica does not hold yet
       const anchor = utf16Index(doc, a);
       const head = utf16Index(doc, h);

@@ -9,8 +9,9 @@
 //    answered and `throttleMs` have passed since it started (a throttle: the service refuses more
 //    than its rate per client with 429). While joined, the state is sent again every timeoutMs/3
 //    (the service's `timeoutMs`, from the set answer) so the service does not time the client out.
-//    A failure that says "later" (unreachable, 429) is retried after RETRY_MS and at the
-//    subscription's next open; any other is an `error` event and waits for the next set().
+//    A failure that says "later" (unreachable, 429, 502-504) is retried after a wait doubling from
+//    1 s to 30 s (back to 1 s once a set is answered) and at the subscription's next open; any other
+//    is an `error` event and waits for the next set() or select() (no heartbeat resends it).
 //  * leaving: leave(), record.close() and the page's `pagehide` send presence/leave at once as a
 //    keepalive fetch (it outlives the page). From `pagehide` on nothing is sent (a closing page may
 //    still run a while, and see its own leave come back), until a `pageshow` (the page came back from
@@ -26,7 +27,8 @@
 
 import { FolioError } from './errors.js';
 
-const RETRY_MS = 1000;
+const RETRY_MIN_MS = 1000; // a set that failed "later" is retried after this, doubling to RETRY_MAX_MS
+const RETRY_MAX_MS = 30000;
 const DEFAULT_TIMEOUT_MS = 30000; // the service's default, until a set answer names its own
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -73,6 +75,8 @@ export class Presence {
     this._throttle = null; // the timer before the next set may start
     this._heartbeat = null;
     this._retry = null;
+    this._leaveAgain = null; // a leave sent while a set was in flight (its request), to send again after it
+    this._retryDelay = RETRY_MIN_MS; // the next retry's wait: doubles per failure, back to the least on an answer
     this._timeoutMs = DEFAULT_TIMEOUT_MS;
     this._others = new Map(); // clientId -> entry
     this._getting = null; // the get in flight
@@ -171,18 +175,25 @@ export class Presence {
   /** The set request in flight answered (`e`: its failure, or null). */
   _done(e) {
     this._sending = false;
+    const leave = this._leaveAgain;
+    this._leaveAgain = null;
+    if (leave && !e && (this._closed || !this._joined || this._hidden)) this._fetchLeave(leave);
     if (this._closed || !this._joined) return;
     if (e) {
       if (isLater(e)) {
         this._unsent = true;
-        if (this._retry === null) this._retry = this._record._after(RETRY_MS, () => {
+        const delay = this._retryDelay;
+        this._retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
+        if (this._retry === null) this._retry = this._record._after(delay, () => {
           this._retry = null;
           this._flush();
         });
         return;
       }
       this._record._emit('error', e);
-    }
+      // Refused: sent again by the next set() or select(), not by heartbeats (each would be refused).
+      if (!this._unsent) return;
+    } else this._retryDelay = RETRY_MIN_MS;
     if (this._unsent) {
       this._flush();
       return;
@@ -213,8 +224,17 @@ export class Presence {
     const r = this._record;
     const ids = r._recordIdsOpen();
     const headers = { 'Content-Type': 'application/json', ...r._authHeaders(r._token) };
+    const leave = { method: 'POST', headers, keepalive: true, body: JSON.stringify({ data: { ...ids, clientId: this.clientId } }) };
+    // A set in flight may reach the service after this leave (another connection): sent again once
+    // that set is answered, if the client has not announced itself since (_done).
+    if (this._sending) this._leaveAgain = leave;
+    this._fetchLeave(leave);
+  }
+
+  _fetchLeave(leave) {
+    const r = this._record;
     try {
-      const sent = r._o.fetch(r._o.baseUrl + '/v2/presence/leave', { method: 'POST', headers, keepalive: true, body: JSON.stringify({ data: { ...ids, clientId: this.clientId } }) });
+      const sent = r._o.fetch(r._o.baseUrl + '/v2/presence/leave', leave);
       Promise.resolve(sent).catch(() => {}); // gone with the page, or offline: the service's timeout removes it
     } catch {
       // as above
@@ -243,7 +263,7 @@ export class Presence {
     const entry = {
       clientId: p.clientId,
       userId: typeof p.userId === 'string' ? p.userId : null,
-      state: p.state && typeof p.state === 'object' ? p.state : {},
+      state: p.state && typeof p.state === 'object' && !Array.isArray(p.state) ? p.state : {},
       selection: p.selection && typeof p.selection.anchor === 'string' && typeof p.selection.head === 'string' ? { anchor: p.selection.anchor, head: p.selection.head } : null,
       updatedAt: p.updatedAt ?? null,
     };
@@ -311,6 +331,35 @@ export class Presence {
     globalThis.removeEventListener?.('pagehide', this._onPageHide);
     globalThis.removeEventListener?.('pageshow', this._onPageShow);
   }
+}
+
+// ---- how another client is shown ----------------------------------------------------------------------
+// A state is the other client's to choose (any JSON object): every binding shows a name and a colour
+// only through these two, so what a hostile state holds is text (textContent) or a colour of a form
+// that cannot leave a CSS value (no ';', ':', quotes, url()).
+
+const NAME_MAX = 64; // UTF-16 units shown of a name
+const COLOR = /^(?:#[0-9a-fA-F]{3,8}|[a-zA-Z]{1,20}|(?:rgba?|hsla?)\([0-9a-z.,%\s/+-]{1,64}\))$/;
+
+/** A client's display name: its state's `name` (a non-empty string, its first 64 units), else its userId, else its client id. */
+export function presenceName(entry) {
+  const name = entry?.state?.name;
+  if (typeof name === 'string' && name.trim() !== '') return name.length > NAME_MAX ? name.slice(0, NAME_MAX) + '…' : name;
+  const id = typeof entry?.userId === 'string' && entry.userId !== '' ? entry.userId : entry?.clientId;
+  return typeof id === 'string' ? id.slice(0, NAME_MAX) : '';
+}
+
+/**
+ * A client's colour: its state's `color` when it is a CSS colour of a safe form (#hex, a name,
+ * rgb()/hsl() of numbers), else one made from its client id (hsl). Use it as a CSS value only; a
+ * lighter shade is color-mix(in srgb, <colour> 25%, transparent), which any of these forms allows.
+ */
+export function presenceColor(entry) {
+  const c = entry?.state?.color;
+  if (typeof c === 'string' && COLOR.test(c)) return c;
+  let h = 0;
+  for (const ch of String(entry?.clientId ?? '')) h = (h * 31 + ch.charCodeAt(0)) % 360;
+  return `hsl(${h} 70% 42%)`;
 }
 
 /** A failure worth retrying later: no answer, a gateway's, or the rate limit. */

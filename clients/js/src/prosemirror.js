@@ -34,6 +34,7 @@ import { Fragment } from 'prosemirror-model';
 import { Plugin, PluginKey } from 'prosemirror-state';
 import { Decoration, DecorationSet } from 'prosemirror-view';
 import { codePoints, utf16Index } from './positions.js';
+import { presenceColor, presenceName } from './presence.js';
 
 // ---- markup: the engine's canonical form ------------------------------------------------------------
 
@@ -887,7 +888,13 @@ export function bindProseMirror(record, view, options) {
   const b = new ProseMirrorBinding(record, view, options);
   const presence = cursorsOf(view);
   if (presence) presence.attach(b);
-  return { destroy: () => b.destroy(), binding: b };
+  return {
+    destroy: () => {
+      b.destroy();
+      if (presence?.binding === b) presence.detach(); // its presence listener goes with the binding
+    },
+    binding: b,
+  };
 }
 
 // ---- positions <-> anchors ------------------------------------------------------------------------------
@@ -1006,8 +1013,6 @@ function cursorsOf(view) {
   return folioCursorsKey.getState(view.state)?.controller ?? null;
 }
 
-const escapeCss = (s) => String(s).replace(/[^#a-zA-Z0-9(),.% -]/g, '');
-
 /**
  * A plugin showing the others present on the record (record.presence) as carets with their name and
  * selections in their colour (presence state { name, color }), and publishing this editor's selection
@@ -1024,15 +1029,23 @@ export function folioCursors(record, options = {}) {
     attach(binding) {
       this.binding = binding;
       this.view = binding.view;
+      // Presence events come one per message (a flood of them, from many clients): one redraw a task.
+      this.queued = false;
       this.onPresence = () => {
-        if (!binding.destroyed && this.view) this.view.dispatch(this.view.state.tr.setMeta(folioCursorsKey, 'presence'));
+        if (this.queued) return;
+        this.queued = true;
+        queueMicrotask(() => {
+          this.queued = false;
+          if (this.binding === binding && !binding.destroyed) this.view.dispatch(this.view.state.tr.setMeta(folioCursorsKey, 'presence'));
+        });
       };
       record.on('presence', this.onPresence);
       this.announce(this.view.state);
-      this.onPresence();
+      this.view.dispatch(this.view.state.tr.setMeta(folioCursorsKey, 'presence'));
     },
     detach() {
       if (this.onPresence) record.off('presence', this.onPresence);
+      this.onPresence = null;
       this.binding = null;
     },
     announce(state) {
@@ -1071,13 +1084,14 @@ export function folioCursors(record, options = {}) {
         } catch {
           continue;
         }
-        if (head === null) continue;
         anchor ??= head;
-        const color = escapeCss(other.state?.color ?? '#f80');
-        const name = String(other.state?.name ?? other.userId ?? '');
+        const size = state.doc.content.size;
+        if (head === null || head < 0 || head > size || anchor < 0 || anchor > size) continue; // not shown: no caret
+        const color = presenceColor(other);
+        const name = presenceName(other);
         const from = Math.min(anchor, head);
         const to = Math.max(anchor, head);
-        if (from < to) decos.push(Decoration.inline(from, to, { class: 'folio-selection', style: `background-color: ${color}33` }, { clientId: other.clientId }));
+        if (from < to) decos.push(Decoration.inline(from, to, { class: 'folio-selection', style: `background-color: color-mix(in srgb, ${color} 25%, transparent)` }, { clientId: other.clientId }));
         decos.push(
           Decoration.widget(head, () => (options.render ? options.render(other) : caret(name, color, other.clientId)), {
             key: `${other.clientId}:${name}:${color}`,

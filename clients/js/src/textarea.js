@@ -24,6 +24,9 @@
 // colour from its state, and its caret's line and column for a text record, its item for an array).
 
 import { codePoints, mapPosition, singleChange, utf16Index } from './positions.js';
+import { presenceColor, presenceName } from './presence.js';
+
+export { presenceColor, presenceName };
 
 /** Binds `element` to the text record `record`; returns { destroy() } to unbind. */
 export function bindTextarea(record, element) {
@@ -131,28 +134,19 @@ export function bindTextarea(record, element) {
   };
 }
 
-/** A client's display name: its state's `name`, else its userId, else its client id. */
-export function presenceName(entry) {
-  const name = entry.state?.name;
-  return typeof name === 'string' && name !== '' ? name : entry.userId ?? entry.clientId;
-}
-
-/** A client's colour: its state's `color` when it is a CSS colour of the safe forms (#rgb, #rrggbb, a name), else one from its id. */
-export function presenceColor(entry) {
-  const c = entry.state?.color;
-  if (typeof c === 'string' && /^(#[0-9a-fA-F]{3,8}|[a-zA-Z]{1,20})$/.test(c)) return c;
-  let h = 0;
-  for (const ch of entry.clientId) h = (h * 31 + ch.charCodeAt(0)) % 360;
-  return `hsl(${h} 70% 42%)`;
-}
-
 /**
  * Where another client's caret is: "line L, column C" in a text record (1-based, code points), "item
- * N" in an array, "" without a selection, "…" for an anchor this replica does not hold yet.
+ * N" in an array, "" without a selection (or one that is not of anchors of this record), "…" for an
+ * anchor this replica does not hold yet.
  */
 export function presenceWhere(record, entry) {
   if (!entry.selection || (record.type !== 'text' && record.type !== 'array')) return '';
-  const at = record.indexOf(entry.selection.head);
+  let at;
+  try {
+    at = record.indexOf(entry.selection.head);
+  } catch {
+    return ''; // not an anchor of this record
+  }
   if (at < 0) return '…';
   if (record.type === 'array') return `item ${at + 1}`;
   const value = record.value;

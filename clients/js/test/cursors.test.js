@@ -165,3 +165,99 @@ test('CodeMirror: the others\' carets and selections are drawn at their characte
     record.close();
   }
 });
+
+/** Who is here as presenceList draws it and a CodeMirror view with the cursors, on `record`. */
+function drawn(record) {
+  const list = fakeList();
+  const people = presenceList(record, list);
+  const view = fakeView(record.value);
+  const sync = new FolioCodeMirrorSync(record, view);
+  const cursors = new FolioCodeMirrorCursors(record, view);
+  view.plugins.push(sync, cursors);
+  return { list, view, unbind: () => [people, cursors, sync].forEach((b) => b.destroy()) };
+}
+
+// A hostile client's state, as every other page receives it: a name of markup, a colour that would
+// close the CSS declaration, values of other types and huge ones.
+const HOSTILE = [
+  { name: '<img src=x onerror=alert(1)>', color: 'red; background:url(//evil)' },
+  { name: { toString: 'x' }, color: ['#fff'] },
+  { name: 'n'.repeat(100000), color: `#${'f'.repeat(100000)}` },
+  { name: 42, color: 'rgb(1 2 3); x: url(y)' },
+];
+const safeColor = (c) => typeof c === 'string' && c.length < 100 && !/[;:"'\\{}]|url|expression/i.test(c);
+
+test('a hostile presence state is inert text and a safe colour: presenceName/presenceColor, the list, CodeMirror', async () => {
+  const { record, es } = await textRecord('abc');
+  try {
+    for (const state of HOSTILE) {
+      const entry = { clientId: 'evil', userId: 'u-evil', state };
+      assert.ok(safeColor(presenceColor(entry)), presenceColor(entry));
+      assert.ok(typeof presenceName(entry) === 'string' && presenceName(entry).length <= 65);
+    }
+    assert.equal(presenceName({ clientId: 'c', userId: 'u', state: { name: '<b>' } }), '<b>'); // shown as text (textContent)
+    assert.equal(presenceColor({ clientId: 'c', state: { color: 'hsl(120 50% 40%)' } }), 'hsl(120 50% 40%)');
+    assert.equal(presenceColor({ clientId: 'c', state: { color: 'rgb(1, 2, 3)' } }), 'rgb(1, 2, 3)');
+    const { list, view, unbind } = drawn(record);
+    HOSTILE.forEach((state, i) =>
+      es.send({ editorId: 'e', presence: { type: 'join', clientId: `evil${i}`, userId: 'u', state, selection: { anchor: record.anchorAt(1), head: record.anchorAt(2) }, updatedAt: 't' } }));
+    await until(() => list.children.length === HOSTILE.length && carets(view).length === 2 * HOSTILE.length);
+    for (const li of list.children) {
+      const [swatch, name] = li.children;
+      assert.ok(safeColor(swatch.style.background), swatch.style.background);
+      assert.equal(name.children.length, 0); // text only
+      assert.ok(name.textContent.length <= 65);
+    }
+    view.state.field(folioCursorField).between(0, view.state.doc.length, (_f, _t, deco) => {
+      if (deco.spec.widget) {
+        assert.ok(safeColor(deco.spec.widget.color) && deco.spec.widget.name.length <= 65);
+      } else {
+        const style = deco.spec.attributes.style;
+        assert.match(style, /^background-color: color-mix\(in srgb, [^;]* 25%, transparent\)$/);
+      }
+    });
+    unbind();
+  } finally {
+    record.close();
+  }
+});
+
+test('odd presence messages: no throw, no caret but at the anchors\' characters; unknown anchors hidden until they resolve', async () => {
+  const { record, es, service } = await textRecord('hello world');
+  try {
+    const errors = [];
+    record.on('error', (e) => errors.push(e));
+    const { list, view, unbind } = drawn(record);
+    const send = (presence, editorId = 'e') => es.send({ editorId, presence: { userId: 'u', updatedAt: 't', ...presence } });
+    const sel = (anchor, head = anchor) => ({ anchor, head });
+    send({ type: 'join', clientId: 'ok', state: { name: 'Ok' }, selection: sel(record.anchorAt(6)) });
+    for (const state of ['x', 7, null, [1, 2], true]) send({ type: 'join', clientId: 'odd', state, selection: null });
+    for (const selection of ['x', 5, [], sel(5, 6), sel('end:root'), sel('end:1.1'), sel('1.x'), sel(''), sel('-1.2'), sel('1.99999999999999999999'), { anchor: 'end' }])
+      send({ type: 'update', clientId: 'odd', state: { name: 'Odd' }, selection });
+    send({ type: 'whatever', clientId: 'ok2', state: {}, selection: null });
+    send({ type: 'leave', clientId: 'nobody' });
+    send({ type: 'join', clientId: 'other-editor', state: { name: 'Elsewhere' }, selection: sel(record.anchorAt(0)) }, 'another-editor');
+    es.send({ editorId: 'e', presence: 'join' });
+    es.send({ editorId: 'e', presence: { type: 'join', clientId: 7 } });
+    // A caret at a character this replica does not hold yet: hidden, then shown once it arrives.
+    const held = service.edit((d) => d.insert(0, '>')); // the push of it, held back
+    const unseen = service.doc.anchorAt(0);
+    send({ type: 'join', clientId: 'ahead', state: { name: 'Ahead' }, selection: sel(unseen) });
+    for (let i = 0; i < 1000; ++i) send({ type: 'update', clientId: `flood${i % 20}`, state: { name: `F${i}` }, selection: null });
+    await until(() => record.presence.others.length === 23);
+    await new Promise((r) => setTimeout(r, 0)); // CodeMirror's redraw runs a task later
+    assert.deepEqual(carets(view), ['Ok@6']);
+    assert.equal(list.children.length, 23);
+    assert.ok(!record.presence.others.some((o) => o.clientId === 'other-editor' || o.clientId === 'nobody' || o.clientId === 'ok2'));
+    assert.deepEqual(record.presence.others.find((o) => o.clientId === 'odd').state, { name: 'Odd' });
+    assert.equal(list.children.find((li) => li.dataset.clientId === 'ahead').children[2].textContent, '…');
+    es.send(held); // the character arrives
+    await until(() => carets(view).length === 2);
+    assert.equal(record.value, '>hello world');
+    assert.deepEqual(carets(view), ['Ahead@0', 'Ok@7']);
+    assert.deepEqual(errors, []);
+    unbind();
+  } finally {
+    record.close();
+  }
+});

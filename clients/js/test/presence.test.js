@@ -244,3 +244,69 @@ test('a rate-limited set is sent again later; a refused one is an error event', 
     record.close();
   }
 });
+
+test('a set refused with 429 backs off (1 s doubling to 30 s, 1 s again after an answer); a refused one is not resent by heartbeats', async () => {
+  const service = new ModelService(engine, 'text');
+  const { record } = await open(service);
+  const waits = []; // what the presence asked to wait: heartbeats (10 s) run on the clock, retries at once
+  const after = record._after.bind(record);
+  record._after = (ms, f) => {
+    waits.push(ms);
+    return after(ms === 10000 ? ms : 0, f);
+  };
+  try {
+    const presence = record.presence;
+    await until(() => calls(service, 'get').length === 1 && presence._getting === null);
+    const errors = [];
+    record.on('error', (e) => errors.push(e.status));
+    for (let i = 0; i < 7; ++i) service.refuseNext(429, 'RESOURCE_EXHAUSTED', 'Too many presence updates; retry later.');
+    presence.set({ name: 'x' });
+    await until(() => service.present.size === 1, 100000);
+    assert.deepEqual(waits, [1000, 2000, 4000, 8000, 16000, 30000, 30000, 10000]);
+    service.refuseNext(429, 'RESOURCE_EXHAUSTED', 'Too many presence updates; retry later.');
+    presence.set({ name: 'y' });
+    await until(() => service.present.get(presence.clientId)?.state.name === 'y', 100000);
+    assert.deepEqual(waits.slice(8), [1000, 10000]);
+    assert.deepEqual(errors, []);
+    service.refuseNext(400, 'INVALID_ARGUMENT', 'state: more than 4096 bytes.');
+    presence.set({ name: 'z' });
+    await until(() => errors.length === 1);
+    for (let i = 0; i < 5; ++i) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(waits.slice(10), [], 'no heartbeat resends what was refused');
+    assert.equal(presence._heartbeat, null);
+  } finally {
+    record.close();
+  }
+});
+
+test('a leave sent while a set is in flight is sent again once that set is answered: no ghost when the set arrives last', async () => {
+  const service = new ModelService(engine, 'text');
+  const { record } = await open(service);
+  const fetch = record._o.fetch;
+  let release;
+  const held = new Promise((r) => (release = r));
+  let holding = true;
+  record._o.fetch = async (url, init) => {
+    if (holding && String(url).endsWith('/presence/set')) await held; // the set arrives after the leave
+    return fetch(url, init);
+  };
+  try {
+    record.presence.set({ name: 'x' });
+    await until(() => record.presence._sending);
+    record.presence.leave();
+    await until(() => calls(service, 'leave').length === 1);
+    holding = false;
+    release();
+    await until(() => calls(service, 'set').length === 1);
+    await until(() => calls(service, 'leave').length === 2 && service.present.size === 0);
+    // A leave with no set in flight is sent once.
+    record.presence.set({ name: 'y' });
+    await until(() => service.present.size === 1);
+    record.presence.leave();
+    await until(() => service.present.size === 0);
+    for (let i = 0; i < 5; ++i) await new Promise((r) => setImmediate(r));
+    assert.equal(calls(service, 'leave').length, 3);
+  } finally {
+    record.close();
+  }
+});

@@ -398,3 +398,57 @@ test('two text nodes side by side (typed at once after an element) stay two: lat
   assert.equal(a.view.state.doc.textContent, '1' + text + '2');
   assert.equal(markupOf(doc(a.record.value)), markupOf(a.view.state.doc));
 });
+
+test('remote cursors: a hostile state is inert text and a safe colour; any accepted colour shades the selection', { skip: !ranged && 'the engine has no anchors yet' }, async () => {
+  const { folioCursors, folioCursorsKey } = await import('../src/prosemirror.js');
+  const record = new Record(Replica.create(engine, 'xml'));
+  const others = [];
+  record.presence = { others, set() {}, select() {} };
+  const ed = editor(record, [folioCursors(record)]);
+  record.replace('<paragraph>hello world</paragraph>');
+  const b = ed.binding.binding;
+  const selection = { anchor: anchorOf(b, ed.view.state.doc, 1), head: anchorOf(b, ed.view.state.doc, 6) };
+  const states = [
+    { name: '<img src=x onerror=alert(1)>', color: 'red; background:url(//evil)' },
+    { name: { toString: 'x' }, color: ['#fff'] },
+    { name: 'n'.repeat(100000), color: `#${'f'.repeat(100000)}` },
+    { name: 'Hsl', color: 'hsl(120 50% 40%)' },
+    { name: 'Named', color: 'rebeccapurple' },
+  ];
+  states.forEach((state, i) => others.push({ clientId: `c${i}`, userId: 'u', state, selection }));
+  ed.view.dispatch(ed.view.state.tr.setMeta(folioCursorsKey, 'presence'));
+  const decos = folioCursorsKey.getState(ed.view.state).decorations.find();
+  const styles = decos.filter((d) => !d.spec.name).map((d) => d.type.attrs.style);
+  const names = decos.filter((d) => d.spec.name).map((d) => d.spec.name);
+  assert.equal(styles.length, states.length);
+  for (const style of styles) assert.match(style, /^background-color: color-mix\(in srgb, (#[0-9a-f]+|[a-z]+|hsl\([0-9 %]+\)) 25%, transparent\)$/);
+  assert.ok(styles.some((s) => s.includes('hsl(120 50% 40%)')) && styles.some((s) => s.includes('rebeccapurple')));
+  assert.ok(!styles.some((s) => /url|;.*;/.test(s)));
+  assert.ok(names.includes('<img src=x onerror=alert(1)>')); // text: the caret's label sets textContent
+  assert.ok(names.every((n) => typeof n === 'string' && n.length <= 65));
+});
+
+test('remote cursors: a flood of presence events is one redraw; destroy() leaves no listener on the record', async () => {
+  const { folioCursors, folioCursorsKey } = await import('../src/prosemirror.js');
+  const record = new Record(Replica.create(engine, 'xml'));
+  record.presence = { others: [], set() {}, select() {} };
+  const ed = editor(record, [folioCursors(record)]);
+  record.replace('<paragraph>hello</paragraph>');
+  let redraws = 0;
+  const dispatch = ed.view.dispatch.bind(ed.view);
+  ed.view.dispatch = (tr) => {
+    if (tr.getMeta(folioCursorsKey) === 'presence') ++redraws;
+    dispatch(tr);
+  };
+  const controller = folioCursorsKey.getState(ed.view.state).controller;
+  for (let i = 0; i < 1000; ++i) controller.onPresence({ type: 'update', clientId: `c${i % 50}` });
+  await null;
+  assert.equal(redraws, 1);
+  assert.equal(record.listeners.size, 2); // the binding's change listener and the cursors' presence one
+  const onPresence = controller.onPresence;
+  ed.binding.destroy();
+  assert.equal(record.listeners.size, 0);
+  onPresence(); // an event already being delivered: nothing is drawn
+  await null;
+  assert.equal(redraws, 1);
+});
