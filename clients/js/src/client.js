@@ -825,7 +825,9 @@ export class FolioRecord {
 
   /**
    * True when `text` is a presence message ({ editorId, presence: {...} }, docs/API.md): handed to
-   * presence (if in use), and nothing else. A cheap test first: every message passes here.
+   * presence (if in use), and nothing else. A cheap test first: every message passes here. A message
+   * with a `presence` member but no `update` nor `deleted` is presence whatever its shape (a malformed
+   * one is dropped): it never makes the client sync.
    */
   _presenceMessage(text) {
     if (this._closed || typeof text !== 'string' || !text.includes('"presence"')) return false;
@@ -835,8 +837,8 @@ export class FolioRecord {
     } catch {
       return false;
     }
-    if (!m || typeof m !== 'object' || !m.presence || typeof m.presence !== 'object' || m.update !== undefined || m.deleted !== undefined) return false;
-    if (m.editorId === undefined || m.editorId === this._o.editorId) this._presence?._message(m.presence);
+    if (!m || typeof m !== 'object' || m.presence === undefined || m.update !== undefined || m.deleted !== undefined) return false;
+    if (m.presence && typeof m.presence === 'object' && (m.editorId === undefined || m.editorId === this._o.editorId)) this._presence?._message(m.presence);
     return true;
   }
 
