@@ -913,6 +913,35 @@ test('ProseMirror: a REST crdt/update with baseVersion appears in the editors wi
   }
 });
 
+test('ProseMirror: composing while a remote insert arrives in its paragraph: the composed text replaces its reading', async () => {
+  const ids = { organizationId: org, documentId: newDoc('prosemirror ime'), editorId: 'doc' };
+  await add(ids, 'xml', '<paragraph>abc</paragraph>');
+  const version = (await rest('/v2/crdt/get', ids)).body.result.data[0].version;
+  const { token } = await mint(ids.documentId);
+  const [a] = await proseMirrorPages(ids, 1, token);
+  try {
+    await pm(a, 'place', 'doc', { end: 'abc' });
+    const cdp = await a.createCDPSession();
+    const compose = (text) => cdp.send('Input.imeSetComposition', { text, selectionStart: text.length, selectionEnd: text.length });
+    await compose('に');
+    await compose('にほ');
+    // A backend's insert of "X" in the paragraph (baseVersion: merged with what the page wrote since).
+    const r = await rest('/v2/crdt/update', { ...ids, type: 'xml', baseVersion: version, data: '<paragraph>Xabc</paragraph>' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    await until(async () => (await pm(a, 'shownMarkup', 'doc')).includes('Xabc') || (await pm(a, 'shownMarkup', 'doc')), 'the remote insert reached the editor');
+    await compose('にほん'); // the composition goes on after the remote change arrived
+    await cdp.send('Input.insertText', { text: '日本' });
+    const expected = '<paragraph>Xabc日本</paragraph>';
+    await until(async () => {
+      const seen = [await pm(a, 'shownMarkup', 'doc'), await stored(ids)];
+      return seen.every((v) => v === expected) || seen;
+    }, 'the editor and the service hold the remote insert and the composed text, not its reading');
+    assert.deepEqual(await pm(a, 'selection', 'doc'), [7, 7], 'the caret is after the composed text');
+  } finally {
+    await closeAll([a]);
+  }
+});
+
 test('ProseMirror: undo undoes only this page\'s own changes', async () => {
   const ids = { organizationId: org, documentId: newDoc('prosemirror undo'), editorId: 'doc' };
   await add(ids, 'xml', '<paragraph>base</paragraph>');
