@@ -600,7 +600,8 @@ export class Replica {
   xmlChildIds(path) {
     return this.withPath(path, (p, n) => {
       this.e.check(this.x.fw_xml_child_ids(this.h, p, n));
-      return this.e.parts().map((b) => decoder.decode(b));
+      const joined = this.e.text(0); // each id followed by a newline
+      return joined ? joined.slice(0, -1).split('\n') : [];
     });
   }
 
