@@ -7,7 +7,8 @@ Needs the WebAssembly build (scripts/build-js), `npm ci` in tests/e2e/browser, a
 scripts/test does all three and runs this after the client's own tests.
 
 Run as:  browser_e2e.py BUILD_DIR SOURCE_DIR   (FOLIO_CHROMIUM names the browser binary, if not the
-default; FOLIO_BROWSER_TEST=<regular expression> runs only the cases whose names match)
+default; FOLIO_BROWSER_TEST=<regular expression> runs only the cases whose names match, and
+FOLIO_BROWSER_SKIP=<regular expression> skips those whose names match)
 """
 import gzip
 import http.client

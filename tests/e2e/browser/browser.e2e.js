@@ -14,10 +14,15 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, test as nodeTest } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { packagesImportMap } from './import-map.js';
+
+// FOLIO_BROWSER_SKIP (a regular expression, browser_e2e.py passes it on): the cases whose names match are
+// skipped. Node 20's --test-name-pattern cannot leave one case out: the file's own test matches first.
+const skipped = process.env.FOLIO_BROWSER_SKIP ? new RegExp(process.env.FOLIO_BROWSER_SKIP) : null;
+const test = (name, ...rest) => (skipped?.test(name) ? nodeTest(name, { skip: 'FOLIO_BROWSER_SKIP' }, rest.at(-1)) : nodeTest(name, ...rest));
 
 const here = dirname(fileURLToPath(import.meta.url));
 const base = process.env.FOLIO_URL;
