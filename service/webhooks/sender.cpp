@@ -24,7 +24,7 @@ constexpr std::size_t response_kept = 1024;
 constexpr std::int64_t prune_every_ms = 3600 * 1000;
 constexpr int poll_ms = 250;
 
-/// A duration as a reason or an error says it: "5 days", "1 hour", "15 s", "500 ms".
+/// A duration as a reason or an error says it: a count of its largest whole unit (days, hours, s, ms).
 std::string spoken(std::chrono::milliseconds d) {
   const std::int64_t ms = d.count(), day = 24 * 3600 * 1000, hour = 3600 * 1000;
   const auto counted = [](std::int64_t n, const char* one) { return std::to_string(n) + " " + one + (n == 1 ? "" : "s"); };

@@ -35,7 +35,7 @@
 // tenants in flight). So `sends` is high: a transfer in flight costs a socket and a few KiB (libcurl's
 // handle, the body), and no CPU while it waits for an answer.
 // run() keeps claiming while transfers are in flight: a due delivery waits at most for the next poll
-// of the table (every 250 ms, or at once after wake() or a finished transfer), never for another
+// of the table (every poll_ms, or at once after wake() or a finished transfer), never for another
 // endpoint's transfer.
 //
 // Safety: protocols http and https only, no redirects followed (a 3xx is a failure), no proxy from
@@ -107,7 +107,7 @@ class webhook_sender {
   /// outcome that failed to commit leaves its row to be sent again after its claim).
   std::size_t send_due(database& db, std::int64_t now_ms);
   /// Rounds on `db` until stop(), claiming new due work while earlier transfers are in flight (the table
-  /// polled every 250 ms, at once after wake()), and pruning the log hourly (prune_webhook_log). Failures
+  /// polled every poll_ms, at once after wake()), and pruning the log hourly (prune_webhook_log). Failures
   /// are logged and tried again. At stop(), transfers still in flight are abandoned: their claims
   /// lapse and their rows are sent again.
   void run(database& db);

@@ -107,7 +107,7 @@ test('at most one set is in flight; what is set meanwhile is coalesced, the late
 
 test('while joined the state is sent again every timeoutMs/3; leave() stops it', async () => {
   const service = new ModelService(engine, 'text');
-  service.presenceTimeoutMs = 30; // heartbeats every 10 ms
+  service.presenceTimeoutMs = 30; // a short timeout: heartbeats every timeoutMs / 3
   const { record } = await open(service);
   try {
     record.presence.set({ name: 'x' });
